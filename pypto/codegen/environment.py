@@ -1,0 +1,40 @@
+"""The one Jinja2 environment every generated file comes from."""
+
+from __future__ import annotations
+
+import math
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+TEMPLATES_DIR = Path(
+    os.environ.get("PYPTO_TEMPLATES_DIR", Path(__file__).resolve().parents[2] / "templates")
+)
+
+
+def _cpp_float(value: float) -> str:
+    if math.isnan(value):
+        return "__builtin_nan(\"\")"
+    if math.isinf(value):
+        return "__builtin_inf()" if value > 0 else "(-__builtin_inf())"
+    return repr(float(value))
+
+
+@lru_cache(maxsize=None)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["cpp_float"] = _cpp_float
+    return env
+
+
+def render(template: str, **context) -> str:
+    return environment().get_template(template).render(**context)

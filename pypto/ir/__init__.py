@@ -1,0 +1,112 @@
+"""The IR: nodes, types, the op registry, printer, compile entry point.
+
+Importing `pypto.ir` loads no pass, codegen or toolchain module: the runtime may use
+its types, and `CompiledProgram.from_dir` runs an artifact without the compiler.
+"""
+
+from __future__ import annotations
+
+from .compiled import CompiledProgram
+from .dtypes import DataType
+from .errors import (
+    CapacityError,
+    InternalError,
+    LoweringError,
+    ParseError,
+    PyptoError,
+    Span,
+    TypeCheckError,
+)
+from .nodes import (
+    Assign,
+    AtScope,
+    Call,
+    Const,
+    ExprList,
+    ExprStmt,
+    For,
+    FuncCall,
+    Function,
+    Param,
+    Program,
+    Return,
+    Var,
+)
+from .ops import OpDef, all_ops, get_op
+from .types import (
+    AtomicType,
+    Direction,
+    FunctionType,
+    Level,
+    MemorySpace,
+    PadValue,
+    ScalarType,
+    TensorType,
+    TileType,
+    TupleType,
+)
+
+
+def compile(
+    program: Program,
+    output_dir=None,
+    dump_passes: bool = True,
+    platform: str = "a2a3sim",
+    diagnostic_phase=None,
+    disabled_diagnostics=None,
+) -> CompiledProgram:
+    """Lower, generate and build `program` for `platform`; returns the built artifact.
+
+    `output_dir=None` builds into the content-keyed cache (a hit compiles nothing).
+    """
+    from ..compiler import CompileOptions, build_program
+    from ..platform import get_platform
+
+    get_platform(platform)  # unknown platform: ValueError listing the four
+    options = CompileOptions(
+        platform=platform,
+        dump_passes=bool(dump_passes),
+        diagnostic_phase=diagnostic_phase,
+        disabled_diagnostics=frozenset(disabled_diagnostics or ()),
+    )
+    return CompiledProgram(build_program(program, options, output_dir))
+
+
+__all__ = [
+    "compile",
+    "CompiledProgram",
+    "DataType",
+    "Program",
+    "Function",
+    "Param",
+    "Var",
+    "Const",
+    "Call",
+    "FuncCall",
+    "ExprList",
+    "Assign",
+    "ExprStmt",
+    "For",
+    "AtScope",
+    "Return",
+    "TensorType",
+    "TileType",
+    "ScalarType",
+    "TupleType",
+    "MemorySpace",
+    "Direction",
+    "FunctionType",
+    "Level",
+    "PadValue",
+    "AtomicType",
+    "OpDef",
+    "get_op",
+    "all_ops",
+    "PyptoError",
+    "ParseError",
+    "TypeCheckError",
+    "LoweringError",
+    "CapacityError",
+    "InternalError",
+    "Span",
+]

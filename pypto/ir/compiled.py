@@ -1,0 +1,55 @@
+"""`CompiledProgram`: a built artifact directory, runnable without the compiler."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+class CompiledProgram:
+    """A program built into an artifact directory.  Calling it runs it on its platform."""
+
+    def __init__(self, output_dir: str | os.PathLike):
+        self.output_dir = Path(output_dir)
+        manifest_path = self.output_dir / "manifest.json"
+        try:
+            self._manifest = json.loads(manifest_path.read_text())
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"{manifest_path} does not exist: {self.output_dir} is not a pypto artifact "
+                "(build it with ir.compile or kernel.compile)"
+            ) from None
+        self._loaded = None
+
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike) -> CompiledProgram:
+        """Open a prebuilt artifact; needs no compiler."""
+        return cls(path)
+
+    @property
+    def platform(self) -> str:
+        return self._manifest["platform"]
+
+    @property
+    def backend_type(self) -> str:
+        return self._manifest["backend"]
+
+    @property
+    def param_names(self) -> list[str]:
+        return [p["name"] for p in self._manifest["params"]]
+
+    @property
+    def output_indices(self) -> list[int]:
+        return list(self._manifest["outputs"])
+
+    def __call__(self, *args, config=None):
+        """Run on the artifact's platform; outputs are copied back into the caller's tensors."""
+        from ..runtime import RunConfig, load_artifact
+
+        if self._loaded is None:
+            self._loaded = load_artifact(self.output_dir)
+        return self._loaded.run(args, config or RunConfig(platform=self.platform))
+
+    def __repr__(self) -> str:
+        return f"CompiledProgram({str(self.output_dir)!r}, platform={self.platform!r})"

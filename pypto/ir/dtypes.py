@@ -1,0 +1,97 @@
+"""Element data types.  The numbering matches `PtoDType` in pypto/sim/include/pto/abi.h."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DTypeInfo:
+    code: int
+    bits: int
+    is_float: bool
+    is_signed: bool
+    mantissa_bits: int  # significand bits incl. the implicit one (floats); value bits (ints)
+    exponent_bits: int  # 0 for integers
+    torch_name: str | None  # attribute of the torch module, None when torch has none
+    cpp_type: str  # element type in the simulator's C++
+
+
+class DataType(enum.Enum):
+    """An element type of tensors, tiles and scalars (`pl.FP16`, ...)."""
+
+    BOOL = DTypeInfo(0, 8, False, False, 1, 0, "bool", "bool")
+    INT8 = DTypeInfo(1, 8, False, True, 7, 0, "int8", "int8_t")
+    INT16 = DTypeInfo(2, 16, False, True, 15, 0, "int16", "int16_t")
+    INT32 = DTypeInfo(3, 32, False, True, 31, 0, "int32", "int32_t")
+    INT64 = DTypeInfo(4, 64, False, True, 63, 0, "int64", "int64_t")
+    UINT8 = DTypeInfo(5, 8, False, False, 8, 0, "uint8", "uint8_t")
+    UINT16 = DTypeInfo(6, 16, False, False, 16, 0, "uint16", "uint16_t")
+    UINT32 = DTypeInfo(7, 32, False, False, 32, 0, "uint32", "uint32_t")
+    FP16 = DTypeInfo(8, 16, True, True, 11, 5, "float16", "pto::f16")
+    BF16 = DTypeInfo(9, 16, True, True, 8, 8, "bfloat16", "pto::bf16")
+    FP32 = DTypeInfo(10, 32, True, True, 24, 8, "float32", "float")
+    FP8E4M3FN = DTypeInfo(11, 8, True, True, 4, 4, "float8_e4m3fn", "pto::fp8e4m3fn")
+    FP8E5M2 = DTypeInfo(12, 8, True, True, 3, 5, "float8_e5m2", "pto::fp8e5m2")
+
+    @property
+    def code(self) -> int:
+        return self.value.code
+
+    @property
+    def bits(self) -> int:
+        return self.value.bits
+
+    @property
+    def itemsize(self) -> int:
+        return self.value.bits // 8
+
+    @property
+    def is_float(self) -> bool:
+        return self.value.is_float
+
+    @property
+    def is_int(self) -> bool:
+        return not self.value.is_float and self is not DataType.BOOL
+
+    @property
+    def is_signed(self) -> bool:
+        return self.value.is_signed
+
+    @property
+    def cpp_type(self) -> str:
+        return self.value.cpp_type
+
+    def to_torch(self):
+        """The torch dtype of the same name (imports torch lazily)."""
+        import torch
+
+        if self.value.torch_name is None:
+            raise TypeError(f"{self.name} has no torch equivalent")
+        return getattr(torch, self.value.torch_name)
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+
+_BY_CODE = {dt.code: dt for dt in DataType}
+_BY_TORCH_NAME = {dt.value.torch_name: dt for dt in DataType if dt.value.torch_name}
+
+
+def from_code(code: int) -> DataType:
+    return _BY_CODE[code]
+
+
+def from_name(name: str) -> DataType:
+    """`"FP16"` / `"fp16"` → DataType.FP16; raises KeyError on unknown names."""
+    return DataType[name.upper()]
+
+
+def from_torch(torch_dtype) -> DataType:
+    """torch.float16 → DataType.FP16; raises TypeError for dtypes pypto lacks."""
+    name = str(torch_dtype).removeprefix("torch.")
+    try:
+        return _BY_TORCH_NAME[name]
+    except KeyError:
+        raise TypeError(f"torch dtype {torch_dtype} has no pypto equivalent") from None

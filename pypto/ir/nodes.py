@@ -1,0 +1,190 @@
+"""IR nodes: immutable dataclasses, compared and hashed structurally.
+
+Source spans are carried on every node but excluded from equality and hashing, so a
+program printed with `as_python()` and parsed back compares equal to the original.
+Variables are identified by name within a function (rebinding a name overwrites it,
+as in the user's Python); the printer and parser therefore round-trip by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .errors import Span
+from .types import Direction, FunctionType, Level, Type
+
+
+def _span() -> Any:
+    return field(default=None, compare=False, repr=False)
+
+
+# ----------------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Var:
+    """A named value of a known type."""
+
+    name: str
+    type: Type
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal scalar."""
+
+    value: int | float | bool
+    type: Type
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class ExprList:
+    """A list of scalar expressions, e.g. load offsets `[i, 0]`."""
+
+    items: tuple
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Call:
+    """An operator application; `op` names an entry of the op registry.
+
+    `args` hold operands (expressions), `attrs` compile-time attributes as sorted
+    (name, value) pairs, `type` the inferred result type.
+    """
+
+    op: str
+    args: tuple
+    attrs: tuple
+    type: Type
+    span: Span | None = _span()
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for key, value in self.attrs:
+            if key == name:
+                return value
+        return default
+
+
+@dataclass(frozen=True)
+class FuncCall:
+    """A call of another function of the same program (one task per call)."""
+
+    callee: str
+    args: tuple
+    type: Type
+    span: Span | None = _span()
+
+
+Expr = Var | Const | ExprList | Call | FuncCall
+
+
+# ----------------------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True)
+class Assign:
+    """`targets = value`; several targets unpack a tuple-typed value."""
+
+    targets: tuple[Var, ...]
+    value: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class ExprStmt:
+    """An expression evaluated for its effect."""
+
+    value: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class For:
+    """`for var in pl.range(start, stop, step)`; kind is "range", "unroll" or "parallel"."""
+
+    var: Var
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple
+    kind: str = "range"
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class AtScope:
+    """`with pl.at(level=...)`: a region the outliner turns into an InCore kernel."""
+
+    level: Level
+    body: tuple
+    name_hint: str = ""
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Return:
+    values: tuple
+    span: Span | None = _span()
+
+
+Stmt = Assign | ExprStmt | For | AtScope | Return
+
+
+# ----------------------------------------------------------------------------- functions
+
+
+@dataclass(frozen=True)
+class Param:
+    var: Var
+    direction: Direction = Direction.In
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    params: tuple[Param, ...]
+    returns: tuple
+    body: tuple
+    func_type: FunctionType
+    span: Span | None = _span()
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.var.name == name:
+                return p
+        return None
+
+
+@dataclass(frozen=True)
+class Program:
+    """A set of functions; `entry` names the one a caller invokes."""
+
+    name: str
+    functions: tuple[Function, ...]
+    entry: str
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    @property
+    def entry_function(self) -> Function:
+        return self.function(self.entry)
+
+    def with_functions(self, functions) -> Program:
+        return replace(self, functions=tuple(functions))
+
+    def as_python(self, concise: bool = False) -> str:
+        """Print as `@pl.program` Python source that `pl.parse` reads back."""
+        from .printer import print_program
+
+        return print_program(self, concise=concise)
+
+    def __str__(self) -> str:
+        return self.as_python()

@@ -1,0 +1,200 @@
+"""`Program.as_python()`: the IR's textual form, valid input to `pl.parse`.
+
+This is the IR's own syntax (like xDSL's printer), not code generation: the text is
+the `@pl.program` DSL form, and printing then parsing gives a structurally equal program.
+`concise=True` leaves out placement (memory spaces and addresses).
+"""
+
+from __future__ import annotations
+
+from .dtypes import DataType
+from .nodes import (
+    Assign,
+    AtScope,
+    Call,
+    Const,
+    ExprList,
+    ExprStmt,
+    For,
+    FuncCall,
+    Function,
+    Program,
+    Return,
+    Var,
+)
+from .ops import REQUIRED, get_op
+from .types import (
+    INDEX,
+    Direction,
+    FunctionType,
+    ScalarType,
+    TensorType,
+    TileType,
+    TupleType,
+)
+
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%"}
+_FOR_KIND = {"range": "pl.range", "unroll": "pl.unroll", "parallel": "pl.parallel"}
+
+
+def print_program(program: Program, concise: bool = False) -> str:
+    return _Printer(concise).program(program)
+
+
+def print_type(t, concise: bool = False) -> str:
+    return _Printer(concise).type(t)
+
+
+class _Printer:
+    def __init__(self, concise: bool):
+        self.concise = concise
+        self.lines: list[str] = []
+
+    # -- types
+    def type(self, t) -> str:
+        if isinstance(t, TensorType):
+            return f"pl.Tensor[{_list(t.shape)}, {t.dtype!r}]"
+        if isinstance(t, TileType):
+            parts = [_list(t.shape), repr(t.dtype)]
+            if t.memory is not None and not self.concise:
+                parts.append(repr(t.memory))
+                if t.addr is not None:
+                    parts.append(hex(t.addr))
+            return f"pl.Tile[{', '.join(parts)}]"
+        if isinstance(t, ScalarType):
+            return f"pl.Scalar[{t.dtype!r}]"
+        if isinstance(t, TupleType):
+            return f"tuple[{', '.join(self.type(i) for i in t.items)}]"
+        raise TypeError(f"cannot print type {t!r}")
+
+    # -- structure
+    def program(self, program: Program) -> str:
+        self.lines = ["import pypto.language as pl", "", ""]
+        orchestrations = [
+            f.name for f in program.functions if f.func_type is FunctionType.Orchestration
+        ]
+        if orchestrations == [program.entry]:
+            self.lines.append("@pl.program")
+        else:
+            self.lines.append(f"@pl.program(entry={program.entry!r})")
+        self.lines.append(f"class {program.name}:")
+        for i, fn in enumerate(program.functions):
+            if i:
+                self.lines.append("")
+            self.function(fn)
+        return "\n".join(self.lines) + "\n"
+
+    def function(self, fn: Function) -> None:
+        params = ["self"]
+        for p in fn.params:
+            t = self.type(p.var.type)
+            if p.direction is Direction.Out:
+                t = f"pl.Out[{t}]"
+            elif p.direction is Direction.InOut:
+                t = f"pl.InOut[{t}]"
+            params.append(f"{p.var.name}: {t}")
+        ret = ""
+        if len(fn.returns) == 1:
+            ret = f" -> {self.type(fn.returns[0])}"
+        elif fn.returns:
+            ret = f" -> tuple[{', '.join(self.type(t) for t in fn.returns)}]"
+        self.lines.append(f"    @pl.function(type={fn.func_type!r})")
+        self.lines.append(f"    def {fn.name}({', '.join(params)}){ret}:")
+        self.body(fn.body, 2)
+
+    def body(self, body, depth: int) -> None:
+        if not body:
+            self.lines.append("    " * depth + "pass")
+        for stmt in body:
+            self.stmt(stmt, depth)
+
+    def stmt(self, stmt, depth: int) -> None:
+        pad = "    " * depth
+        if isinstance(stmt, Assign):
+            value = self.expr(stmt.value)
+            if len(stmt.targets) == 1:
+                (t,) = stmt.targets
+                self.lines.append(f"{pad}{t.name}: {self.type(t.type)} = {value}")
+            else:
+                names = ", ".join(t.name for t in stmt.targets)
+                self.lines.append(f"{pad}{names} = {value}")
+        elif isinstance(stmt, ExprStmt):
+            self.lines.append(pad + self.expr(stmt.value))
+        elif isinstance(stmt, For):
+            rng = ", ".join(self.expr(e) for e in (stmt.start, stmt.stop, stmt.step))
+            self.lines.append(f"{pad}for {stmt.var.name} in {_FOR_KIND[stmt.kind]}({rng}):")
+            self.body(stmt.body, depth + 1)
+        elif isinstance(stmt, AtScope):
+            hint = f", name_hint={stmt.name_hint!r}" if stmt.name_hint else ""
+            self.lines.append(f"{pad}with pl.at(level={stmt.level!r}{hint}):")
+            self.body(stmt.body, depth + 1)
+        elif isinstance(stmt, Return):
+            values = ", ".join(self.expr(v) for v in stmt.values)
+            self.lines.append(f"{pad}return {values}".rstrip())
+        else:
+            raise TypeError(f"cannot print statement {stmt!r}")
+
+    def expr(self, e) -> str:
+        if isinstance(e, Var):
+            return e.name
+        if isinstance(e, Const):
+            return _const(e)
+        if isinstance(e, ExprList):
+            return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
+        if isinstance(e, FuncCall):
+            return f"self.{e.callee}({', '.join(self.expr(a) for a in e.args)})"
+        if isinstance(e, Call):
+            return self.call(e)
+        raise TypeError(f"cannot print expression {e!r}")
+
+    def call(self, e: Call) -> str:
+        if e.op in INFIX and all(isinstance(a.type, ScalarType) for a in e.args):
+            lhs, rhs = (self._operand(a) for a in e.args)
+            return f"{lhs} {INFIX[e.op]} {rhs}"
+        op = get_op(e.op)
+        attrs = dict(e.attrs)
+        args = iter(e.args)
+        positional: list[str] = []
+        keywords: list[str] = []
+        last_required = max(
+            (i for i, p in enumerate(op.params) if p.default is REQUIRED), default=-1
+        )
+        for i, p in enumerate(op.params):
+            if p.kind == "attr":
+                value = attrs[p.name]
+                if i <= last_required:
+                    positional.append(_attr(value))
+                elif value != p.default:
+                    keywords.append(f"{p.name}={_attr(value)}")
+            else:
+                positional.append(self.expr(next(args)))
+        return f"pl.{e.op}({', '.join(positional + keywords)})"
+
+    def _operand(self, e) -> str:
+        text = self.expr(e)
+        if isinstance(e, Call) and e.op in INFIX:
+            return f"({text})"
+        return text
+
+
+def _list(items) -> str:
+    return "[" + ", ".join(str(i) for i in items) + "]"
+
+
+def _const(c: Const) -> str:
+    v = c.value
+    default = (
+        (isinstance(v, bool) and c.type == ScalarType(DataType.BOOL))
+        or (isinstance(v, int) and not isinstance(v, bool) and c.type == INDEX)
+        or (isinstance(v, float) and c.type == ScalarType(DataType.FP32))
+    )
+    text = repr(v) if not (isinstance(v, float) and v != v) else 'float("nan")'
+    if isinstance(v, float) and v in (float("inf"), float("-inf")):
+        text = f'float("{v}")'
+    return text if default else f"pl.const({text}, {c.type.dtype!r})"
+
+
+def _attr(value) -> str:
+    if isinstance(value, tuple):
+        return _list(value)
+    return repr(value)

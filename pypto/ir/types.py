@@ -1,0 +1,137 @@
+"""IR types: tensors in global memory, tiles on chip, scalars."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .dtypes import DataType
+
+
+class MemorySpace(enum.Enum):
+    """Where a value lives: global memory or one of the on-chip buffers."""
+
+    DDR = "DDR"
+    Vec = "Vec"  # unified buffer (vector core)
+    Mat = "Mat"  # L1
+    Left = "Left"  # L0A
+    Right = "Right"  # L0B
+    Acc = "Acc"  # L0C
+
+    def __repr__(self) -> str:
+        return f"pl.Mem.{self.name}"
+
+
+class Direction(enum.Enum):
+    """How a function uses a tensor parameter."""
+
+    In = "in"
+    Out = "out"
+    InOut = "inout"
+
+
+class FunctionType(enum.Enum):
+    """The role of a function in a program."""
+
+    Orchestration = "Orchestration"
+    InCore = "InCore"
+    Inline = "Inline"
+
+    def __repr__(self) -> str:
+        return f"pl.FunctionType.{self.name}"
+
+
+class Level(enum.Enum):
+    """Hardware level a `pl.at` scope targets."""
+
+    CORE_GROUP = "CORE_GROUP"
+    AIC = "AIC"
+    AIV = "AIV"
+    HOST = "HOST"
+
+    def __repr__(self) -> str:
+        return f"pl.Level.{self.name}"
+
+
+class PadValue(enum.Enum):
+    """What a partial-tile load writes outside the valid region."""
+
+    null = "null"
+    zero = "zero"
+    max = "max"
+    min = "min"
+
+    def __repr__(self) -> str:
+        return f"pl.PadValue.{self.name}"
+
+
+class AtomicType(enum.Enum):
+    """Store semantics: plain or atomic accumulate."""
+
+    None_ = "None_"
+    Add = "Add"
+
+    def __repr__(self) -> str:
+        return f"pl.AtomicType.{self.name}"
+
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A tensor in global memory."""
+
+    shape: Shape
+    dtype: DataType
+
+    @property
+    def nbytes(self) -> int:
+        return _numel(self.shape) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class TileType:
+    """A tile in an on-chip buffer; `memory` and `addr` are filled in by passes."""
+
+    shape: Shape
+    dtype: DataType
+    memory: MemorySpace | None = None
+    addr: int | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return _numel(self.shape) * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A scalar value (loop indices, constants, scalar operands)."""
+
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class TupleType:
+    """The type of a call that returns several values."""
+
+    items: tuple
+
+
+Type = TensorType | TileType | ScalarType | TupleType
+
+INDEX = ScalarType(DataType.INT64)
+
+
+def _numel(shape: Shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def same_value_type(a: Type, b: Type) -> bool:
+    """Equal up to placement (memory space and address are not part of the value)."""
+    if isinstance(a, TileType) and isinstance(b, TileType):
+        return a.shape == b.shape and a.dtype == b.dtype
+    return a == b

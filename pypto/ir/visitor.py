@@ -1,0 +1,192 @@
+"""One generic traversal of the IR.  Passes override only the node kinds they change."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .nodes import (
+    Assign,
+    AtScope,
+    Call,
+    Const,
+    ExprList,
+    ExprStmt,
+    For,
+    FuncCall,
+    Function,
+    Return,
+    Var,
+)
+
+
+class IRVisitor:
+    """Walks statements and expressions in program order without rebuilding them."""
+
+    def visit_function(self, fn: Function) -> None:
+        self.visit_body(fn.body)
+
+    def visit_body(self, body) -> None:
+        for stmt in body:
+            self.visit_stmt(stmt)
+
+    def visit_stmt(self, stmt) -> None:
+        getattr(self, "visit_" + type(stmt).__name__)(stmt)
+
+    def visit_expr(self, expr) -> None:
+        getattr(self, "visit_" + type(expr).__name__)(expr)
+
+    def visit_Assign(self, stmt: Assign) -> None:
+        self.visit_expr(stmt.value)
+        for target in stmt.targets:
+            self.visit_def(target)
+
+    def visit_ExprStmt(self, stmt: ExprStmt) -> None:
+        self.visit_expr(stmt.value)
+
+    def visit_For(self, stmt: For) -> None:
+        for e in (stmt.start, stmt.stop, stmt.step):
+            self.visit_expr(e)
+        self.visit_def(stmt.var)
+        self.visit_body(stmt.body)
+
+    def visit_AtScope(self, stmt: AtScope) -> None:
+        self.visit_body(stmt.body)
+
+    def visit_Return(self, stmt: Return) -> None:
+        for v in stmt.values:
+            self.visit_expr(v)
+
+    def visit_def(self, var: Var) -> None:
+        """A variable being (re)bound."""
+
+    def visit_Var(self, expr: Var) -> None:
+        """A variable being read."""
+
+    def visit_Const(self, expr: Const) -> None:
+        pass
+
+    def visit_ExprList(self, expr: ExprList) -> None:
+        for item in expr.items:
+            self.visit_expr(item)
+
+    def visit_Call(self, expr: Call) -> None:
+        for arg in expr.args:
+            self.visit_expr(arg)
+
+    def visit_FuncCall(self, expr: FuncCall) -> None:
+        for arg in expr.args:
+            self.visit_expr(arg)
+
+
+class IRMutator:
+    """Rebuilds the IR bottom-up; a `mutate_*` method may return a new node.
+
+    `mutate_stmt` may return a list of statements to splice several in place of one.
+    """
+
+    def mutate_function(self, fn: Function) -> Function:
+        return replace(fn, body=self.mutate_body(fn.body))
+
+    def mutate_body(self, body) -> tuple:
+        out = []
+        for stmt in body:
+            result = self.mutate_stmt(stmt)
+            if isinstance(result, (list, tuple)):
+                out.extend(result)
+            elif result is not None:
+                out.append(result)
+        return tuple(out)
+
+    def mutate_stmt(self, stmt):
+        return getattr(self, "mutate_" + type(stmt).__name__)(stmt)
+
+    def mutate_expr(self, expr):
+        return getattr(self, "mutate_" + type(expr).__name__)(expr)
+
+    def mutate_Assign(self, stmt: Assign):
+        value = self.mutate_expr(stmt.value)
+        targets = tuple(self.mutate_def(t) for t in stmt.targets)
+        return replace(stmt, value=value, targets=targets)
+
+    def mutate_ExprStmt(self, stmt: ExprStmt):
+        return replace(stmt, value=self.mutate_expr(stmt.value))
+
+    def mutate_For(self, stmt: For):
+        return replace(
+            stmt,
+            var=self.mutate_def(stmt.var),
+            start=self.mutate_expr(stmt.start),
+            stop=self.mutate_expr(stmt.stop),
+            step=self.mutate_expr(stmt.step),
+            body=self.mutate_body(stmt.body),
+        )
+
+    def mutate_AtScope(self, stmt: AtScope):
+        return replace(stmt, body=self.mutate_body(stmt.body))
+
+    def mutate_Return(self, stmt: Return):
+        return replace(stmt, values=tuple(self.mutate_expr(v) for v in stmt.values))
+
+    def mutate_def(self, var: Var) -> Var:
+        return var
+
+    def mutate_Var(self, expr: Var):
+        return expr
+
+    def mutate_Const(self, expr: Const):
+        return expr
+
+    def mutate_ExprList(self, expr: ExprList):
+        return replace(expr, items=tuple(self.mutate_expr(i) for i in expr.items))
+
+    def mutate_Call(self, expr: Call):
+        return replace(expr, args=tuple(self.mutate_expr(a) for a in expr.args))
+
+    def mutate_FuncCall(self, expr: FuncCall):
+        return replace(expr, args=tuple(self.mutate_expr(a) for a in expr.args))
+
+
+class VarUses(IRVisitor):
+    """Collects the names a subtree reads, in first-use order."""
+
+    def __init__(self):
+        self.names: dict[str, Var] = {}
+
+    def visit_Var(self, expr: Var) -> None:
+        self.names.setdefault(expr.name, expr)
+
+
+class VarDefs(IRVisitor):
+    """Collects the names a subtree binds, in first-definition order."""
+
+    def __init__(self):
+        self.names: dict[str, Var] = {}
+
+    def visit_def(self, var: Var) -> None:
+        self.names.setdefault(var.name, var)
+
+
+def uses(node) -> dict[str, Var]:
+    """Names read by a statement list, statement or expression."""
+    v = VarUses()
+    _walk(v, node)
+    return v.names
+
+
+def defs(node) -> dict[str, Var]:
+    """Names bound by a statement list or statement."""
+    v = VarDefs()
+    _walk(v, node)
+    return v.names
+
+
+def _walk(visitor: IRVisitor, node) -> None:
+    if isinstance(node, (list, tuple)):
+        visitor.visit_body(node)
+    elif isinstance(node, (Assign, ExprStmt, For, AtScope, Return)):
+        visitor.visit_stmt(node)
+    else:
+        visitor.visit_expr(node)
+
+
+__all__ = ["IRVisitor", "IRMutator", "uses", "defs", "Const"]

@@ -1,0 +1,109 @@
+"""The pypto DSL: `import pypto.language as pl`.
+
+Kernel bodies are parsed from source, never executed; the names here are what the
+parser recognises.  Operators (`pl.add`, `pl.load`, ...) come from the IR op registry.
+"""
+
+from __future__ import annotations
+
+from ..ir.dtypes import DataType
+from ..ir.ops import all_ops
+from ..ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue
+from .jit import JitFunction, jit
+from .parser import DslBuiltin, OpStub, parse_program
+from .typing import DynamicDim, InOut, Out, Scalar, Tensor, Tile, dynamic
+
+BOOL = DataType.BOOL
+INT8 = DataType.INT8
+INT16 = DataType.INT16
+INT32 = DataType.INT32
+INT64 = DataType.INT64
+UINT8 = DataType.UINT8
+UINT16 = DataType.UINT16
+UINT32 = DataType.UINT32
+FP16 = DataType.FP16
+BF16 = DataType.BF16
+FP32 = DataType.FP32
+FP8E4M3FN = DataType.FP8E4M3FN
+FP8E5M2 = DataType.FP8E5M2
+
+Mem = MemorySpace
+
+at = DslBuiltin("at")
+range = DslBuiltin("range")  # noqa: A001 - the DSL's loop, shadowing is intended
+unroll = DslBuiltin("unroll")
+parallel = DslBuiltin("parallel")
+const = DslBuiltin("const")
+static_assert = DslBuiltin("static_assert")
+
+for _name in all_ops():
+    globals()[_name] = OpStub(_name)
+del _name
+
+
+def program(cls=None, *, entry: str | None = None):
+    """`@pl.program` marks a class of `@pl.function` methods: the form the IR printer emits.
+
+    The class body is parsed from source; use `pl.parse(text)` for printed programs.
+    """
+
+    def wrap(c):
+        import inspect
+
+        from ..ir.errors import ParseError
+
+        try:
+            lines, first = inspect.getsourcelines(c)
+            file = inspect.getsourcefile(c) or "<unknown>"
+        except (OSError, TypeError):
+            raise ParseError(f"cannot read the source of class `{c.__name__}`; use pl.parse(text)")
+        import sys
+        import textwrap
+
+        module = sys.modules.get(c.__module__)
+        namespace = dict(vars(module)) if module else {}
+        return parse_program(textwrap.dedent("".join(lines)), file, namespace, first - 1)
+
+    return wrap(cls) if cls is not None else wrap
+
+
+def function(fn=None, *, type: FunctionType = FunctionType.InCore):  # noqa: A002
+    """`@pl.function(type=...)` marks a method of a `@pl.program` class."""
+    return fn if fn is not None else (lambda f: f)
+
+
+def parse(source: str, filename: str = "<pl.parse>"):
+    """Read `Program.as_python()` text back into a Program."""
+    return parse_program(source, filename)
+
+
+loads = parse
+
+__all__ = [
+    "jit",
+    "JitFunction",
+    "program",
+    "function",
+    "parse",
+    "loads",
+    "Tensor",
+    "Tile",
+    "Scalar",
+    "Out",
+    "InOut",
+    "dynamic",
+    "DynamicDim",
+    "Level",
+    "Mem",
+    "MemorySpace",
+    "PadValue",
+    "AtomicType",
+    "FunctionType",
+    "at",
+    "range",
+    "unroll",
+    "parallel",
+    "const",
+    "static_assert",
+    "DataType",
+]

@@ -1,0 +1,226 @@
+"""`@pl.jit` and `@pl.jit.incore`: specialise on the call's tensors, build, load, run."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import inspect
+import textwrap
+from collections import ChainMap
+
+from ..ir.dtypes import DataType, from_torch
+from ..ir.errors import ParseError, Span, TypeCheckError
+from ..ir.nodes import Assign, ExprStmt, FuncCall, Function, Param, Program, Return, Var
+from ..ir.types import FunctionType, ScalarType, TensorType, TupleType
+from .parser import Callee, FunctionParser, SourceInfo, parse_signature
+
+_COMPILE_KEYS = ("platform", "dump_passes", "diagnostic_phase", "disabled_diagnostics")
+
+
+def _arg_type(value):
+    """The IR type a Python argument specialises a parameter to (None: not a pypto value)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return TensorType(tuple(value.shape), from_torch(value.dtype))
+    if isinstance(value, bool):
+        return ScalarType(DataType.BOOL)
+    if isinstance(value, int):
+        return ScalarType(DataType.INT64)
+    if isinstance(value, float):
+        return ScalarType(DataType.FP32)
+    return None
+
+
+class JitFunction:
+    """A kernel function whose body is parsed to IR on first use per specialisation."""
+
+    __pypto_kernel__ = True
+
+    def __init__(self, fn, func_type: FunctionType):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.func_type = func_type
+        self._source = None
+        self._loaded: dict = {}
+
+    # ------------------------------------------------------------------ source
+    def _parsed_source(self):
+        if self._source is None:
+            try:
+                lines, first = inspect.getsourcelines(self.fn)
+                file = inspect.getsourcefile(self.fn) or "<unknown>"
+            except (OSError, TypeError):
+                raise ParseError(
+                    f"cannot read the source of `{self.fn.__name__}`: pypto parses kernel "
+                    "bodies, so they must live in a file (not an interactive prompt)"
+                ) from None
+            text = textwrap.dedent("".join(lines))
+            tree = ast.parse(text)
+            fndef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef,
+                                                                 ast.AsyncFunctionDef)))
+            # Decorated bodies are never executed, so the dedented text keeps line numbers.
+            self._source = (fndef, SourceInfo(file, first - 1))
+        return self._source
+
+    def _namespace(self) -> ChainMap:
+        closure = inspect.getclosurevars(self.fn)
+        return ChainMap(dict(closure.nonlocals), self.fn.__globals__, vars(builtins))
+
+    def _parse(self, arg_types: list, resolve) -> Function:
+        fndef, info = self._parsed_source()
+        parser = FunctionParser(info, self._namespace(), self.func_type, resolve)
+        sig = parse_signature(fndef, parser, arg_types, skip_self=False)
+        return parser.parse(fndef, sig)
+
+    # ------------------------------------------------------------------ IR
+    def _arg_types(self, args) -> list:
+        fndef, info = self._parsed_source()
+        types = []
+        for i, value in enumerate(args):
+            try:
+                t = _arg_type(value)
+            except TypeError as exc:
+                names = [a.arg for a in fndef.args.args]
+                where = fndef.args.args[i] if i < len(names) else fndef
+                raise TypeCheckError(
+                    f"argument {names[i] if i < len(names) else i}: {exc}",
+                    info.span(where),
+                    hint="supported dtypes: " + ", ".join(
+                        d.name for d in DataType if d.value.torch_name),
+                ) from None
+            if t is None:
+                raise TypeCheckError(
+                    f"argument {i} of `{self.__name__}` is a {type(value).__name__}; pass torch "
+                    "tensors and Python numbers",
+                    info.span(fndef),
+                )
+            types.append(t)
+        return types
+
+    def frontend(self, *args) -> Program:
+        """The parsed (pre-pass) program specialised to these arguments."""
+        return build_program(self, self._arg_types(args))
+
+    def lower(self, *args, config=None) -> Program:
+        """The program after every pass, for the config's platform (no artifacts)."""
+        from ..compiler import lower
+        from ..platform import get_platform
+
+        config = _config(config)
+        return lower(self.frontend(*args), get_platform(config.platform))
+
+    def compile(self, *args, config=None):
+        """Build (or fetch from the cache) the artifact for these arguments."""
+        from ..compiler import build_program as build
+        from ..ir.compiled import CompiledProgram
+
+        config = _config(config)
+        return CompiledProgram(build(self.frontend(*args), _options(config)))
+
+    def __call__(self, *args, config=None):
+        """Run on the config's platform; outputs land in the caller's tensors."""
+        from ..runtime import load_artifact
+
+        config = _config(config)
+        key = (tuple(map(_spec, args)),) + tuple(
+            _hashable(getattr(config, k)) for k in _COMPILE_KEYS)
+        loaded = self._loaded.get(key)
+        if loaded is None:
+            loaded = load_artifact(self.compile(*args, config=config).output_dir)
+            self._loaded[key] = loaded
+        return loaded.run(args, config)
+
+
+def _spec(value):
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return ("tensor", tuple(shape), str(value.dtype))
+    return (type(value).__name__,)
+
+
+def _hashable(value):
+    if isinstance(value, (set, frozenset, list)):
+        return tuple(sorted(map(str, value)))
+    return value
+
+
+def _config(config):
+    from ..runtime import RunConfig
+
+    if config is None:
+        return RunConfig()
+    if not isinstance(config, RunConfig):
+        raise TypeError(f"config must be a pypto.runtime.RunConfig, got {type(config).__name__}")
+    return config
+
+
+def _options(config):
+    from ..compiler import CompileOptions
+
+    return CompileOptions(
+        platform=config.platform,
+        dump_passes=bool(config.dump_passes),
+        diagnostic_phase=config.diagnostic_phase,
+        disabled_diagnostics=frozenset(config.disabled_diagnostics or ()),
+    )
+
+
+def build_program(entry: JitFunction, arg_types: list) -> Program:
+    """Parse `entry` and every kernel it calls into one program."""
+    callees: dict[str, Function] = {}
+
+    def resolve(ref, args, span: Span) -> Callee:
+        if not isinstance(ref, JitFunction) or ref.func_type is not FunctionType.InCore:
+            raise ParseError(f"`{getattr(ref, '__name__', ref)}` is not an @pl.jit.incore kernel",
+                             span)
+        types = [a.type for a in args]
+        fn = callees.get(ref.__name__)
+        if fn is None:
+            fn = ref._parse(types, resolve)
+            callees[ref.__name__] = fn
+        return Callee(fn.name, fn.params, fn.returns)
+
+    if entry.func_type is FunctionType.InCore:
+        kernel = entry._parse(arg_types, resolve)
+        orchestration = _direct_call(kernel)
+        return Program(entry.__name__, (kernel, orchestration), orchestration.name)
+    fn = entry._parse(arg_types, resolve)
+    return Program(entry.__name__, tuple(callees.values()) + (fn,), fn.name)
+
+
+def _direct_call(kernel: Function) -> Function:
+    """An orchestration that runs one kernel once: calling an @pl.jit.incore directly."""
+    params = tuple(Param(p.var, p.direction) for p in kernel.params)
+    args = tuple(p.var for p in params)
+    outs = [p.var for p in kernel.params if isinstance(p.var.type, TensorType)
+            and p.direction.value != "in"]
+    if kernel.returns:
+        rtype = kernel.returns[0] if len(kernel.returns) == 1 else TupleType(kernel.returns)
+        rets = tuple(Var(v.name, v.type) for v in _returned(kernel))
+        body = (Assign(rets, FuncCall(kernel.name, args, rtype)), Return(rets))
+    else:
+        body = (ExprStmt(FuncCall(kernel.name, args, TupleType(()))), Return(tuple(outs)))
+    return Function(f"{kernel.name}_main", params, tuple(kernel.returns), body,
+                    FunctionType.Orchestration, kernel.span)
+
+
+def _returned(kernel: Function) -> tuple:
+    for s in kernel.body:
+        if isinstance(s, Return):
+            return s.values
+    return ()
+
+
+class _JitDecorator:
+    """`@pl.jit` (orchestration entry) and `@pl.jit.incore` (one device kernel)."""
+
+    def __call__(self, fn) -> JitFunction:
+        return JitFunction(fn, FunctionType.Orchestration)
+
+    def incore(self, fn) -> JitFunction:
+        return JitFunction(fn, FunctionType.InCore)
+
+
+jit = _JitDecorator()

@@ -1,0 +1,148 @@
+"""AllocateMemoryAddr: give every tile an address inside its on-chip buffer.
+
+The unit of allocation is a *buffer*: one variable name at one tile type (a name
+rebound at the same type, like `acc = pl.add(acc, x)`, updates its buffer in place).
+A buffer is live from its first to its last occurrence; one that is carried around a
+loop, or crosses a loop's boundary, stays live for the whole loop.  Buffers whose
+live ranges overlap get disjoint addresses (first fit, 32-byte aligned); a buffer
+that does not fit the backend's capacity is an error naming the tile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..ir.errors import CapacityError
+from ..ir.nodes import Assign, For, Var
+from ..ir.types import FunctionType, TileType
+from ..ir.visitor import IRVisitor
+from .manager import FunctionPass
+from .retype import VarRetyper
+
+ALIGN = 32
+
+
+def buffer_key(t: TileType) -> tuple:
+    return (t.shape, t.dtype, t.memory)
+
+
+@dataclass
+class _Buffer:
+    name: str
+    type: TileType
+    span: object
+    positions: list[int] = field(default_factory=list)
+    first_def: int | None = None
+    start: int = 0
+    end: int = 0
+    addr: int = 0
+
+
+class _Occurrences(IRVisitor):
+    """Numbers statements in program order and records where each buffer occurs."""
+
+    def __init__(self):
+        self.pos = 0
+        self.buffers: dict[tuple, _Buffer] = {}
+        self.loops: list[tuple[int, int]] = []
+
+    def _buffer(self, var: Var) -> _Buffer | None:
+        if not isinstance(var.type, TileType):
+            return None
+        key = (var.name, buffer_key(var.type))
+        if key not in self.buffers:
+            self.buffers[key] = _Buffer(var.name, var.type, var.span)
+        return self.buffers[key]
+
+    def visit_stmt(self, stmt) -> None:
+        self.pos += 1
+        if isinstance(stmt, For):
+            start = self.pos
+            super().visit_stmt(stmt)
+            self.loops.append((start, self.pos))
+            return
+        super().visit_stmt(stmt)
+
+    def visit_def(self, var: Var) -> None:
+        buf = self._buffer(var)
+        if buf is not None:
+            buf.positions.append(self.pos)
+            if buf.first_def is None:
+                buf.first_def = self.pos
+                buf.span = var.span or buf.span
+
+    def visit_Var(self, expr: Var) -> None:
+        buf = self._buffer(expr)
+        if buf is not None:
+            buf.positions.append(self.pos)
+
+
+def _live_ranges(occ: _Occurrences) -> None:
+    for buf in occ.buffers.values():
+        buf.start, buf.end = min(buf.positions), max(buf.positions)
+    changed = True
+    while changed:
+        changed = False
+        for lo, hi in occ.loops:
+            for buf in occ.buffers.values():
+                inside = [p for p in buf.positions if lo <= p <= hi]
+                if not inside:
+                    continue
+                crosses = buf.start < lo or buf.end > hi
+                defs_inside = buf.first_def is not None and lo <= buf.first_def <= hi
+                carried = not defs_inside or min(inside) < buf.first_def
+                if (crosses or carried) and (buf.start > lo or buf.end < hi):
+                    buf.start, buf.end = min(buf.start, lo), max(buf.end, hi)
+                    changed = True
+
+
+def _first_fit(buffers: list[_Buffer], capacity: int, memory) -> None:
+    placed: list[_Buffer] = []
+    for buf in sorted(buffers, key=lambda b: (b.start, b.name)):
+        size = buf.type.nbytes
+        live = sorted(
+            (p for p in placed if p.start <= buf.end and buf.start <= p.end), key=lambda p: p.addr
+        )
+        addr = 0
+        for p in live:
+            if addr + size <= p.addr:
+                break
+            addr = max(addr, _align(p.addr + p.type.nbytes))
+        if addr + size > capacity:
+            live_bytes = sum(p.type.nbytes for p in live)
+            raise CapacityError(
+                f"tile `{buf.name}` ({list(buf.type.shape)} {buf.type.dtype.name}, {size} bytes) "
+                f"does not fit the {memory.name} buffer: {capacity} bytes, {live_bytes} already "
+                f"held by {len(live)} live tile(s)",
+                buf.span,
+                hint="use smaller tiles and walk the tensor with pl.range",
+            )
+        buf.addr = addr
+        placed.append(buf)
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+class AllocateMemoryAddr(FunctionPass):
+    name = "AllocateMemoryAddr"
+    applies_to = (FunctionType.InCore,)
+
+    def run_function(self, fn, ctx):
+        occ = _Occurrences()
+        occ.visit_function(fn)
+        _live_ranges(occ)
+        by_memory: dict = {}
+        for buf in occ.buffers.values():
+            by_memory.setdefault(buf.type.memory, []).append(buf)
+        for memory, bufs in sorted(by_memory.items(), key=lambda kv: kv[0].name):
+            _first_fit(bufs, ctx.backend.capacities[memory.name], memory)
+        addrs = {key: buf.addr for key, buf in occ.buffers.items()}
+
+        def placed(stmt: Assign, var: Var):
+            if not isinstance(var.type, TileType):
+                return var.type
+            return replace(var.type, addr=addrs[(var.name, buffer_key(var.type))])
+
+        return VarRetyper(placed).mutate_function(fn)

@@ -1,0 +1,90 @@
+"""DeriveCallDirections: decide In / Out / InOut for every tensor parameter.
+
+An InCore parameter that is written (`pl.store`/`pl.assemble` into it) becomes Out,
+or InOut when the kernel also reads it; a declared direction is only ever widened.
+An orchestration parameter passed to a callee's Out/InOut parameter is written too.
+The runtime infers task dependencies from these directions, so they must be right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir.nodes import Call, FuncCall, Function, Program, Var
+from ..ir.types import Direction, FunctionType, TensorType
+from ..ir.visitor import IRVisitor
+from .manager import Pass
+from .outline_incore import WRITE_OPS
+
+
+class _Access(IRVisitor):
+    """Which names are written through write ops or callee outputs, and which are read."""
+
+    def __init__(self, directions: dict[str, tuple[Direction, ...]]):
+        self.directions = directions
+        self.written: set[str] = set()
+        self.read: set[str] = set()
+
+    def visit_Call(self, expr: Call) -> None:
+        if expr.op in WRITE_OPS:
+            dst_index = 0 if expr.op == "assemble" else 2
+            for i, arg in enumerate(expr.args):
+                if i == dst_index and isinstance(arg, Var):
+                    self.written.add(arg.name)
+                else:
+                    self.visit_expr(arg)
+            return
+        super().visit_Call(expr)
+
+    def visit_FuncCall(self, expr: FuncCall) -> None:
+        dirs = self.directions.get(expr.callee, ())
+        for arg, d in zip(expr.args, dirs):
+            if isinstance(arg, Var):
+                if d is not Direction.In:
+                    self.written.add(arg.name)
+                if d is not Direction.Out:
+                    self.read.add(arg.name)
+            else:
+                self.visit_expr(arg)
+
+    def visit_Var(self, expr: Var) -> None:
+        self.read.add(expr.name)
+
+    def visit_Return(self, stmt) -> None:
+        """Returning a tensor hands the buffer back; it reads nothing."""
+
+
+class DeriveCallDirections(Pass):
+    name = "DeriveCallDirections"
+
+    def run(self, program: Program, ctx) -> Program:
+        directions: dict[str, tuple[Direction, ...]] = {}
+        # Kernels first: orchestration directions follow from the kernels they call.
+        order = sorted(program.functions, key=lambda f: f.func_type is FunctionType.Orchestration)
+        derived: dict[str, Function] = {}
+        for fn in order:
+            access = _Access(directions)
+            access.visit_function(fn)
+            params = []
+            for p in fn.params:
+                if not isinstance(p.var.type, TensorType):
+                    params.append(p)
+                    continue
+                written = p.var.name in access.written
+                read = p.var.name in access.read
+                params.append(replace(p, direction=_direction(p.direction, written, read)))
+            new_fn = replace(fn, params=tuple(params))
+            directions[fn.name] = tuple(p.direction for p in params)
+            derived[fn.name] = new_fn
+        return program.with_functions(derived[f.name] for f in program.functions)
+
+
+def _direction(declared: Direction, written: bool, read: bool) -> Direction:
+    """Widen the declared direction by what the body does; never narrow it."""
+    if declared is Direction.InOut:
+        return Direction.InOut
+    if declared is Direction.Out:
+        return Direction.InOut if read else Direction.Out
+    if written:
+        return Direction.InOut if read else Direction.Out
+    return Direction.In

@@ -1,0 +1,51 @@
+"""FlattenCallExpr: name every nested operator call, so each statement does one thing.
+
+`y = pl.add(pl.exp(x), 1.0)` becomes `t_0 = pl.exp(x); y = pl.add(t_0, 1.0)`.  Later
+passes (tiling, cast legalisation, memory planning) then see one op per statement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir.nodes import Assign, Call, ExprList, Var
+from ..ir.types import FunctionType, ScalarType
+from ..ir.visitor import IRMutator
+from .manager import FunctionPass
+from .names import NameSupply
+
+
+class FlattenCallExpr(FunctionPass):
+    name = "FlattenCallExpr"
+    applies_to = (FunctionType.InCore,)
+
+    def run_function(self, fn, ctx):
+        return _Flattener(NameSupply(fn)).mutate_function(fn)
+
+
+class _Flattener(IRMutator):
+    def __init__(self, names: NameSupply):
+        self.names = names
+        self.pending: list = []
+
+    def mutate_stmt(self, stmt):
+        outer, self.pending = self.pending, []
+        result = super().mutate_stmt(stmt)
+        hoisted, self.pending = self.pending, outer
+        return hoisted + [result]
+
+    def mutate_Call(self, expr: Call):
+        args = tuple(self._operand(a) for a in expr.args)
+        return replace(expr, args=args)
+
+    def _operand(self, arg):
+        if isinstance(arg, ExprList):
+            return replace(arg, items=tuple(self._operand(i) for i in arg.items))
+        if isinstance(arg, Call) and not isinstance(arg.type, ScalarType):
+            inner = self.mutate_Call(arg)
+            var = Var(self.names.fresh("t"), inner.type, arg.span)
+            self.pending.append(Assign((var,), inner, arg.span))
+            return var
+        if isinstance(arg, Call):
+            return self.mutate_Call(arg)
+        return arg

@@ -1,0 +1,133 @@
+"""LegalizeTileCast: expand casts the backend cannot do in one instruction.
+
+The backend's native conversions (`build_rules/backends/*.toml`) form a graph; a
+non-native cast becomes the shortest admissible chain through it, every hop keeping
+the user's rounding mode.  Intermediates that provably narrow relative to the
+destination are not admissible (rules in docs and BACKENDS.md); ties prefer an
+integer's same-width float, then float→float hops.  On Ascend950 INT32→FP16 becomes
+INT32→FP32→FP16, which is exact because every |x| < 65520 is exact in FP32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import lru_cache
+
+from ..ir.dtypes import DataType
+from ..ir.errors import LoweringError
+from ..ir.nodes import Assign, Call, Var
+from ..ir.types import FunctionType, TileType
+from ..ir.visitor import IRMutator
+from .manager import FunctionPass
+from .names import NameSupply
+
+_MAX_HOPS = 4
+
+
+def _admissible(mid: DataType, dst: DataType) -> bool:
+    """May `mid` sit between the source and `dst` without provably losing values?"""
+    if dst.is_float:
+        if not mid.is_float:
+            return False
+        return (mid.value.mantissa_bits >= dst.value.mantissa_bits
+                and mid.value.exponent_bits >= dst.value.exponent_bits)
+    if mid.is_float:
+        return mid.value.mantissa_bits >= dst.value.mantissa_bits
+    if not mid.is_signed and dst.is_signed:
+        return False
+    return mid.value.mantissa_bits >= dst.value.mantissa_bits
+
+
+def _hop_cost(a: DataType, b: DataType) -> int:
+    if a.is_int and b.is_float and a.bits == b.bits:
+        return 0
+    if a.is_float and b.is_float:
+        return 1
+    return 2
+
+
+def _edges(native: dict) -> dict[DataType, tuple[DataType, ...]]:
+    known = {d.name for d in DataType}
+    graph: dict[DataType, tuple[DataType, ...]] = {}
+    for src, dsts in native.items():
+        if src in known:
+            graph[DataType[src]] = tuple(DataType[d] for d in dsts if d in known)
+    return graph
+
+
+@lru_cache(maxsize=None)
+def _paths(native_items: tuple) -> dict:
+    return _edges({k: v for k, v in native_items})
+
+
+def cast_path(src: DataType, dst: DataType, backend) -> list[DataType]:
+    """The dtypes a cast from `src` to `dst` passes through, both ends included."""
+    if src == dst:
+        return [src]
+    graph = _paths(tuple(sorted((k, tuple(v)) for k, v in backend.native_casts.items())))
+    if dst in graph.get(src, ()):
+        return [src, dst]
+    best = None
+    frontier = [[src]]
+    for _ in range(_MAX_HOPS):
+        nxt = []
+        for path in frontier:
+            for b in graph.get(path[-1], ()):
+                if b in path:
+                    continue
+                if b == dst:
+                    cand = path + [b]
+                    key = (sum(_hop_cost(x, y) for x, y in zip(cand, cand[1:])),
+                           [d.name for d in cand])
+                    if best is None or key < best[0]:
+                        best = (key, cand)
+                elif _admissible(b, dst):
+                    nxt.append(path + [b])
+        if best is not None:
+            return best[1]
+        frontier = nxt
+    raise LoweringError(
+        f"no conversion from {src.name} to {dst.name} on {backend.name}: the backend has no "
+        "native instruction for it and no admissible chain of native ones",
+    )
+
+
+class LegalizeTileCast(FunctionPass):
+    name = "LegalizeTileCast"
+    applies_to = (FunctionType.InCore,)
+
+    def run_function(self, fn, ctx):
+        return _CastExpander(ctx.backend, NameSupply(fn)).mutate_function(fn)
+
+
+class _CastExpander(IRMutator):
+    def __init__(self, backend, names: NameSupply):
+        self.backend = backend
+        self.names = names
+
+    def mutate_Assign(self, stmt: Assign):
+        call = stmt.value
+        if not (isinstance(call, Call) and call.op == "cast" and isinstance(call.type, TileType)):
+            return stmt
+        (src,) = call.args
+        try:
+            path = cast_path(src.type.dtype, call.type.dtype, self.backend)
+        except LoweringError as exc:
+            raise LoweringError(exc.message, call.span, hint="cast through a type the backend "
+                                "supports, or choose another destination type") from None
+        if len(path) <= 2:
+            return stmt
+        out, current = [], src
+        for mid in path[1:-1]:
+            var = Var(self.names.fresh(f"{stmt.targets[0].name}_{mid.name.lower()}"),
+                      TileType(src.type.shape, mid), call.span)
+            hop = replace(call, args=(current,), attrs=_with_dtype(call.attrs, mid),
+                          type=TileType(src.type.shape, mid))
+            out.append(Assign((var,), hop, stmt.span))
+            current = var
+        out.append(replace(stmt, value=replace(call, args=(current,))))
+        return out
+
+
+def _with_dtype(attrs: tuple, dtype: DataType) -> tuple:
+    return tuple((k, dtype if k == "dtype" else v) for k, v in attrs)

@@ -1,0 +1,89 @@
+"""PassManager and PassContext: passes are small classes; instruments run around them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..ir.nodes import Program
+
+if TYPE_CHECKING:
+    from ..platform import Backend
+
+
+class Pass:
+    """A program-to-program transformation.  Subclasses set `name` and implement `run`."""
+
+    name: str = ""
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        raise NotImplementedError
+
+
+class PassInstrument:
+    """Hooks around every pass (dumping, verification, profiling): never inside a pass."""
+
+    def before_pipeline(self, program: Program, ctx: PassContext) -> None:
+        pass
+
+    def after_pass(self, index: int, pass_: Pass, program: Program, ctx: PassContext) -> None:
+        pass
+
+
+@dataclass
+class PassContext:
+    """What passes may consult: the backend's facts and the instruments to run."""
+
+    backend: Backend
+    instruments: list[PassInstrument] = field(default_factory=list)
+
+
+class PassManager:
+    """Runs an ordered list of passes, calling instruments around each."""
+
+    def __init__(self, passes: list[Pass]):
+        self.passes = list(passes)
+
+    @property
+    def identity(self) -> str:
+        """Names the pipeline for content keys: a different pass list is a different build."""
+        return ",".join(p.name for p in self.passes)
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        for inst in ctx.instruments:
+            inst.before_pipeline(program, ctx)
+        for index, p in enumerate(self.passes, start=1):
+            program = p.run(program, ctx)
+            for inst in ctx.instruments:
+                inst.after_pass(index, p, program, ctx)
+        return program
+
+
+class FunctionPass(Pass):
+    """A pass applied to every function of the kinds listed in `applies_to`."""
+
+    applies_to: tuple = ()
+
+    def run(self, program: Program, ctx: PassContext) -> Program:
+        return program.with_functions(
+            self.run_function(f, ctx) if f.func_type in self.applies_to else f
+            for f in program.functions
+        )
+
+    def run_function(self, fn, ctx: PassContext):
+        raise NotImplementedError
+
+
+class DumpInstrument(PassInstrument):
+    """Records `00_frontend.py` and `NN_after_<Pass>.py` texts (written with the artifact)."""
+
+    def __init__(self, concise: bool = False):
+        self.concise = concise
+        self.files: dict[str, str] = {}
+
+    def before_pipeline(self, program, ctx):
+        self.files["passes_dump/00_frontend.py"] = program.as_python(concise=self.concise)
+
+    def after_pass(self, index, pass_, program, ctx):
+        name = f"passes_dump/{index:02d}_after_{pass_.name}.py"
+        self.files[name] = program.as_python(concise=self.concise)

@@ -1,0 +1,213 @@
+"""OutlineIncoreScopes: each `with pl.at(...)` block becomes an InCore kernel.
+
+The kernel's parameters are the outer values the block reads (tensors and scalars,
+in first-use order).  Tensors the block writes through `pl.assemble`/`pl.store` stay
+parameters; tensors it creates and that are used after the block get a scratch
+buffer allocated by the orchestration and passed in as an output.  The block is
+replaced by one call: one task per execution of the block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir.errors import LoweringError
+from ..ir.nodes import (
+    Assign,
+    AtScope,
+    Call,
+    Const,
+    ExprList,
+    ExprStmt,
+    For,
+    FuncCall,
+    Function,
+    Param,
+    Program,
+    Return,
+    Var,
+)
+from ..ir.ops import get_op
+from ..ir.types import INDEX, Direction, FunctionType, TensorType, TupleType
+from ..ir.visitor import defs, uses
+from .manager import Pass
+
+WRITE_OPS = ("assemble", "store")
+
+
+def written_tensor(stmt) -> str | None:
+    """The name a statement writes through (`x = pl.assemble(x, ...)`), if any."""
+    if not (isinstance(stmt, Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, Call)):
+        return None
+    call = stmt.value
+    if call.op not in WRITE_OPS:
+        return None
+    dst = call.args[0] if call.op == "assemble" else call.args[2]
+    target = stmt.targets[0].name
+    return target if isinstance(dst, Var) and dst.name == target else None
+
+
+class OutlineIncoreScopes(Pass):
+    name = "OutlineIncoreScopes"
+
+    def run(self, program: Program, ctx) -> Program:
+        taken = {f.name for f in program.functions}
+        functions = []
+        for fn in program.functions:
+            if fn.func_type is FunctionType.Orchestration:
+                outliner = _Outliner(fn, taken)
+                new_fn = replace(fn, body=tuple(outliner.body(fn.body, _env(fn), set())))
+                functions.extend(outliner.kernels)
+                functions.append(new_fn)
+            else:
+                functions.append(fn)
+        return program.with_functions(functions)
+
+
+def _env(fn: Function) -> dict[str, Var]:
+    return {p.var.name: p.var for p in fn.params}
+
+
+class _Outliner:
+    def __init__(self, fn: Function, taken: set[str]):
+        self.fn = fn
+        self.taken = taken
+        self.kernels: list[Function] = []
+        self.counter = 0
+
+    def body(self, stmts, env: dict[str, Var], later: set[str]) -> list:
+        out = []
+        env = dict(env)
+        for i, stmt in enumerate(stmts):
+            after = later | set(uses(stmts[i + 1:]))
+            if isinstance(stmt, AtScope):
+                new = self.outline(stmt, env, after)
+            elif isinstance(stmt, For):
+                inner_env = dict(env, **{stmt.var.name: stmt.var})
+                # A value used anywhere in a loop body may be read by the next iteration.
+                inner = self.body(stmt.body, inner_env, after | set(uses(stmt.body)))
+                new = [replace(stmt, body=tuple(inner))]
+            else:
+                new = [stmt]
+            for s in new:
+                env.update(defs(s) if not isinstance(s, For) else defs(s.body))
+            out.extend(new)
+        return out
+
+    def _kernel_name(self, scope: AtScope) -> str:
+        base = f"{self.fn.name}_{scope.name_hint}" if scope.name_hint else None
+        while True:
+            name = base or f"{self.fn.name}_incore_{self.counter}"
+            self.counter += 1
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+            base = None
+
+    def outline(self, scope: AtScope, env: dict[str, Var], after: set[str]) -> list:
+        inputs: dict[str, Var] = {}
+        local: dict[str, Var] = {}
+        last_def: dict[str, int] = {}
+        written: set[str] = set()
+        for i, stmt in enumerate(scope.body):
+            for name in uses(stmt):
+                if name not in local and name in env:
+                    inputs.setdefault(name, env[name])
+            for name, var in defs(stmt).items():
+                local[name] = var
+                last_def[name] = i
+            name = written_tensor(stmt)
+            if name is not None and name in inputs:
+                written.add(name)
+        for stmt in scope.body:
+            if isinstance(stmt, For):
+                for inner in stmt.body:
+                    name = written_tensor(inner)
+                    if name is not None and name in inputs:
+                        written.add(name)
+        # Parameters follow the order the caller bound them (its parameters first).
+        order = list(env)
+        inputs = dict(sorted(inputs.items(), key=lambda kv: order.index(kv[0])))
+        # The final binding of each name defined in the block (a later def overrides).
+        final = {name: self._final_var(scope.body, name) for name in local}
+        outputs = [n for n in local if n in written or n in after]
+        body = list(scope.body)
+        scratch: list[Var] = []
+        for name in outputs:
+            var = final[name]
+            if not isinstance(var.type, TensorType):
+                raise LoweringError(
+                    f"`{name}` is computed inside `pl.at` and used after it; only tensors can "
+                    "leave a pl.at block",
+                    var.span,
+                    hint="write it into a tensor with `t[:] = ...`, or move the use into the block",
+                )
+            if name in written:
+                continue
+            if name in inputs:
+                raise LoweringError(
+                    f"`{name}` is both read and replaced by a new tensor in this pl.at block",
+                    var.span,
+                    hint=f"give the new value another name, or write it with `{name}[:] = ...`",
+                )
+            index = last_def[name]
+            stmt = body[index]
+            if not (isinstance(stmt, Assign) and len(stmt.targets) == 1):
+                raise LoweringError(
+                    f"`{name}` must be assigned directly in the pl.at block to leave it", var.span
+                )
+            scratch.append(var)
+            body[index] = _write_into(var, stmt)
+        name = self._kernel_name(scope)
+        params = tuple(Param(v) for v in inputs.values()) + tuple(
+            Param(v, Direction.Out) for v in scratch
+        )
+        out_vars = tuple(final[n] for n in outputs)
+        if out_vars:
+            body.append(Return(out_vars, scope.span))
+        kernel = Function(
+            name, params, tuple(v.type for v in out_vars), tuple(body), FunctionType.InCore,
+            scope.span,
+        )
+        self.kernels.append(kernel)
+        stmts: list = [
+            Assign((v,), _create_tensor(v), scope.span) for v in scratch
+        ]
+        call_args = tuple(env[n] for n in inputs) + tuple(scratch)
+        if not out_vars:
+            stmts.append(ExprStmt(FuncCall(name, call_args, TupleType(()), scope.span), scope.span))
+        else:
+            rtype = out_vars[0].type if len(out_vars) == 1 else TupleType(
+                tuple(v.type for v in out_vars)
+            )
+            stmts.append(Assign(out_vars, FuncCall(name, call_args, rtype, scope.span), scope.span))
+        return stmts
+
+    @staticmethod
+    def _final_var(body, name: str) -> Var:
+        found = None
+        for stmt in body:
+            d = defs(stmt)
+            if name in d:
+                found = d[name]
+        return found
+
+
+def _create_tensor(var: Var) -> Call:
+    op = get_op("create_tensor")
+    attrs = {"shape": var.type.shape, "dtype": var.type.dtype}
+    return Call("create_tensor", (), tuple(sorted(attrs.items())), op.infer((), attrs, var.span),
+                var.span)
+
+
+def _write_into(var: Var, stmt: Assign) -> Assign:
+    """`t = expr` → `t = pl.assemble(t, expr, [0, ...])` for a block output."""
+    zeros = ExprList(tuple(Const(0, INDEX) for _ in var.type.shape), stmt.span)
+    call = Call(
+        "assemble",
+        (var, stmt.value, zeros),
+        tuple(sorted({"atomic": get_op("assemble").params[3].default}.items())),
+        var.type,
+        stmt.span,
+    )
+    return Assign((var,), call, stmt.span)
