@@ -1,0 +1,228 @@
+"""Platforms and backends: the hardware facts and toolchains of `build_rules/`, as objects.
+
+A *backend* is an NPU generation (`Ascend910B`, `Ascend950`): capacities, cast table,
+atomic dtypes, core counts.  A *platform* is what a user names (`a2a3sim`, `a5`, ...): a
+backend plus how generated C++ is compiled for it.  This module imports only the standard
+library because `pypto.runtime` uses it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+BUILD_RULES_ENV = "PYPTO_BUILD_RULES"
+SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
+CORE_TYPES = ("vector", "cube")
+KINDS = ("sim", "device")
+
+_DEFAULT_BUILD_RULES = Path(__file__).resolve().parent.parent / "build_rules"
+
+
+class BuildRuleError(ValueError):
+    """A file under build_rules/ is missing or malformed; the message names file and key."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One NPU generation's hardware facts (`build_rules/backends/<name>.toml`)."""
+
+    name: str
+    capacities: dict[str, int]  # on-chip bytes per core, keyed by memory space (SPACES)
+    native_casts: dict[str, tuple[str, ...]]  # source dtype name -> single-instruction targets
+    atomic_add_dtypes: tuple[str, ...]
+    innermost_hint_bytes: int
+    cube_cores: int
+    vector_cores: int
+    device_arch: dict[str, str]  # core type -> AI Core ISA name for the device compiler
+
+    # The dict fields would make the generated hash raise; the name identifies a backend.
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+@dataclass(frozen=True)
+class CompilerSettings:
+    """How a platform compiles generated C++ (the `[compiler]` table of its build rule)."""
+
+    cxx: str  # program looked up on PATH when nothing more specific is set
+    env: tuple[str, ...]  # variables naming the compiler (program or path); first set wins
+    home_env: tuple[str, ...]  # variables naming an install root that holds the compiler
+    home_relpaths: tuple[str, ...]  # where the compiler lies under such a root
+    install_hint: str  # what to do when the compiler is missing
+    output_suffix: str  # ".so" (sim, loaded by the runtime) or ".o" (device object)
+    flags: tuple[str, ...]  # every compile
+    kernel_flags: tuple[str, ...]  # InCore kernels; "{arch}" is the backend's device_arch
+    orchestration_flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A build target users name: a backend plus its compiler (`build_rules/platforms/`)."""
+
+    name: str
+    backend: Backend
+    kind: str  # "sim" | "device"
+    compiler: CompilerSettings
+
+    @property
+    def is_sim(self) -> bool:
+        """True for the host simulator platforms, which build and run here."""
+        return self.kind == "sim"
+
+    # Nested dicts would make the generated hash raise; the name identifies a platform.
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+def build_rules_dir() -> Path:
+    """The directory holding `platforms/` and `backends/` (env PYPTO_BUILD_RULES overrides)."""
+    return Path(os.environ.get(BUILD_RULES_ENV) or _DEFAULT_BUILD_RULES)
+
+
+def platform_names() -> tuple[str, ...]:
+    """Names of the platforms defined under build_rules/, simulators first."""
+    return _platform_names(build_rules_dir())
+
+
+def get_platform(name: str) -> Platform:
+    """The platform called `name`; an unknown name raises ValueError listing the known ones."""
+    rules = build_rules_dir()
+    names = _platform_names(rules)
+    if name not in names:
+        raise ValueError(f"unknown platform {name!r}; choose one of: {', '.join(names)}")
+    return _load_platform(rules, name)
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called `name` (e.g. "Ascend910B"); unknown names raise ValueError."""
+    rules = build_rules_dir()
+    known = sorted(p.stem for p in (rules / "backends").glob("*.toml"))
+    if name not in known:
+        raise ValueError(f"unknown backend {name!r}; choose one of: {', '.join(known)}")
+    return _load_backend(rules, name)
+
+
+class _Rule:
+    """A table of one build-rule file, read with type checks that name file and key."""
+
+    def __init__(self, path: Path, data: dict[str, Any], prefix: str = "") -> None:
+        self.path = path
+        self.data = data
+        self.prefix = prefix
+
+    @classmethod
+    def read(cls, path: Path) -> _Rule:
+        try:
+            with open(path, "rb") as f:
+                return cls(path, tomllib.load(f))
+        except FileNotFoundError:
+            raise BuildRuleError(f"{path}: build rule file not found") from None
+        except tomllib.TOMLDecodeError as e:
+            raise BuildRuleError(f"{path}: not valid TOML: {e}") from None
+
+    def _fail(self, key: str, want: str, value: Any) -> BuildRuleError:
+        return BuildRuleError(f"{self.path}: '{self.prefix}{key}' must be {want}, found {value!r}")
+
+    def _value(self, key: str, default: Any) -> Any:
+        if key in self.data:
+            return self.data[key]
+        if default is None:
+            raise BuildRuleError(f"{self.path}: missing key '{self.prefix}{key}'")
+        return default
+
+    def text(self, key: str, choices: tuple[str, ...] = ()) -> str:
+        value = self._value(key, None)
+        if not isinstance(value, str) or (choices and value not in choices):
+            raise self._fail(key, " or ".join(map(repr, choices)) or "a string", value)
+        return value
+
+    def positive_int(self, key: str) -> int:
+        value = self._value(key, None)
+        # bool is an int subclass, but `true` is never a valid count or size.
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise self._fail(key, "a positive integer", value)
+        return value
+
+    def texts(self, key: str, default: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        value = self._value(key, default)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise self._fail(key, "a list of strings", value)
+        return tuple(value)
+
+    def table(self, key: str, keys: tuple[str, ...] = ()) -> _Rule:
+        value = self._value(key, None)
+        if not isinstance(value, dict):
+            raise self._fail(key, "a table", value)
+        missing = [k for k in keys if k not in value]
+        if missing:
+            raise BuildRuleError(f"{self.path}: table '{self.prefix}{key}' lacks {missing}")
+        return _Rule(self.path, value, f"{self.prefix}{key}.")
+
+
+def _named_rule(path: Path) -> _Rule:
+    rule = _Rule.read(path)
+    if rule.text("name") != path.stem:
+        raise BuildRuleError(f"{path}: 'name' must equal the file name {path.stem!r}")
+    return rule
+
+
+@functools.cache
+def _platform_names(rules: Path) -> tuple[str, ...]:
+    files = sorted((rules / "platforms").glob("*.toml"))
+    if not files:
+        raise BuildRuleError(
+            f"no platform definitions in {rules / 'platforms'}; "
+            f"point {BUILD_RULES_ENV} at pypto's build_rules/ directory"
+        )
+    kinds = {f.stem: _named_rule(f).text("kind", KINDS) for f in files}
+    return tuple(sorted(kinds, key=lambda name: (kinds[name] != "sim", name)))
+
+
+@functools.cache
+def _load_backend(rules: Path, name: str) -> Backend:
+    rule = _named_rule(rules / "backends" / f"{name}.toml")
+    capacities = rule.table("capacities", SPACES)
+    casts = rule.table("native_casts")
+    cores = rule.table("cores", CORE_TYPES)
+    arch = rule.table("device_arch", CORE_TYPES)
+    return Backend(
+        name=name,
+        capacities={space: capacities.positive_int(space) for space in SPACES},
+        native_casts={src: casts.texts(src) for src in casts.data},
+        atomic_add_dtypes=rule.texts("atomic_add_dtypes"),
+        innermost_hint_bytes=rule.positive_int("innermost_hint_bytes"),
+        cube_cores=cores.positive_int("cube"),
+        vector_cores=cores.positive_int("vector"),
+        device_arch={core: arch.text(core) for core in CORE_TYPES},
+    )
+
+
+@functools.cache
+def _load_platform(rules: Path, name: str) -> Platform:
+    rule = _named_rule(rules / "platforms" / f"{name}.toml")
+    compiler = rule.table("compiler")
+    return Platform(
+        name=name,
+        backend=_load_backend(rules, rule.text("backend")),
+        kind=rule.text("kind", KINDS),
+        compiler=CompilerSettings(
+            cxx=compiler.text("cxx"),
+            env=compiler.texts("env", ()),
+            home_env=compiler.texts("home_env", ()),
+            home_relpaths=compiler.texts("home_relpaths", ()),
+            install_hint=compiler.text("install_hint"),
+            output_suffix=compiler.text("output_suffix", (".so", ".o")),
+            flags=compiler.texts("flags"),
+            kernel_flags=compiler.texts("kernel_flags", ()),
+            orchestration_flags=compiler.texts("orchestration_flags", ()),
+        ),
+    )
+
+
+PLATFORM_NAMES: tuple[str, ...] = platform_names()

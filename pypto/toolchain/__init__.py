@@ -1,0 +1,42 @@
+"""From generated sources to a published artifact: compilers, content keys, the cache.
+
+Reads platform data through `pypto.platform`; the runtime never imports this package.
+"""
+
+from pypto.toolchain.build import (
+    ABI_VERSION,
+    MANIFEST_NAME,
+    MANIFEST_SCHEMA_VERSION,
+    ORCHESTRATION_ENTRY,
+    build_artifact,
+)
+from pypto.toolchain.cache import ArtifactCache, CacheLockTimeoutError, default_cache_root
+from pypto.toolchain.compiler import CompileError, Toolchain, ToolchainNotFoundError
+from pypto.toolchain.key import (
+    KEY_SCHEMA_VERSION,
+    NEUTRAL_ENV_VARS,
+    OUTPUT_ENV_VARS,
+    content_key,
+    program_key,
+    templates_digest,
+)
+
+__all__ = [
+    "ABI_VERSION",
+    "KEY_SCHEMA_VERSION",
+    "MANIFEST_NAME",
+    "MANIFEST_SCHEMA_VERSION",
+    "NEUTRAL_ENV_VARS",
+    "ORCHESTRATION_ENTRY",
+    "OUTPUT_ENV_VARS",
+    "ArtifactCache",
+    "CacheLockTimeoutError",
+    "CompileError",
+    "Toolchain",
+    "ToolchainNotFoundError",
+    "build_artifact",
+    "content_key",
+    "default_cache_root",
+    "program_key",
+    "templates_digest",
+]

@@ -1,0 +1,158 @@
+"""The artifact cache publishes whole entries or nothing, and builders of one key coordinate."""
+
+import fcntl
+import json
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from pypto.toolchain import ArtifactCache, CacheLockTimeoutError, content_key, default_cache_root
+
+KEY = content_key([("test", "artifact cache")])
+
+
+def write_entry(out: Path) -> None:
+    (out / "kernels").mkdir()
+    (out / "kernels" / "k.so").write_bytes(b"binary")
+    (out / "manifest.json").write_text(json.dumps({"content_key": KEY}) + "\n")
+
+
+def test_publish_builds_once_and_lookup_serves_the_entry(tmp_path):
+    cache = ArtifactCache(tmp_path)
+    assert cache.lookup(KEY) is None
+    entry = cache.publish(KEY, write_entry)
+    assert entry == tmp_path / KEY[:2] / KEY
+    assert (entry / "kernels" / "k.so").read_bytes() == b"binary"
+    assert cache.lookup(KEY) == entry
+    assert cache.publish(KEY, lambda out: pytest.fail("rebuilt a published key")) == entry
+
+
+def _leftovers(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if "locks" not in p.parts)
+
+
+def test_a_build_that_raises_leaves_nothing_behind(tmp_path):
+    cache = ArtifactCache(tmp_path)
+
+    def crash(out: Path) -> None:
+        write_entry(out)
+        raise RuntimeError("compiler exploded")
+
+    with pytest.raises(RuntimeError, match="compiler exploded"):
+        cache.publish(KEY, crash)
+    assert cache.lookup(KEY) is None
+    assert _leftovers(tmp_path) == ["tmp"]
+
+
+def test_a_build_without_manifest_is_refused_and_leaves_nothing(tmp_path):
+    cache = ArtifactCache(tmp_path)
+    with pytest.raises(RuntimeError, match="wrote no manifest.json"):
+        cache.publish(KEY, lambda out: (out / "half.so").write_bytes(b"x"))
+    assert cache.lookup(KEY) is None
+    assert _leftovers(tmp_path) == ["tmp"]
+
+
+def test_an_entry_without_manifest_is_not_served_and_gets_replaced(tmp_path):
+    cache = ArtifactCache(tmp_path)
+    garbage = cache.entry_dir(KEY)
+    (garbage / "kernels").mkdir(parents=True)
+    (garbage / "kernels" / "k.so").write_bytes(b"truncated")
+    assert cache.lookup(KEY) is None
+    entry = cache.publish(KEY, write_entry)
+    assert (entry / "kernels" / "k.so").read_bytes() == b"binary"
+
+
+def test_staging_dirs_of_killed_builders_are_cleared(tmp_path):
+    stale = tmp_path / "tmp" / f"{KEY}.killed"
+    stale.mkdir(parents=True)
+    (stale / "half.so").write_bytes(b"x")
+    ArtifactCache(tmp_path).publish(KEY, write_entry)
+    assert not stale.exists()
+
+
+def test_published_entries_are_readable_by_others(tmp_path):
+    entry = ArtifactCache(tmp_path).publish(KEY, write_entry)
+    assert entry.stat().st_mode & 0o755 == 0o755
+
+
+def test_keys_must_be_sha256_digests(tmp_path):
+    with pytest.raises(ValueError, match="sha256"):
+        ArtifactCache(tmp_path).lookup("../../etc")
+
+
+def test_waiting_for_a_held_lock_is_bounded_and_says_which_lock(tmp_path):
+    cache = ArtifactCache(tmp_path, lock_timeout_s=0.2)
+    (tmp_path / "locks").mkdir()
+    lock_path = tmp_path / "locks" / f"{KEY}.lock"
+    with open(lock_path, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(CacheLockTimeoutError) as info:
+            cache.publish(KEY, write_entry)
+    assert str(lock_path) in str(info.value) and "lock_timeout_s" in str(info.value)
+    assert cache.lookup(KEY) is None
+
+
+def _slow_build(out: Path) -> None:
+    # Logged beside the cache so the parent can count how many builds ran.
+    with open(out.parents[1] / "builds.log", "a") as log:
+        log.write(f"{os.getpid()}\n")
+    time.sleep(0.3)
+    write_entry(out)
+
+
+def _publish_in_child(root: str, barrier, results) -> None:
+    barrier.wait()
+    results.put(str(ArtifactCache(Path(root)).publish(KEY, _slow_build)))
+
+
+def test_concurrent_publishers_of_one_key_both_succeed_with_one_build(tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    children = [
+        ctx.Process(target=_publish_in_child, args=(str(tmp_path), barrier, results))
+        for _ in range(2)
+    ]
+    for child in children:
+        child.start()
+    paths = [results.get(timeout=60) for _ in children]
+    for child in children:
+        child.join(timeout=60)
+    assert [child.exitcode for child in children] == [0, 0]
+    assert paths == [str(tmp_path / KEY[:2] / KEY)] * 2
+    assert len((tmp_path / "builds.log").read_text().split()) == 1
+    assert json.loads((tmp_path / KEY[:2] / KEY / "manifest.json").read_text()) == {
+        "content_key": KEY
+    }
+    assert _leftovers(tmp_path) == sorted(
+        [
+            "builds.log",
+            "tmp",
+            KEY[:2],
+            f"{KEY[:2]}/{KEY}",
+            f"{KEY[:2]}/{KEY}/kernels",
+            f"{KEY[:2]}/{KEY}/kernels/k.so",
+            f"{KEY[:2]}/{KEY}/manifest.json",
+        ]
+    )
+
+
+def test_default_root_prefers_pypto_cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "explicit"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert ArtifactCache().root == tmp_path / "explicit"
+
+
+def test_default_root_respects_xdg_cache_home(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYPTO_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_root() == tmp_path / "xdg" / "pypto"
+
+
+def test_default_root_falls_back_to_home_cache(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYPTO_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_cache_root() == tmp_path / ".cache" / "pypto"
