@@ -1,0 +1,118 @@
+"""ctypes mirror of pypto/sim/include/pto/abi.h, the artifact ABI.
+
+Every layout here must match the header byte for byte; tests/runtime/test_abi_layout.py
+compiles a C probe and compares sizes and offsets.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+
+ABI_VERSION = 1
+"""`PTO_ABI_VERSION`: the loader refuses artifacts whose manifest records another."""
+
+MAX_RANK = 4
+"""`PTO_MAX_RANK`: the most dimensions a tensor argument can have."""
+
+
+class ArgKind(enum.IntEnum):
+    """`PtoArgKind`: what a `PtoArg` carries."""
+
+    TENSOR = 0
+    INT = 1
+    FLOAT = 2
+
+
+class Direction(enum.IntEnum):
+    """`PtoDirection`: how a task uses a tensor argument (drives dependency inference)."""
+
+    IN = 0
+    OUT = 1
+    INOUT = 2
+
+    @classmethod
+    def from_manifest(cls, text: str) -> Direction:
+        """`"in"` / `"out"` / `"inout"` (the manifest spelling) → Direction."""
+        return cls[text.upper()]
+
+    @property
+    def reads(self) -> bool:
+        """True when the task reads the tensor's previous contents."""
+        return self is not Direction.OUT
+
+    @property
+    def writes(self) -> bool:
+        """True when the task writes the tensor."""
+        return self is not Direction.IN
+
+
+class PtoTensor(ctypes.Structure):
+    """A view of global memory; strides are in elements."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("shape", ctypes.c_int64 * MAX_RANK),
+        ("stride", ctypes.c_int64 * MAX_RANK),
+        ("ndim", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),
+    ]
+
+
+class PtoArg(ctypes.Structure):
+    """One kernel or orchestration argument: a tensor, an int or a float."""
+
+    _fields_ = [
+        ("kind", ctypes.c_int32),
+        ("direction", ctypes.c_int32),
+        ("tensor", PtoTensor),
+        ("i", ctypes.c_int64),
+        ("f", ctypes.c_double),
+    ]
+
+
+class PtoCore(ctypes.Structure):
+    """One simulated core: pointers to its on-chip buffers and its id."""
+
+    _fields_ = [
+        ("vec", ctypes.POINTER(ctypes.c_uint8)),
+        ("mat", ctypes.POINTER(ctypes.c_uint8)),
+        ("left", ctypes.POINTER(ctypes.c_uint8)),
+        ("right", ctypes.POINTER(ctypes.c_uint8)),
+        ("acc", ctypes.POINTER(ctypes.c_uint8)),
+        ("core_id", ctypes.c_int32),
+    ]
+
+
+SubmitFn = ctypes.CFUNCTYPE(
+    ctypes.c_int64,
+    ctypes.c_void_p,
+    ctypes.c_int32,
+    ctypes.c_int32,
+    ctypes.POINTER(PtoArg),
+    ctypes.c_int32,
+    ctypes.POINTER(ctypes.c_int64),
+)
+"""`PtoRuntimeApi.submit`: (ctx, kernel_index, nargs, args, ndeps, deps) → task id or < 0."""
+
+AllocTensorFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(PtoTensor))
+"""`PtoRuntimeApi.alloc_tensor`: (ctx, tensor) → 0 on success."""
+
+
+class PtoRuntimeApi(ctypes.Structure):
+    """The services the runtime offers to orchestration code."""
+
+    _fields_ = [
+        ("ctx", ctypes.c_void_p),
+        ("submit", SubmitFn),
+        ("alloc_tensor", AllocTensorFn),
+    ]
+
+
+PtoKernelFn = ctypes.CFUNCTYPE(None, ctypes.POINTER(PtoCore), ctypes.POINTER(PtoArg))
+"""Exported by each kernel shared object under the kernel's name."""
+
+PtoOrchestrateFn = ctypes.CFUNCTYPE(
+    ctypes.c_int32, ctypes.POINTER(PtoRuntimeApi), ctypes.POINTER(PtoArg)
+)
+"""Exported by the orchestration shared object: (api, params) → 0 on success."""

@@ -1,0 +1,43 @@
+"""`RunConfig`: every option of one run (and of the compile a JIT call may trigger)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from pypto.platform import get_platform
+
+
+@dataclass(kw_only=True)
+class RunConfig:
+    """Options for running a kernel; see docs API.md §3.
+
+    The runtime acts on `platform`, `workers` and `schedule_seed` today; the dump,
+    dependency-graph, swimlane, race-detection and golden options are carried for
+    the components that implement them.
+    """
+
+    platform: str = "a2a3sim"
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    golden_data_dir: str | os.PathLike | None = None
+    dump_passes: bool = False
+    enable_dump_args: int = 0
+    enable_dep_gen: bool = False
+    enable_swimlane: bool = False
+    detect_races: bool = False
+    schedule_seed: int | None = None
+    diagnostic_phase: object = None
+    disabled_diagnostics: object = None
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        get_platform(self.platform)  # raises ValueError listing the known platforms
+        if self.workers is not None and (
+            not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 1
+        ):
+            raise ValueError(f"workers must be a positive integer or None, got {self.workers!r}")
+        if self.schedule_seed is not None and (
+            not isinstance(self.schedule_seed, int) or isinstance(self.schedule_seed, bool)
+        ):
+            raise TypeError(f"schedule_seed must be an int or None, got {self.schedule_seed!r}")

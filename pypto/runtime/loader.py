@@ -1,0 +1,147 @@
+"""Loading an artifact directory: verify everything, then map the binaries."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pypto.platform import PLATFORM_NAMES, get_platform
+from pypto.runtime.abi import PtoKernelFn, PtoOrchestrateFn
+from pypto.runtime.config import RunConfig
+from pypto.runtime.errors import ArtifactError, DeviceUnavailableError
+from pypto.runtime.manifest import Manifest
+
+if TYPE_CHECKING:
+    from pypto.runtime.scheduler import Scheduler
+
+
+def load_artifact(path: str | os.PathLike, *, platform: str | None = None) -> LoadedProgram:
+    """Loads the artifact at `path` for running on this host.
+
+    Before any binary is mapped it checks the manifest's schema major version, the
+    platform (when `platform` is given), the ABI version and the sha256 of every kernel
+    and of the orchestration binary; each refusal is an `ArtifactError` naming what was
+    expected and what was found.  An artifact built for an NPU platform raises
+    `DeviceUnavailableError`: this host has no NPU runtime.
+    """
+    if platform is not None:
+        # An unknown name is the caller's mistake (ValueError), not the artifact's.
+        get_platform(platform)
+    artifact_dir = Path(path)
+    manifest = Manifest.read(artifact_dir, platform=platform)
+    try:
+        target = get_platform(manifest.platform)
+    except ValueError as exc:
+        raise ArtifactError(f"{manifest.path}: {exc}") from None
+
+    binaries = [(k.file, k.sha256) for k in manifest.kernels]
+    binaries.append((manifest.orchestration_file, manifest.orchestration_sha256))
+    resolved = [_verified_binary(artifact_dir, file, sha256) for file, sha256 in binaries]
+
+    if not target.is_sim:
+        simulators = [n for n in PLATFORM_NAMES if get_platform(n).is_sim]
+        raise DeviceUnavailableError(
+            f"{artifact_dir} is built for the device platform {manifest.platform!r} "
+            f"({manifest.backend}) and no NPU runtime is available on this host; "
+            f"build for a simulator platform ({', '.join(simulators)}) to run it here"
+        )
+
+    libraries = [_mapped(p) for p in resolved]
+    kernels = [
+        _symbol(library, spec.name, PtoKernelFn, binary)
+        for library, spec, binary in zip(libraries, manifest.kernels, resolved)
+    ]
+    orchestrate = _symbol(
+        libraries[-1], manifest.orchestration_entry, PtoOrchestrateFn, resolved[-1]
+    )
+    return LoadedProgram(manifest, kernels, orchestrate, libraries)
+
+
+class LoadedProgram:
+    """A verified, mapped artifact, ready to run on the host simulator."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        kernels: Sequence[Any],
+        orchestrate: Any,
+        libraries: Sequence[ctypes.CDLL],
+    ) -> None:
+        self.manifest = manifest
+        self.kernels = tuple(kernels)
+        self.orchestrate = orchestrate
+        # The CDLL handles own the mappings the function pointers point into.
+        self._libraries = tuple(libraries)
+        self.last_schedule: Scheduler | None = None
+        """The scheduler of the most recent run (tasks, timings, edges), for DFX output."""
+
+    @property
+    def platform(self) -> str:
+        """The platform the artifact was built for."""
+        return self.manifest.platform
+
+    @property
+    def kernel_names(self) -> tuple[str, ...]:
+        """Kernel names in manifest order (the order `submit` indexes)."""
+        return tuple(k.name for k in self.manifest.kernels)
+
+    def run(self, args: Sequence[Any], config: RunConfig | None = None) -> Any:
+        """Runs the entry on `args` (manifest params order) and returns its outputs.
+
+        Tensor params take torch tensors of the manifest's shape and dtype, scalars take
+        Python numbers.  Out/InOut results are copied back into the caller's tensors;
+        the return value is the output tensor, or a tuple when there are several.
+        """
+        # Imported here because torch costs about a second to import and only a run needs it.
+        from pypto.runtime.execution import ProgramRun
+
+        program_run = ProgramRun(self, config if config is not None else RunConfig())
+        self.last_schedule = program_run.scheduler
+        return program_run.execute(args)
+
+    def __repr__(self) -> str:
+        return (
+            f"LoadedProgram({self.manifest.entry!r}, platform={self.platform!r}, "
+            f"kernels={list(self.kernel_names)})"
+        )
+
+
+def _verified_binary(artifact_dir: Path, file: str, expected: str) -> Path:
+    """The path of `file` inside the artifact, after checking its sha256."""
+    path = (artifact_dir / file).resolve()
+    if not path.is_relative_to(artifact_dir.resolve()):
+        raise ArtifactError(f"{artifact_dir}: binary {file!r} lies outside the artifact directory")
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise ArtifactError(f"{artifact_dir}: cannot read binary {file!r}: {exc}") from None
+    found = digest.hexdigest()
+    if found != expected.lower():
+        raise ArtifactError(
+            f"{artifact_dir}: sha256 mismatch for {file!r}: expected {expected}, found {found}; "
+            "the binary changed after the build, rebuild the artifact"
+        )
+    return path
+
+
+def _mapped(path: Path) -> ctypes.CDLL:
+    """`path` mapped with its symbols kept private, so two artifacts' kernels never clash."""
+    try:
+        return ctypes.CDLL(str(path), mode=os.RTLD_LOCAL)
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot be loaded: {exc}") from None
+
+
+def _symbol(library: ctypes.CDLL, name: str, prototype: Any, path: Path) -> Any:
+    """The exported function `name` of `library`, typed by `prototype`."""
+    try:
+        return prototype((name, library))
+    except AttributeError:
+        raise ArtifactError(f"{path}: does not export the symbol {name!r}") from None

@@ -1,0 +1,206 @@
+"""`Manifest`: the parsed, validated manifest.json of an artifact directory."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pypto.ir import dtypes
+from pypto.ir.dtypes import DataType
+from pypto.runtime.abi import ABI_VERSION, MAX_RANK, Direction
+from pypto.runtime.errors import ArtifactError
+
+MANIFEST_NAME = "manifest.json"
+SCHEMA_MAJOR = 1
+"""Major version of the manifest schema this runtime reads."""
+
+ON_CHIP_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
+"""The per-core on-chip buffers, in `PtoCore` field order."""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter of the entry or of a kernel signature."""
+
+    name: str
+    kind: str  # "tensor" | "scalar"
+    dtype: DataType
+    direction: Direction
+    shape: tuple[int, ...]
+
+    @property
+    def is_tensor(self) -> bool:
+        """True for tensor parameters, False for scalars."""
+        return self.kind == "tensor"
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One InCore kernel binary; its index in `Manifest.kernels` is its submit index."""
+
+    name: str
+    file: str
+    sha256: str
+    core_type: str
+    signature: tuple[ParamSpec, ...]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything the runtime needs from manifest.json."""
+
+    path: Path
+    platform: str
+    backend: str
+    abi_version: int
+    content_key: str
+    entry: str
+    params: tuple[ParamSpec, ...]
+    outputs: tuple[int, ...]
+    kernels: tuple[KernelSpec, ...]
+    orchestration_file: str
+    orchestration_sha256: str
+    orchestration_entry: str
+    capacities: dict[str, int]  # on-chip bytes per core, keyed by ON_CHIP_SPACES
+    cores: int
+
+    @classmethod
+    def read(cls, artifact_dir: Path, *, platform: str | None = None) -> Manifest:
+        """Reads and checks `<artifact_dir>/manifest.json` in the loader's order.
+
+        Schema major version first (a newer schema may not parse), then platform
+        (when `platform` is given), then ABI version, then the structure.
+        """
+        path = artifact_dir / MANIFEST_NAME
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ArtifactError(f"{path}: no manifest; is this an artifact directory?") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ArtifactError(f"{path}: cannot read manifest: {exc}") from None
+        if not isinstance(raw, dict):
+            raise ArtifactError(f"{path}: manifest must be a JSON object")
+        reader = _FieldReader(path, raw)
+
+        schema = reader.get("schema_version", str)
+        if schema.split(".")[0] != str(SCHEMA_MAJOR):
+            raise ArtifactError(
+                f"{path}: manifest schema version {schema} is not supported: "
+                f"expected major version {SCHEMA_MAJOR}, found {schema.split('.')[0]}"
+            )
+        found_platform = reader.get("platform", str)
+        if platform is not None and found_platform != platform:
+            raise ArtifactError(
+                f"{path}: platform mismatch: expected {platform!r}, found {found_platform!r}"
+            )
+        abi_version = reader.get("abi_version", int)
+        if abi_version != ABI_VERSION:
+            raise ArtifactError(
+                f"{path}: ABI version mismatch: expected {ABI_VERSION}, found {abi_version}; "
+                "rebuild the artifact with this pypto"
+            )
+
+        params = tuple(
+            _param(reader.nested(f"params[{i}]", p))
+            for i, p in enumerate(reader.get("params", list))
+        )
+        outputs = tuple(reader.get("outputs", list))
+        for index in outputs:
+            if not isinstance(index, int) or not 0 <= index < len(params):
+                raise ArtifactError(f"{path}: output index {index!r} names no parameter")
+            if not params[index].is_tensor:
+                raise ArtifactError(f"{path}: output {params[index].name!r} is not a tensor")
+        kernels = tuple(
+            _kernel(reader.nested(f"kernels[{i}]", k))
+            for i, k in enumerate(reader.get("kernels", list))
+        )
+        orchestration = reader.nested("orchestration", reader.get("orchestration", dict))
+        core = reader.nested("core", reader.get("core", dict))
+        capacities = {space: core.get(space, int) for space in ON_CHIP_SPACES}
+        cores = core.get("cores", int)
+        if cores < 1 or any(size < 0 for size in capacities.values()):
+            raise ArtifactError(f"{path}: 'core' needs cores >= 1 and non-negative capacities")
+        return cls(
+            path=path,
+            platform=found_platform,
+            backend=reader.get("backend", str),
+            abi_version=abi_version,
+            content_key=reader.get("content_key", str),
+            entry=reader.get("entry", str),
+            params=params,
+            outputs=outputs,
+            kernels=kernels,
+            orchestration_file=orchestration.get("file", str),
+            orchestration_sha256=orchestration.get("sha256", str),
+            orchestration_entry=orchestration.get("entry", str),
+            capacities=capacities,
+            cores=cores,
+        )
+
+
+class _FieldReader:
+    """Typed access to one JSON object; errors name the manifest and the field path."""
+
+    def __init__(self, path: Path, obj: dict[str, Any], where: str = "") -> None:
+        self.path = path
+        self.obj = obj
+        self.where = where
+
+    def get(self, key: str, kind: type, default: Any = ...) -> Any:
+        if key not in self.obj:
+            if default is not ...:
+                return default
+            raise ArtifactError(f"{self.path}: manifest lacks '{self.where}{key}'")
+        value = self.obj[key]
+        # bool is an int subclass, but true/false is never a valid count or index here.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ArtifactError(
+                f"{self.path}: '{self.where}{key}' should be {kind.__name__}, found {value!r}"
+            )
+        return value
+
+    def nested(self, key: str, value: Any) -> _FieldReader:
+        if not isinstance(value, dict):
+            raise ArtifactError(f"{self.path}: '{self.where}{key}' should be an object")
+        return _FieldReader(self.path, value, f"{self.where}{key}.")
+
+    def fail(self, message: str) -> ArtifactError:
+        return ArtifactError(f"{self.path}: '{self.where.rstrip('.')}': {message}")
+
+
+def _param(reader: _FieldReader) -> ParamSpec:
+    kind = reader.get("kind", str)
+    if kind not in ("tensor", "scalar"):
+        raise reader.fail(f"kind should be 'tensor' or 'scalar', found {kind!r}")
+    dtype_name = reader.get("dtype", str)
+    try:
+        dtype = dtypes.from_name(dtype_name)
+    except KeyError:
+        raise reader.fail(f"unknown dtype {dtype_name!r}") from None
+    direction_name = reader.get("direction", str, "in")
+    try:
+        direction = Direction.from_manifest(direction_name)
+    except KeyError:
+        raise reader.fail(f"direction should be in/out/inout, found {direction_name!r}") from None
+    shape = reader.get("shape", list, [])
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise reader.fail(f"shape should be non-negative integers, found {shape!r}")
+    if len(shape) > MAX_RANK:
+        raise reader.fail(f"rank {len(shape)} exceeds the ABI's maximum of {MAX_RANK}")
+    return ParamSpec(reader.get("name", str), kind, dtype, direction, tuple(shape))
+
+
+def _kernel(reader: _FieldReader) -> KernelSpec:
+    signature = tuple(
+        _param(reader.nested(f"signature[{i}]", p))
+        for i, p in enumerate(reader.get("signature", list))
+    )
+    return KernelSpec(
+        name=reader.get("name", str),
+        file=reader.get("file", str),
+        sha256=reader.get("sha256", str),
+        core_type=reader.get("core_type", str),
+        signature=signature,
+    )

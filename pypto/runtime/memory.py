@@ -1,0 +1,130 @@
+"""Simulated device memory: global buffers (torch tensors) and per-core on-chip buffers."""
+
+from __future__ import annotations
+
+import ctypes
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from pypto.ir.dtypes import DataType
+from pypto.runtime.abi import MAX_RANK, ArgKind, Direction, PtoArg, PtoCore, PtoTensor
+from pypto.runtime.manifest import ON_CHIP_SPACES
+
+POISON_BYTE = 0xA5
+"""Fill byte of uninitialised integer and bool buffers (floats get NaN)."""
+
+ON_CHIP_ALIGNMENT = 64
+"""Byte alignment of every on-chip buffer, as the device guarantees for its SRAMs."""
+
+ITEMSIZE_BY_CODE = {dt.code: dt.itemsize for dt in DataType}
+"""Element size in bytes for every valid `PtoDType` code."""
+
+
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    """Element strides of a contiguous tensor of `shape`."""
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * max(shape[d + 1], 1)
+    return strides
+
+
+def byte_range(tensor: PtoTensor) -> tuple[int, int]:
+    """Bytes [start, end) the view can touch, from its shape and strides; empty views give (0, 0).
+
+    `tensor.dtype` must be a valid code and `tensor.ndim` within 0..MAX_RANK.
+    """
+    low = high = 0
+    for d in range(tensor.ndim):
+        extent = tensor.shape[d]
+        if extent <= 0:
+            return 0, 0
+        span = tensor.stride[d] * (extent - 1)
+        if span < 0:
+            low += span
+        else:
+            high += span
+    itemsize = ITEMSIZE_BY_CODE[tensor.dtype]
+    base = tensor.data or 0
+    return base + low * itemsize, base + (high + 1) * itemsize
+
+
+def describe_tensor(tensor: PtoTensor, buffer: torch.Tensor, dtype: DataType) -> None:
+    """Fills `tensor` with the address, shape, row-major strides and dtype of `buffer`."""
+    shape = buffer.shape
+    if len(shape) > MAX_RANK:
+        raise ValueError(f"rank {len(shape)} exceeds the ABI's maximum of {MAX_RANK}")
+    tensor.data = buffer.data_ptr() or None
+    for d, (extent, stride) in enumerate(zip(shape, row_major_strides(shape))):
+        tensor.shape[d] = extent
+        tensor.stride[d] = stride
+    tensor.ndim = len(shape)
+    tensor.dtype = dtype.code
+
+
+def tensor_arg(arg: PtoArg, buffer: torch.Tensor, dtype: DataType, direction: Direction) -> None:
+    """Fills `arg` as a tensor argument viewing all of `buffer`."""
+    arg.kind = ArgKind.TENSOR
+    arg.direction = direction
+    describe_tensor(arg.tensor, buffer, dtype)
+
+
+class DeviceMemory:
+    """The global memory of one run: poisoned buffers that stay alive until the run ends.
+
+    Kernels read and write these buffers through raw pointers from worker threads, so
+    they must outlive every task; the memory also knows every buffer's address range so
+    the runtime can refuse a view that points outside all of them.
+    """
+
+    def __init__(self) -> None:
+        self.buffers: list[torch.Tensor] = []
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def allocate(self, dtype: DataType, shape: Sequence[int]) -> torch.Tensor:
+        """A new contiguous buffer filled with poison: NaN for floats, 0xA5 bytes otherwise.
+
+        The device hands out uninitialised memory; poison makes an output that no task
+        wrote visible instead of accidentally plausible.
+        """
+        buffer = torch.empty(tuple(shape), dtype=dtype.to_torch())
+        if dtype.is_float:
+            buffer.fill_(float("nan"))
+        else:
+            buffer.reshape(-1).view(torch.uint8).fill_(POISON_BYTE)
+        self.buffers.append(buffer)
+        if buffer.numel():
+            start = buffer.data_ptr()
+            position = bisect_right(self._starts, start)
+            self._starts.insert(position, start)
+            self._ends.insert(position, start + buffer.numel() * buffer.element_size())
+        return buffer
+
+    def contains(self, start: int, end: int) -> bool:
+        """True when bytes [start, end) lie inside one allocated buffer."""
+        position = bisect_right(self._starts, start) - 1
+        return position >= 0 and end <= self._ends[position]
+
+
+class SimCore:
+    """One simulated core: zero-initialised, 64-byte aligned on-chip buffers and an id."""
+
+    def __init__(self, core_id: int, capacities: Mapping[str, int]) -> None:
+        self.core_id = core_id
+        self.capacities = dict(capacities)
+        # ctypes arrays are zero-filled and own the storage the aligned pointers point into.
+        self._storage = []
+        pointers = {}
+        for space in ON_CHIP_SPACES:
+            storage = (ctypes.c_uint8 * (capacities[space] + ON_CHIP_ALIGNMENT - 1))()
+            self._storage.append(storage)
+            address = -(-ctypes.addressof(storage) // ON_CHIP_ALIGNMENT) * ON_CHIP_ALIGNMENT
+            pointers[space.lower()] = ctypes.cast(address, ctypes.POINTER(ctypes.c_uint8))
+        self.struct = PtoCore(core_id=core_id, **pointers)
+        self.pointer = ctypes.pointer(self.struct)
+        """`PtoCore *` to pass to kernels."""
+
+    def __repr__(self) -> str:
+        return f"SimCore({self.core_id})"
