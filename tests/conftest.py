@@ -1,0 +1,44 @@
+"""Shared fixtures: an isolated artifact cache and a way to run code in a fresh process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache(tmp_path_factory):
+    """Every test session builds into its own cache, never the user's."""
+    path = tmp_path_factory.mktemp("pypto-cache")
+    old = os.environ.get("PYPTO_CACHE_DIR")
+    os.environ["PYPTO_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("PYPTO_CACHE_DIR", None)
+    else:
+        os.environ["PYPTO_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def run_script(tmp_path):
+    """Write `code` to a file and run it with this Python; returns the CompletedProcess."""
+
+    def run(code: str, name: str = "script.py", env: dict | None = None, check: bool = True):
+        path = tmp_path / name
+        path.write_text(code)
+        full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+        proc = subprocess.run(
+            [sys.executable, str(path)], capture_output=True, text=True, env=full_env,
+            cwd=tmp_path, timeout=300,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"script failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    return run
