@@ -1,0 +1,267 @@
+/*
+ * Element formats of the simulated tile ISA and the conversions between them.
+ *
+ * convert<D, S>(x, mode) models one hardware conversion instruction: the exact
+ * source value is rounded once, by `mode`, into D.  Every source is first held
+ * exactly as (sign, 64-bit magnitude, binary exponent), so no conversion ever
+ * rounds twice (INT64 -> FP32, INT32 -> BF16 and FP32 -> FP8 included).
+ *
+ * Decisions where IEEE leaves the choice to the implementation:
+ *  - NaN in -> one canonical positive quiet NaN out: f16 0x7E00, bf16 0x7FC0,
+ *    float 0x7FC00000, e5m2 0x7E (the top byte of the f16 NaN), e4m3fn 0x7F.
+ *  - Float -> integer rounds by the mode, then saturates to the destination's
+ *    range (+-inf saturate too); NaN -> 0, like the hardware's saturating
+ *    conversion.  Integer -> integer saturates.  Any -> bool is x != 0 (NaN -> true).
+ *  - Float overflow follows IEEE: Rint/Round -> +-inf; Trunc and Odd -> the
+ *    largest finite value; Floor/Ceil -> inf on the side they round towards,
+ *    largest finite on the other.
+ *  - FP8E4M3FN has no infinity: wherever IEEE would give +-inf (overflow under
+ *    any mode, and an infinite input) it saturates to +-448, as torch's
+ *    conversion does (goldens come from torch); only NaN gives NaN.
+ */
+#ifndef PTO_NUMERICS_HPP
+#define PTO_NUMERICS_HPP
+
+#include <stdint.h>
+#include <string.h>
+
+namespace pto {
+
+struct f16 { uint16_t bits; };
+struct bf16 { uint16_t bits; };
+struct fp8e4m3fn { uint8_t bits; };
+struct fp8e5m2 { uint8_t bits; };
+
+/* None means the conversion's natural mode: Rint for float targets, Trunc for float -> int. */
+enum class RoundMode : int { None = 0, Rint = 1, Round = 2, Floor = 3, Ceil = 4, Trunc = 5, Odd = 6 };
+
+namespace detail {
+
+// The exact value (-1)^neg * mag * 2^exp, or an infinity / NaN.
+struct Exact {
+    enum Kind : uint8_t { Finite, Inf, NaN };
+    uint64_t mag;
+    int32_t exp;
+    bool neg;
+    Kind kind;
+};
+
+// Float formats: P significand bits (implicit one included), E exponent bits.
+// IEEE formats reserve the top exponent for inf/NaN; E4M3FN ("finite") keeps it
+// for numbers except the all-ones pattern, which is NaN.
+template <class T> struct FloatFmt;
+template <> struct FloatFmt<f16> {
+    typedef uint16_t Bits;
+    static constexpr int P = 11, E = 5;
+    static constexpr bool IEEE = true;
+    static constexpr uint64_t kNaN = 0x7E00;
+};
+template <> struct FloatFmt<bf16> {
+    typedef uint16_t Bits;
+    static constexpr int P = 8, E = 8;
+    static constexpr bool IEEE = true;
+    static constexpr uint64_t kNaN = 0x7FC0;
+};
+template <> struct FloatFmt<float> {
+    typedef uint32_t Bits;
+    static constexpr int P = 24, E = 8;
+    static constexpr bool IEEE = true;
+    static constexpr uint64_t kNaN = 0x7FC00000u;
+};
+template <> struct FloatFmt<double> {
+    typedef uint64_t Bits;
+    static constexpr int P = 53, E = 11;
+    static constexpr bool IEEE = true;
+    static constexpr uint64_t kNaN = 0x7FF8000000000000ull;
+};
+template <> struct FloatFmt<fp8e4m3fn> {
+    typedef uint8_t Bits;
+    static constexpr int P = 4, E = 4;
+    static constexpr bool IEEE = false;
+    static constexpr uint64_t kNaN = 0x7F;
+};
+template <> struct FloatFmt<fp8e5m2> {
+    typedef uint8_t Bits;
+    static constexpr int P = 3, E = 5;
+    static constexpr bool IEEE = true;
+    static constexpr uint64_t kNaN = 0x7E;
+};
+
+template <class T> inline uint64_t bits_of(T x) {
+    typename FloatFmt<T>::Bits b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+template <class T> inline T from_bits(uint64_t v) {
+    const typename FloatFmt<T>::Bits b = (typename FloatFmt<T>::Bits)v;
+    T x;
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+inline int msb(uint64_t v) { return 63 - __builtin_clzll(v); }
+
+template <class T> inline Exact decode_float(T x) {
+    typedef FloatFmt<T> F;
+    const int mb = F::P - 1, bias = (1 << (F::E - 1)) - 1, top = (1 << F::E) - 1;
+    const uint64_t b = bits_of(x), mmask = (uint64_t(1) << mb) - 1;
+    const uint64_t frac = b & mmask;
+    const int field = int((b >> mb) & uint64_t(top));
+    Exact r = {0, 0, bool((b >> (mb + F::E)) & 1), Exact::Finite};
+    if (field == top && (F::IEEE || frac == mmask)) {
+        r.kind = (F::IEEE && frac == 0) ? Exact::Inf : Exact::NaN;
+    } else if (field == 0) {
+        r.mag = frac;
+        r.exp = 1 - bias - mb;
+    } else {
+        r.mag = frac | (uint64_t(1) << mb);
+        r.exp = field - bias - mb;
+    }
+    return r;
+}
+
+template <class T> inline Exact decode_signed(T x) {
+    const bool neg = x < 0;
+    const uint64_t mag = neg ? uint64_t(0) - uint64_t(int64_t(x)) : uint64_t(x);
+    Exact r = {mag, 0, neg, Exact::Finite};
+    return r;
+}
+
+inline Exact decode_unsigned(uint64_t x) {
+    Exact r = {x, 0, false, Exact::Finite};
+    return r;
+}
+
+inline Exact decompose(bool x) { return decode_unsigned(x ? 1 : 0); }
+inline Exact decompose(int8_t x) { return decode_signed(x); }
+inline Exact decompose(int16_t x) { return decode_signed(x); }
+inline Exact decompose(int32_t x) { return decode_signed(x); }
+inline Exact decompose(int64_t x) { return decode_signed(x); }
+inline Exact decompose(uint8_t x) { return decode_unsigned(x); }
+inline Exact decompose(uint16_t x) { return decode_unsigned(x); }
+inline Exact decompose(uint32_t x) { return decode_unsigned(x); }
+inline Exact decompose(f16 x) { return decode_float(x); }
+inline Exact decompose(bf16 x) { return decode_float(x); }
+inline Exact decompose(float x) { return decode_float(x); }
+inline Exact decompose(double x) { return decode_float(x); }
+inline Exact decompose(fp8e4m3fn x) { return decode_float(x); }
+inline Exact decompose(fp8e5m2 x) { return decode_float(x); }
+
+// Drops the low `shift` (>= 1) bits of mag, rounding the kept magnitude by mode;
+// neg is the value's sign, which the directed modes need.
+inline uint64_t round_shift(uint64_t mag, int shift, bool neg, RoundMode m) {
+    uint64_t kept;
+    bool above, tie, inexact;
+    if (shift < 64) {
+        const uint64_t rem = mag & ((uint64_t(1) << shift) - 1), half = uint64_t(1) << (shift - 1);
+        kept = mag >> shift;
+        above = rem > half;
+        tie = rem == half;
+        inexact = rem != 0;
+    } else {
+        const uint64_t half = uint64_t(1) << 63;
+        kept = 0;
+        above = shift == 64 && mag > half;
+        tie = shift == 64 && mag == half;
+        inexact = mag != 0;
+    }
+    switch (m) {
+    case RoundMode::Rint: return kept + (above || (tie && (kept & 1)));
+    case RoundMode::Round: return kept + (above || tie);
+    case RoundMode::Floor: return kept + (neg && inexact);
+    case RoundMode::Ceil: return kept + (!neg && inexact);
+    case RoundMode::Odd: return kept | uint64_t(inexact);
+    default: return kept;
+    }
+}
+
+template <class D> struct EncodeFloat {
+    typedef FloatFmt<D> F;
+    static constexpr int mb = F::P - 1, bias = (1 << (F::E - 1)) - 1;
+    static constexpr int emin = 1 - bias, emax = F::IEEE ? bias : bias + 1;
+    static constexpr uint64_t max_sig = (uint64_t(1) << F::P) - (F::IEEE ? 1 : 2);
+
+    static uint64_t largest(uint64_t sign) {
+        return sign | uint64_t(emax + bias) << mb | (max_sig & ((uint64_t(1) << mb) - 1));
+    }
+    // Formats without infinity saturate instead.
+    static uint64_t infinity(uint64_t sign) {
+        return F::IEEE ? sign | uint64_t((1 << F::E) - 1) << mb : largest(sign);
+    }
+
+    static D from(const Exact &v, RoundMode m) {
+        const uint64_t sign = uint64_t(v.neg) << (mb + F::E);
+        if (v.kind == Exact::NaN) return from_bits<D>(F::kNaN);
+        if (v.kind == Exact::Inf) return from_bits<D>(infinity(sign));
+        if (v.mag == 0) return from_bits<D>(sign);
+        if (m == RoundMode::None) m = RoundMode::Rint;
+        const int top = msb(v.mag) + v.exp;
+        // q is the exponent of the destination's last significand bit at this magnitude.
+        int q = (top > emin ? top : emin) - mb;
+        const int shift = q - v.exp;
+        uint64_t sig = shift <= 0 ? v.mag << -shift : round_shift(v.mag, shift, v.neg, m);
+        if (sig >> F::P) {  // rounding carried into the next binade
+            sig >>= 1;
+            ++q;
+        }
+        if (!(sig >> mb)) return from_bits<D>(sign | sig);  // subnormal or zero
+        const int e = q + mb;
+        if (e > emax || (e == emax && sig > max_sig)) {
+            const bool to_inf = m == RoundMode::Rint || m == RoundMode::Round ||
+                                (m == RoundMode::Ceil && !v.neg) || (m == RoundMode::Floor && v.neg);
+            return from_bits<D>(to_inf ? infinity(sign) : largest(sign));
+        }
+        return from_bits<D>(sign | uint64_t(e + bias) << mb | (sig & ((uint64_t(1) << mb) - 1)));
+    }
+};
+
+template <class D, int64_t Lo, uint64_t Hi> struct EncodeInt {
+    static D saturate(bool neg) { return neg ? D(Lo) : D(Hi); }
+
+    static D from(const Exact &v, RoundMode m) {
+        if (v.kind == Exact::NaN) return D(0);
+        if (v.kind == Exact::Inf) return saturate(v.neg);
+        if (v.mag == 0) return D(0);
+        if (m == RoundMode::None) m = RoundMode::Trunc;
+        uint64_t mag;
+        if (v.exp >= 0) {
+            if (msb(v.mag) + v.exp >= 64) return saturate(v.neg);
+            mag = v.mag << v.exp;
+        } else {
+            mag = round_shift(v.mag, -v.exp, v.neg, m);
+        }
+        // Largest magnitude representable on the value's side of zero.
+        const uint64_t limit = v.neg ? uint64_t(0) - uint64_t(Lo) : Hi;
+        if (mag > limit) return saturate(v.neg);
+        return v.neg ? D(uint64_t(0) - mag) : D(mag);
+    }
+};
+
+template <class D> struct Encode : EncodeFloat<D> {};
+template <> struct Encode<int8_t> : EncodeInt<int8_t, INT8_MIN, INT8_MAX> {};
+template <> struct Encode<int16_t> : EncodeInt<int16_t, INT16_MIN, INT16_MAX> {};
+template <> struct Encode<int32_t> : EncodeInt<int32_t, INT32_MIN, INT32_MAX> {};
+template <> struct Encode<int64_t> : EncodeInt<int64_t, INT64_MIN, INT64_MAX> {};
+template <> struct Encode<uint8_t> : EncodeInt<uint8_t, 0, UINT8_MAX> {};
+template <> struct Encode<uint16_t> : EncodeInt<uint16_t, 0, UINT16_MAX> {};
+template <> struct Encode<uint32_t> : EncodeInt<uint32_t, 0, UINT32_MAX> {};
+template <> struct Encode<bool> {
+    static bool from(const Exact &v, RoundMode) { return v.kind != Exact::Finite || v.mag != 0; }
+};
+
+}  // namespace detail
+
+/* One conversion instruction: x rounded once into D by mode (see the header comment). */
+template <class D, class S> inline D convert(S x, RoundMode m = RoundMode::None) {
+    return detail::Encode<D>::from(detail::decompose(x), m);
+}
+
+/* Widening to float is exact for every 16- and 8-bit float format. */
+template <class T> inline float to_float(T x) { return convert<float>(x, RoundMode::Rint); }
+
+template <class T> inline T from_float(float x, RoundMode m = RoundMode::Rint) { return convert<T>(x, m); }
+
+}  // namespace pto
+
+#endif /* PTO_NUMERICS_HPP */

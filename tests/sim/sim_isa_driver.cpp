@@ -1,0 +1,152 @@
+// Test driver: exposes the simulator's tile instructions over flat arrays so
+// tests/sim/test_sim_isa.py can call them through ctypes.
+#include "sim_types.hpp"
+
+namespace {
+
+// Arithmetic is exercised on the types kernels compute in.
+template <class F> int with_arith_type(int code, F f) {
+    switch (code) {
+    case PTO_INT8: f(int8_t()); return 0;
+    case PTO_INT32: f(int32_t()); return 0;
+    case PTO_INT64: f(int64_t()); return 0;
+    case PTO_UINT8: f(uint8_t()); return 0;
+    case PTO_FP16: f(f16()); return 0;
+    case PTO_BF16: f(bf16()); return 0;
+    case PTO_FP32: f(float()); return 0;
+    default: return -1;
+    }
+}
+
+template <class T> Tile<T> tile_over(const void *p, int32_t rows, int32_t cols, int32_t vrows, int32_t vcols) {
+    return make_tile<T>(static_cast<uint8_t *>(const_cast<void *>(p)), 0, rows, cols, vrows, vcols);
+}
+
+PtoTensor tensor(void *data, int ndim, const int64_t *shape, const int64_t *stride, int dtype) {
+    PtoTensor t = {};
+    t.data = data;
+    t.ndim = ndim;
+    t.dtype = dtype;
+    for (int i = 0; i < ndim; ++i) {
+        t.shape[i] = shape[i];
+        t.stride[i] = stride[i];
+    }
+    return t;
+}
+
+template <class T> T pad_of(int kind) { return kind == 0 ? pad_zero<T>() : kind == 1 ? pad_max<T>() : pad_min<T>(); }
+
+}  // namespace
+
+extern "C" {
+
+// op: 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min on rows x cols tiles with valid region
+// (vrows, vcols); dst may be a or b.
+int sim_binary(int dtype, int op, void *dst, const void *a, const void *b, int32_t rows, int32_t cols,
+               int32_t vrows, int32_t vcols) {
+    int rc = 0;
+    const int outer = with_arith_type(dtype, [&](auto z) {
+        typedef decltype(z) T;
+        Tile<T> d = tile_over<T>(dst, rows, cols, vrows, vcols), x = tile_over<T>(a, rows, cols, vrows, vcols),
+                y = tile_over<T>(b, rows, cols, vrows, vcols);
+        switch (op) {
+        case 0: tadd(d, x, y); break;
+        case 1: tsub(d, x, y); break;
+        case 2: tmul(d, x, y); break;
+        case 3: tdiv(d, x, y); break;
+        case 4: tmax(d, x, y); break;
+        case 5: tmin(d, x, y); break;
+        default: rc = -1;
+        }
+    });
+    return outer ? outer : rc;
+}
+
+// op: 0 exp, 1 log, 2 sqrt, 3 rsqrt, 4 recip (float tiles), 5 neg, 6 abs, 7 relu (all tiles).
+int sim_unary(int dtype, int op, void *dst, const void *a, int32_t rows, int32_t cols) {
+    int rc = 0;
+    const int outer = with_arith_type(dtype, [&](auto z) {
+        typedef decltype(z) T;
+        Tile<T> d = tile_over<T>(dst, rows, cols, rows, cols), x = tile_over<T>(a, rows, cols, rows, cols);
+        if constexpr (detail::Num<T>::is_float) {
+            switch (op) {
+            case 0: texp(d, x); return;
+            case 1: tlog(d, x); return;
+            case 2: tsqrt(d, x); return;
+            case 3: trsqrt(d, x); return;
+            case 4: trecip(d, x); return;
+            }
+        }
+        switch (op) {
+        case 5: tneg(d, x); break;
+        case 6: tabs(d, x); break;
+        case 7: trelu(d, x); break;
+        default: rc = -1;
+        }
+    });
+    return outer ? outer : rc;
+}
+
+// op: 0 adds, 1 subs, 2 muls, 3 divs, 4 maxs, 5 mins, 6 rsubs (s - a), 7 rdivs (s / a).
+int sim_scalar(int dtype, int op, void *dst, const void *a, double s, int32_t rows, int32_t cols) {
+    int rc = 0;
+    const int outer = with_arith_type(dtype, [&](auto z) {
+        typedef decltype(z) T;
+        Tile<T> d = tile_over<T>(dst, rows, cols, rows, cols), x = tile_over<T>(a, rows, cols, rows, cols);
+        switch (op) {
+        case 0: tadds(d, x, s); break;
+        case 1: tsubs(d, x, s); break;
+        case 2: tmuls(d, x, s); break;
+        case 3: tdivs(d, x, s); break;
+        case 4: tmaxs(d, x, s); break;
+        case 5: tmins(d, x, s); break;
+        case 6: trsubs(d, x, s); break;
+        case 7: trdivs(d, x, s); break;
+        default: rc = -1;
+        }
+    });
+    return outer ? outer : rc;
+}
+
+// Writes pad_zero/max/min (kind 0/1/2) of dtype to *out.
+int sim_pad(int dtype, int kind, void *out) {
+    return with_type(dtype, [&](auto z) {
+        typedef decltype(z) T;
+        *static_cast<T *>(out) = pad_of<T>(kind);
+    });
+}
+
+// tload of the window at (r0, c0) into a tile placed at vec + addr, padding with pad kind.
+int sim_tload(int dtype, void *data, int ndim, const int64_t *shape, const int64_t *stride, int64_t r0,
+              int64_t c0, uint8_t *vec, int64_t addr, int32_t rows, int32_t cols, int32_t vrows, int32_t vcols,
+              int pad_kind) {
+    const PtoTensor t = tensor(data, ndim, shape, stride, dtype);
+    return with_type(dtype, [&](auto z) {
+        typedef decltype(z) T;
+        tload(make_tile<T>(vec, addr, rows, cols, vrows, vcols), t, r0, c0, pad_of<T>(pad_kind));
+    });
+}
+
+// tstore of the tile at vec + addr to the window at (r0, c0).
+int sim_tstore(int dtype, void *data, int ndim, const int64_t *shape, const int64_t *stride, int64_t r0,
+               int64_t c0, uint8_t *vec, int64_t addr, int32_t rows, int32_t cols, int32_t vrows, int32_t vcols) {
+    const PtoTensor t = tensor(data, ndim, shape, stride, dtype);
+    return with_type(dtype, [&](auto z) {
+        typedef decltype(z) T;
+        tstore(t, r0, c0, make_tile<T>(vec, addr, rows, cols, vrows, vcols));
+    });
+}
+
+// tcvt FP32 -> FP16 between two tiles that share the valid region (vrows, vcols).
+void sim_tcvt_f32_f16(uint16_t *dst, int32_t dcols, const float *src, int32_t scols, int32_t rows, int32_t vrows,
+                      int32_t vcols, int mode) {
+    tcvt(tile_over<f16>(dst, rows, dcols, vrows, vcols), tile_over<float>(src, rows, scols, vrows, vcols),
+         RoundMode(mode));
+}
+
+// tfill of an FP32 tile's valid region.
+void sim_tfill_f32(float *dst, int32_t rows, int32_t cols, int32_t vrows, int32_t vcols, float value) {
+    tfill(tile_over<float>(dst, rows, cols, vrows, vcols), value);
+}
+
+}  // extern "C"
