@@ -1,0 +1,1 @@
+"""Command-line tools; `pypto.tools.cli:main` is the `pypto` console script."""

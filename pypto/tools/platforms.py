@@ -1,0 +1,22 @@
+"""`pypto platforms`: what each platform builds for and whether its compiler is here."""
+
+from __future__ import annotations
+
+
+def add_arguments(parser) -> None:
+    pass
+
+
+def run(args) -> int:
+    from pypto.platform import PLATFORM_NAMES, get_platform
+    from pypto.toolchain import Toolchain, ToolchainNotFoundError
+
+    for name in PLATFORM_NAMES:
+        p = get_platform(name)
+        try:
+            Toolchain.for_platform(p)
+            status = "compiler found"
+        except ToolchainNotFoundError:
+            status = "no compiler here"
+        print(f"{name:10} {p.backend.name:12} {p.kind:7} {status}")
+    return 0
