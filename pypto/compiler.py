@@ -1,12 +1,14 @@
 """The compiler driver: frontend IR → passes → codegen → toolchain → artifact directory.
 
-The stages are one short list (`_lower`, `generate`, `build_artifact`); the cache key
-is spelled out in `artifact_key`.  `@pl.jit`, `ir.compile` and the SCons build all
-come through `build_program`.
+The stages are one short list (`lower`, `generate`, `build_artifact`); the cache key is
+spelled out in `artifact_key`.  `@pl.jit`, `ir.compile` and the SCons build all come
+through `build_program`.  Verification, dumps, profiling and diagnostics are pass
+instruments: they run around the passes, never inside them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -14,34 +16,101 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import __version__
+from .ir.diagnostics import DiagnosticPhase, active_checks, emit, resolve_phase
 from .ir.nodes import Program
-from .passes import DumpInstrument, PassContext, default_pipeline
-from .passes.diagnostics import DiagnosticPhase, emit, run_checks
+from .ir.options import PassDumpLevel, VerificationLevel, resolve_dump_level, resolve_level
+from .passes import (
+    DumpInstrument,
+    PassContext,
+    PassManager,
+    ProfilingInstrument,
+    default_pipeline,
+)
+from .passes.diagnostics import DiagnosticsInstrument
+from .passes.verifier import VerificationInstrument
 from .platform import Platform, get_platform
 
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """Everything besides the program that decides what gets built."""
+    """Everything besides the program that decides what gets built and reported."""
 
     platform: str = "a2a3sim"
-    dump_passes: bool = False
+    dump_passes: bool | PassDumpLevel = False
+    verification_level: VerificationLevel | None = None
     diagnostic_phase: DiagnosticPhase | None = None
     disabled_diagnostics: frozenset = frozenset()
+    enabled_diagnostics: frozenset = frozenset()
+    profiling: bool = False
 
 
-def lower(program: Program, platform: Platform, dump: DumpInstrument | None = None) -> Program:
-    """Run the default pipeline for the platform's backend."""
-    ctx = PassContext(platform.backend, [dump] if dump else [])
-    return default_pipeline().run(program, ctx)
+@dataclass
+class Lowered:
+    """The result of running the pipeline with its instruments."""
+
+    program: Program
+    diagnostics: list
+    files: dict[str, str]  # dumps and reports to publish with the artifact
 
 
-def artifact_key(frontend_text: str, options: CompileOptions, platform: Platform, toolchain) -> str:
+def lower(program: Program, platform: Platform) -> Program:
+    """The program after the default pipeline for the platform's backend."""
+    return run_pipeline(program, platform, CompileOptions(platform=platform.name)).program
+
+
+def run_pipeline(program: Program, platform: Platform, opts: CompileOptions,
+                 extra_instruments=(), pipeline: PassManager | None = None) -> Lowered:
+    """Run the default pipeline (or `pipeline`) with the instruments `opts` asks for."""
+    from .language.parser import parse_program
+
+    pipeline = pipeline or default_pipeline()
+    verification = VerificationInstrument(resolve_level(opts.verification_level), parse_program)
+    diagnostics = DiagnosticsInstrument(
+        resolve_phase(opts.diagnostic_phase),
+        active_checks(opts.disabled_diagnostics, opts.enabled_diagnostics),
+        final_pass=pipeline.passes[-1].name,
+    )
+    level = resolve_dump_level(opts.dump_passes)
+    dump = DumpInstrument(concise=level is PassDumpLevel.CONCISE) \
+        if level is not PassDumpLevel.NONE else None
+    profile = ProfilingInstrument() if opts.profiling else None
+    instruments = [i for i in (verification, dump, profile, diagnostics) if i is not None]
+    instruments.extend(extra_instruments)
+    lowered = pipeline.run(program, PassContext(platform.backend, instruments))
+    files: dict[str, str] = {}
+    for inst in (dump, profile):
+        if inst is not None:
+            files.update(inst.files)
+    files.update(_reports(diagnostics.found))
+    return Lowered(lowered, diagnostics.found, files)
+
+
+def _reports(found) -> dict[str, str]:
+    warnings = [d for d in found if not d.perf_hint]
+    hints = [d for d in found if d.perf_hint]
+    files = {}
+    if warnings:
+        files["report/diagnostics.log"] = "".join(f"{d}\n" for d in warnings)
+    if hints:
+        files["report/perf_hints.log"] = "".join(f"{d}\n" for d in hints)
+    return files
+
+
+def artifact_key(frontend_text: str, options: CompileOptions, platform: Platform,
+                 toolchain) -> str:
     """The content key of an artifact: every input that can change its bytes."""
     from .codegen.environment import TEMPLATES_DIR
     from .toolchain import program_key, templates_digest
 
-    specialization = f"dump_passes={bool(options.dump_passes)};pypto={__version__}"
+    checks = sorted(c.name for c in active_checks(options.disabled_diagnostics,
+                                                  options.enabled_diagnostics))
+    specialization = json.dumps({
+        "dump": resolve_dump_level(options.dump_passes).value,
+        "diagnostics": resolve_phase(options.diagnostic_phase).name,
+        "checks": checks,
+        "profiling": bool(options.profiling),
+        "pypto": __version__,
+    }, sort_keys=True)
     return program_key(
         ir_text=frontend_text,
         specialization=specialization,
@@ -56,27 +125,22 @@ def build_program(program: Program, options: CompileOptions,
                   output_dir: str | os.PathLike | None = None) -> Path:
     """Compile `program` (frontend IR) and return its artifact directory.
 
-    Without `output_dir` the artifact lives in the content-keyed cache and a cache hit
-    compiles nothing.  With it, the artifact is published there atomically.
+    The passes always run (milliseconds), so verification and diagnostics report on the
+    current source even when the artifact comes from the cache; codegen and the C++
+    compiler run only on a miss.  With `output_dir` the artifact is published there
+    atomically instead of into the content-keyed cache.
     """
     from .codegen import generate
     from .toolchain import ArtifactCache, Toolchain, build_artifact
 
     platform = get_platform(options.platform)
     toolchain = Toolchain.for_platform(platform)  # fails fast without a device compiler
-    diagnostics = run_checks(program, options.diagnostic_phase, options.disabled_diagnostics)
-    emit(diagnostics)
-    frontend_text = program.as_python()
-    key = artifact_key(frontend_text, options, platform, toolchain)
+    lowered = run_pipeline(program, platform, options)
+    emit(lowered.diagnostics)
+    key = artifact_key(program.as_python(), options, platform, toolchain)
 
     def build(out: Path) -> None:
-        dump = DumpInstrument() if options.dump_passes else None
-        lowered = lower(program, platform, dump)
-        sources = generate(lowered)
-        extra = dict(dump.files) if dump else {}
-        if diagnostics:
-            extra["report/diagnostics.log"] = "".join(f"{d}\n" for d in diagnostics)
-        sources = replace(sources, extra_files=extra)
+        sources = replace(generate(lowered.program), extra_files=dict(lowered.files))
         build_artifact(sources, platform, toolchain, key, out)
 
     if output_dir is None:

@@ -7,6 +7,13 @@ its types, and `CompiledProgram.from_dir` runs an artifact without the compiler.
 from __future__ import annotations
 
 from .compiled import CompiledProgram
+from .diagnostics import (
+    Diagnostic,
+    DiagnosticCheck,
+    DiagnosticPhase,
+    PyptoPerfHint,
+    PyptoWarning,
+)
 from .dtypes import DataType
 from .errors import (
     CapacityError,
@@ -16,6 +23,7 @@ from .errors import (
     PyptoError,
     Span,
     TypeCheckError,
+    VerificationError,
 )
 from .nodes import (
     Assign,
@@ -33,6 +41,7 @@ from .nodes import (
     Var,
 )
 from .ops import OpDef, all_ops, get_op
+from .options import PassDumpLevel, VerificationLevel, resolve_dump_level
 from .types import (
     AtomicType,
     Direction,
@@ -50,14 +59,21 @@ from .types import (
 def compile(
     program: Program,
     output_dir=None,
-    dump_passes: bool = True,
+    dump_passes: bool | PassDumpLevel = True,
     platform: str = "a2a3sim",
-    diagnostic_phase=None,
+    verification_level: VerificationLevel | None = None,
+    diagnostic_phase: DiagnosticPhase | None = None,
     disabled_diagnostics=None,
+    profiling: bool = False,
+    enabled_diagnostics=None,
 ) -> CompiledProgram:
     """Lower, generate and build `program` for `platform`; returns the built artifact.
 
     `output_dir=None` builds into the content-keyed cache (a hit compiles nothing).
+    `dump_passes` writes `passes_dump/` (True = CONCISE); `verification_level` None
+    defers to env PYPTO_VERIFY_LEVEL (default BASIC); `diagnostic_phase` None defers to
+    env PYPTO_WARNING_LEVEL; `enabled_diagnostics` turns on opt-in checks such as
+    `UnusedControlFlowResult`; `profiling` writes `report/pipeline_profile.{txt,json}`.
     """
     from ..compiler import CompileOptions, build_program
     from ..platform import get_platform
@@ -65,9 +81,12 @@ def compile(
     get_platform(platform)  # unknown platform: ValueError listing the four
     options = CompileOptions(
         platform=platform,
-        dump_passes=bool(dump_passes),
+        dump_passes=resolve_dump_level(dump_passes),
+        verification_level=verification_level,
         diagnostic_phase=diagnostic_phase,
         disabled_diagnostics=frozenset(disabled_diagnostics or ()),
+        enabled_diagnostics=frozenset(enabled_diagnostics or ()),
+        profiling=bool(profiling),
     )
     return CompiledProgram(build_program(program, options, output_dir))
 
@@ -109,4 +128,12 @@ __all__ = [
     "CapacityError",
     "InternalError",
     "Span",
+    "VerificationError",
+    "PassDumpLevel",
+    "VerificationLevel",
+    "DiagnosticPhase",
+    "DiagnosticCheck",
+    "Diagnostic",
+    "PyptoWarning",
+    "PyptoPerfHint",
 ]

@@ -49,5 +49,9 @@ class CapacityError(LoweringError):
     """A tile does not fit the on-chip buffer of its memory space."""
 
 
+class VerificationError(Exception):
+    """An IR property does not hold after a pass; the message names the pass."""
+
+
 class InternalError(Exception):
     """A broken compiler invariant: a pypto bug, please report it with this message."""

@@ -41,6 +41,13 @@ def print_program(program: Program, concise: bool = False) -> str:
     return _Printer(concise).program(program)
 
 
+def print_statement(stmt, concise: bool = False) -> str:
+    """One statement (with its nested body) as DSL source."""
+    printer = _Printer(concise)
+    printer.stmt(stmt, 0)
+    return "\n".join(printer.lines) + "\n"
+
+
 def print_type(t, concise: bool = False) -> str:
     return _Printer(concise).type(t)
 

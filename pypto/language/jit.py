@@ -161,7 +161,7 @@ def _options(config):
 
     return CompileOptions(
         platform=config.platform,
-        dump_passes=bool(config.dump_passes),
+        dump_passes=config.dump_passes,
         diagnostic_phase=config.diagnostic_phase,
         disabled_diagnostics=frozenset(config.disabled_diagnostics or ()),
     )

@@ -5,7 +5,15 @@ from .derive_call_directions import DeriveCallDirections
 from .flatten_call_expr import FlattenCallExpr
 from .infer_memory_space import InferMemorySpace
 from .legalize_tile_cast import LegalizeTileCast, cast_path
-from .manager import DumpInstrument, FunctionPass, Pass, PassContext, PassInstrument, PassManager
+from .manager import (
+    DumpInstrument,
+    FunctionPass,
+    Pass,
+    PassContext,
+    PassInstrument,
+    PassManager,
+    ProfilingInstrument,
+)
 from .outline_incore import OutlineIncoreScopes
 from .tensor_to_tile import TensorToTile
 
@@ -33,6 +41,7 @@ __all__ = [
     "PassInstrument",
     "PassManager",
     "DumpInstrument",
+    "ProfilingInstrument",
     "cast_path",
     "OutlineIncoreScopes",
     "DeriveCallDirections",

@@ -17,6 +17,7 @@ from ..ir.nodes import Assign, For, Var
 from ..ir.types import FunctionType, TileType
 from ..ir.visitor import IRVisitor
 from .manager import FunctionPass
+from .properties import IRProperty
 from .retype import VarRetyper
 
 ALIGN = 32
@@ -127,6 +128,7 @@ def _align(n: int) -> int:
 
 class AllocateMemoryAddr(FunctionPass):
     name = "AllocateMemoryAddr"
+    produces = (IRProperty.AddressesAllocated,)
     applies_to = (FunctionType.InCore,)
 
     def run_function(self, fn, ctx):

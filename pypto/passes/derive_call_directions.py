@@ -14,6 +14,7 @@ from ..ir.nodes import Call, FuncCall, Function, Program, Var
 from ..ir.types import Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
 from .manager import Pass
+from .properties import IRProperty
 from .outline_incore import WRITE_OPS
 
 
@@ -56,6 +57,7 @@ class _Access(IRVisitor):
 
 class DeriveCallDirections(Pass):
     name = "DeriveCallDirections"
+    produces = (IRProperty.DirectionsResolved,)
 
     def run(self, program: Program, ctx) -> Program:
         directions: dict[str, tuple[Direction, ...]] = {}

@@ -1,69 +1,42 @@
-"""Compile-time diagnostics: warnings with the user's file:line, never errors.
+"""The compiler's diagnostic checks and the instrument that runs them.
 
-Each check is a function from a program to diagnostics, registered under a
-`DiagnosticCheck`; the driver runs them at their phase and reports them through
-Python's `warnings` (attributed to the user's line) and `report/diagnostics.log`.
+Source-level checks run on the parsed program (PRE_PIPELINE); with POST_PASS,
+`UnusedVariable` also runs after every pass and reports values a pass left dead;
+with POST_PIPELINE, checks of the lowered program (perf hints) run at the end.
 """
 
 from __future__ import annotations
 
-import enum
-import os
-import warnings
-from dataclasses import dataclass
-
-from ..ir.errors import Span
-from ..ir.nodes import Assign, For, FuncCall, Program
-from ..ir.types import Direction
+from ..ir.diagnostics import Diagnostic, DiagnosticCheck, DiagnosticPhase
+from ..ir.nodes import Assign, AtScope, Call, For, FuncCall, Program
+from ..ir.types import Direction, FunctionType, TileType
+from ..ir.visitor import IRVisitor, uses
+from .manager import PassInstrument
 from .outline_incore import written_tensor
 
 
-class PyptoWarning(UserWarning):
-    """A compile-time diagnostic about the user's program."""
-
-
-class DiagnosticPhase(enum.Enum):
-    NONE = "none"
-    PRE_PIPELINE = "pre_pipeline"
-    POST_PASS = "post_pass"
-    POST_PIPELINE = "post_pipeline"
-
-
-class DiagnosticCheck(enum.Enum):
-    OutParamWriteDropped = "OutParamWriteDropped"
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    check: DiagnosticCheck
-    message: str
-    span: Span | None
-
-    def __str__(self) -> str:
-        where = f"{self.span}: " if self.span else ""
-        return f"{where}warning [{self.check.value}]: {self.message}"
-
-
-def _walk_assigns(body):
+def _walk(body, loops=()):
+    """Yields (statement, enclosing loops) for every simple statement."""
     for stmt in body:
         if isinstance(stmt, For):
-            yield from _walk_assigns(stmt.body)
-        elif hasattr(stmt, "body"):
-            yield from _walk_assigns(stmt.body)
-        elif isinstance(stmt, Assign):
-            yield stmt
+            yield stmt, loops
+            yield from _walk(stmt.body, loops + (stmt,))
+        elif isinstance(stmt, AtScope):
+            yield from _walk(stmt.body, loops)
+        else:
+            yield stmt, loops
 
 
-def out_param_write_dropped(program: Program) -> list[Diagnostic]:
+def out_param_write_dropped(program: Program, backend) -> list[Diagnostic]:
     """`out = expr` on a pl.Out parameter rebinds the name; the output is never written."""
     found = []
     for fn in program.functions:
         outs = {p.var.name for p in fn.params if p.direction is not Direction.In}
-        for stmt in _walk_assigns(fn.body):
+        for stmt, _ in _walk(fn.body):
+            if not isinstance(stmt, Assign) or isinstance(stmt.value, FuncCall):
+                continue  # `out = kernel(..., out)` receives the buffer back
             for target in stmt.targets:
-                # `out = kernel(..., out)` receives the buffer back: not a dropped write.
-                if target.name in outs and written_tensor(stmt) != target.name \
-                        and not isinstance(stmt.value, FuncCall):
+                if target.name in outs and written_tensor(stmt) != target.name:
                     found.append(Diagnostic(
                         DiagnosticCheck.OutParamWriteDropped,
                         f"`{target.name} = ...` rebinds the name of output parameter "
@@ -75,38 +48,141 @@ def out_param_write_dropped(program: Program) -> list[Diagnostic]:
     return found
 
 
-PRE_PIPELINE_CHECKS = {DiagnosticCheck.OutParamWriteDropped: out_param_write_dropped}
-
-
-def resolve_phase(phase: DiagnosticPhase | None) -> DiagnosticPhase:
-    """`None` defers to env PYPTO_WARNING_LEVEL; the default reports before the pipeline."""
-    if phase is not None:
-        return phase
-    value = os.environ.get("PYPTO_WARNING_LEVEL", "").strip().lower()
-    if not value:
-        return DiagnosticPhase.PRE_PIPELINE
-    try:
-        return DiagnosticPhase(value)
-    except ValueError:
-        names = ", ".join(p.value for p in DiagnosticPhase)
-        raise ValueError(f"PYPTO_WARNING_LEVEL={value!r} is not one of {names}") from None
-
-
-def run_checks(program: Program, phase: DiagnosticPhase | None,
-               disabled: set | frozenset | None) -> list[Diagnostic]:
-    if resolve_phase(phase) is DiagnosticPhase.NONE:
-        return []
-    disabled = set(disabled or ())
+def unused_variable(program: Program, backend) -> list[Diagnostic]:
+    """A value is computed and never read."""
     found = []
-    for check, fn in PRE_PIPELINE_CHECKS.items():
-        if check not in disabled:
-            found.extend(fn(program))
+    for fn in program.functions:
+        read = set(uses(fn.body))
+        params = {p.var.name for p in fn.params}
+        for stmt, _ in _walk(fn.body):
+            if not isinstance(stmt, Assign):
+                continue
+            for target in stmt.targets:
+                name = target.name
+                if name in read or name in params or name.startswith("_"):
+                    continue
+                found.append(Diagnostic(
+                    DiagnosticCheck.UnusedVariable,
+                    f"`{name}` is computed but never used; remove it or name it `_{name}`",
+                    stmt.span,
+                ))
     return found
 
 
-def emit(diagnostics: list[Diagnostic]) -> None:
-    """Report through `warnings`, attributed to the user's file and line."""
-    for d in diagnostics:
-        filename = d.span.file if d.span else "<pypto>"
-        lineno = d.span.line if d.span else 0
-        warnings.warn_explicit(str(d), PyptoWarning, filename, lineno)
+def unused_control_flow_result(program: Program, backend) -> list[Diagnostic]:
+    """A value a loop carries (bound before it and rebound inside) is never read after it."""
+    found = []
+    for fn in program.functions:
+        params = {p.var.name for p in fn.params}
+        found.extend(_unused_loop_results(fn.body, set(params), params))
+    return found
+
+
+def _unused_loop_results(body, bound: set, params: set) -> list[Diagnostic]:
+    found = []
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, For):
+            after = set(uses(body[i + 1:]))
+            for name in _assigned(stmt.body):
+                if name in bound and name not in params and name not in after:
+                    found.append(Diagnostic(
+                        DiagnosticCheck.UnusedControlFlowResult,
+                        f"the loop updates `{name}`, but its final value is never used",
+                        stmt.span,
+                    ))
+            found.extend(_unused_loop_results(stmt.body, bound | {stmt.var.name}, params))
+        elif isinstance(stmt, AtScope):
+            found.extend(_unused_loop_results(stmt.body, bound, params))
+        if isinstance(stmt, Assign):
+            bound |= {t.name for t in stmt.targets}
+    return found
+
+
+def _assigned(body) -> list[str]:
+    names = []
+    for stmt, _ in _walk(body):
+        if isinstance(stmt, Assign):
+            names.extend(t.name for t in stmt.targets if t.name not in names)
+    return names
+
+
+class _Transfers(IRVisitor):
+    def __init__(self):
+        self.calls: list[Call] = []
+
+    def visit_Call(self, expr: Call) -> None:
+        if expr.op in ("load", "store"):
+            self.calls.append(expr)
+        super().visit_Call(expr)
+
+
+def tile_innermost_dim_granularity(program: Program, backend) -> list[Diagnostic]:
+    """Loads and stores whose rows are narrower than the backend moves efficiently."""
+    threshold = backend.innermost_hint_bytes
+    found = []
+    for fn in program.functions:
+        if fn.func_type is not FunctionType.InCore:
+            continue
+        transfers = _Transfers()
+        transfers.visit_function(fn)
+        for call in transfers.calls:
+            tile = call.type if call.op == "load" else call.args[0].type
+            if not isinstance(tile, TileType):
+                continue
+            row_bytes = tile.shape[-1] * tile.dtype.itemsize
+            if row_bytes < threshold:
+                found.append(Diagnostic(
+                    DiagnosticCheck.TileInnermostDimGranularity,
+                    f"pl.{call.op} of a {list(tile.shape)} {tile.dtype.name} tile moves "
+                    f"{row_bytes} B per row; {backend.name} moves rows of at least {threshold} B "
+                    "efficiently. Widen the innermost dimension if the data allows",
+                    call.span,
+                    perf_hint=True,
+                ))
+    return found
+
+
+PRE_PIPELINE_CHECKS = {
+    DiagnosticCheck.OutParamWriteDropped: out_param_write_dropped,
+    DiagnosticCheck.UnusedVariable: unused_variable,
+    DiagnosticCheck.UnusedControlFlowResult: unused_control_flow_result,
+}
+POST_PASS_CHECKS = {DiagnosticCheck.UnusedVariable: unused_variable}
+POST_PIPELINE_CHECKS = {
+    DiagnosticCheck.TileInnermostDimGranularity: tile_innermost_dim_granularity,
+}
+
+
+class DiagnosticsInstrument(PassInstrument):
+    """Runs the active checks at the phases asked for and collects what they find."""
+
+    def __init__(self, phase: DiagnosticPhase, checks: frozenset, final_pass: str):
+        self.phase = phase
+        self.checks = checks
+        self.final_pass = final_pass
+        self.found: list[Diagnostic] = []
+        self._seen: set = set()
+
+    def _run(self, table, program, ctx, suffix: str = "") -> None:
+        """Runs the active checks of `table`; a finding already reported is not repeated
+        (the IR that passes derive from the user's code keeps its spans)."""
+        for check, fn in table.items():
+            if check not in self.checks:
+                continue
+            for d in fn(program, ctx.backend):
+                if (d.check, d.span) in self._seen:
+                    continue
+                self._seen.add((d.check, d.span))
+                self.found.append(
+                    Diagnostic(d.check, d.message + suffix, d.span, d.perf_hint))
+
+    def before_pipeline(self, program, ctx) -> None:
+        if self.phase.value >= DiagnosticPhase.PRE_PIPELINE.value:
+            self._run(PRE_PIPELINE_CHECKS, program, ctx)
+
+    def after_pass(self, index, pass_, program, ctx) -> None:
+        if self.phase.value >= DiagnosticPhase.POST_PASS.value:
+            self._run(POST_PASS_CHECKS, program, ctx, f" (left dead by pass {pass_.name})")
+        if pass_.name == self.final_pass and \
+                self.phase.value >= DiagnosticPhase.POST_PIPELINE.value:
+            self._run(POST_PIPELINE_CHECKS, program, ctx)

@@ -10,6 +10,7 @@ from dataclasses import replace
 from ..ir.nodes import Call
 from ..ir.types import FunctionType, MemorySpace, TileType
 from .manager import FunctionPass
+from .properties import IRProperty
 from .retype import VarRetyper
 
 
@@ -25,6 +26,7 @@ def _memory_of(stmt, var):
 
 class InferMemorySpace(FunctionPass):
     name = "InferMemorySpace"
+    produces = (IRProperty.MemorySpacesInferred,)
     applies_to = (FunctionType.InCore,)
 
     def run_function(self, fn, ctx):

@@ -19,6 +19,7 @@ from ..ir.nodes import Assign, Call, Var
 from ..ir.types import FunctionType, TileType
 from ..ir.visitor import IRMutator
 from .manager import FunctionPass
+from .properties import IRProperty
 from .names import NameSupply
 
 _MAX_HOPS = 4
@@ -94,6 +95,7 @@ def cast_path(src: DataType, dst: DataType, backend) -> list[DataType]:
 
 class LegalizeTileCast(FunctionPass):
     name = "LegalizeTileCast"
+    produces = (IRProperty.CastsLegal,)
     applies_to = (FunctionType.InCore,)
 
     def run_function(self, fn, ctx):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -12,9 +14,11 @@ if TYPE_CHECKING:
 
 
 class Pass:
-    """A program-to-program transformation.  Subclasses set `name` and implement `run`."""
+    """A program-to-program transformation.  Subclasses set `name` and implement `run`;
+    `produces` lists the IR properties (passes/properties.py) the pass establishes."""
 
     name: str = ""
+    produces: tuple = ()
 
     def run(self, program: Program, ctx: PassContext) -> Program:
         raise NotImplementedError
@@ -24,6 +28,9 @@ class PassInstrument:
     """Hooks around every pass (dumping, verification, profiling): never inside a pass."""
 
     def before_pipeline(self, program: Program, ctx: PassContext) -> None:
+        pass
+
+    def before_pass(self, index: int, pass_: Pass, program: Program, ctx: PassContext) -> None:
         pass
 
     def after_pass(self, index: int, pass_: Pass, program: Program, ctx: PassContext) -> None:
@@ -53,6 +60,8 @@ class PassManager:
         for inst in ctx.instruments:
             inst.before_pipeline(program, ctx)
         for index, p in enumerate(self.passes, start=1):
+            for inst in ctx.instruments:
+                inst.before_pass(index, p, program, ctx)
             program = p.run(program, ctx)
             for inst in ctx.instruments:
                 inst.after_pass(index, p, program, ctx)
@@ -75,7 +84,10 @@ class FunctionPass(Pass):
 
 
 class DumpInstrument(PassInstrument):
-    """Records `00_frontend.py` and `NN_after_<Pass>.py` texts (written with the artifact)."""
+    """Records `00_frontend.py` and `NN_after_<Pass>.py` texts (written with the artifact).
+
+    `concise` leaves out placement (memory spaces, addresses); every dump parses back.
+    """
 
     def __init__(self, concise: bool = False):
         self.concise = concise
@@ -87,3 +99,32 @@ class DumpInstrument(PassInstrument):
     def after_pass(self, index, pass_, program, ctx):
         name = f"passes_dump/{index:02d}_after_{pass_.name}.py"
         self.files[name] = program.as_python(concise=self.concise)
+
+
+class ProfilingInstrument(PassInstrument):
+    """Times every pass; `files` holds `report/pipeline_profile.{txt,json}`."""
+
+    def __init__(self):
+        self.times: list[tuple[str, int]] = []
+        self._start = 0
+
+    def before_pass(self, index, pass_, program, ctx):
+        self._start = time.perf_counter_ns()
+
+    def after_pass(self, index, pass_, program, ctx):
+        self.times.append((pass_.name, time.perf_counter_ns() - self._start))
+
+    @property
+    def files(self) -> dict[str, str]:
+        total = sum(t for _, t in self.times) or 1
+        rows = [{"index": i, "pass": name, "time_us": round(t / 1000, 1)}
+                for i, (name, t) in enumerate(self.times, start=1)]
+        lines = [f"{'#':>2}  {'pass':<24} {'time (us)':>10} {'share':>6}"]
+        for r, (_, t) in zip(rows, self.times):
+            lines.append(f"{r['index']:>2}  {r['pass']:<24} {r['time_us']:>10.1f} "
+                         f"{100 * t / total:>5.1f}%")
+        lines.append(f"    {'total':<24} {total / 1000:>10.1f}")
+        return {
+            "report/pipeline_profile.txt": "\n".join(lines) + "\n",
+            "report/pipeline_profile.json": json.dumps({"passes": rows}, indent=2) + "\n",
+        }

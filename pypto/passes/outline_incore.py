@@ -31,6 +31,7 @@ from ..ir.ops import get_op
 from ..ir.types import INDEX, Direction, FunctionType, TensorType, TupleType
 from ..ir.visitor import defs, uses
 from .manager import Pass
+from .properties import IRProperty
 
 WRITE_OPS = ("assemble", "store")
 
@@ -47,8 +48,26 @@ def written_tensor(stmt) -> str | None:
     return target if isinstance(dst, Var) and dst.name == target else None
 
 
+def exposed_uses(stmts) -> set[str]:
+    """Names a statement list reads before it binds them (its upward-exposed uses)."""
+    defined: set[str] = set()
+    exposed: set[str] = set()
+    for stmt in stmts:
+        if isinstance(stmt, For):
+            exposed |= (exposed_uses(stmt.body) - {stmt.var.name}) - defined
+            exposed |= set(uses([stmt.start, stmt.stop, stmt.step])) - defined
+            continue  # a loop may run zero times: its bindings are not certain
+        if isinstance(stmt, AtScope):
+            exposed |= exposed_uses(stmt.body) - defined
+        else:
+            exposed |= set(uses(stmt)) - defined
+        defined |= set(defs(stmt))
+    return exposed
+
+
 class OutlineIncoreScopes(Pass):
     name = "OutlineIncoreScopes"
+    produces = (IRProperty.ScopesOutlined,)
 
     def run(self, program: Program, ctx) -> Program:
         taken = {f.name for f in program.functions}
@@ -84,8 +103,9 @@ class _Outliner:
                 new = self.outline(stmt, env, after)
             elif isinstance(stmt, For):
                 inner_env = dict(env, **{stmt.var.name: stmt.var})
-                # A value used anywhere in a loop body may be read by the next iteration.
-                inner = self.body(stmt.body, inner_env, after | set(uses(stmt.body)))
+                # A value the loop body reads before (re)defining it is read by the next
+                # iteration, so it outlives the block that defines it.
+                inner = self.body(stmt.body, inner_env, after | exposed_uses(stmt.body))
                 new = [replace(stmt, body=tuple(inner))]
             else:
                 new = [stmt]

@@ -14,9 +14,10 @@ from dataclasses import replace
 from ..ir.errors import CapacityError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var
 from ..ir.ops import get_op
-from ..ir.types import INDEX, FunctionType, ScalarType, TensorType, TileType
-from ..ir.visitor import uses
+from ..ir.types import INDEX, FunctionType, TensorType, TileType
 from .manager import FunctionPass
+from .properties import IRProperty
+from .legalize_tile_cast import cast_path
 from .names import NameSupply
 
 _ELEMENTWISE = ("binary", "unary", "cast")
@@ -33,11 +34,13 @@ def _is_tensor_stmt(stmt) -> bool:
 
 class TensorToTile(FunctionPass):
     name = "TensorToTile"
+    produces = (IRProperty.TileLevelKernels,)
     applies_to = (FunctionType.InCore,)
 
     def run_function(self, fn, ctx):
         names = NameSupply(fn)
         capacity = ctx.backend.capacities["Vec"]
+        backend = ctx.backend
         params = {p.var.name: p.var for p in fn.params}
         body, run = [], []
         for stmt in fn.body:
@@ -45,12 +48,12 @@ class TensorToTile(FunctionPass):
                 run.append(stmt)
                 continue
             if run:
-                body.extend(_lower_run(run, names, capacity))
+                body.extend(_lower_run(run, names, capacity, backend))
                 run = []
             _reject_nested(stmt)
             body.append(_returned_params(stmt, params))
         if run:
-            body.extend(_lower_run(run, names, capacity))
+            body.extend(_lower_run(run, names, capacity, backend))
         return replace(fn, body=tuple(body))
 
 
@@ -84,7 +87,7 @@ def _returned_params(stmt, params: dict[str, Var]):
     return replace(stmt, values=tuple(values))
 
 
-def _lower_run(run: list[Assign], names: NameSupply, capacity: int) -> list:
+def _lower_run(run: list[Assign], names: NameSupply, capacity: int, backend) -> list:
     defined = {s.targets[0].name: s for s in run if s.value.op != "assemble"}
     writes = [s for s in run if s.value.op == "assemble"]
     # Liveness: only values that flow into a write are computed.
@@ -122,7 +125,7 @@ def _lower_run(run: list[Assign], names: NameSupply, capacity: int) -> list:
         )
     rows, cols = shape
     elem_bytes = sum(v.type.dtype.itemsize for v in inputs.values()) + sum(
-        s.value.type.dtype.itemsize for s in computed
+        _stmt_bytes(s.value, backend) for s in computed
     )
     r, c = _chunk(rows, cols, elem_bytes, capacity, writes[0])
     row = Var(names.fresh("row"), INDEX) if r < rows else Const(0, INDEX)
@@ -132,7 +135,8 @@ def _lower_run(run: list[Assign], names: NameSupply, capacity: int) -> list:
     for name, tensor in inputs.items():
         tile = Var(names.fresh(f"{name}_tile"), TileType((r, c), tensor.type.dtype))
         tiles[name] = tile
-        chunk_body.append(_assign(tile, _call("load", (tensor, _index(row, col)), shapes=(r, c))))
+        load = _call("load", (tensor, _index(row, col)), span=writes[0].span, shapes=(r, c))
+        chunk_body.append(_assign(tile, load, writes[0].span))
     for stmt in computed:
         call = stmt.value
         args = tuple(tiles.get(a.name, a) if isinstance(a, Var) else a for a in call.args)
@@ -155,6 +159,14 @@ def _lower_run(run: list[Assign], names: NameSupply, capacity: int) -> list:
     if r < rows:
         body = (For(row, Const(0, INDEX), Const(rows, INDEX), Const(r, INDEX), body),)
     return list(body)
+
+
+def _stmt_bytes(call: Call, backend) -> int:
+    """Bytes per element a statement's tiles need, counting the hops LegalizeTileCast adds."""
+    if call.op != "cast":
+        return call.type.dtype.itemsize
+    path = cast_path(call.args[0].type.dtype, call.type.dtype, backend)
+    return sum(d.itemsize for d in path[1:])
 
 
 def _chunk(rows: int, cols: int, elem_bytes: int, capacity: int, stmt) -> tuple[int, int]:
@@ -196,4 +208,3 @@ def _assign(var: Var, value, span=None) -> Assign:
     return Assign((var,), value, span)
 
 
-__all__ = ["TensorToTile", "ScalarType"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.passes.diagnostics import PyptoWarning
+from pypto.ir import PyptoWarning
 from pypto.runtime import RunConfig
 
 
@@ -32,9 +32,9 @@ def test_dropped_write_warns_and_leaves_poison(platform):
 
 
 def test_silenced_by_disabled_diagnostics(recwarn):
-    from pypto.passes.diagnostics import DiagnosticCheck
+    from pypto.ir import DiagnosticCheck
 
     a, b = torch.ones(32, 64), torch.ones(32, 64)
     cfg = RunConfig(disabled_diagnostics={DiagnosticCheck.OutParamWriteDropped})
     dropped(a, b, torch.zeros(32, 64), config=cfg)
-    assert not [w for w in recwarn if issubclass(w.category, PyptoWarning)]
+    assert not [w for w in recwarn if "OutParamWriteDropped" in str(w.message)]

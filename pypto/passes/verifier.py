@@ -1,0 +1,389 @@
+"""IR properties and their checks; the verification instrument.
+
+Each pass declares the properties it establishes (`Pass.produces`).  With BASIC
+verification every established property is re-checked after every later pass, so
+the first pass that breaks one is named.  ROUNDTRIP also prints each pass's IR,
+parses it back and requires a structurally equal program.
+"""
+
+from __future__ import annotations
+
+from ..ir.errors import PyptoError, VerificationError
+from ..ir.options import VerificationLevel
+from ..ir.nodes import Assign, AtScope, Call, For, FuncCall, Function, Program, Return, Var
+from ..ir.ops import get_op
+from ..ir.printer import print_statement
+from ..ir.types import Direction, FunctionType, ScalarType, TensorType, TileType, same_value_type
+from ..ir.visitor import IRVisitor
+from .manager import PassInstrument
+from .properties import IRProperty
+
+
+FRONTEND_PROPERTIES = (
+    IRProperty.TypesConsistent,
+    IRProperty.DefBeforeUse,
+    IRProperty.AtomicDtypesLegal,
+)
+
+
+class _Violation(Exception):
+    def __init__(self, detail: str, node=None):
+        super().__init__(detail)
+        self.detail = detail
+        self.node = node
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _functions(program: Program):
+    return {f.name: f for f in program.functions}
+
+
+def check_types(program: Program, backend) -> None:
+    functions = _functions(program)
+    for fn in program.functions:
+        env = {p.var.name: p.var for p in fn.params}
+        _types_body(fn.body, env, functions, fn)
+
+
+def _types_body(body, env, functions, fn) -> None:
+    for stmt in body:
+        if isinstance(stmt, For):
+            _check_uses(stmt.start, env, stmt)
+            _check_uses(stmt.stop, env, stmt)
+            inner = dict(env, **{stmt.var.name: stmt.var})
+            _types_body(stmt.body, inner, functions, fn)
+            env.update({k: v for k, v in inner.items() if k != stmt.var.name})
+        elif isinstance(stmt, AtScope):
+            _types_body(stmt.body, env, functions, fn)
+        elif isinstance(stmt, Assign):
+            _check_uses(stmt.value, env, stmt)
+            inferred = _infer(stmt.value, functions, stmt)
+            items = inferred.items if len(stmt.targets) > 1 else (inferred,)
+            if len(items) != len(stmt.targets):
+                raise _Violation(f"{len(stmt.targets)} targets for {len(items)} values", stmt)
+            for target, t in zip(stmt.targets, items):
+                if not same_value_type(target.type, t):
+                    raise _Violation(f"`{target.name}` is declared {target.type} but its value "
+                                     f"is {t}", stmt)
+                env[target.name] = target
+        elif isinstance(stmt, Return):
+            for v in stmt.values:
+                _check_uses(v, env, stmt)
+            got = tuple(v.type for v in stmt.values)
+            if len(got) != len(fn.returns) or not all(map(same_value_type, got, fn.returns)):
+                raise _Violation(f"`{fn.name}` returns values that differ from its signature",
+                                 stmt)
+        else:
+            _check_uses(stmt.value, env, stmt)
+
+
+def _infer(expr, functions, stmt):
+    if isinstance(expr, FuncCall):
+        callee = functions.get(expr.callee)
+        if callee is None:
+            raise _Violation(f"call of unknown function `{expr.callee}`", stmt)
+        for a, p in zip(expr.args, callee.params):
+            if not same_value_type(a.type, p.var.type):
+                raise _Violation(f"argument for `{p.var.name}` of `{callee.name}` has type "
+                                 f"{a.type}, expected {p.var.type}", stmt)
+        return expr.type
+    if isinstance(expr, Call):
+        for a in expr.args:
+            if isinstance(a, Call):
+                _infer(a, functions, stmt)
+        try:
+            t = get_op(expr.op).infer(tuple(expr.args), dict(expr.attrs), expr.span)
+        except PyptoError as exc:
+            raise _Violation(f"pl.{expr.op} is ill-typed: {exc.message}", stmt) from None
+        if not same_value_type(t, expr.type):
+            raise _Violation(f"pl.{expr.op} records type {expr.type}, its operands give {t}",
+                             stmt)
+        return t
+    return expr.type
+
+
+class _Uses(IRVisitor):
+    def __init__(self):
+        self.vars: list[Var] = []
+
+    def visit_Var(self, expr: Var) -> None:
+        self.vars.append(expr)
+
+
+def _check_uses(expr, env, stmt) -> None:
+    v = _Uses()
+    v.visit_expr(expr)
+    for use in v.vars:
+        bound = env.get(use.name)
+        if bound is not None and bound.type != use.type:
+            raise _Violation(f"`{use.name}` is used as {use.type} but bound as {bound.type}",
+                             stmt)
+
+
+def check_def_before_use(program: Program, backend) -> None:
+    for fn in program.functions:
+        _defs_body(fn.body, {p.var.name for p in fn.params})
+
+
+def _defs_body(body, defined: set) -> None:
+    for stmt in body:
+        if isinstance(stmt, For):
+            for e in (stmt.start, stmt.stop, stmt.step):
+                _need(e, defined, stmt)
+            inner = defined | {stmt.var.name}
+            _defs_body(stmt.body, inner)
+            defined |= inner - {stmt.var.name}
+        elif isinstance(stmt, AtScope):
+            _defs_body(stmt.body, defined)
+        else:
+            _need(stmt.value if not isinstance(stmt, Return) else stmt, defined, stmt)
+            if isinstance(stmt, Assign):
+                defined |= {t.name for t in stmt.targets}
+
+
+def _need(node, defined, stmt) -> None:
+    v = _Uses()
+    if isinstance(node, Return):
+        v.visit_stmt(node)
+    else:
+        v.visit_expr(node)
+    for use in v.vars:
+        if use.name not in defined:
+            raise _Violation(f"`{use.name}` is read before it is bound", stmt)
+
+
+class _Calls(IRVisitor):
+    def __init__(self):
+        self.found: list[tuple[Call, object]] = []
+        self.stmt = None
+
+    def visit_stmt(self, stmt) -> None:
+        self.stmt = stmt
+        super().visit_stmt(stmt)
+
+    def visit_Call(self, expr: Call) -> None:
+        self.found.append((expr, self.stmt))
+        super().visit_Call(expr)
+
+
+def _calls(fn: Function):
+    c = _Calls()
+    c.visit_function(fn)
+    return c.found
+
+
+def check_atomics(program: Program, backend) -> None:
+    legal = set(backend.atomic_add_dtypes)
+    for fn in program.functions:
+        for call, stmt in _calls(fn):
+            atomic = call.attr("atomic")
+            if atomic is None or atomic.name == "None_":
+                continue
+            value = call.args[0] if call.op == "store" else call.args[1]
+            if value.type.dtype.name not in legal:
+                raise _Violation(f"atomic {call.op} of {value.type.dtype.name} is not supported "
+                                 f"on {backend.name}", stmt)
+
+
+_ORCHESTRATION_CATEGORIES = ("index", "orchestration")
+
+
+def check_outlined(program: Program, backend) -> None:
+    for fn in program.functions:
+        if fn.func_type is not FunctionType.Orchestration:
+            continue
+        for stmt, _ in _statements(fn.body):
+            if isinstance(stmt, AtScope):
+                raise _Violation("a pl.at block was not outlined", stmt)
+        for call, stmt in _calls(fn):
+            if get_op(call.op).category not in _ORCHESTRATION_CATEGORIES and not isinstance(
+                    call.type, ScalarType):
+                raise _Violation(f"pl.{call.op} runs in orchestration code", stmt)
+
+
+def _statements(body):
+    for stmt in body:
+        yield stmt, None
+        if isinstance(stmt, (For, AtScope)):
+            yield from _statements(stmt.body)
+
+
+def check_directions(program: Program, backend) -> None:
+    from .derive_call_directions import _Access
+
+    directions: dict = {f.name: tuple(p.direction for p in f.params) for f in program.functions}
+    for fn in program.functions:
+        access = _Access(directions)
+        access.visit_function(fn)
+        for p in fn.params:
+            if isinstance(p.var.type, TensorType) and p.direction is Direction.In \
+                    and p.var.name in access.written:
+                raise _Violation(f"`{fn.name}` writes its In parameter `{p.var.name}`", fn)
+
+
+def check_tile_level(program: Program, backend) -> None:
+    for fn in program.functions:
+        if fn.func_type is not FunctionType.InCore:
+            continue
+        for call, stmt in _calls(fn):
+            if call.op in ("store", "assemble"):
+                if call.op == "assemble" and isinstance(call.args[1].type, TensorType):
+                    raise _Violation("a tensor is assembled inside a kernel", stmt)
+                continue
+            if isinstance(call.type, TensorType):
+                raise _Violation(f"pl.{call.op} still works on tensors in a kernel", stmt)
+
+
+def check_casts(program: Program, backend) -> None:
+    for fn in program.functions:
+        if fn.func_type is not FunctionType.InCore:
+            continue
+        for call, stmt in _calls(fn):
+            if call.op != "cast":
+                continue
+            src, dst = call.args[0].type.dtype, call.type.dtype
+            if src != dst and dst.name not in backend.native_casts.get(src.name, ()):
+                raise _Violation(f"{src.name}→{dst.name} is not a native cast on {backend.name}",
+                                 stmt)
+
+
+class _TileVars(IRVisitor):
+    def __init__(self):
+        self.found: list[tuple[Var, object]] = []
+        self.stmt = None
+
+    def visit_stmt(self, stmt) -> None:
+        self.stmt = stmt
+        super().visit_stmt(stmt)
+
+    def visit_def(self, var: Var) -> None:
+        self.visit_Var(var)
+
+    def visit_Var(self, expr: Var) -> None:
+        if isinstance(expr.type, TileType):
+            self.found.append((expr, self.stmt))
+
+
+def _tile_vars(fn: Function):
+    v = _TileVars()
+    v.visit_function(fn)
+    return v.found
+
+
+def check_memory_spaces(program: Program, backend) -> None:
+    for fn in program.functions:
+        for var, stmt in _tile_vars(fn):
+            if var.type.memory is None:
+                raise _Violation(f"tile `{var.name}` has no memory space", stmt)
+
+
+def check_addresses(program: Program, backend) -> None:
+    from .allocate_memory_addr import ALIGN, _live_ranges, _Occurrences
+
+    for fn in program.functions:
+        for var, stmt in _tile_vars(fn):
+            t = var.type
+            if t.addr is None:
+                raise _Violation(f"tile `{var.name}` has no address", stmt)
+            cap = backend.capacities[t.memory.name]
+            if t.addr % ALIGN or t.addr + t.nbytes > cap:
+                raise _Violation(f"tile `{var.name}` at {t.addr:#x} ({t.nbytes} B) is misaligned "
+                                 f"or beyond the {cap} B of {t.memory.name}", stmt)
+        occ = _Occurrences()
+        occ.visit_function(fn)
+        _live_ranges(occ)
+        addrs = {}
+        for var, _ in _tile_vars(fn):
+            addrs[(var.name, var.type.shape, var.type.dtype, var.type.memory)] = var.type.addr
+        bufs = list(occ.buffers.items())
+        for i, (ka, a) in enumerate(bufs):
+            for kb, b in bufs[i + 1:]:
+                if a.type.memory != b.type.memory or a.end < b.start or b.end < a.start:
+                    continue
+                pa, pb = addrs[(ka[0], *ka[1])], addrs[(kb[0], *kb[1])]
+                if pa < pb + b.type.nbytes and pb < pa + a.type.nbytes:
+                    raise _Violation(f"tiles `{a.name}` and `{b.name}` are live together but "
+                                     f"overlap in {a.type.memory.name}", fn)
+
+
+CHECKS = {
+    IRProperty.TypesConsistent: check_types,
+    IRProperty.DefBeforeUse: check_def_before_use,
+    IRProperty.AtomicDtypesLegal: check_atomics,
+    IRProperty.ScopesOutlined: check_outlined,
+    IRProperty.DirectionsResolved: check_directions,
+    IRProperty.TileLevelKernels: check_tile_level,
+    IRProperty.CastsLegal: check_casts,
+    IRProperty.MemorySpacesInferred: check_memory_spaces,
+    IRProperty.AddressesAllocated: check_addresses,
+}
+
+
+def verify(program: Program, properties, backend, after: str) -> None:
+    """Raise VerificationError naming `after` for the first property that does not hold."""
+    for prop in properties:
+        try:
+            CHECKS[prop](program, backend)
+        except _Violation as v:
+            raise VerificationError(_message(after, prop, v)) from None
+
+
+def _message(after: str, prop: IRProperty, v: _Violation) -> str:
+    lines = [f"Verification failed after '{after}': {prop.name} ({prop.value}) does not hold: "
+             f"{v.detail}"]
+    node = v.node
+    span = getattr(node, "span", None)
+    if span is not None:
+        lines.append(f"  from {span}")
+    if node is not None and not isinstance(node, Function):
+        lines.append("  in the IR: " + print_statement(node).strip().splitlines()[0])
+    elif isinstance(node, Function):
+        lines.append(f"  in function `{node.name}`")
+    lines.append("  (this is a compiler bug unless a custom pass was added: please report it "
+                 "with dump_passes=PassDumpLevel.EXPLICIT output)")
+    return "\n".join(lines)
+
+
+class VerificationInstrument(PassInstrument):
+    """Checks established properties after every pass (BASIC) and round trips (ROUNDTRIP)."""
+
+    def __init__(self, level: VerificationLevel, parse=None):
+        self.level = level
+        self.parse = parse  # `pl.parse`, injected: passes do not import the language
+        self.established: list[IRProperty] = []
+
+    def before_pipeline(self, program, ctx) -> None:
+        self.established = list(FRONTEND_PROPERTIES)
+        self._check(program, ctx, "frontend")
+
+    def after_pass(self, index, pass_, program, ctx) -> None:
+        for prop in getattr(pass_, "produces", ()):
+            if prop not in self.established:
+                self.established.append(prop)
+        self._check(program, ctx, pass_.name)
+
+    def _check(self, program, ctx, after: str) -> None:
+        if self.level is VerificationLevel.NONE:
+            return
+        verify(program, self.established, ctx.backend, after)
+        if self.level is VerificationLevel.ROUNDTRIP:
+            roundtrip(program, after, self.parse)
+
+
+def roundtrip(program: Program, after: str, parse) -> None:
+    """Print, parse back with `parse`, compare structurally."""
+    text = program.as_python()
+    try:
+        again = parse(text, f"<{after} dump>")
+    except PyptoError as exc:
+        raise VerificationError(
+            f"Verification failed after '{after}': the printed IR does not parse: {exc}"
+        ) from None
+    if again != program:
+        names = [f.name for f, g in zip(program.functions, again.functions) if f != g]
+        raise VerificationError(
+            f"Verification failed after '{after}': the printed IR parses to a different "
+            f"program (functions differ: {', '.join(names) or 'function list'})"
+        )
