@@ -27,6 +27,7 @@ OUTPUT_ENV_VARS: tuple[str, ...] = (
     "ASCEND_HOME_PATH",  # selects the device compiler through the CANN install root
     "ASCEND_TOOLKIT_HOME",  # likewise
     "PYPTO_WARNING_LEVEL",  # decides which diagnostics are written to the artifact's report/
+    "PYPTO_ENABLE_DIAGNOSTICS",  # turns on opt-in checks whose findings land in report/
 )
 
 NEUTRAL_ENV_VARS: tuple[str, ...] = (
