@@ -40,6 +40,7 @@ class Backend:
     cube_cores: int
     vector_cores: int
     device_arch: dict[str, str]  # core type -> AI Core ISA name for the device compiler
+    tile_moves: dict[str, tuple[str, ...]]  # on-chip buffer -> buffers pl.move can copy it to
 
     # The dict fields would make the generated hash raise; the name identifies a backend.
     def __hash__(self) -> int:
@@ -191,6 +192,7 @@ def _load_backend(rules: Path, name: str) -> Backend:
     casts = rule.table("native_casts")
     cores = rule.table("cores", CORE_TYPES)
     arch = rule.table("device_arch", CORE_TYPES)
+    moves = rule.table("tile_moves")
     return Backend(
         name=name,
         capacities={space: capacities.positive_int(space) for space in SPACES},
@@ -200,6 +202,7 @@ def _load_backend(rules: Path, name: str) -> Backend:
         cube_cores=cores.positive_int("cube"),
         vector_cores=cores.positive_int("vector"),
         device_arch={core: arch.text(core) for core in CORE_TYPES},
+        tile_moves={src: moves.texts(src) for src in moves.data},
     )
 
 

@@ -6,10 +6,23 @@ the text itself comes only from `templates/`.
 
 from __future__ import annotations
 
-from ..ir.errors import InternalError, LoweringError
-from ..ir.nodes import Assign, Call, Const, ExprStmt, For, FuncCall, Function, Program, Return, Var
-from ..ir.types import Direction, FunctionType, ScalarType, TensorType, TileType
 from ..ir.dtypes import DataType
+from ..ir.errors import InternalError, LoweringError
+from ..ir.nodes import (
+    Assign,
+    Call,
+    Const,
+    ExprList,
+    ExprStmt,
+    For,
+    FuncCall,
+    Function,
+    Program,
+    Return,
+    Var,
+)
+from ..ir.ops import get_op
+from ..ir.types import Direction, FunctionType, ScalarType, TaskIdType, TensorType, TileType
 from .environment import render
 from .sources import GeneratedSources, KernelSource, ParamSpec
 
@@ -19,14 +32,10 @@ _RESERVED = set(
     inline int long mutable namespace new noexcept not nullptr operator or private protected
     public register return short signed sizeof static struct switch template this throw true
     try typedef typeid typename union unsigned using virtual void volatile while xor
-    api args core params pto main""".split()
+    api args core params pto main pypto_deps pypto_blocks pypto_first""".split()
 )
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}
-_BINARY = {"add": "tadd", "sub": "tsub", "mul": "tmul", "div": "tdiv"}
-_SCALAR_FORM = {"add": "tadds", "sub": "tsubs", "mul": "tmuls", "div": "tdivs"}
-_REVERSED_SCALAR_FORM = {"add": "tadds", "sub": "trsubs", "mul": "tmuls", "div": "trdivs"}
-_UNARY = {"exp": "texp"}
 _ROUND = {"none": "None", "rint": "Rint", "round": "Round", "floor": "Floor", "ceil": "Ceil",
           "trunc": "Trunc", "odd": "Odd"}
 _SPACE = {"Vec": "vec", "Mat": "mat", "Left": "left", "Right": "right", "Acc": "acc"}
@@ -57,6 +66,8 @@ def expr_model(e, idents=None) -> dict:
             return {"kind": "binop", "op": _INFIX[e.op], "lhs": lhs, "rhs": rhs}
         if e.op in _INDEX_CALLS:
             return {"kind": "call", "fn": _INDEX_CALLS[e.op], "lhs": lhs, "rhs": rhs}
+    if isinstance(e, Call) and e.op == "get_block_idx":
+        return {"kind": "var", "name": "(int64_t)core->block_idx"}  # kernels only
     raise InternalError(f"no scalar C++ form for {e!r}")
 
 
@@ -79,19 +90,49 @@ def _param_models(fn: Function) -> list[dict]:
 
 # ----------------------------------------------------------------------------- kernels
 
+_CMP_MODES = ("EQ", "NE", "LT", "LE", "GT", "GE")
+_SWAPPED_CMP = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
+
+
+def _tile_key(var: Var) -> tuple:
+    t = var.type
+    return (var.name, t.shape, t.dtype, t.memory)
+
+
+def _partially_valid(fn: Function) -> set[tuple]:
+    """C++ tiles some definition gives a partial valid region: every definition of those
+    sets the region, because one C++ tile serves all definitions of its buffer."""
+    found: set[tuple] = set()
+
+    def walk(stmts):
+        for s in stmts:
+            if isinstance(s, For):
+                walk(s.body)
+            elif isinstance(s, Assign):
+                for t in s.targets:
+                    if isinstance(t.type, TileType) and t.type.valid_shape is not None:
+                        found.add(_tile_key(t))
+
+    walk(fn.body)
+    return found
+
 
 class _KernelBuilder:
+    """Builds the kernel template's model: one statement model per IR statement, its
+    form (template macro) and instruction taken from the op registry."""
+
     def __init__(self, fn: Function):
         self.fn = fn
         self.tiles: dict[tuple, dict] = {}
         self.scalars: dict[str, dict] = {}
         self.params = {p.var.name for p in fn.params}
+        self.partial = _partially_valid(fn)
 
     def tile(self, var: Var) -> str:
         t = var.type
         if not isinstance(t, TileType) or t.memory is None or t.addr is None:
             raise InternalError(f"tile `{var.name}` reached codegen without memory placement")
-        key = (var.name, t.shape, t.dtype, t.memory)
+        key = _tile_key(var)
         if key not in self.tiles:
             taken = {m["ident"] for m in self.tiles.values()}
             name = ident(var.name)
@@ -134,42 +175,119 @@ class _KernelBuilder:
             if dst.name not in self.params:
                 self.scalars.setdefault(dst.name, {"ident": ident(dst.name),
                                                    "ctype": scalar_ctype(dst.type.dtype)})
-            return {"kind": "scalar_assign", "dst": ident(dst.name), "value": expr_model(call)}
+            return {"kind": "scalar_assign", "dst": ident(dst.name), "value": expr_model(call),
+                    "valid": None}
+        if isinstance(call, Var) and isinstance(call.type, TileType):
+            # `b = a`: a copy of the tile (value semantics; b has its own buffer).
+            model = {"kind": "unary", "fn": "tmov", "dst": self.tile(dst), "a": self.tile(call)}
+            return self._with_valid(model, dst)
         if not isinstance(call, Call):
             raise InternalError(f"kernel statement is not an operator call: {s!r}")
-        if call.op == "load":
-            tensor, offsets = call.args
-            valid = call.attr("valid_shape") or dst.type.shape
-            r0, c0 = _window_origin(offsets, s)
-            return {"kind": "load", "dst": self.tile(dst), "src": ident(tensor.name),
-                    "r0": expr_model(r0), "c0": expr_model(c0), "vrows": valid[0],
-                    "vcols": valid[1] if len(valid) > 1 else 1,
-                    "pad": call.attr("pad_value").name.replace("null", "zero"),
-                    "elem": dst.type.dtype.cpp_type}
-        if call.op == "store":
-            tile, offsets, tensor = call.args
-            if call.attr("atomic").name != "None_":
-                raise LoweringError("atomic stores are not supported yet", s.span)
-            r0, c0 = _window_origin(offsets, s)
-            return {"kind": "store", "dst": ident(tensor.name), "src": self.tile(tile),
-                    "r0": expr_model(r0), "c0": expr_model(c0)}
-        if call.op in _BINARY:
-            a, b = call.args
-            if isinstance(a.type, TileType) and isinstance(b.type, TileType):
-                return {"kind": "binary", "fn": _BINARY[call.op], "dst": self.tile(dst),
-                        "a": self.tile(a), "b": self.tile(b)}
-            if isinstance(a.type, TileType):
-                return {"kind": "binary_scalar", "fn": _SCALAR_FORM[call.op],
-                        "dst": self.tile(dst), "a": self.tile(a), "scalar": expr_model(b)}
-            return {"kind": "binary_scalar", "fn": _REVERSED_SCALAR_FORM[call.op],
-                    "dst": self.tile(dst), "a": self.tile(b), "scalar": expr_model(a)}
-        if call.op in _UNARY:
-            return {"kind": "unary", "fn": _UNARY[call.op], "dst": self.tile(dst),
-                    "a": self.tile(call.args[0])}
-        if call.op == "cast":
-            return {"kind": "cast", "dst": self.tile(dst), "src": self.tile(call.args[0]),
-                    "mode": _ROUND[call.attr("mode")]}
-        raise LoweringError(f"pl.{call.op} cannot be emitted in a kernel yet", s.span)
+        op = get_op(call.op)
+        form = getattr(self, "_form_" + op.emit, None) if op.emit else None
+        if form is None:
+            raise LoweringError(f"pl.{call.op} cannot be emitted in a kernel", s.span,
+                                hint="use it inside a pl.at block or an orchestration function")
+        return self._with_valid(form(op, call, dst, s), dst)
+
+    def _with_valid(self, model: dict, dst: Var) -> dict:
+        """Sets the definition's valid region where its C++ tile can hold a partial one."""
+        model["valid"] = None
+        if isinstance(dst.type, TileType) and _tile_key(dst) in self.partial:
+            model["valid"] = list(dst.type.valid)
+        return model
+
+    # -- one builder per operator form (templates/ops.cpp.j2 macro of the same name)
+
+    def _form_load(self, op, call, dst, s):
+        tensor, offsets = call.args
+        r0, c0 = _window_origin(offsets, s)
+        return {"kind": "load", "dst": self.tile(dst), "src": ident(tensor.name),
+                "r0": expr_model(r0), "c0": expr_model(c0),
+                "pad": call.attr("pad_value").name.replace("null", "zero"),
+                "elem": dst.type.dtype.cpp_type}
+
+    def _form_store(self, op, call, dst, s):
+        tile, offsets, tensor = call.args
+        r0, c0 = _window_origin(offsets, s)
+        # The backend's atomic dtypes were checked by DeriveCallDirections.
+        fn = "tstore_atomic_add" if call.attr("atomic").name == "Add" else "tstore"
+        return {"kind": "store", "fn": fn, "dst": ident(tensor.name), "src": self.tile(tile),
+                "r0": expr_model(r0), "c0": expr_model(c0)}
+
+    def _form_binary(self, op, call, dst, s):
+        a, b = call.args
+        if isinstance(a.type, TileType) and isinstance(b.type, TileType):
+            return {"kind": "binary", "fn": op.isa, "dst": self.tile(dst), "a": self.tile(a),
+                    "b": self.tile(b)}
+        if isinstance(a.type, TileType):
+            return {"kind": "binary_scalar", "fn": op.isa_scalar, "dst": self.tile(dst),
+                    "a": self.tile(a), "scalar": expr_model(b)}
+        if not op.isa_rscalar:
+            raise InternalError(f"pl.{call.op} has no reversed scalar form")
+        return {"kind": "binary_scalar", "fn": op.isa_rscalar, "dst": self.tile(dst),
+                "a": self.tile(b), "scalar": expr_model(a)}
+
+    def _form_unary(self, op, call, dst, s):
+        return {"kind": "unary", "fn": op.isa, "dst": self.tile(dst), "a": self.tile(call.args[0])}
+
+    def _form_cast(self, op, call, dst, s):
+        return {"kind": "cast", "dst": self.tile(dst), "src": self.tile(call.args[0]),
+                "mode": _ROUND[call.attr("mode")]}
+
+    def _form_compare(self, op, call, dst, s):
+        a, b = call.args
+        mode = _CMP_MODES[call.attr("cmp_type")]
+        model = {"kind": "compare", "dst": self.tile(dst), "mode": mode, "b": None,
+                 "scalar": None}
+        if isinstance(a.type, TileType) and isinstance(b.type, TileType):
+            model.update(fn=op.isa, a=self.tile(a), b=self.tile(b))
+        elif isinstance(a.type, TileType):
+            model.update(fn=op.isa_scalar, a=self.tile(a), scalar=expr_model(b))
+        else:  # s OP x is x (mirrored OP) s
+            model.update(fn=op.isa_rscalar, a=self.tile(b), scalar=expr_model(a),
+                         mode=_SWAPPED_CMP[mode])
+        return model
+
+    def _form_select(self, op, call, dst, s):
+        mask, a, b = call.args
+        return {"kind": "select", "fn": op.isa, "dst": self.tile(dst), "mask": self.tile(mask),
+                "a": self.tile(a), "b": self.tile(b)}
+
+    def _form_fill(self, op, call, dst, s):
+        operands = op.operands(call.args, dict(call.attrs))
+        value = operands.get("scalar", operands.get("value"))
+        return {"kind": "fill", "fn": op.isa, "dst": self.tile(dst), "value": expr_model(value)}
+
+    def _form_fillpad(self, op, call, dst, s):
+        return {"kind": "fillpad", "fn": op.isa, "dst": self.tile(dst),
+                "src": self.tile(call.args[0]), "pad": call.attr("pad_value").name,
+                "elem": dst.type.dtype.cpp_type}
+
+    def _form_extract(self, op, call, dst, s):
+        src, offsets = call.args
+        if not isinstance(src.type, TileType):
+            raise InternalError(f"a tensor slice reached codegen: {s!r}")
+        r0, c0 = _window_origin(offsets, s)
+        return {"kind": "extract", "fn": op.isa, "dst": self.tile(dst), "src": self.tile(src),
+                "r0": expr_model(r0), "c0": expr_model(c0)}
+
+    def _form_reduce(self, op, call, dst, s):
+        operands = op.operands(call.args, dict(call.attrs))
+        tmp = operands.get("tmp_tile")
+        return {"kind": "reduce", "fn": op.isa, "dst": self.tile(dst),
+                "src": self.tile(operands["x"]), "tmp": self.tile(tmp) if tmp is not None else None}
+
+    def _form_matmul(self, op, call, dst, s):
+        operands = op.operands(call.args, dict(call.attrs))
+        acc = operands.get("acc")
+        return {"kind": "matmul", "fn": op.isa, "dst": self.tile(dst),
+                "acc": self.tile(acc) if acc is not None else None,
+                "a": self.tile(operands["lhs"]), "b": self.tile(operands["rhs"]),
+                "a_trans": call.attr("a_trans"), "b_trans": call.attr("b_trans")}
+
+    def _form_create(self, op, call, dst, s):
+        return {"kind": "create", "dst": self.tile(dst)}
 
 
 def _window_origin(offsets, stmt):
@@ -205,9 +323,13 @@ class _OrchestrationBuilder:
 
     def local(self, var: Var) -> str:
         if var.name not in self.params and var.name not in self.locals:
-            ctype = "PtoTensor" if isinstance(var.type, TensorType) else scalar_ctype(
-                var.type.dtype)
-            self.locals[var.name] = {"ident": ident(var.name), "ctype": ctype}
+            if isinstance(var.type, TensorType):
+                ctype, init = "PtoTensor", "{}"
+            elif isinstance(var.type, TaskIdType):
+                ctype, init = "PtoTaskIds", "{}"  # no tasks: a dep on it waits for nothing
+            else:
+                ctype, init = scalar_ctype(var.type.dtype), "0"
+            self.locals[var.name] = {"ident": ident(var.name), "ctype": ctype, "init": init}
         return ident(var.name)
 
     def body(self, stmts) -> list[dict]:
@@ -227,7 +349,8 @@ class _OrchestrationBuilder:
                     s.value.op == "create_tensor":
                 t = s.targets[0].type
                 out.append({"kind": "alloc", "dst": self.local(s.targets[0]),
-                            "dtype_code": t.dtype.code, "shape": list(t.shape)})
+                            "name": s.targets[0].name, "dtype_code": t.dtype.code,
+                            "shape": list(t.shape)})
             elif isinstance(s, Assign) and isinstance(s.targets[0].type, ScalarType):
                 out.append({"kind": "scalar_assign", "dst": self.local(s.targets[0]),
                             "value": expr_model(s.value)})
@@ -239,17 +362,27 @@ class _OrchestrationBuilder:
         return out
 
     def submit(self, call: FuncCall, targets) -> dict:
+        """One dispatch: arguments with their access flags, deps, block count, task id."""
         callee = self.program.function(call.callee)
+        accumulated = accumulated_params(callee)
+        untracked = {v.name for v in call.no_dep_args}
         args = []
         for a, p in zip(call.args, callee.params):
             if isinstance(p.var.type, TensorType):
                 if not isinstance(a, Var):
                     raise InternalError(f"tensor argument is not a variable: {a!r}")
-                args.append({"kind": "tensor", "ident": ident(a.name),
-                             "direction": _DIRECTION[p.direction]})
+                direction = "PTO_ACCUM" if p.var.name in accumulated else _DIRECTION[p.direction]
+                if call.manual or a.name in untracked:
+                    direction += " | PTO_NO_DEP"
+                args.append({"kind": "tensor", "ident": ident(a.name), "direction": direction})
             else:
                 kind = "float" if p.var.type.dtype.is_float else "int"
                 args.append({"kind": kind, "value": expr_model(a)})
+        targets = tuple(targets)
+        tid = None
+        if call.task_id:
+            tid = self.local(targets[-1]) if targets else None
+            targets = targets[:-1]
         results = []
         returns = _returned_params(callee)
         for target, param_index in zip(targets, returns):
@@ -258,7 +391,45 @@ class _OrchestrationBuilder:
             if src.name != target.name:
                 results.append({"dst": dst, "src": ident(src.name)})
         return {"kind": "submit", "kernel_index": self.kernel_index[call.callee], "args": args,
-                "results": results}
+                "deps": [ident(d.name) for d in call.deps],
+                "blocks": expr_model(call.blocks) if call.blocks is not None else None,
+                "tid": tid, "results": results}
+
+
+def accumulated_params(fn: Function) -> set[str]:
+    """Tensor parameters the kernel writes only through atomic-add stores and never reads
+    otherwise: the runtime treats those accesses as accumulations (PTO_ACCUM), which
+    commute with each other instead of being ordered like plain writes."""
+    atomic: set[str] = set()
+    other: set[str] = set()
+
+    def visit(expr) -> None:
+        if isinstance(expr, Var):
+            other.add(expr.name)
+        elif isinstance(expr, Call) and expr.op in ("store", "assemble"):
+            dst_index = 2 if expr.op == "store" else 0
+            dst = expr.args[dst_index]
+            if isinstance(dst, Var):
+                is_add = expr.attr("atomic") is not None and expr.attr("atomic").name == "Add"
+                (atomic if is_add else other).add(dst.name)
+            for i, a in enumerate(expr.args):
+                if i != dst_index:
+                    visit(a)
+        elif isinstance(expr, (Call, ExprList)):
+            for a in (expr.args if isinstance(expr, Call) else expr.items):
+                visit(a)
+
+    def walk(stmts) -> None:
+        for st in stmts:
+            if isinstance(st, For):
+                for e in (st.start, st.stop, st.step):
+                    visit(e)
+                walk(st.body)
+            elif isinstance(st, (Assign, ExprStmt)):
+                visit(st.value)  # `t = pl.store(..., t)` rebinds the name, reads nothing
+
+    walk(fn.body)
+    return atomic - other
 
 
 def _returned_params(fn: Function) -> list[int]:

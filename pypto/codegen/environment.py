@@ -22,6 +22,13 @@ def _cpp_float(value: float) -> str:
     return repr(float(value))
 
 
+def _py_literal(value) -> str:
+    """A Python literal for a constant (floats that repr cannot express spelled out)."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return f'float("{value}")'
+    return repr(value)
+
+
 @lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -33,6 +40,7 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["cpp_float"] = _cpp_float
+    env.filters["pyrepr"] = _py_literal
     return env
 
 

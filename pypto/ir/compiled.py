@@ -51,5 +51,21 @@ class CompiledProgram:
             self._loaded = load_artifact(self.output_dir)
         return self._loaded.run(args, config or RunConfig(platform=self.platform))
 
+    def validate_ir(self, tensors, expected, *, rtol: float = 5e-2, atol: float = 5e-2):
+        """Run every pass dump on torch (copies of `tensors`), print `max_abs_diff` per
+        dump, raise AssertionError naming the first dump that leaves tolerance.
+
+        Pass the tolerance your golden uses: the defaults (5e-2) are loose and let small
+        regressions through.
+        """
+        from ..debug import validate_pass_dumps
+
+        dump_dir = self.output_dir / "passes_dump"
+        if not dump_dir.is_dir():
+            raise FileNotFoundError(
+                f"{self.output_dir} has no passes_dump/: compile with dump_passes=True"
+            )
+        return validate_pass_dumps(dump_dir, tensors, expected, rtol=rtol, atol=atol)
+
     def __repr__(self) -> str:
         return f"CompiledProgram({str(self.output_dir)!r}, platform={self.platform!r})"

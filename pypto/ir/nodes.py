@@ -71,12 +71,24 @@ class Call:
 
 @dataclass(frozen=True)
 class FuncCall:
-    """A call of another function of the same program (one task per call)."""
+    """A call of another function of the same program (one task per call).
+
+    Orchestration-level task attributes: `deps` are TaskId variables the task waits for
+    on top of inferred edges; `no_dep_args` are argument variables opted out of
+    inference; `manual` puts every argument out of inference (`pl.manual_scope`);
+    `blocks` makes the call one SPMD dispatch of that many blocks; `task_id` makes the
+    call also yield its TaskId, last in its results (`res, tid = pl.submit(...)`).
+    """
 
     callee: str
     args: tuple
     type: Type
     span: Span | None = _span()
+    deps: tuple = ()
+    no_dep_args: tuple = ()
+    manual: bool = False
+    blocks: Any = None
+    task_id: bool = False
 
 
 Expr = Var | Const | ExprList | Call | FuncCall
@@ -117,12 +129,22 @@ class For:
 
 @dataclass(frozen=True)
 class AtScope:
-    """`with pl.at(level=...)`: a region the outliner turns into an InCore kernel."""
+    """`with pl.at(level=...)`: a region the outliner turns into an InCore kernel.
+
+    `task` is the TaskId variable `as tid` binds; `deps`, `no_dep_args` and `manual` are
+    as on `FuncCall`; `blocks` (an expression) makes it `with pl.spmd(blocks)`: one
+    dispatch of that many blocks, each reading its index with `pl.get_block_idx()`.
+    """
 
     level: Level
     body: tuple
     name_hint: str = ""
     span: Span | None = _span()
+    deps: tuple = ()
+    no_dep_args: tuple = ()
+    task: Var | None = None
+    manual: bool = False
+    blocks: Any = None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from .types import (
     Direction,
     FunctionType,
     ScalarType,
+    TaskIdType,
     TensorType,
     TileType,
     TupleType,
@@ -55,6 +56,7 @@ def print_type(t, concise: bool = False) -> str:
 class _Printer:
     def __init__(self, concise: bool):
         self.concise = concise
+        self.in_manual = False
         self.lines: list[str] = []
 
     # -- types
@@ -63,6 +65,8 @@ class _Printer:
             return f"pl.Tensor[{_list(t.shape)}, {t.dtype!r}]"
         if isinstance(t, TileType):
             parts = [_list(t.shape), repr(t.dtype)]
+            if t.valid_shape is not None:  # part of the value, printed even when concise
+                parts.append(_list(t.valid_shape))
             if t.memory is not None and not self.concise:
                 parts.append(repr(t.memory))
                 if t.addr is not None:
@@ -72,6 +76,8 @@ class _Printer:
             return f"pl.Scalar[{t.dtype!r}]"
         if isinstance(t, TupleType):
             return f"tuple[{', '.join(self.type(i) for i in t.items)}]"
+        if isinstance(t, TaskIdType):
+            return "pl.TaskId"
         raise TypeError(f"cannot print type {t!r}")
 
     # -- structure
@@ -112,8 +118,33 @@ class _Printer:
     def body(self, body, depth: int) -> None:
         if not body:
             self.lines.append("    " * depth + "pass")
-        for stmt in body:
-            self.stmt(stmt, depth)
+        if self.in_manual:
+            for stmt in body:
+                self.stmt(stmt, depth)
+            return
+        # Tasks flagged `manual` print inside `with pl.manual_scope():`, one block per run
+        # of them (statements without tasks in between join the run).
+        states = [_manual_state(s) for s in body]
+        i = 0
+        while i < len(body):
+            if states[i] is not True:
+                self.stmt(body[i], depth)
+                i += 1
+                continue
+            end = i
+            for j in range(i, len(body)):
+                if states[j] is False:
+                    break
+                if states[j] is True:
+                    end = j
+            self.lines.append("    " * depth + "with pl.manual_scope():")
+            self.in_manual = True
+            try:
+                for stmt in body[i:end + 1]:
+                    self.stmt(stmt, depth + 1)
+            finally:
+                self.in_manual = False
+            i = end + 1
 
     def stmt(self, stmt, depth: int) -> None:
         pad = "    " * depth
@@ -130,6 +161,14 @@ class _Printer:
         elif isinstance(stmt, For):
             rng = ", ".join(self.expr(e) for e in (stmt.start, stmt.stop, stmt.step))
             self.lines.append(f"{pad}for {stmt.var.name} in {_FOR_KIND[stmt.kind]}({rng}):")
+            self.body(stmt.body, depth + 1)
+        elif isinstance(stmt, AtScope) and (stmt.blocks is not None or stmt.deps
+                                             or stmt.no_dep_args or stmt.task is not None):
+            args = [f"level={stmt.level!r}"] if stmt.blocks is None else [self.expr(stmt.blocks)]
+            args += self._task_keywords(stmt.deps, stmt.no_dep_args, stmt.name_hint)
+            builtin = "pl.at" if stmt.blocks is None else "pl.spmd"
+            bind = f" as {stmt.task.name}" if stmt.task is not None else ""
+            self.lines.append(f"{pad}with {builtin}({', '.join(args)}){bind}:")
             self.body(stmt.body, depth + 1)
         elif isinstance(stmt, AtScope):
             hint = f", name_hint={stmt.name_hint!r}" if stmt.name_hint else ""
@@ -148,6 +187,14 @@ class _Printer:
             return _const(e)
         if isinstance(e, ExprList):
             return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
+        if isinstance(e, FuncCall) and (e.task_id or e.deps or e.no_dep_args
+                                        or e.blocks is not None):
+            args = [f"self.{e.callee}"] + [self.expr(a) for a in e.args]
+            if e.blocks is not None:
+                args.append(f"core_num={self.expr(e.blocks)}")
+            args += self._task_keywords(e.deps, e.no_dep_args, "")
+            builtin = "pl.submit" if e.blocks is None else "pl.spmd_submit"
+            return f"{builtin}({', '.join(args)})"
         if isinstance(e, FuncCall):
             return f"self.{e.callee}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, Call):
@@ -173,15 +220,36 @@ class _Printer:
                     positional.append(_attr(value))
                 elif value != p.default:
                     keywords.append(f"{p.name}={_attr(value)}")
-            else:
+            elif p.name not in attrs:  # a left-out optional operand is recorded as an attr
                 positional.append(self.expr(next(args)))
         return f"pl.{e.op}({', '.join(positional + keywords)})"
+
+    def _task_keywords(self, deps, no_dep_args, name_hint: str) -> list[str]:
+        out = [f"name_hint={name_hint!r}"] if name_hint else []
+        if deps:
+            out.append(f"deps=[{', '.join(self.expr(d) for d in deps)}]")
+        if no_dep_args:
+            out.append(f"no_dep_args=[{', '.join(self.expr(a) for a in no_dep_args)}]")
+        return out
 
     def _operand(self, e) -> str:
         text = self.expr(e)
         if isinstance(e, Call) and e.op in INFIX:
             return f"({text})"
         return text
+
+
+def _manual_state(stmt) -> bool | None:
+    """True: every task the statement dispatches is `manual`; False: some task is not;
+    None: it dispatches no task."""
+    if isinstance(stmt, AtScope):
+        return stmt.manual
+    if isinstance(stmt, (Assign, ExprStmt)):
+        return stmt.value.manual if isinstance(stmt.value, FuncCall) else None
+    if isinstance(stmt, For):
+        states = {_manual_state(s) for s in stmt.body}
+        return False if False in states else (True if True in states else None)
+    return None
 
 
 def _list(items) -> str:

@@ -92,12 +92,33 @@ class TensorType:
 
 @dataclass(frozen=True)
 class TileType:
-    """A tile in an on-chip buffer; `memory` and `addr` are filled in by passes."""
+    """A tile in an on-chip buffer; `memory` and `addr` are filled in by passes.
+
+    `valid_shape` is the region holding real data, anchored at the origin (`None`: the
+    whole tile).  The rest is padding: loads fill it with their pad value, vector
+    instructions compute it like any other element, stores never write it.  It is part
+    of the value's type (static), so it flows from loads through every operator into
+    the stores.
+    """
 
     shape: Shape
     dtype: DataType
     memory: MemorySpace | None = None
     addr: int | None = None
+    valid_shape: Shape | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(self.shape))
+        valid = self.valid_shape
+        if valid is not None:
+            valid = tuple(valid)
+            # A valid region equal to the tile is no region at all: one spelling per type.
+            object.__setattr__(self, "valid_shape", None if valid == self.shape else valid)
+
+    @property
+    def valid(self) -> Shape:
+        """The valid region's extents (the whole shape when the tile is fully valid)."""
+        return self.valid_shape if self.valid_shape is not None else self.shape
 
     @property
     def nbytes(self) -> int:
@@ -118,7 +139,21 @@ class TupleType:
     items: tuple
 
 
-Type = TensorType | TileType | ScalarType | TupleType
+@dataclass(frozen=True)
+class TaskIdType:
+    """The id of a dispatched task (`with pl.at(...) as tid`, `res, tid = pl.submit(...)`).
+
+    An orchestration-level value whose only use is `deps=[tid, ...]`; an SPMD dispatch's
+    id names all of its blocks.
+    """
+
+    def __repr__(self) -> str:
+        return "pl.TaskId"
+
+
+TASK_ID = TaskIdType()
+
+Type = TensorType | TileType | ScalarType | TupleType | TaskIdType
 
 INDEX = ScalarType(DataType.INT64)
 
@@ -133,5 +168,5 @@ def _numel(shape: Shape) -> int:
 def same_value_type(a: Type, b: Type) -> bool:
     """Equal up to placement (memory space and address are not part of the value)."""
     if isinstance(a, TileType) and isinstance(b, TileType):
-        return a.shape == b.shape and a.dtype == b.dtype
+        return a.shape == b.shape and a.dtype == b.dtype and a.valid == b.valid
     return a == b

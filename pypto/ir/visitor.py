@@ -50,7 +50,13 @@ class IRVisitor:
         self.visit_body(stmt.body)
 
     def visit_AtScope(self, stmt: AtScope) -> None:
+        if stmt.blocks is not None:
+            self.visit_expr(stmt.blocks)
+        for e in stmt.deps + stmt.no_dep_args:
+            self.visit_expr(e)
         self.visit_body(stmt.body)
+        if stmt.task is not None:
+            self.visit_def(stmt.task)
 
     def visit_Return(self, stmt: Return) -> None:
         for v in stmt.values:
@@ -76,6 +82,10 @@ class IRVisitor:
     def visit_FuncCall(self, expr: FuncCall) -> None:
         for arg in expr.args:
             self.visit_expr(arg)
+        if expr.blocks is not None:
+            self.visit_expr(expr.blocks)
+        for e in expr.deps + expr.no_dep_args:
+            self.visit_expr(e)
 
 
 class IRMutator:
@@ -122,7 +132,14 @@ class IRMutator:
         )
 
     def mutate_AtScope(self, stmt: AtScope):
-        return replace(stmt, body=self.mutate_body(stmt.body))
+        return replace(
+            stmt,
+            blocks=self.mutate_expr(stmt.blocks) if stmt.blocks is not None else None,
+            deps=tuple(self.mutate_expr(e) for e in stmt.deps),
+            no_dep_args=tuple(self.mutate_expr(e) for e in stmt.no_dep_args),
+            body=self.mutate_body(stmt.body),
+            task=self.mutate_def(stmt.task) if stmt.task is not None else None,
+        )
 
     def mutate_Return(self, stmt: Return):
         return replace(stmt, values=tuple(self.mutate_expr(v) for v in stmt.values))
@@ -143,7 +160,13 @@ class IRMutator:
         return replace(expr, args=tuple(self.mutate_expr(a) for a in expr.args))
 
     def mutate_FuncCall(self, expr: FuncCall):
-        return replace(expr, args=tuple(self.mutate_expr(a) for a in expr.args))
+        return replace(
+            expr,
+            args=tuple(self.mutate_expr(a) for a in expr.args),
+            blocks=self.mutate_expr(expr.blocks) if expr.blocks is not None else None,
+            deps=tuple(self.mutate_expr(e) for e in expr.deps),
+            no_dep_args=tuple(self.mutate_expr(e) for e in expr.no_dep_args),
+        )
 
 
 class VarUses(IRVisitor):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..ir.dtypes import DataType
 from ..ir.ops import all_ops
-from ..ir.types import AtomicType, FunctionType, Level, MemorySpace, PadValue
+from ..ir.types import TASK_ID, AtomicType, FunctionType, Level, MemorySpace, PadValue
 from .jit import JitFunction, jit
 from .parser import DslBuiltin, OpStub, parse_program
 from .typing import DynamicDim, InOut, Out, Scalar, Tensor, Tile, dynamic
@@ -35,6 +35,12 @@ unroll = DslBuiltin("unroll")
 parallel = DslBuiltin("parallel")
 const = DslBuiltin("const")
 static_assert = DslBuiltin("static_assert")
+spmd = DslBuiltin("spmd")
+manual_scope = DslBuiltin("manual_scope")
+submit = DslBuiltin("submit")
+spmd_submit = DslBuiltin("spmd_submit")
+TaskId = TASK_ID
+"""The type of a task id (`with pl.at(...) as tid`); only `deps=[...]` consumes one."""
 
 for _name in all_ops():
     globals()[_name] = OpStub(_name)
@@ -105,5 +111,10 @@ __all__ = [
     "parallel",
     "const",
     "static_assert",
+    "spmd",
+    "manual_scope",
+    "submit",
+    "spmd_submit",
+    "TaskId",
     "DataType",
 ]

@@ -103,6 +103,11 @@ class JitFunction:
         """The parsed (pre-pass) program specialised to these arguments."""
         return build_program(self, self._arg_types(args))
 
+    def frontend_for_types(self, arg_types) -> Program:
+        """The parsed (pre-pass) program for IR argument types (`TensorType`, `ScalarType`)
+        instead of argument values: what a kernel spec builds from, without torch."""
+        return build_program(self, list(arg_types))
+
     def lower(self, *args, config=None) -> Program:
         """The program after every pass, for the config's platform (no artifacts)."""
         from ..compiler import lower
@@ -176,6 +181,10 @@ def build_program(entry: JitFunction, arg_types: list) -> Program:
             raise ParseError(f"`{getattr(ref, '__name__', ref)}` is not an @pl.jit.incore kernel",
                              span)
         types = [a.type for a in args]
+        expected = len(ref._parsed_source()[0].args.args)
+        if len(types) != expected:
+            raise TypeCheckError(f"`{ref.__name__}` takes {expected} arguments, got {len(types)}",
+                                 span)
         fn = callees.get(ref.__name__)
         if fn is None:
             fn = ref._parse(types, resolve)

@@ -11,14 +11,13 @@ import ast
 import builtins
 import math
 from collections import ChainMap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..ir.dtypes import DataType
 from ..ir.errors import ParseError, PyptoError, Span, TypeCheckError
 from ..ir.nodes import (
     Assign,
-    AtScope,
     Call,
     Const,
     ExprList,
@@ -36,13 +35,14 @@ from ..ir.types import (
     INDEX,
     Direction,
     FunctionType,
-    Level,
     ScalarType,
+    TaskIdType,
     TensorType,
     TileType,
     TupleType,
     same_value_type,
 )
+from .tasks import TaskSyntax
 from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
 
 _BINOPS = {
@@ -60,6 +60,14 @@ _FOLD = {
     "div": lambda a, b: a / b,
     "floordiv": lambda a, b: a // b,
     "mod": lambda a, b: a % b,
+}
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
 }
 # Categories of operators that may appear in an orchestration body outside `pl.at`.
 _ORCHESTRATION_OK = {"index", "orchestration"}
@@ -118,7 +126,7 @@ class FunctionSignature:
     returns: tuple | None  # None: taken from the return statement
 
 
-class FunctionParser:
+class FunctionParser(TaskSyntax):
     """Parses one function body in the context of its program."""
 
     def __init__(
@@ -171,10 +179,19 @@ class FunctionParser:
             index = self.static(node.slice)
             try:
                 return base[tuple(index) if isinstance(index, list) else index]
-            except PyptoError:
-                raise
+            except PyptoError as exc:
+                # Re-anchor at the node being parsed: the error's own frame is ours.
+                raise self.error(node, exc.message, exc.hint, cls=type(exc)) from None
             except Exception as exc:
                 raise self.error(node, f"invalid annotation `{ast.unparse(node)}`: {exc}") from None
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+            return _COMPARE[type(node.ops[0])](self.static(node.left),
+                                               self.static(node.comparators[0]))
+        if isinstance(node, ast.BoolOp):
+            values = [self.static(v) for v in node.values]
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not self.static(node.operand)
         if isinstance(node, ast.Call):
             fn = self.static(node.func)
             args = [self.static(a) for a in node.args]
@@ -279,6 +296,10 @@ class FunctionParser:
                 raise self.error(node, f"`{target.id}` receives {len(vtype.items)} values; "
                                  "unpack them: `a, b = ...`")
             if annotation is not None:
+                if isinstance(annotation, TileType) and annotation.valid_shape is None:
+                    # An annotation that leaves out the valid region keeps the value's.
+                    annotation = replace(annotation, valid_shape=vtype.valid_shape) \
+                        if isinstance(vtype, TileType) else annotation
                 if not same_value_type(annotation, vtype):
                     raise self.error(node, f"annotation of `{target.id}` does not match its value",
                                      cls=TypeCheckError)
@@ -345,41 +366,6 @@ class FunctionParser:
             values = (self.expr(node.value),)
         return Return(values, self.source.span(node))
 
-    def stmt_With(self, node: ast.With):
-        if len(node.items) != 1 or not isinstance(node.items[0].context_expr, ast.Call):
-            raise self.error(node, "only `with pl.at(level=pl.Level.CORE_GROUP):` is supported")
-        item = node.items[0]
-        fn = self._callable(item.context_expr.func)
-        if not (isinstance(fn, DslBuiltin) and fn.name == "at"):
-            raise self.error(node, "only `with pl.at(...)` blocks are supported")
-        if self.func_type is not FunctionType.Orchestration:
-            raise self.error(node, "`pl.at` belongs in a @pl.jit (orchestration) function; an "
-                             "InCore function is already one kernel")
-        if self.in_scope:
-            raise self.error(node, "`pl.at` blocks cannot be nested")
-        if item.optional_vars is not None:
-            raise self.error(node, "`with pl.at(...) as tid` (explicit task ids) is not supported "
-                             "yet", hint="remove `as ...`; dependencies are inferred")
-        kwargs = self._at_kwargs(item.context_expr)
-        self.in_scope = True
-        try:
-            body = self.body(node.body)
-        finally:
-            self.in_scope = False
-        return AtScope(kwargs["level"], body, kwargs.get("name_hint", ""), self.source.span(node))
-
-    def _at_kwargs(self, call: ast.Call) -> dict:
-        if call.args:
-            raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
-        kwargs = {}
-        for kw in call.keywords:
-            if kw.arg not in ("level", "name_hint"):
-                raise self.error(call, f"pl.at({kw.arg}=...) is not supported yet")
-            kwargs[kw.arg] = self.static(kw.value)
-        if not isinstance(kwargs.get("level"), Level):
-            raise self.error(call, "pl.at needs level=pl.Level.CORE_GROUP")
-        return kwargs
-
     def stmt_For(self, node: ast.For):
         if node.orelse:
             raise self.error(node, "`for ... else` is not supported")
@@ -387,6 +373,8 @@ class FunctionParser:
             raise self.error(node, "the loop variable must be a single name")
         call = node.iter
         fn = self._callable(call.func) if isinstance(call, ast.Call) else None
+        if isinstance(fn, DslBuiltin) and fn.name == "spmd":
+            return self.spmd_loop(node)
         if not (isinstance(fn, DslBuiltin) and fn.name in _LOOP_KINDS):
             raise self.error(node, "loop with `for i in pl.range(...)` (or pl.unroll / pl.parallel)")
         if call.keywords or not 1 <= len(call.args) <= 3:
@@ -453,9 +441,42 @@ class FunctionParser:
         if isinstance(node, ast.Attribute) and self.is_static(node):
             return self._const(self.static(node), node)
         if isinstance(node, ast.Subscript):
-            raise self.error(node, f"reading `{ast.unparse(node)}` (slices and element reads) is "
-                             "not supported yet", hint="load a window with pl.load")
+            return self._subscript_read(node)
+        if isinstance(node, ast.IfExp):
+            if not self.is_static(node.test):
+                raise self.error(node, "`x if cond else y` needs a compile-time condition")
+            return self.expr(node.body if self.static(node.test) else node.orelse)
         raise self.error(node, f"`{ast.unparse(node)}` is not supported in a pypto kernel body")
+
+    def _subscript_read(self, node: ast.Subscript):
+        """`t[r0:r1, c0:c1]` reads a window: `pl.slice(t, [r1 - r0, c1 - c0], [r0, c0])`."""
+        base = self.expr(node.value)
+        if not isinstance(base.type, (TensorType, TileType)):
+            raise self.error(node, f"`{ast.unparse(node.value)}` is not a tensor or tile; only "
+                             "they can be sliced", cls=TypeCheckError)
+        shape = base.type.shape
+        items = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(items) > len(shape):
+            raise self.error(node, f"{len(items)} indices for a value of rank {len(shape)}")
+        if not any(isinstance(i, ast.Slice) for i in items):
+            raise self.error(node, f"element reads like `{ast.unparse(node)}` are not supported "
+                             "yet", hint="read a [1, 1] window with slices: t[i:i+1, j:j+1]")
+        offsets, extents = [], []
+        for dim, item in enumerate(items + [ast.Slice()] * (len(shape) - len(items))):
+            if not isinstance(item, ast.Slice) or item.step is not None:
+                raise self.error(node, "a window is written with slices on every dimension, "
+                                 "without steps: t[r0:r1, c0:c1]",
+                                 hint="write a single index i as i:i+1")
+            start = self.scalar(item.lower) if item.lower is not None else Const(0, INDEX)
+            stop = self.scalar(item.upper) if item.upper is not None else Const(shape[dim], INDEX)
+            extent = _fold_sub(stop, start)
+            if extent is None or extent <= 0:
+                raise self.error(node, f"the window `{ast.unparse(item)}` must have a constant, "
+                                 "positive extent", hint="write it as i:i+8")
+            offsets.append(start)
+            extents.append(extent)
+        window = ExprList(tuple(offsets), self.source.span(node))
+        return self._call_op("slice", [base, window], {"shape": tuple(extents)}, node)
 
     def scalar(self, node: ast.AST):
         e = self.expr(node)
@@ -465,6 +486,9 @@ class FunctionParser:
 
     def _name(self, node: ast.Name):
         var = self.vars.get(node.id)
+        if var is not None and isinstance(var.type, TaskIdType):
+            raise self.error(node, f"task id `{node.id}` can only be used in deps=[...]",
+                             cls=TypeCheckError)
         if var is not None:
             return Var(var.name, var.type, self.source.span(node))
         return self._const(self.static(node), node)
@@ -498,10 +522,14 @@ class FunctionParser:
             return self._func_call(func.attr, node)
         fn = self._callable(func)
         if isinstance(fn, OpStub):
+            if fn.name == "get_block_idx":
+                self.check_block_idx(node)
             return self._op_call(get_op(fn.name), node)
         if isinstance(fn, DslBuiltin):
             if fn.name == "const":
                 return self._pl_const(node)
+            if fn.name in ("submit", "spmd_submit"):
+                return self.submit_call(node, fn.name)
             raise self.error(node, f"pl.{fn.name}(...) cannot be used as a value here")
         if fn is not None and getattr(fn, "__pypto_kernel__", False):
             return self._func_call(fn, node)
@@ -517,14 +545,16 @@ class FunctionParser:
             raise self.error(node, "pl.const(value, dtype) needs a pl dtype")
         return Const(value, ScalarType(dtype), self.source.span(node))
 
-    def _func_call(self, callee_ref, node: ast.Call):
-        if node.keywords:
-            raise self.error(node, "pass kernel arguments positionally")
+    def _func_call(self, callee_ref, node: ast.Call, arg_nodes=None):
+        if arg_nodes is None and node.keywords:
+            raise self.error(node, "pass kernel arguments positionally",
+                             hint="for deps=, call it as res, tid = pl.submit(kernel, *args, "
+                                  "deps=[...])")
         if self.func_type is not FunctionType.Orchestration:
             raise self.error(node, "kernels are called from a @pl.jit (orchestration) function")
         if self.in_scope:
             raise self.error(node, "call kernels outside `pl.at`: each kernel call is its own task")
-        args = [self.expr(a) for a in node.args]
+        args = [self.expr(a) for a in (node.args if arg_nodes is None else arg_nodes)]
         span = self.source.span(node)
         callee = self.resolve_callee(callee_ref, args, span)
         if len(args) != len(callee.params):
@@ -536,7 +566,7 @@ class FunctionParser:
                                  f"{_describe(p.var.type)}, got {_describe(arg.type)}",
                                  cls=TypeCheckError)
         rtype = callee.returns[0] if len(callee.returns) == 1 else TupleType(tuple(callee.returns))
-        return FuncCall(callee.name, tuple(args), rtype, span)
+        return FuncCall(callee.name, tuple(args), rtype, span, manual=self.manual)
 
     def _op_call(self, op: OpDef, node: ast.Call):
         names = [p.name for p in op.params]
@@ -560,7 +590,10 @@ class FunctionParser:
                 attrs[p.name] = p.default
                 continue
             arg = bound[p.name]
-            if p.kind == "value":
+            if p.kind == "value" and p.default is None and isinstance(arg, ast.Constant) \
+                    and arg.value is None:
+                attrs[p.name] = None  # an optional operand spelled out as None
+            elif p.kind == "value":
                 operands.append(self.expr(arg))
             elif p.kind == "index_list":
                 if not isinstance(arg, (ast.List, ast.Tuple)):
@@ -585,7 +618,8 @@ class FunctionParser:
         attrs = {**{p.name: p.default for p in op.attr_params}, **attrs}
         if (self.func_type is FunctionType.Orchestration and not self.in_scope
                 and op.category not in _ORCHESTRATION_OK
-                and not all(isinstance(o.type, ScalarType) for o in operands)):
+                and not (op.category == "binary" and operands
+                         and all(isinstance(o.type, ScalarType) for o in operands))):
             raise self.error(node, f"pl.{name} outside a `pl.at` block: in a @pl.jit function, "
                              "operators run on the device only inside "
                              "`with pl.at(level=pl.Level.CORE_GROUP):`",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from ..ir.dtypes import DataType
+from ..ir.errors import Span, TypeCheckError
 from ..ir.types import Direction, MemorySpace, ScalarType, TensorType, TileType
 
 
@@ -28,12 +30,24 @@ class TensorSpec:
     dtype: DataType | None
 
 
+def _annotation_error(message: str, hint: str) -> TypeCheckError:
+    """An error at the user's annotation: Python evaluates annotations where they are
+    written, so the caller's frame is the user's line."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    span = Span(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+    return TypeCheckError(message, span, hint)
+
+
 def _shape(items, what: str) -> tuple:
     if not isinstance(items, (list, tuple)):
-        raise TypeError(f"{what} shape must be a list like [16, 128], got {items!r}")
+        raise _annotation_error(f"{what} shape must be a list, got {items!r}",
+                                f"write {what}[[d0, d1, ...], dtype]")
     for d in items:
         if not isinstance(d, (int, DynamicDim)) or isinstance(d, bool):
-            raise TypeError(f"{what} dimension must be an int or pl.dynamic(...), got {d!r}")
+            raise _annotation_error(f"{what} dimension {d!r} is not an int",
+                                    "use integers or pl.dynamic(\"name\")")
     return tuple(items)
 
 
@@ -43,27 +57,41 @@ class Tensor:
 
     def __class_getitem__(cls, item):
         if not isinstance(item, tuple) or len(item) != 2:
-            raise TypeError("write pl.Tensor[[d0, d1, ...], dtype]")
+            raise _annotation_error("pl.Tensor takes a shape and a dtype",
+                                    "write pl.Tensor[[d0, d1, ...], dtype]")
         shape = _shape(item[0], "pl.Tensor")
         if not isinstance(item[1], DataType):
-            raise TypeError(f"pl.Tensor dtype must be a pl dtype such as pl.FP16, got {item[1]!r}")
+            raise _annotation_error(f"pl.Tensor dtype must be a pl dtype, got {item[1]!r}",
+                                    "write e.g. pl.Tensor[[16, 128], pl.FP16]")
         if any(isinstance(d, DynamicDim) for d in shape):
             return TensorSpec(shape, item[1])
         return TensorType(shape, item[1])
 
 
 class Tile:
-    """`pl.Tile[[r, c], dtype]` (optionally `, pl.Mem.Vec, addr`): an on-chip tile."""
+    """`pl.Tile[[r, c], dtype]`: an on-chip tile.  Optional extras follow the dtype in this
+    order: the valid region `[vr, vc]` (when smaller than the tile), the memory space
+    `pl.Mem.Vec` and its byte address, as the IR printer writes them."""
 
     def __class_getitem__(cls, item):
-        if not isinstance(item, tuple) or not 2 <= len(item) <= 4:
+        if not isinstance(item, tuple) or not 2 <= len(item) <= 5:
             raise TypeError("write pl.Tile[[rows, cols], dtype]")
         shape = _shape(item[0], "pl.Tile")
-        memory = item[2] if len(item) > 2 else None
-        addr = item[3] if len(item) > 3 else None
+        extras = list(item[2:])
+        valid = None
+        if extras and isinstance(extras[0], (list, tuple)):
+            valid = _shape(extras.pop(0), "pl.Tile valid")
+            if len(valid) != len(shape) or any(v < 0 or v > d for v, d in zip(valid, shape)):
+                raise TypeError(f"pl.Tile valid region {list(valid)} must fit in {list(shape)}")
+        memory = extras.pop(0) if extras else None
+        addr = extras.pop(0) if extras else None
+        if extras:
+            raise TypeError("write pl.Tile[[rows, cols], dtype, [valid rows, valid cols], "
+                            "memory, addr]")
         if memory is not None and not isinstance(memory, MemorySpace):
-            raise TypeError(f"pl.Tile memory space must be a pl.Mem member, got {memory!r}")
-        return TileType(shape, item[1], memory, addr)
+            raise _annotation_error(f"pl.Tile memory space must be a pl.Mem member, got "
+                                    f"{memory!r}", "write e.g. pl.Mem.Vec")
+        return TileType(shape, item[1], memory, addr, valid)
 
 
 class Scalar:
@@ -71,7 +99,8 @@ class Scalar:
 
     def __class_getitem__(cls, dtype):
         if not isinstance(dtype, DataType):
-            raise TypeError(f"pl.Scalar needs a pl dtype, got {dtype!r}")
+            raise _annotation_error(f"pl.Scalar needs a pl dtype, got {dtype!r}",
+                                    "write e.g. pl.Scalar[pl.INT64]")
         return ScalarType(dtype)
 
 

@@ -4,18 +4,24 @@ An InCore parameter that is written (`pl.store`/`pl.assemble` into it) becomes O
 or InOut when the kernel also reads it; a declared direction is only ever widened.
 An orchestration parameter passed to a callee's Out/InOut parameter is written too.
 The runtime infers task dependencies from these directions, so they must be right.
+
+An atomic-add store (`atomic=pl.AtomicType.Add`) writes without a plain read; a
+parameter written only that way is dispatched as an accumulate access (codegen
+decides that from the kernel body).  Here its dtype is checked against the backend's
+`atomic_add_dtypes`, because this is the first pass that knows the backend.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from ..ir.errors import TypeCheckError
 from ..ir.nodes import Call, FuncCall, Function, Program, Var
-from ..ir.types import Direction, FunctionType, TensorType
+from ..ir.types import AtomicType, Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
 from .manager import Pass
-from .properties import IRProperty
 from .outline_incore import WRITE_OPS
+from .properties import IRProperty
 
 
 class _Access(IRVisitor):
@@ -25,8 +31,11 @@ class _Access(IRVisitor):
         self.directions = directions
         self.written: set[str] = set()
         self.read: set[str] = set()
+        self.atomic: list[Call] = []
 
     def visit_Call(self, expr: Call) -> None:
+        if expr.op in WRITE_OPS and expr.attr("atomic", AtomicType.None_) is not AtomicType.None_:
+            self.atomic.append(expr)
         if expr.op in WRITE_OPS:
             dst_index = 0 if expr.op == "assemble" else 2
             for i, arg in enumerate(expr.args):
@@ -57,7 +66,7 @@ class _Access(IRVisitor):
 
 class DeriveCallDirections(Pass):
     name = "DeriveCallDirections"
-    produces = (IRProperty.DirectionsResolved,)
+    produces = (IRProperty.DirectionsResolved, IRProperty.AtomicDtypesLegal)
 
     def run(self, program: Program, ctx) -> Program:
         directions: dict[str, tuple[Direction, ...]] = {}
@@ -67,6 +76,8 @@ class DeriveCallDirections(Pass):
         for fn in order:
             access = _Access(directions)
             access.visit_function(fn)
+            for call in access.atomic:
+                _check_atomic_dtype(call, ctx.backend)
             params = []
             for p in fn.params:
                 if not isinstance(p.var.type, TensorType):
@@ -79,6 +90,21 @@ class DeriveCallDirections(Pass):
             directions[fn.name] = tuple(p.direction for p in params)
             derived[fn.name] = new_fn
         return program.with_functions(derived[f.name] for f in program.functions)
+
+
+def _check_atomic_dtype(call: Call, backend) -> None:
+    """Atomic-add stores exist for a backend-specific set of dtypes (BF16 only on A2/A3)."""
+    dst = call.args[2] if call.op == "store" else call.args[0]
+    dtype = dst.type.dtype
+    if dtype.name not in backend.atomic_add_dtypes:
+        raise TypeCheckError(
+            f"pl.{call.op}(..., atomic=pl.AtomicType.Add) into a {dtype.name} tensor is not "
+            f"supported on {backend.name}",
+            call.span,
+            hint=f"{backend.name} accumulates atomically in "
+                 f"{', '.join(backend.atomic_add_dtypes)}; accumulate into an FP32 tensor and "
+                 "cast afterwards",
+        )
 
 
 def _direction(declared: Direction, written: bool, read: bool) -> Direction:

@@ -1,6 +1,6 @@
 """FlattenCallExpr: name every nested operator call, so each statement does one thing.
 
-`y = pl.add(pl.exp(x), 1.0)` becomes `t_0 = pl.exp(x); y = pl.add(t_0, 1.0)`.  Later
+`y = pl.add(pl.exp(x), 1.0)` becomes `exp_0 = pl.exp(x); y = pl.add(exp_0, 1.0)`.  Later
 passes (tiling, cast legalisation, memory planning) then see one op per statement.
 """
 
@@ -43,7 +43,8 @@ class _Flattener(IRMutator):
             return replace(arg, items=tuple(self._operand(i) for i in arg.items))
         if isinstance(arg, Call) and not isinstance(arg.type, ScalarType):
             inner = self.mutate_Call(arg)
-            var = Var(self.names.fresh("t"), inner.type, arg.span)
+            # Named after the operator, so messages about the value say what it is.
+            var = Var(self.names.fresh(arg.op.rstrip("_")), inner.type, arg.span)
             self.pending.append(Assign((var,), inner, arg.span))
             return var
         if isinstance(arg, Call):

@@ -1,27 +1,34 @@
-"""InferMemorySpace: place every tile in an on-chip buffer.
+"""InferMemorySpace: place every tile in an on-chip buffer and check where operands live.
 
-Loads go where `target_memory` says; results of vector operators live in Vec.
+The operator that defines a tile decides its buffer:
+- `pl.load` and `pl.create_tile`: their `target_memory` (loads reach Vec or Mat);
+- `pl.move`: its `target_memory`, when the backend has that data path (`[tile_moves]`
+  of build_rules/backends/*.toml);
+- `pl.matmul` / `pl.matmul_acc`: Acc, reading lhs from Left, rhs from Right (and acc
+  from Acc);
+- `pl.slice`, `pl.reshape`, `pl.fillpad`, `pl.set_validshape`: their source's buffer;
+- every other operator runs on the vector unit: Vec, reading Vec tiles.
+`b = a` copies a tile within its buffer.  `pl.store` writes from Vec or Acc.  A tile in the wrong buffer is an error naming the
+operand, where it is and how to get it where it must be.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.nodes import Call
+from ..ir.errors import LoweringError
+from ..ir.nodes import Assign, Call, Var
+from ..ir.ops import get_op
 from ..ir.types import FunctionType, MemorySpace, TileType
 from .manager import FunctionPass
 from .properties import IRProperty
 from .retype import VarRetyper
 
-
-def _memory_of(stmt, var):
-    if not isinstance(var.type, TileType) or var.type.memory is not None:
-        return var.type
-    call = stmt.value
-    memory = MemorySpace.Vec
-    if isinstance(call, Call) and call.op == "load":
-        memory = call.attr("target_memory")
-    return replace(var.type, memory=memory)
+Mem = MemorySpace
+_LOAD_TARGETS = (Mem.Vec, Mem.Mat)
+_STORE_SOURCES = (Mem.Vec, Mem.Acc)
+_FROM_SOURCE = ("slice", "reshape", "fillpad", "set_validshape")
+_MATMUL_OPERANDS = {"lhs": Mem.Left, "rhs": Mem.Right, "acc": Mem.Acc}
 
 
 class InferMemorySpace(FunctionPass):
@@ -30,4 +37,113 @@ class InferMemorySpace(FunctionPass):
     applies_to = (FunctionType.InCore,)
 
     def run_function(self, fn, ctx):
-        return VarRetyper(_memory_of).mutate_function(fn)
+        return _Placer(ctx.backend).mutate_function(fn)
+
+
+class _Placer(VarRetyper):
+    """Types each tile definition with its buffer; uses follow (VarRetyper)."""
+
+    def __init__(self, backend):
+        super().__init__(lambda stmt, var: var.type)
+        self.backend = backend
+
+    def mutate_Assign(self, stmt: Assign):
+        value = self.mutate_expr(stmt.value)  # operands now carry their buffers
+        memory = None
+        if isinstance(value, Call):
+            memory = self._place(value, stmt)
+        elif isinstance(value, Var) and isinstance(value.type, TileType):
+            memory = value.type.memory  # `b = a` copies the tile within its buffer
+        targets = []
+        for t in stmt.targets:
+            var = t
+            if isinstance(t.type, TileType):
+                if memory is None:
+                    raise LoweringError(f"`{t.name}` is a tile but not defined by an operator",
+                                        stmt.span)
+                if t.type.memory not in (None, memory):
+                    raise LoweringError(
+                        f"`{t.name}` is annotated in {t.type.memory.name} but pl.{value.op} "
+                        f"puts it in {memory.name}", stmt.span,
+                        hint="drop the memory space from the annotation")
+                var = replace(t, type=replace(t.type, memory=memory))
+            self.env[var.name] = var
+            targets.append(var)
+        return replace(stmt, value=value, targets=tuple(targets))
+
+    def _place(self, call: Call, stmt) -> MemorySpace:
+        op = get_op(call.op)
+        operands = {name: arg for name, arg in op.operands(call.args, dict(call.attrs)).items()
+                    if isinstance(getattr(arg, "type", None), TileType)}
+        if call.op == "load":
+            target = call.attr("target_memory")
+            if target not in _LOAD_TARGETS:
+                raise LoweringError(
+                    f"pl.load cannot reach {target.name}: global memory is copied into Vec or Mat",
+                    stmt.span,
+                    hint="load into pl.Mem.Mat and pl.move the tile to Left / Right",
+                )
+            return target
+        if call.op == "store":
+            self._expect(call, "tile", operands["tile"], _STORE_SOURCES, stmt,
+                         "store a Vec tile, or a matmul result straight from Acc")
+            return None
+        if call.op == "create_tile":
+            target = call.attr("target_memory")
+            if target is Mem.DDR:
+                raise LoweringError("pl.create_tile makes on-chip tiles", stmt.span,
+                                    hint="use pl.create_tensor for global memory")
+            return target
+        if call.op == "move":
+            return self._move(operands["tile"], call.attr("target_memory"), stmt)
+        if op.category == "matmul":
+            for name, arg in operands.items():
+                self._expect(call, name, arg, (_MATMUL_OPERANDS[name],), stmt,
+                             _matmul_hint(name))
+            return Mem.Acc
+        if call.op in _FROM_SOURCE:
+            return next(iter(operands.values())).type.memory
+        for name, arg in operands.items():
+            self._expect(call, name, arg, (Mem.Vec,), stmt, self._to_vec_hint(arg))
+        return Mem.Vec
+
+    def _expect(self, call, name, arg, allowed, stmt, hint) -> None:
+        where = arg.type.memory
+        if where not in allowed:
+            want = " or ".join(m.name for m in allowed)
+            raise LoweringError(
+                f"pl.{call.op} reads `{name}` ({arg.name}) from {where.name if where else '?'}, "
+                f"but it must be in {want}",
+                stmt.span,
+                hint=hint,
+            )
+
+    def _move(self, tile, target: MemorySpace, stmt) -> MemorySpace:
+        source = tile.type.memory
+        legal = self.backend.tile_moves.get(source.name, ())
+        if target.name not in legal:
+            paths = ", ".join(f"{s}->{d}" for s, ds in sorted(self.backend.tile_moves.items())
+                              for d in ds)
+            raise LoweringError(
+                f"pl.move from {source.name} to {target.name} is not a data path of "
+                f"{self.backend.name}",
+                stmt.span,
+                hint=f"moves on {self.backend.name}: {paths}; otherwise pl.store the tile and "
+                     "pl.load it back",
+            )
+        return target
+
+    def _to_vec_hint(self, arg) -> str:
+        where = arg.type.memory
+        if where is not None and "Vec" in self.backend.tile_moves.get(where.name, ()):
+            return f"pl.move(`{arg.name}`, pl.Mem.Vec) first"
+        return (f"{self.backend.name} has no {where.name if where else '?'}->Vec path: "
+                "pl.store the tile to a tensor and pl.load it into Vec")
+
+
+def _matmul_hint(name: str) -> str:
+    if name == "acc":
+        return "the accumulator is the result of a pl.matmul (it lives in Acc)"
+    space = _MATMUL_OPERANDS[name].name
+    return (f"load the operand with target_memory=pl.Mem.Mat and pl.move(t, pl.Mem.{space}); "
+            "or use pl.matmul on tensors inside pl.at, which places everything itself")

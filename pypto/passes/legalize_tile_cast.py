@@ -10,17 +10,18 @@ INT32→FP32→FP16, which is exact because every |x| < 65520 is exact in FP32.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from functools import lru_cache
+from functools import cache
+from itertools import pairwise
 
 from ..ir.dtypes import DataType
-from ..ir.errors import LoweringError
+from ..ir.errors import LoweringError, Span
 from ..ir.nodes import Assign, Call, Var
+from ..ir.ops import make_call
 from ..ir.types import FunctionType, TileType
 from ..ir.visitor import IRMutator
 from .manager import FunctionPass
-from .properties import IRProperty
 from .names import NameSupply
+from .properties import IRProperty
 
 _MAX_HOPS = 4
 
@@ -47,25 +48,24 @@ def _hop_cost(a: DataType, b: DataType) -> int:
     return 2
 
 
-def _edges(native: dict) -> dict[DataType, tuple[DataType, ...]]:
+@cache
+def _graph(native_items: tuple) -> dict[DataType, tuple[DataType, ...]]:
+    """Native edges between the dtypes pypto has (hardware-only names are skipped)."""
     known = {d.name for d in DataType}
-    graph: dict[DataType, tuple[DataType, ...]] = {}
-    for src, dsts in native.items():
-        if src in known:
-            graph[DataType[src]] = tuple(DataType[d] for d in dsts if d in known)
-    return graph
+    return {DataType[src]: tuple(DataType[d] for d in dsts if d in known)
+            for src, dsts in native_items if src in known}
 
 
-@lru_cache(maxsize=None)
-def _paths(native_items: tuple) -> dict:
-    return _edges({k: v for k, v in native_items})
+def cast_path(src: DataType, dst: DataType, backend, span: Span | None = None) -> list[DataType]:
+    """The dtypes a cast from `src` to `dst` passes through, both ends included.
 
-
-def cast_path(src: DataType, dst: DataType, backend) -> list[DataType]:
-    """The dtypes a cast from `src` to `dst` passes through, both ends included."""
+    A native pair is one hop; otherwise the shortest admissible chain, ties broken by
+    hop cost, then by name.  No chain: a LoweringError at `span` naming the pair and
+    the backend.
+    """
     if src == dst:
         return [src]
-    graph = _paths(tuple(sorted((k, tuple(v)) for k, v in backend.native_casts.items())))
+    graph = _graph(tuple(sorted((k, tuple(v)) for k, v in backend.native_casts.items())))
     if dst in graph.get(src, ()):
         return [src, dst]
     best = None
@@ -77,19 +77,23 @@ def cast_path(src: DataType, dst: DataType, backend) -> list[DataType]:
                 if b in path:
                     continue
                 if b == dst:
-                    cand = path + [b]
-                    key = (sum(_hop_cost(x, y) for x, y in zip(cand, cand[1:])),
+                    cand = [*path, b]
+                    key = (sum(_hop_cost(x, y) for x, y in pairwise(cand)),
                            [d.name for d in cand])
                     if best is None or key < best[0]:
                         best = (key, cand)
                 elif _admissible(b, dst):
-                    nxt.append(path + [b])
+                    nxt.append([*path, b])
         if best is not None:
             return best[1]
         frontier = nxt
+    targets = ", ".join(d.name for d in graph.get(src, ())) or "nothing"
     raise LoweringError(
         f"no conversion from {src.name} to {dst.name} on {backend.name}: the backend has no "
         "native instruction for it and no admissible chain of native ones",
+        span,
+        hint=f"{src.name} converts natively to {targets} on {backend.name}; cast to one of "
+             "those, or choose another destination type",
     )
 
 
@@ -112,24 +116,17 @@ class _CastExpander(IRMutator):
         if not (isinstance(call, Call) and call.op == "cast" and isinstance(call.type, TileType)):
             return stmt
         (src,) = call.args
-        try:
-            path = cast_path(src.type.dtype, call.type.dtype, self.backend)
-        except LoweringError as exc:
-            raise LoweringError(exc.message, call.span, hint="cast through a type the backend "
-                                "supports, or choose another destination type") from None
+        path = cast_path(src.type.dtype, call.type.dtype, self.backend, call.span)
         if len(path) <= 2:
             return stmt
         out, current = [], src
+        mode = call.attr("mode")
         for mid in path[1:-1]:
-            var = Var(self.names.fresh(f"{stmt.targets[0].name}_{mid.name.lower()}"),
-                      TileType(src.type.shape, mid), call.span)
-            hop = replace(call, args=(current,), attrs=_with_dtype(call.attrs, mid),
-                          type=TileType(src.type.shape, mid))
+            hop = make_call("cast", current, span=call.span, dtype=mid, mode=mode)
+            var = Var(self.names.fresh(f"{stmt.targets[0].name}_{mid.name.lower()}"), hop.type,
+                      call.span)
             out.append(Assign((var,), hop, stmt.span))
             current = var
-        out.append(replace(stmt, value=replace(call, args=(current,))))
+        out.append(Assign(stmt.targets, make_call("cast", current, span=call.span,
+                                                  dtype=call.type.dtype, mode=mode), stmt.span))
         return out
-
-
-def _with_dtype(attrs: tuple, dtype: DataType) -> tuple:
-    return tuple((k, dtype if k == "dtype" else v) for k, v in attrs)

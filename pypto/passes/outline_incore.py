@@ -28,7 +28,7 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.ops import get_op
-from ..ir.types import INDEX, Direction, FunctionType, TensorType, TupleType
+from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, TensorType, TupleType
 from ..ir.visitor import defs, uses
 from .manager import Pass
 from .properties import IRProperty
@@ -59,6 +59,8 @@ def exposed_uses(stmts) -> set[str]:
             continue  # a loop may run zero times: its bindings are not certain
         if isinstance(stmt, AtScope):
             exposed |= exposed_uses(stmt.body) - defined
+            task_uses = stmt.deps + stmt.no_dep_args
+            exposed |= set(uses(list(task_uses) + ([stmt.blocks] if stmt.blocks else []))) - defined
         else:
             exposed |= set(uses(stmt)) - defined
         defined |= set(defs(stmt))
@@ -93,12 +95,14 @@ class _Outliner:
         self.taken = taken
         self.kernels: list[Function] = []
         self.counter = 0
+        self.names = set(uses(fn.body)) | set(defs(fn.body)) | {p.var.name for p in fn.params}
 
     def body(self, stmts, env: dict[str, Var], later: set[str]) -> list:
         out = []
         env = dict(env)
         for i, stmt in enumerate(stmts):
-            after = later | set(uses(stmts[i + 1:]))
+            # Needed after: what a later statement reads before it rebinds it.
+            after = later | exposed_uses(stmts[i + 1:])
             if isinstance(stmt, AtScope):
                 new = self.outline(stmt, env, after)
             elif isinstance(stmt, For):
@@ -194,14 +198,32 @@ class _Outliner:
             Assign((v,), _create_tensor(v), scope.span) for v in scratch
         ]
         call_args = tuple(env[n] for n in inputs) + tuple(scratch)
+        # An id nothing waits for is not bound (`with pl.at(...) as tid` with tid unused).
+        bound = scope.task if scope.task is not None and scope.task.name in after else None
+        task = _task_attributes(replace(scope, task=bound), inputs)
+        if task["task_id"]:
+            # The call yields its task id last: `out, tid = pl.submit(self.k, ...)`.
+            tid = bound if bound is not None else self._fresh_task_var(scope)
+            out_vars = out_vars + (tid,)
         if not out_vars:
-            stmts.append(ExprStmt(FuncCall(name, call_args, TupleType(()), scope.span), scope.span))
+            stmts.append(ExprStmt(
+                FuncCall(name, call_args, TupleType(()), scope.span, **task), scope.span))
         else:
             rtype = out_vars[0].type if len(out_vars) == 1 else TupleType(
                 tuple(v.type for v in out_vars)
             )
-            stmts.append(Assign(out_vars, FuncCall(name, call_args, rtype, scope.span), scope.span))
+            stmts.append(Assign(
+                out_vars, FuncCall(name, call_args, rtype, scope.span, **task), scope.span))
         return stmts
+
+    def _fresh_task_var(self, scope: AtScope) -> Var:
+        """A name for the id of a task whose block did not bind one (`_tid`, `_tid_1`, ...)."""
+        name, n = "_tid", 0
+        while name in self.names:
+            n += 1
+            name = f"_tid_{n}"
+        self.names.add(name)
+        return Var(name, TASK_ID, scope.span)
 
     @staticmethod
     def _final_var(body, name: str) -> Var:
@@ -211,6 +233,21 @@ class _Outliner:
             if name in d:
                 found = d[name]
         return found
+
+
+def _task_attributes(scope: AtScope, inputs: dict[str, Var]) -> dict:
+    """The FuncCall fields that carry the block's deps, no_dep_args, manual and blocks."""
+    for var in scope.no_dep_args:
+        if var.name not in inputs:
+            raise LoweringError(
+                f"no_dep_args names `{var.name}`, which this block does not use",
+                var.span or scope.span,
+                hint="list only tensors the block reads or writes",
+            )
+    task_id = bool(scope.task is not None or scope.deps or scope.no_dep_args
+                   or scope.blocks is not None)
+    return {"deps": scope.deps, "no_dep_args": scope.no_dep_args, "manual": scope.manual,
+            "blocks": scope.blocks, "task_id": task_id}
 
 
 def _create_tensor(var: Var) -> Call:

@@ -1,10 +1,17 @@
 """TensorToTile: tensor-level operators in a kernel become load / compute / store on tiles.
 
-A run of consecutive tensor-level statements is one elementwise computation over a
-shape [M, N].  It is cut into chunks [R, C] so that every tile of one chunk fits the
-backend's Vec buffer at once (R the largest divisor of M that fits; rows are split
-into column chunks only when a single row does not fit), and walked with `pl.range`.
-Tensor values that never reach a `pl.assemble` are dead and dropped.
+A run of consecutive tensor-level statements is one computation over a frame
+[M, N]: elementwise operators on [M, N] tensors, row reductions to [M, 1] and column
+reductions to [1, N], and broadcasts of such vectors back.  It is cut into chunks
+[R, C] so that every tile of one chunk fits the backend's Vec buffer at once, and the
+chunks are walked with `pl.range`:
+- R is the largest divisor of M that fits with whole rows (C = N); rows are split into
+  column chunks only when a single row does not fit;
+- a row reduction needs whole rows (C = N) and a column reduction whole columns
+  (R = M); a run with both must fit in one chunk, else the user is told to write tiles.
+A run holding `pl.matmul` is lowered whole-K instead (tensor_matmul.py).  Tensor
+slices are views: loads read through them (tensor_views.py).  Tensor values that never
+reach a `pl.assemble` are dead and dropped.
 """
 
 from __future__ import annotations
@@ -13,14 +20,20 @@ from dataclasses import replace
 
 from ..ir.errors import CapacityError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var
-from ..ir.ops import get_op
+from ..ir.ops import get_op, make_call
 from ..ir.types import INDEX, FunctionType, TensorType, TileType
-from .manager import FunctionPass
-from .properties import IRProperty
+from ..ir.visitor import IRMutator
 from .legalize_tile_cast import cast_path
+from .manager import FunctionPass
 from .names import NameSupply
+from .properties import IRProperty
+from .tensor_matmul import lower_matmul_run
+from .tensor_views import fold_views, index_add, is_view
 
-_ELEMENTWISE = ("binary", "unary", "cast")
+_VECTOR = ("binary", "unary", "cast", "select", "expands", "reduce_row", "reduce_col",
+           "expand_row", "expand_col")
+_LOWERED = _VECTOR + ("matmul",)
+_ALIGN = 32
 
 
 def _is_tensor_stmt(stmt) -> bool:
@@ -29,7 +42,7 @@ def _is_tensor_stmt(stmt) -> bool:
     call = stmt.value
     if call.op == "assemble":
         return isinstance(call.args[1].type, TensorType)
-    return get_op(call.op).category in _ELEMENTWISE and isinstance(call.type, TensorType)
+    return get_op(call.op).category in _LOWERED and isinstance(call.type, TensorType)
 
 
 class TensorToTile(FunctionPass):
@@ -39,7 +52,6 @@ class TensorToTile(FunctionPass):
 
     def run_function(self, fn, ctx):
         names = NameSupply(fn)
-        capacity = ctx.backend.capacities["Vec"]
         backend = ctx.backend
         params = {p.var.name: p.var for p in fn.params}
         body, run = [], []
@@ -47,14 +59,29 @@ class TensorToTile(FunctionPass):
             if _is_tensor_stmt(stmt):
                 run.append(stmt)
                 continue
+            if is_view(stmt):
+                body.append(stmt)  # a view moves no data: it does not end a run
+                continue
             if run:
-                body.extend(_lower_run(run, names, capacity, backend))
+                body.extend(_lower_run(run, names, backend))
                 run = []
             _reject_nested(stmt)
             body.append(_returned_params(stmt, params))
         if run:
-            body.extend(_lower_run(run, names, capacity, backend))
-        return replace(fn, body=tuple(body))
+            body.extend(_lower_run(run, names, backend))
+        return fold_views(_TileWrites().mutate_function(replace(fn, body=tuple(body))))
+
+
+class _TileWrites(IRMutator):
+    """`out[r0:r1, c0:c1] = tile` (an assemble of a tile) is a `pl.store` of the tile."""
+
+    def mutate_Call(self, expr: Call):
+        expr = super().mutate_Call(expr)
+        if expr.op == "assemble" and isinstance(expr.args[1].type, TileType):
+            dst, src, offsets = expr.args
+            return make_call("store", src, offsets, dst, span=expr.span,
+                             atomic=expr.attr("atomic"))
+        return expr
 
 
 def _reject_nested(stmt) -> None:
@@ -87,7 +114,7 @@ def _returned_params(stmt, params: dict[str, Var]):
     return replace(stmt, values=tuple(values))
 
 
-def _lower_run(run: list[Assign], names: NameSupply, capacity: int, backend) -> list:
+def _lower_run(run: list[Assign], names: NameSupply, backend) -> list:
     defined = {s.targets[0].name: s for s in run if s.value.op != "assemble"}
     writes = [s for s in run if s.value.op == "assemble"]
     # Liveness: only values that flow into a write are computed.
@@ -101,110 +128,173 @@ def _lower_run(run: list[Assign], names: NameSupply, capacity: int, backend) -> 
     computed = [s for s in run if s.value.op != "assemble" and s.targets[0].name in needed]
     if not writes:
         return []
-    shape = writes[0].value.args[1].type.shape
-    inputs: dict[str, Var] = {}
-    for stmt in computed + writes:
-        operands = stmt.value.args if stmt.value.op != "assemble" else (stmt.value.args[1],)
-        for a in operands:
-            if isinstance(a, Var) and isinstance(a.type, TensorType) and a.name not in defined:
-                inputs.setdefault(a.name, a)
-    for stmt in computed + writes:
-        t = stmt.value.args[1].type if stmt.value.op == "assemble" else stmt.value.type
-        if t.shape != shape:
-            raise LoweringError(
-                f"tensor-level operators of different shapes in one kernel "
-                f"({list(shape)} and {list(t.shape)}) are not supported yet",
-                stmt.span,
-                hint="split the work into separate pl.at blocks, or write the tile code yourself",
+    if any(get_op(s.value.op).category == "matmul" for s in computed):
+        return lower_matmul_run(computed, writes, names, backend)
+    return _VectorRun(computed, writes, names, backend).lower()
+
+
+class _VectorRun:
+    """One run of vector operators over a frame [M, N], lowered chunk by chunk."""
+
+    def __init__(self, computed: list[Assign], writes: list[Assign], names: NameSupply, backend):
+        self.computed, self.writes = computed, writes
+        self.names, self.backend = names, backend
+        defined = {s.targets[0].name for s in computed}
+        self.inputs: dict[str, Var] = {}
+        for stmt in computed + writes:
+            operands = stmt.value.args
+            if stmt.value.op == "assemble":
+                operands = (stmt.value.args[1],)
+            elif get_op(stmt.value.op).category == "expands":
+                operands = stmt.value.args[1:]  # the target gives only the shape
+            for a in operands:
+                if isinstance(a, Var) and isinstance(a.type, TensorType) and a.name not in defined:
+                    self.inputs.setdefault(a.name, a)
+        values = [s.targets[0].type for s in computed] + [v.type for v in self.inputs.values()]
+        for t in values:
+            if len(t.shape) != 2:
+                raise LoweringError(
+                    f"tensor-level operators need rank-2 tensors, got shape {list(t.shape)}",
+                    writes[0].span,
+                    hint="reshape to [rows, cols] on the host",
+                )
+        self.rows = max(t.shape[0] for t in values)
+        self.cols = max(t.shape[1] for t in values)
+        for stmt in computed + writes:
+            t = stmt.value.args[1].type if stmt.value.op == "assemble" else stmt.value.type
+            if t.shape[0] not in (self.rows, 1) or t.shape[1] not in (self.cols, 1):
+                raise LoweringError(
+                    f"tensor-level operators of unrelated shapes in one kernel ({list(t.shape)} "
+                    f"within a [{self.rows}, {self.cols}] computation) are not supported",
+                    stmt.span,
+                    hint="split the work into separate pl.at blocks, or write the tile code "
+                         "yourself",
+                )
+        categories = {get_op(s.value.op).category for s in computed}
+        self.split_rows = "reduce_col" not in categories
+        self.split_cols = "reduce_row" not in categories
+
+    # -- chunking
+
+    def _tile_shape(self, shape, r: int, c: int) -> tuple[int, int]:
+        return (r if shape[0] == self.rows else 1, c if shape[1] == self.cols else 1)
+
+    def _bytes(self, r: int, c: int) -> int:
+        """Vec bytes one chunk's tiles take (cast hops and reduction scratch included)."""
+        total = 0
+        for v in self.inputs.values():
+            total += _aligned(self._tile_shape(v.type.shape, r, c), v.type.dtype.itemsize)
+        for s in self.computed:
+            call = s.value
+            shape = self._tile_shape(call.type.shape, r, c)
+            if call.op == "cast":
+                path = cast_path(call.args[0].type.dtype, call.type.dtype, self.backend,
+                                 call.span)
+                total += sum(_aligned(shape, d.itemsize) for d in path[1:])
+                continue
+            total += _aligned(shape, call.type.dtype.itemsize)
+            if get_op(call.op).category == "reduce_row":
+                x = call.args[0].type
+                total += _aligned(self._tile_shape(x.shape, r, c), x.dtype.itemsize)
+        return total
+
+    def _chunk(self) -> tuple[int, int]:
+        capacity = self.backend.capacities["Vec"]
+        rows = _divisors(self.rows) if self.split_rows else [self.rows]
+        cols = _divisors(self.cols) if self.split_cols else [self.cols]
+        for r in rows:
+            if self._bytes(r, self.cols) <= capacity:
+                return r, self.cols
+        for c in cols:
+            if self._bytes(rows[-1], c) <= capacity:
+                return rows[-1], c
+        need = self._bytes(rows[-1], cols[-1])
+        if not (self.split_rows and self.split_cols):
+            whole = "rows" if not self.split_cols else "columns"
+            raise CapacityError(
+                f"this computation reduces whole {whole}, and one chunk of it needs {need} "
+                f"bytes of Vec, more than the {capacity} of {self.backend.name}",
+                self.writes[0].span,
+                hint="write the tile code yourself: reduce in pieces with pl.load / "
+                     "pl.row_sum / pl.add in a pl.range loop",
             )
-    if len(shape) != 2:
-        raise LoweringError(
-            f"tensor-level operators need rank-2 tensors, got shape {list(shape)}",
-            writes[0].span,
-            hint="reshape to [rows, cols] on the host",
+        raise CapacityError(
+            f"one element of every tile of this computation needs {need} bytes, more than the "
+            f"Vec buffer's {capacity}",
+            self.writes[0].span,
         )
-    rows, cols = shape
-    elem_bytes = sum(v.type.dtype.itemsize for v in inputs.values()) + sum(
-        _stmt_bytes(s.value, backend) for s in computed
-    )
-    r, c = _chunk(rows, cols, elem_bytes, capacity, writes[0])
-    row = Var(names.fresh("row"), INDEX) if r < rows else Const(0, INDEX)
-    col = Var(names.fresh("col"), INDEX) if c < cols else Const(0, INDEX)
-    tiles: dict[str, Var] = {}
-    chunk_body: list = []
-    for name, tensor in inputs.items():
-        tile = Var(names.fresh(f"{name}_tile"), TileType((r, c), tensor.type.dtype))
-        tiles[name] = tile
-        load = _call("load", (tensor, _index(row, col)), span=writes[0].span, shapes=(r, c))
-        chunk_body.append(_assign(tile, load, writes[0].span))
-    for stmt in computed:
+
+    # -- emission
+
+    def lower(self) -> list:
+        r, c = self._chunk()
+        names = self.names
+        row = Var(names.fresh("row"), INDEX) if r < self.rows else Const(0, INDEX)
+        col = Var(names.fresh("col"), INDEX) if c < self.cols else Const(0, INDEX)
+        span = self.writes[0].span
+
+        def origin(shape):
+            return ExprList((row if shape[0] == self.rows and r < self.rows else Const(0, INDEX),
+                             col if shape[1] == self.cols and c < self.cols else Const(0, INDEX)))
+
+        tiles: dict[str, Var] = {}
+        out: list = []
+        for name, tensor in self.inputs.items():
+            shape = self._tile_shape(tensor.type.shape, r, c)
+            load = make_call("load", tensor, origin(tensor.type.shape), span=span, shapes=shape)
+            tiles[name] = Var(names.fresh(f"{name}_tile"), load.type, span)
+            out.append(Assign((tiles[name],), load, span))
+        for stmt in self.computed:
+            call = stmt.value
+            out.extend(self._compute(stmt, tiles, self._tile_shape(call.type.shape, r, c)))
+        for stmt in self.writes:
+            dst, src, offsets = stmt.value.args
+            src_tile = tiles[src.name]
+            o = origin(src.type.shape)
+            window = ExprList(tuple(index_add(a, b) for a, b in zip(offsets.items, o.items)))
+            store = make_call("store", src_tile, window, dst, span=stmt.span,
+                              atomic=stmt.value.attr("atomic"))
+            out.append(Assign(stmt.targets, store, stmt.span))
+        body = tuple(out)
+        if c < self.cols:
+            body = (For(col, Const(0, INDEX), Const(self.cols, INDEX), Const(c, INDEX), body),)
+        if r < self.rows:
+            body = (For(row, Const(0, INDEX), Const(self.rows, INDEX), Const(r, INDEX), body),)
+        return list(body)
+
+    def _compute(self, stmt: Assign, tiles: dict[str, Var], shape) -> list:
         call = stmt.value
-        args = tuple(tiles.get(a.name, a) if isinstance(a, Var) else a for a in call.args)
+        op = get_op(call.op)
         attrs = dict(call.attrs)
-        tile_call = _call(call.op, args, span=call.span, **attrs)
-        tile = Var(names.fresh(f"{stmt.targets[0].name}_tile"), tile_call.type, stmt.span)
-        tiles[stmt.targets[0].name] = tile
-        chunk_body.append(_assign(tile, tile_call, stmt.span))
-    for stmt in writes:
-        dst, src, offsets = stmt.value.args
-        src_tile = tiles[src.name] if isinstance(src, Var) else src
-        off0, off1 = offsets.items
-        window = ExprList((_add(off0, row), _add(off1, col)))
-        atomic = stmt.value.attr("atomic")
-        store = _call("store", (src_tile, window, dst), span=stmt.span, atomic=atomic)
-        chunk_body.append(_assign(stmt.targets[0], store, stmt.span))
-    body = tuple(chunk_body)
-    if c < cols:
-        body = (For(col, Const(0, INDEX), Const(cols, INDEX), Const(c, INDEX), body),)
-    if r < rows:
-        body = (For(row, Const(0, INDEX), Const(rows, INDEX), Const(r, INDEX), body),)
-    return list(body)
+        operands = op.operands(call.args, attrs)
+        real_attrs = {k: v for k, v in attrs.items() if k not in operands}
+        target = stmt.targets[0].name
+        out = []
+        if op.category == "expands":
+            tile_call = make_call("full", operands["scalar"], span=call.span, shape=shape,
+                                  dtype=call.type.dtype)
+        else:
+            args = [tiles.get(a.name, a) if isinstance(a, Var) else a for a in
+                    (v for v in operands.values() if v is not None)]
+            if op.category == "reduce_row":
+                x = args[0]
+                tmp = Var(self.names.fresh(f"{target}_tmp"), x.type, call.span)
+                scratch = make_call("create_tile", span=call.span, shape=x.type.shape,
+                                    dtype=x.type.dtype)
+                out.append(Assign((tmp,), scratch, call.span))
+                args = [x, tmp]
+            tile_call = make_call(call.op, *args, span=call.span, **real_attrs)
+        tile = Var(self.names.fresh(f"{target}_tile"), tile_call.type, stmt.span)
+        tiles[target] = tile
+        out.append(Assign((tile,), tile_call, stmt.span))
+        return out
 
 
-def _stmt_bytes(call: Call, backend) -> int:
-    """Bytes per element a statement's tiles need, counting the hops LegalizeTileCast adds."""
-    if call.op != "cast":
-        return call.type.dtype.itemsize
-    path = cast_path(call.args[0].type.dtype, call.type.dtype, backend)
-    return sum(d.itemsize for d in path[1:])
+def _aligned(shape, itemsize: int) -> int:
+    n = shape[0] * shape[1] * itemsize
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
-def _chunk(rows: int, cols: int, elem_bytes: int, capacity: int, stmt) -> tuple[int, int]:
-    for r in sorted((d for d in range(1, rows + 1) if rows % d == 0), reverse=True):
-        if r * cols * elem_bytes <= capacity:
-            return r, cols
-    for c in sorted((d for d in range(1, cols + 1) if cols % d == 0), reverse=True):
-        if c * elem_bytes <= capacity:
-            return 1, c
-    raise CapacityError(
-        f"one element of every tile of this computation needs {elem_bytes} bytes, more than the "
-        f"Vec buffer's {capacity}",
-        stmt.span,
-    )
-
-
-def _index(row, col) -> ExprList:
-    return ExprList((row, col))
-
-
-def _add(a, b):
-    if isinstance(b, Const) and b.value == 0:
-        return a
-    if isinstance(a, Const) and a.value == 0:
-        return b
-    if isinstance(a, Const) and isinstance(b, Const):
-        return Const(a.value + b.value, INDEX)
-    return Call("add", (a, b), (), INDEX)
-
-
-def _call(op: str, args: tuple, span=None, **attrs) -> Call:
-    opdef = get_op(op)
-    full = {p.name: p.default for p in opdef.attr_params}
-    full.update(attrs)
-    return Call(op, args, tuple(sorted(full.items())), opdef.infer(args, full, span), span)
-
-
-def _assign(var: Var, value, span=None) -> Assign:
-    return Assign((var,), value, span)
-
+def _divisors(n: int) -> list[int]:
+    return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
 

@@ -19,10 +19,11 @@ from .manager import PassInstrument
 from .properties import IRProperty
 
 
+# AtomicDtypesLegal is established by DeriveCallDirections, which reports an illegal
+# atomic dtype to the user with file:line: the frontend may still contain one.
 FRONTEND_PROPERTIES = (
     IRProperty.TypesConsistent,
     IRProperty.DefBeforeUse,
-    IRProperty.AtomicDtypesLegal,
 )
 
 
@@ -57,6 +58,8 @@ def _types_body(body, env, functions, fn) -> None:
             env.update({k: v for k, v in inner.items() if k != stmt.var.name})
         elif isinstance(stmt, AtScope):
             _types_body(stmt.body, env, functions, fn)
+            if stmt.task is not None:  # `with pl.at(...) as tid` binds the task id
+                env[stmt.task.name] = stmt.task
         elif isinstance(stmt, Assign):
             _check_uses(stmt.value, env, stmt)
             inferred = _infer(stmt.value, functions, stmt)
@@ -136,7 +139,11 @@ def _defs_body(body, defined: set) -> None:
             _defs_body(stmt.body, inner)
             defined |= inner - {stmt.var.name}
         elif isinstance(stmt, AtScope):
+            for e in stmt.deps + stmt.no_dep_args + ((stmt.blocks,) if stmt.blocks else ()):
+                _need(e, defined, stmt)
             _defs_body(stmt.body, defined)
+            if stmt.task is not None:
+                defined |= {stmt.task.name}
         else:
             _need(stmt.value if not isinstance(stmt, Return) else stmt, defined, stmt)
             if isinstance(stmt, Assign):

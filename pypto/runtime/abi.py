@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import enum
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 """`PTO_ABI_VERSION`: the loader refuses artifacts whose manifest records another."""
 
 MAX_RANK = 4
@@ -25,11 +25,15 @@ class ArgKind(enum.IntEnum):
 
 
 class Direction(enum.IntEnum):
-    """`PtoDirection`: how a task uses a tensor argument (drives dependency inference)."""
+    """`PtoDirection`: how a task uses a tensor argument (drives dependency inference).
+
+    `ACCUM` is an atomic-add-only access: it commutes with other accumulators.
+    """
 
     IN = 0
     OUT = 1
     INOUT = 2
+    ACCUM = 3
 
     @classmethod
     def from_manifest(cls, text: str) -> Direction:
@@ -45,6 +49,13 @@ class Direction(enum.IntEnum):
     def writes(self) -> bool:
         """True when the task writes the tensor."""
         return self is not Direction.IN
+
+
+NO_DEP = 0x100
+"""`PTO_NO_DEP`: OR-ed into a direction, opts the argument out of dependency inference."""
+
+DIRECTION_MASK = 0xFF
+"""`PTO_DIRECTION_MASK`: the direction bits of `PtoArg.direction`."""
 
 
 class PtoTensor(ctypes.Structure):
@@ -72,7 +83,7 @@ class PtoArg(ctypes.Structure):
 
 
 class PtoCore(ctypes.Structure):
-    """One simulated core: pointers to its on-chip buffers and its id."""
+    """One simulated core: pointers to its on-chip buffers, its id and the running block."""
 
     _fields_ = [
         ("vec", ctypes.POINTER(ctypes.c_uint8)),
@@ -81,7 +92,15 @@ class PtoCore(ctypes.Structure):
         ("right", ctypes.POINTER(ctypes.c_uint8)),
         ("acc", ctypes.POINTER(ctypes.c_uint8)),
         ("core_id", ctypes.c_int32),
+        ("block_idx", ctypes.c_int32),
+        ("block_num", ctypes.c_int32),
     ]
+
+
+class PtoTaskIds(ctypes.Structure):
+    """Tasks `first .. first + count - 1`: what one dispatch submitted."""
+
+    _fields_ = [("first", ctypes.c_int64), ("count", ctypes.c_int64)]
 
 
 SubmitFn = ctypes.CFUNCTYPE(
@@ -95,8 +114,23 @@ SubmitFn = ctypes.CFUNCTYPE(
 )
 """`PtoRuntimeApi.submit`: (ctx, kernel_index, nargs, args, ndeps, deps) → task id or < 0."""
 
-AllocTensorFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(PtoTensor))
-"""`PtoRuntimeApi.alloc_tensor`: (ctx, tensor) → 0 on success."""
+AllocTensorFn = ctypes.CFUNCTYPE(
+    ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(PtoTensor), ctypes.c_char_p
+)
+"""`PtoRuntimeApi.alloc_tensor`: (ctx, tensor, name or NULL) → 0 on success."""
+
+DispatchFn = ctypes.CFUNCTYPE(
+    ctypes.c_int64,
+    ctypes.c_void_p,
+    ctypes.c_int32,
+    ctypes.c_int32,
+    ctypes.POINTER(PtoArg),
+    ctypes.c_int32,
+    ctypes.POINTER(PtoTaskIds),
+    ctypes.c_int64,
+)
+"""`PtoRuntimeApi.dispatch`: (ctx, kernel_index, nargs, args, ndeps, dep ranges, blocks) →
+first task id or < 0."""
 
 
 class PtoRuntimeApi(ctypes.Structure):
@@ -106,6 +140,7 @@ class PtoRuntimeApi(ctypes.Structure):
         ("ctx", ctypes.c_void_p),
         ("submit", SubmitFn),
         ("alloc_tensor", AllocTensorFn),
+        ("dispatch", DispatchFn),
     ]
 
 

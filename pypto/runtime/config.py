@@ -12,9 +12,13 @@ from pypto.platform import get_platform
 class RunConfig:
     """Options for running a kernel; see docs API.md §3.
 
-    The runtime acts on `platform`, `workers` and `schedule_seed` today; the dump,
-    dependency-graph, swimlane, race-detection and golden options are carried for
-    the components that implement them.
+    Scheduling: `workers` simulated cores run tasks concurrently (default: the
+    platform's cores, bounded by the host's); `schedule_seed=None` runs ready tasks as
+    they come, an int runs them one at a time in a seeded order (same seed, same order
+    and bits); `detect_races=True` raises `RaceError` for conflicting accesses no edge
+    orders.  DFX: `enable_dep_gen` writes `<work_dir>/dfx_outputs/deps.json`,
+    `enable_swimlane` writes `swimlane.json` there (work_dir: `$PYPTO_WORK_DIR`, else
+    the current directory; see `pypto.runtime.dfx`).
     """
 
     platform: str = "a2a3sim"

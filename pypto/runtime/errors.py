@@ -21,3 +21,32 @@ class OrchestrationError(PyptoRuntimeError):
 
 class KernelError(PyptoRuntimeError):
     """A task's kernel failed; the message names the kernel and the task id."""
+
+
+class RaceError(PyptoRuntimeError):
+    """Two tasks access overlapping bytes, at least one writes, and no edge orders them.
+
+    Raised by `RunConfig(detect_races=True)` when the conflicting task is submitted.
+    `kind` is "write-after-read", "read-after-write" or "write-after-write"; `earlier`
+    and `later` are the task ids in submission order, `writer` and `reader` the roles
+    (for a write-after-write both write: `reader` is None), `buffer` names the bytes.
+    """
+
+    def __init__(self, message: str, *, earlier: int, later: int, kind: str, buffer: str):
+        super().__init__(message)
+        self.earlier = earlier
+        self.later = later
+        self.kind = kind
+        self.buffer = buffer
+
+    @property
+    def writer(self) -> int:
+        """The task that writes (the later one, unless a read follows an unordered write)."""
+        return self.earlier if self.kind == "read-after-write" else self.later
+
+    @property
+    def reader(self) -> int | None:
+        """The task that reads, or None when both write."""
+        if self.kind == "write-after-write":
+            return None
+        return self.later if self.kind == "read-after-write" else self.earlier

@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pypto.ir import dtypes
 from pypto.runtime.abi import (
+    DIRECTION_MASK,
     MAX_RANK,
+    NO_DEP,
     AllocTensorFn,
     ArgKind,
     Direction,
+    DispatchFn,
     PtoArg,
     PtoRuntimeApi,
     SubmitFn,
 )
 from pypto.runtime.config import RunConfig
 from pypto.runtime.errors import OrchestrationError
+from pypto.runtime.golden import GoldenCheck
 from pypto.runtime.manifest import KernelSpec, ParamSpec
 from pypto.runtime.memory import (
     ITEMSIZE_BY_CODE,
@@ -31,7 +36,7 @@ from pypto.runtime.memory import (
     describe_tensor,
     tensor_arg,
 )
-from pypto.runtime.scheduler import Access, Scheduler
+from pypto.runtime.scheduler import Access, Scheduler, Task
 
 if TYPE_CHECKING:
     from pypto.runtime.loader import LoadedProgram
@@ -42,34 +47,64 @@ def default_workers(cores: int) -> int:
     return max(1, min(cores, os.cpu_count() or 1))
 
 
-class ProgramRun:
-    """One invocation: device memory, the scheduler and the services orchestration code calls."""
+def make_cores(program: LoadedProgram, workers: int | None) -> list[SimCore]:
+    """A run's simulated cores: `workers` of them, else the platform's bounded by the host's."""
+    manifest = program.manifest
+    count = workers if workers is not None else default_workers(manifest.cores)
+    return [SimCore(core_id, manifest.capacities) for core_id in range(count)]
 
-    def __init__(self, program: LoadedProgram, config: RunConfig) -> None:
+
+class ProgramRun:
+    """One invocation: device memory, the scheduler and the services orchestration code calls.
+
+    `cores` lets a `ChipWorker` reuse its simulated cores across runs; `resident` holds
+    the `data_ptr()` of the worker's resident tensors, which are bound in place instead
+    of being copied in and out.
+    """
+
+    def __init__(
+        self,
+        program: LoadedProgram,
+        config: RunConfig,
+        *,
+        cores: Sequence[SimCore] | None = None,
+        resident: Container[int] = (),
+    ) -> None:
         self.program = program
-        manifest = program.manifest
-        workers = config.workers if config.workers is not None else default_workers(manifest.cores)
+        self.config = config
         self.memory = DeviceMemory()
+        self.resident = resident
         self.scheduler = Scheduler(
-            [SimCore(core_id, manifest.capacities) for core_id in range(workers)],
+            cores if cores is not None else make_cores(program, config.workers),
             seed=config.schedule_seed,
+            detect_races=config.detect_races,
+            describe_bytes=self.memory.describe,
+            describe_access=self._describe_access,
         )
         # Exceptions cannot cross the C frames of a ctypes callback; the first one waits here.
         self._failure: BaseException | None = None
         # The callback objects must outlive the orchestrate call or C jumps into freed code.
         self._submit_fn = SubmitFn(self._submit)
         self._alloc_fn = AllocTensorFn(self._alloc_tensor)
-        self._api = PtoRuntimeApi(None, self._submit_fn, self._alloc_fn)
+        self._dispatch_fn = DispatchFn(self._dispatch)
+        self._api = PtoRuntimeApi(None, self._submit_fn, self._alloc_fn, self._dispatch_fn)
 
     def execute(self, args: Sequence[Any]) -> Any:
         """Runs the orchestration on `args` and returns the output tensor(s)."""
         manifest = self.program.manifest
         _check_arguments(manifest.entry, manifest.params, args)
+        # Inputs are compared with the golden before the run: it overwrites InOut arguments.
+        golden = GoldenCheck.start(self.config, manifest.params, args)
         params = (PtoArg * len(manifest.params))()
         buffers: dict[int, torch.Tensor] = {}
         for index, (spec, value) in enumerate(zip(manifest.params, args)):
             if spec.is_tensor:
-                buffer = self.memory.allocate(spec.dtype, spec.shape)
+                if value.data_ptr() in self.resident and value.is_contiguous():
+                    # A ChipWorker's resident tensor is device memory already: no copies.
+                    self.memory.adopt(value, spec.dtype, spec.name, "resident")
+                    tensor_arg(params[index], value, spec.dtype, spec.direction)
+                    continue
+                buffer = self.memory.allocate(spec.dtype, spec.shape, spec.name, "param")
                 if spec.direction.reads:
                     buffer.copy_(value)
                 tensor_arg(params[index], buffer, spec.dtype, spec.direction)
@@ -92,13 +127,20 @@ class ProgramRun:
                     f"{status} for {manifest.entry!r}"
                 )
             self.scheduler.wait()
-        finally:
+        except BaseException:
             # Kernels hold raw pointers into device memory: no worker may outlive this run.
             self.scheduler.close()
+            with contextlib.suppress(Exception):  # never mask the run's own failure
+                self._write_dfx_outputs()  # the graph up to a failure explains it best
+            raise
+        self.scheduler.close()
+        self._write_dfx_outputs()
 
         for index, buffer in buffers.items():
             if manifest.params[index].direction.writes:
                 args[index].copy_(buffer)
+        if golden is not None:
+            golden.finish(args)  # raises GoldenMismatchError
         outputs = tuple(args[index] for index in manifest.outputs)
         return outputs[0] if len(outputs) == 1 else outputs
 
@@ -107,12 +149,34 @@ class ProgramRun:
         if self._failure is not None:
             return -1
         try:
-            return self._submit_task(kernel_index, nargs, args, ndeps, deps)
+            if ndeps < 0:
+                raise OrchestrationError(f"submit: ndeps must be >= 0, got {ndeps}")
+            return self._submit_task(kernel_index, nargs, args, [deps[i] for i in range(ndeps)])
         except BaseException as exc:  # noqa: BLE001 - nothing may unwind through C frames
             self._failure = exc
             return -1
 
-    def _submit_task(self, kernel_index: int, nargs: int, args: Any, ndeps: int, deps: Any) -> int:
+    def _dispatch(self, ctx, kernel_index, nargs, args, ndeps, deps, blocks):
+        """`PtoRuntimeApi.dispatch`: `blocks` tasks after the dep ranges; the first id or -1."""
+        if self._failure is not None:
+            return -1
+        try:
+            if ndeps < 0:
+                raise OrchestrationError(f"dispatch: ndeps must be >= 0, got {ndeps}")
+            ids: list[int] = []
+            for i in range(ndeps):
+                first, count = deps[i].first, deps[i].count
+                if count < 0:
+                    raise OrchestrationError(f"dispatch: dependency range of {count} tasks")
+                ids.extend(range(first, first + count))
+            return self._submit_task(kernel_index, nargs, args, ids, blocks)
+        except BaseException as exc:  # noqa: BLE001 - nothing may unwind through C frames
+            self._failure = exc
+            return -1
+
+    def _submit_task(
+        self, kernel_index: int, nargs: int, args: Any, deps: list[int], blocks: int = 1
+    ) -> int:
         kernels = self.program.manifest.kernels
         if not 0 <= kernel_index < len(kernels):
             raise OrchestrationError(
@@ -120,10 +184,9 @@ class ProgramRun:
                 f"the artifact has {len(kernels)} kernels"
             )
         spec = kernels[kernel_index]
-        if nargs != len(spec.signature) or ndeps < 0:
+        if nargs != len(spec.signature):
             raise OrchestrationError(
-                f"submit: kernel {spec.name!r} takes {len(spec.signature)} arguments, got {nargs} "
-                f"(with {ndeps} deps)"
+                f"submit: kernel {spec.name!r} takes {len(spec.signature)} arguments, got {nargs}"
             )
         # The C array is only valid during this call; the task runs later.
         copied = (PtoArg * nargs)()
@@ -131,11 +194,7 @@ class ProgramRun:
             ctypes.memmove(copied, args, ctypes.sizeof(copied))
         accesses = self._accesses(spec, copied)
         return self.scheduler.submit(
-            spec.name,
-            self.program.kernels[kernel_index],
-            copied,
-            accesses,
-            [deps[i] for i in range(ndeps)],
+            spec.name, self.program.kernels[kernel_index], copied, accesses, deps, blocks
         )
 
     def _accesses(self, spec: KernelSpec, args: Any) -> list[Access]:
@@ -148,9 +207,14 @@ class ProgramRun:
             if not is_tensor:
                 continue
             tensor = arg.tensor
-            direction = _DIRECTIONS.get(arg.direction)
-            if direction is None or not 0 <= tensor.ndim <= MAX_RANK:
-                raise _invalid_arg(spec, position, f"direction {arg.direction}, ndim {tensor.ndim}")
+            flags = arg.direction
+            direction = _DIRECTIONS.get(flags & DIRECTION_MASK)
+            if (
+                direction is None
+                or flags & ~(DIRECTION_MASK | NO_DEP)
+                or not 0 <= tensor.ndim <= MAX_RANK
+            ):
+                raise _invalid_arg(spec, position, f"direction {flags:#x}, ndim {tensor.ndim}")
             if tensor.dtype not in ITEMSIZE_BY_CODE:
                 raise _invalid_arg(spec, position, f"dtype code {tensor.dtype}")
             start, end = byte_range(tensor)
@@ -160,10 +224,32 @@ class ProgramRun:
                 raise _invalid_arg(
                     spec, position, f"the view [{start:#x}, {end:#x}) lies outside device memory"
                 )
-            accesses.append(Access(start, end, direction))
+            accesses.append(Access(start, end, direction, not flags & NO_DEP, position))
         return accesses
 
-    def _alloc_tensor(self, ctx, tensor_ptr):
+    def _describe_access(self, task: Task, access: Access) -> str:
+        """`argument 0 ('x', In)`: how diagnostics name one access of a task."""
+        signature = self.program.manifest.kernels[0].signature
+        for kernel in self.program.manifest.kernels:
+            if kernel.name == task.kernel_name:
+                signature = kernel.signature
+                break
+        name = signature[access.arg].name if 0 <= access.arg < len(signature) else "?"
+        untracked = ", no dependency tracking" if not access.tracked else ""
+        return f"argument {access.arg} ({name!r}, {access.direction.name}{untracked})"
+
+    def _write_dfx_outputs(self) -> None:
+        """deps.json / swimlane.json under <work_dir>/dfx_outputs/, when the config asks."""
+        if not (self.config.enable_dep_gen or self.config.enable_swimlane):
+            return
+        from pypto.runtime import dfx
+
+        if self.config.enable_dep_gen:
+            dfx.write_deps(self)
+        if self.config.enable_swimlane:
+            dfx.write_swimlane(self)
+
+    def _alloc_tensor(self, ctx, tensor_ptr, name):
         """`PtoRuntimeApi.alloc_tensor`: a poisoned scratch buffer alive until the run ends."""
         try:
             tensor = tensor_ptr.contents
@@ -174,7 +260,8 @@ class ProgramRun:
                     f"{tensor.dtype}, shape {shape})"
                 )
             dtype = dtypes.from_code(tensor.dtype)
-            describe_tensor(tensor, self.memory.allocate(dtype, shape), dtype)
+            label = name.decode("utf-8", "replace") if name else None
+            describe_tensor(tensor, self.memory.allocate(dtype, shape, label), dtype)
             return 0
         except BaseException as exc:  # noqa: BLE001 - nothing may unwind through C frames
             if self._failure is None:

@@ -28,21 +28,9 @@ def load_artifact(path: str | os.PathLike, *, platform: str | None = None) -> Lo
     expected and what was found.  An artifact built for an NPU platform raises
     `DeviceUnavailableError`: this host has no NPU runtime.
     """
-    if platform is not None:
-        # An unknown name is the caller's mistake (ValueError), not the artifact's.
-        get_platform(platform)
     artifact_dir = Path(path)
-    manifest = Manifest.read(artifact_dir, platform=platform)
-    try:
-        target = get_platform(manifest.platform)
-    except ValueError as exc:
-        raise ArtifactError(f"{manifest.path}: {exc}") from None
-
-    binaries = [(k.file, k.sha256) for k in manifest.kernels]
-    binaries.append((manifest.orchestration_file, manifest.orchestration_sha256))
-    resolved = [_verified_binary(artifact_dir, file, sha256) for file, sha256 in binaries]
-
-    if not target.is_sim:
+    manifest, resolved = _verified(artifact_dir, platform)
+    if not get_platform(manifest.platform).is_sim:
         simulators = [n for n in PLATFORM_NAMES if get_platform(n).is_sim]
         raise DeviceUnavailableError(
             f"{artifact_dir} is built for the device platform {manifest.platform!r} "
@@ -59,6 +47,26 @@ def load_artifact(path: str | os.PathLike, *, platform: str | None = None) -> Lo
         libraries[-1], manifest.orchestration_entry, PtoOrchestrateFn, resolved[-1]
     )
     return LoadedProgram(manifest, kernels, orchestrate, libraries)
+
+
+def verify_artifact(path: str | os.PathLike, *, platform: str | None = None) -> Manifest:
+    """Runs every check `load_artifact` runs (schema, platform, ABI, each binary's sha256)
+    and returns the manifest, mapping nothing: usable for device artifacts too."""
+    return _verified(Path(path), platform)[0]
+
+
+def _verified(artifact_dir: Path, platform: str | None) -> tuple[Manifest, list[Path]]:
+    if platform is not None:
+        # An unknown name is the caller's mistake (ValueError), not the artifact's.
+        get_platform(platform)
+    manifest = Manifest.read(artifact_dir, platform=platform)
+    try:
+        get_platform(manifest.platform)
+    except ValueError as exc:
+        raise ArtifactError(f"{manifest.path}: {exc}") from None
+    binaries = [(k.file, k.sha256) for k in manifest.kernels]
+    binaries.append((manifest.orchestration_file, manifest.orchestration_sha256))
+    return manifest, [_verified_binary(artifact_dir, file, sha256) for file, sha256 in binaries]
 
 
 class LoadedProgram:

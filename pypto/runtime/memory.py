@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -70,20 +71,46 @@ def tensor_arg(arg: PtoArg, buffer: torch.Tensor, dtype: DataType, direction: Di
     describe_tensor(arg.tensor, buffer, dtype)
 
 
+@dataclass(frozen=True)
+class TensorRecord:
+    """One global-memory buffer of a run, as DFX outputs and diagnostics name it."""
+
+    tensor_id: int
+    name: str
+    origin: str  # "param" (entry parameter), "scratch" (orchestration), "resident" (ChipWorker)
+    dtype: DataType
+    shape: tuple[int, ...]
+    start: int
+    end: int
+
+    def describe(self) -> str:
+        """`x` (entry parameter, FP32 [4, 8]) and the like."""
+        what = {"param": "entry parameter", "scratch": "scratch tensor",
+                "resident": "resident tensor"}.get(self.origin, self.origin)
+        return f"`{self.name}` ({what}, {self.dtype.name} {list(self.shape)})"
+
+
 class DeviceMemory:
     """The global memory of one run: poisoned buffers that stay alive until the run ends.
 
     Kernels read and write these buffers through raw pointers from worker threads, so
     they must outlive every task; the memory also knows every buffer's address range so
-    the runtime can refuse a view that points outside all of them.
+    the runtime can refuse a view that points outside all of them, and names buffers
+    for diagnostics and dependency graphs.
     """
 
     def __init__(self) -> None:
         self.buffers: list[torch.Tensor] = []
+        self.records: list[TensorRecord] = []
+        """Every buffer in allocation order; a record's `tensor_id` is its index."""
         self._starts: list[int] = []
         self._ends: list[int] = []
+        self._by_start: list[TensorRecord] = []
 
-    def allocate(self, dtype: DataType, shape: Sequence[int]) -> torch.Tensor:
+    def allocate(
+        self, dtype: DataType, shape: Sequence[int], name: str | None = None,
+        origin: str = "scratch",
+    ) -> torch.Tensor:
         """A new contiguous buffer filled with poison: NaN for floats, 0xA5 bytes otherwise.
 
         The device hands out uninitialised memory; poison makes an output that no task
@@ -94,18 +121,50 @@ class DeviceMemory:
             buffer.fill_(float("nan"))
         else:
             buffer.reshape(-1).view(torch.uint8).fill_(POISON_BYTE)
+        self.adopt(buffer, dtype, name, origin)
+        return buffer
+
+    def adopt(
+        self, buffer: torch.Tensor, dtype: DataType, name: str | None = None,
+        origin: str = "resident",
+    ) -> TensorRecord:
+        """Registers an existing contiguous buffer (a ChipWorker's resident tensor)."""
+        start = buffer.data_ptr()
+        record = TensorRecord(
+            len(self.records), name or f"tensor{len(self.records)}", origin, dtype,
+            tuple(buffer.shape), start, start + buffer.numel() * buffer.element_size(),
+        )
         self.buffers.append(buffer)
+        self.records.append(record)
         if buffer.numel():
-            start = buffer.data_ptr()
             position = bisect_right(self._starts, start)
             self._starts.insert(position, start)
-            self._ends.insert(position, start + buffer.numel() * buffer.element_size())
-        return buffer
+            self._ends.insert(position, record.end)
+            self._by_start.insert(position, record)
+        return record
 
     def contains(self, start: int, end: int) -> bool:
         """True when bytes [start, end) lie inside one allocated buffer."""
         position = bisect_right(self._starts, start) - 1
         return position >= 0 and end <= self._ends[position]
+
+    def record_at(self, address: int) -> TensorRecord | None:
+        """The buffer holding byte `address`, if any."""
+        position = bisect_right(self._starts, address) - 1
+        if position >= 0 and address < self._ends[position]:
+            return self._by_start[position]
+        return None
+
+    def describe(self, start: int, end: int) -> str:
+        """Names the buffer holding bytes [start, end) and the elements they cover."""
+        record = self.record_at(start)
+        if record is None:
+            return f"bytes [{start:#x}, {end:#x})"
+        itemsize = record.dtype.itemsize
+        first, last = (start - record.start) // itemsize, -(-(end - record.start) // itemsize)
+        numel = (record.end - record.start) // itemsize
+        span = "" if (first, last) == (0, numel) else f" elements [{first}, {last})"
+        return f"{record.describe()}{span}"
 
 
 class SimCore:
@@ -122,9 +181,17 @@ class SimCore:
             self._storage.append(storage)
             address = -(-ctypes.addressof(storage) // ON_CHIP_ALIGNMENT) * ON_CHIP_ALIGNMENT
             pointers[space.lower()] = ctypes.cast(address, ctypes.POINTER(ctypes.c_uint8))
-        self.struct = PtoCore(core_id=core_id, **pointers)
+        self.struct = PtoCore(core_id=core_id, block_idx=0, block_num=1, **pointers)
         self.pointer = ctypes.pointer(self.struct)
         """`PtoCore *` to pass to kernels."""
+        self.block = (0, 1)
+        """(block_idx, block_num) the struct holds: the SPMD block of the running task."""
+
+    def set_block(self, block_idx: int, block_num: int) -> None:
+        """Tells the next kernel which block of its SPMD dispatch it runs."""
+        self.struct.block_idx = block_idx
+        self.struct.block_num = block_num
+        self.block = (block_idx, block_num)
 
     def __repr__(self) -> str:
         return f"SimCore({self.core_id})"

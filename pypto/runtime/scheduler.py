@@ -1,12 +1,23 @@
 """The task scheduler: infers dependencies from memory accesses and runs tasks on cores.
 
-Dependency rules (the runtime contract): per access, `In` waits on the last writer of
-every overlapping byte range (RAW); `Out` waits on it too (WAW) and becomes the writer;
-`InOut` does both.  Readers are never registered, so write-after-read is not ordered
-unless the orchestration adds an explicit dependency.  `edges` records at most one
-inferred edge per task pair (RAW when any read of the later task overlaps the earlier
-one's write, an InOut access counting as a read; WAW otherwise) plus one explicit edge
-per declared dependency, even where an inferred edge already orders the pair.
+Dependency rules (the runtime contract), per tensor access of a new task:
+- `In` waits on the last writers of every overlapping byte range (RAW);
+- `Out` waits on them too (WAW) and becomes the writer; `InOut` does both;
+- `Accum` (an atomic-add-only access) waits on the last *plain* writers (RAW) and joins
+  the range's accumulators: accumulators are not ordered against each other, and the
+  next reader or plain writer waits for all of them;
+- readers are never registered, so write-after-read is not ordered unless the
+  orchestration adds an explicit dependency;
+- an access flagged `tracked=False` (`pl.manual_scope`, `no_dep_args=`) waits for
+  nobody; a write through it joins the range's unordered writers instead of replacing
+  them, so later inferred accesses still wait for it.
+
+`edges` records at most one inferred edge per task pair (RAW when any read of the later
+task overlaps the earlier one's write, an InOut or Accum access counting as a read; WAW
+otherwise) plus one explicit edge per declared dependency, even where an inferred edge
+already orders the pair.  A dispatch of several SPMD blocks is one lookup: every block
+gets the same predecessors, the blocks are not ordered against each other, and together
+they become the writers of what they write.
 
 Two execution modes:
 - `seed=None`: one worker thread per simulated core takes ready tasks first come, first
@@ -16,7 +27,12 @@ Two execution modes:
   task on the calling thread, one at a time, each time letting `random.Random(seed)`
   pick among the ready tasks and placing the n-th task on core `n % len(cores)`.  The
   same seed gives the same order, cores and bits; another seed explores another
-  legal order.
+  legal order (another order of a race, another order of atomic accumulations).
+
+With `detect_races=True` the scheduler also keeps the reader bookkeeping the device
+cannot afford: every access is checked against the earlier accesses of overlapping
+bytes it conflicts with, and a conflict that no chain of edges orders raises
+`RaceError` at submission, naming both tasks and the buffer.
 """
 
 from __future__ import annotations
@@ -30,19 +46,26 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pypto.runtime.abi import Direction
-from pypto.runtime.errors import KernelError, OrchestrationError
+from pypto.runtime.errors import KernelError, OrchestrationError, RaceError
 from pypto.runtime.memory import SimCore
 from pypto.runtime.overlap_map import OverlapMap
 
-_IN, _OUT = Direction.IN, Direction.OUT  # module constants: enum attribute lookup is slow
+# Module constants: enum attribute lookup is slow on the per-task path.
+_IN, _OUT, _INOUT, _ACCUM = Direction.IN, Direction.OUT, Direction.INOUT, Direction.ACCUM
 
 
 class Access(NamedTuple):
-    """A task's use of device bytes [start, end) in one direction."""
+    """A task's use of device bytes [start, end) in one direction.
+
+    `tracked=False` opts the access out of inference; `arg` is the kernel argument
+    position it came from (-1 when unknown), used to name it in diagnostics.
+    """
 
     start: int
     end: int
     direction: Direction
+    tracked: bool = True
+    arg: int = -1
 
 
 class Edge(NamedTuple):
@@ -57,7 +80,7 @@ class Edge(NamedTuple):
 
 @dataclass(eq=False, slots=True)
 class Task:
-    """One dispatch of a kernel, with what the run recorded about it."""
+    """One dispatch of a kernel (one block of an SPMD dispatch), with what the run recorded."""
 
     task_id: int
     kernel_name: str
@@ -65,6 +88,10 @@ class Task:
     args: Any
     accesses: tuple[Access, ...]
     predecessors: tuple[int, ...]
+    block_idx: int = 0
+    block_num: int = 1
+    group: int = -1
+    """Id of the dispatch's first block (the task itself for a plain task)."""
     core_id: int | None = None
     """The core (and worker) that ran the task."""
     start_ns: int | None = None
@@ -73,16 +100,58 @@ class Task:
     """`time.perf_counter_ns()` when the kernel returned."""
 
 
+# An OverlapMap entry is a task id (the one plain last writer: the common case, kept
+# cheap) or a pair (plain writers, accumulators) of *chains*: None or (id, chain).
+# Chains are immutable, so entries split by a partial overwrite share them safely, and
+# adding a writer to a set of thousands is O(1) instead of a tuple copy.
+
+
+def _chain(ids, rest=None):
+    """`rest` with `ids` added in front."""
+    for i in ids:
+        rest = (i, rest)
+    return rest
+
+
+def _ids(chain):
+    """The ids of a chain."""
+    while chain is not None:
+        yield chain[0]
+        chain = chain[1]
+
+
+def _plain(entry):
+    """The chain of plain (non-accumulating) last writers of an OverlapMap entry."""
+    if entry is None:
+        return None
+    return (entry, None) if type(entry) is int else entry[0]
+
+
+def _accumulators(entry):
+    """The chain of accumulators since the last plain write of an OverlapMap entry."""
+    return None if entry is None or type(entry) is int else entry[1]
+
+
 class Scheduler:
     """Orders and runs the tasks of one run: `start`, `submit`..., `wait`, and always `close`."""
 
-    def __init__(self, cores: Sequence[SimCore], *, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        cores: Sequence[SimCore],
+        *,
+        seed: int | None = None,
+        detect_races: bool = False,
+        describe_bytes: Callable[[int, int], str] | None = None,
+        describe_access: Callable[[Task, Access], str] | None = None,
+    ) -> None:
         if not cores:
             raise ValueError("a scheduler needs at least one core")
         self.cores = tuple(cores)
         self.seed = seed
         self.tasks: list[Task] = []
         self.edges: list[Edge] = []
+        self.created_ns = time.perf_counter_ns()
+        """When the run began: the origin of task timings in DFX outputs."""
         self._writers = OverlapMap()
         # Per task id: unfinished predecessors, tasks waiting on it, whether it finished.
         self._pending: list[int] = []
@@ -97,6 +166,7 @@ class Scheduler:
         self._error: KernelError | None = None
         self._closing = False
         self._threads: list[threading.Thread] = []
+        self._races = _RaceDetector(self, describe_bytes, describe_access) if detect_races else None
 
     def start(self) -> None:
         """Starts one worker thread per core (FIFO mode; seeded mode runs in `wait`)."""
@@ -116,11 +186,13 @@ class Scheduler:
         args: Any,
         accesses: Iterable[Access],
         deps: Iterable[int] = (),
+        blocks: int = 1,
     ) -> int:
-        """Adds a task that calls `kernel(core_pointer, args)`; returns its id.
+        """Adds `blocks` tasks that call `kernel(core_pointer, args)`; returns the first id.
 
-        Ids count up from 0 in submission order.  `deps` are explicit predecessors and
-        must name already-submitted tasks.  Only one thread may submit.
+        Ids count up from 0 in submission order; the blocks of one call get consecutive
+        ids.  `deps` are explicit predecessors and must name already-submitted tasks.
+        Only one thread may submit.
         """
         task_id = len(self.tasks)
         explicit = sorted(set(deps))
@@ -131,18 +203,26 @@ class Scheduler:
                 f"task {task_id} ({kernel_name}) depends on task {dep}, which has not been "
                 f"submitted; a task can only depend on earlier tasks ({earlier})"
             )
+        if blocks < 0:
+            raise OrchestrationError(f"{kernel_name}: an SPMD dispatch needs blocks >= 0")
         accesses = tuple(accesses)
         overlap_map = self._writers
         raw: set[int] = set()
         waw: set[int] = set()
-        for start, end, direction in accesses:
-            found = overlap_map.writers(start, end)
-            if found:
-                (waw if direction is _OUT else raw).update(found)
-        # Writers are registered only after every lookup, so a task never waits on itself.
-        for start, end, direction in accesses:
-            if direction is not _IN:
-                overlap_map.assign(start, end, task_id)
+        for start, end, direction, tracked, _ in accesses:
+            if not tracked:
+                continue
+            for entry in overlap_map.writers(start, end):
+                if type(entry) is int:
+                    (waw if direction is _OUT else raw).add(entry)
+                elif direction is _ACCUM:
+                    raw.update(_ids(entry[0]))
+                elif direction is _OUT:
+                    waw.update(_ids(entry[0]))
+                    waw.update(_ids(entry[1]))
+                else:
+                    raw.update(_ids(entry[0]))
+                    raw.update(_ids(entry[1]))
         edges = []
         if raw or waw:
             waw -= raw
@@ -153,24 +233,52 @@ class Scheduler:
             edges += [Edge(src, task_id, "explicit", None) for src in explicit]
             raw.update(explicit)
         predecessors = tuple(sorted(raw))
-        task = Task(task_id, kernel_name, kernel, args, accesses, predecessors)
+        ids = tuple(range(task_id, task_id + blocks))
+        if self._races is not None and blocks:
+            self._races.check(task_id, kernel_name, accesses, predecessors, ids)
+        # Writers are registered only after every lookup, so a task never waits on itself.
+        if blocks:
+            self._register(accesses, ids)
+        tasks = [
+            Task(i, kernel_name, kernel, args, accesses, predecessors, i - task_id, blocks,
+                 task_id)
+            for i in ids
+        ]
+        if blocks > 1:
+            # Every block has the dispatch's predecessors; edges are per task.
+            edges = [e._replace(dst=i) for i in ids for e in edges]
 
         with self._lock:
             self.edges += edges
-            self.tasks.append(task)
-            pending = 0
-            for src in predecessors:
-                if not self._finished[src]:
-                    pending += 1
-                    self._dependents[src].append(task_id)
-            self._pending.append(pending)
-            self._dependents.append([])
-            self._finished.append(False)
-            if pending == 0:
-                self._ready.append(task_id)
-                if self._threads:
-                    self._work_available.notify()
+            for task in tasks:
+                self.tasks.append(task)
+                pending = 0
+                for src in predecessors:
+                    if not self._finished[src]:
+                        pending += 1
+                        self._dependents[src].append(task.task_id)
+                self._pending.append(pending)
+                self._dependents.append([])
+                self._finished.append(False)
+                if pending == 0:
+                    self._ready.append(task.task_id)
+                    if self._threads:
+                        self._work_available.notify()
         return task_id
+
+    def _register(self, accesses: tuple[Access, ...], ids: tuple[int, ...]) -> None:
+        """Records the dispatch's writes in the OverlapMap."""
+        overlap_map = self._writers
+        writer = ids[0] if len(ids) == 1 else (_chain(ids), None)
+        for start, end, direction, tracked, _ in accesses:
+            if direction is _IN:
+                continue
+            if direction is _ACCUM:
+                overlap_map.update(start, end, lambda e: (_plain(e), _chain(ids, _accumulators(e))))
+            elif tracked:
+                overlap_map.assign(start, end, writer)
+            else:
+                overlap_map.update(start, end, lambda e: (_chain(ids, _plain(e)), _accumulators(e)))
 
     def wait(self) -> None:
         """Returns once every submitted task has run; raises `KernelError` if one failed.
@@ -227,6 +335,8 @@ class Scheduler:
     def _execute(self, task: Task, core: SimCore) -> KernelError | None:
         """Runs one task on `core`, timing it; returns the failure instead of raising it."""
         task.core_id = core.core_id
+        if core.block != (task.block_idx, task.block_num):
+            core.set_block(task.block_idx, task.block_num)
         task.start_ns = time.perf_counter_ns()
         try:
             task.kernel(core.pointer, task.args)
@@ -255,3 +365,119 @@ class Scheduler:
             if released:
                 self._work_available.notify(released)
         self._progress.notify_all()
+
+
+_VERBS = {_IN: "reads", _OUT: "writes", _INOUT: "reads and writes", _ACCUM: "accumulates into"}
+
+
+class _RaceDetector:
+    """Finds pairs of conflicting accesses to overlapping bytes that no edge orders.
+
+    It keeps, per byte range, the writers of the current contents, the accumulators
+    since, and the readers since: what a later access must be ordered after.  Each task
+    carries the set of its ancestors as a bit set (an int), so "is ordered after" is one
+    bit test.  Only built with `detect_races=True`; the normal path never pays for it.
+    """
+
+    def __init__(self, scheduler: Scheduler, describe_bytes, describe_access) -> None:
+        self.scheduler = scheduler
+        self.history = OverlapMap()
+        self.ancestors: list[int] = []
+        self.describe_bytes = describe_bytes or (lambda s, e: f"bytes [{s:#x}, {e:#x})")
+        self.describe_access = describe_access or (lambda task, access: f"argument {access.arg}")
+
+    def check(self, first: int, kernel_name: str, accesses, predecessors, ids) -> None:
+        """Raises `RaceError` if the dispatch `ids` conflicts with an unordered access;
+        otherwise records its accesses and ancestors."""
+        ancestors = 0
+        for p in predecessors:
+            ancestors |= self.ancestors[p] | (1 << p)
+        for access in accesses:
+            start, end, direction = access.start, access.end, access.direction
+            for s, e, entry in self._entries(start, end):
+                writers, accumulators, readers = entry or (None, None, None)
+                if direction is _IN:
+                    conflicts = (writers, accumulators)
+                elif direction is _ACCUM:
+                    conflicts = (writers, readers)
+                else:
+                    conflicts = (writers, accumulators, readers)
+                for other in (i for chain in conflicts for i in _ids(chain)):
+                    if not (ancestors >> other) & 1 and other < first:
+                        self._raise(first, kernel_name, access, other, max(s, start), min(e, end))
+        for access in accesses:
+            direction = access.direction
+            if direction is _IN:
+                change = _add_reader(ids)
+            elif direction is _ACCUM:
+                change = _add_accumulator(ids)
+            else:
+                change = _replace_writers(ids)
+            self.history.update(access.start, access.end, change)
+        self.ancestors.extend(ancestors for _ in ids)
+
+    def _entries(self, start: int, end: int):
+        history = self.history
+        lo, hi = history._span(start, end)
+        return zip(history._starts[lo:hi], history._ends[lo:hi], history._writers[lo:hi])
+
+    def _raise(self, first, kernel_name, access, other, start, end) -> None:
+        tasks = self.scheduler.tasks
+        earlier = tasks[other]
+        earlier_access = next(
+            (a for a in earlier.accesses if a.start < end and start < a.end), None
+        )
+        earlier_direction = earlier_access.direction if earlier_access else _IN
+        later_writes = access.direction is not _IN
+        earlier_writes = earlier_direction is not _IN
+        if later_writes and not earlier_writes:
+            kind = "write-after-read"
+            hint = (
+                f"add deps=[<task id of {earlier.kernel_name}>] on the writer "
+                "(`with pl.at(..., deps=[reader_tid])` or `pl.submit(..., deps=[reader_tid])`); "
+                "keep the reader a plain input: promoting it to pl.InOut serializes every "
+                "reader of the buffer"
+            )
+        else:
+            kind = "read-after-write" if not later_writes else "write-after-write"
+            hint = (
+                "the runtime infers this edge unless the access is opted out "
+                "(pl.manual_scope, no_dep_args=): add deps=[<task id of "
+                f"{earlier.kernel_name}>] on the later task"
+            )
+        later = Task(first, kernel_name, None, None, (), ())
+        buffer = self.describe_bytes(start, end)
+        earlier_what = (
+            self.describe_access(earlier, earlier_access) if earlier_access else "an argument"
+        )
+        message = (
+            f"{kind} race on {buffer}: task {first} ({kernel_name}) "
+            f"{_VERBS[access.direction]} it through {self.describe_access(later, access)}, "
+            f"task {other} ({earlier.kernel_name}) {_VERBS[earlier_direction]} it through "
+            f"{earlier_what}, and no dependency orders the two; {hint}"
+        )
+        raise RaceError(message, earlier=other, later=first, kind=kind, buffer=buffer)
+
+
+# History entries are (writers, accumulators, readers), each a chain (see `_chain`).
+
+
+def _add_reader(ids: tuple[int, ...]):
+    def change(entry):
+        writers, accumulators, readers = entry or (None, None, None)
+        return writers, accumulators, _chain(ids, readers)
+
+    return change
+
+
+def _add_accumulator(ids: tuple[int, ...]):
+    def change(entry):
+        writers, accumulators, readers = entry or (None, None, None)
+        return writers, _chain(ids, accumulators), readers
+
+    return change
+
+
+def _replace_writers(ids: tuple[int, ...]):
+    writers = _chain(ids)
+    return lambda entry: (writers, None, None)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA_VERSION = "1.0"
 # Must equal PTO_ABI_VERSION in pypto/sim/include/pto/abi.h; a test holds them together.
-ABI_VERSION = 1
+ABI_VERSION = 2
 ORCHESTRATION_ENTRY = "pypto_orchestrate"
 
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -36,6 +36,7 @@ NEUTRAL_ENV_VARS: tuple[str, ...] = (
     "PYPTO_BUILD_RULES",  # where platform data is read; the data itself is keyed
     "PYPTO_TEMPLATES_DIR",  # where templates are read; their contents are keyed
     "PYPTO_VERIFY_LEVEL",  # checks the IR between passes, never changes it
+    "PYPTO_WORK_DIR",  # where a run writes dfx_outputs/; read by the runtime only
     "PATH",  # finds the compiler, whose identity is keyed
 )
 

@@ -14,6 +14,7 @@ import sys
 # subcommand → (module, one-line help)
 TOOLS: dict[str, tuple[str, str]] = {
     "platforms": ("pypto.tools.platforms", "list the platforms and their backends"),
+    "deps-viewer": ("pypto.tools.deps_viewer", "a run's task graph (deps.json): text, DOT, HTML"),
 }
 
 

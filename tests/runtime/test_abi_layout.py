@@ -12,7 +12,7 @@ from pypto.runtime import abi
 from pypto.sim import INCLUDE_DIR
 
 PROBE = Path(__file__).resolve().parent / "fixtures" / "abi_layout_probe.c"
-STRUCTS = [abi.PtoTensor, abi.PtoArg, abi.PtoCore, abi.PtoRuntimeApi]
+STRUCTS = [abi.PtoTensor, abi.PtoArg, abi.PtoCore, abi.PtoTaskIds, abi.PtoRuntimeApi]
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,8 @@ def test_constants_and_enums_match_the_header(c_layout):
         assert kind == c_layout[f"PTO_ARG_{kind.name}"]
     for direction in abi.Direction:
         assert direction == c_layout[f"PTO_{direction.name}"]
+    assert abi.NO_DEP == c_layout["PTO_NO_DEP"]
+    assert abi.DIRECTION_MASK == c_layout["PTO_DIRECTION_MASK"]
 
 
 def test_dtype_codes_match_the_header(c_layout):

@@ -14,6 +14,7 @@ from pypto.runtime import (
     PyptoRuntimeError,
     load_artifact,
 )
+from pypto.runtime.abi import ABI_VERSION
 
 
 def edit_manifest(artifact: Path, edit) -> None:
@@ -82,8 +83,10 @@ def test_unknown_requested_platform_is_a_value_error(make_artifact):
 
 
 def test_wrong_abi_version_is_refused(make_artifact, no_mapping):
-    with pytest.raises(ArtifactError, match="ABI version mismatch: expected 1, found 2"):
-        load_artifact(make_artifact("pipeline", abi_version=2))
+    with pytest.raises(
+        ArtifactError, match=f"ABI version mismatch: expected {ABI_VERSION}, found {ABI_VERSION + 1}"
+    ):
+        load_artifact(make_artifact("pipeline", abi_version=ABI_VERSION + 1))
 
 
 def test_other_schema_major_version_is_refused(make_artifact, no_mapping):

@@ -29,7 +29,10 @@ SIGNATURES = {
     + [c_int],
     "sim_tstore": [c_int, c_ptr, c_int, c_ptr, c_ptr, c_i64, c_i64, c_ptr, c_i64] + [c_i32] * 4,
     "sim_tcvt_f32_f16": [c_ptr, c_i32, c_ptr, c_i32, c_i32, c_i32, c_i32, c_int],
-    "sim_tfill_f32": [c_ptr] + [c_i32] * 4 + [ctypes.c_float],
+    "sim_texpands_f32": [c_ptr] + [c_i32] * 4 + [ctypes.c_float],
+    "sim_tfillpad_f32": [c_ptr, c_ptr] + [c_i32] * 4 + [c_int],
+    "sim_reduce": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_i32, c_i32],
+    "sim_matmul": [c_int, c_ptr, c_ptr, c_ptr, c_ptr, c_i32, c_i32, c_i32, c_int, c_int],
 }
 
 

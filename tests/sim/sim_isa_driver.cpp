@@ -144,9 +144,63 @@ void sim_tcvt_f32_f16(uint16_t *dst, int32_t dcols, const float *src, int32_t sc
          RoundMode(mode));
 }
 
-// tfill of an FP32 tile's valid region.
-void sim_tfill_f32(float *dst, int32_t rows, int32_t cols, int32_t vrows, int32_t vcols, float value) {
-    tfill(tile_over<float>(dst, rows, cols, vrows, vcols), value);
+// texpands of an FP32 tile whose valid region is (vrows, vcols).
+void sim_texpands_f32(float *dst, int32_t rows, int32_t cols, int32_t vrows, int32_t vcols, float value) {
+    texpands(tile_over<float>(dst, rows, cols, vrows, vcols), value);
+}
+
+// tfillpad of an FP32 tile with valid region (vrows, vcols) into dst (which may be src).
+void sim_tfillpad_f32(float *dst, const float *src, int32_t rows, int32_t cols, int32_t vrows, int32_t vcols,
+                      int pad_kind) {
+    tfillpad(tile_over<float>(dst, rows, cols, vrows, vcols), tile_over<float>(src, rows, cols, vrows, vcols),
+             pad_of<float>(pad_kind));
+}
+
+// Reductions of a rows x cols tile: op 0 row sum, 1 row max, 2 row min (dst rows x 1),
+// 3 column sum sequential, 4 column sum tree (in tmp), 5 column max, 6 column min (dst 1 x cols).
+int sim_reduce(int dtype, int op, void *dst, const void *src, void *tmp, int32_t rows, int32_t cols) {
+    int rc = 0;
+    const int outer = with_arith_type(dtype, [&](auto z) {
+        typedef decltype(z) T;
+        Tile<T> x = tile_over<T>(src, rows, cols, rows, cols), t = tile_over<T>(tmp, rows, cols, rows, cols);
+        Tile<T> rd = tile_over<T>(dst, rows, 1, rows, 1), cd = tile_over<T>(dst, 1, cols, 1, cols);
+        switch (op) {
+        case 0: trowsum(rd, x, t); break;
+        case 1: trowmax(rd, x, t); break;
+        case 2: trowmin(rd, x, t); break;
+        case 3: tcolsum(cd, x); break;
+        case 4: tcolsum(cd, x, t); break;
+        case 5: tcolmax(cd, x); break;
+        case 6: tcolmin(cd, x); break;
+        default: rc = -1;
+        }
+    });
+    return outer ? outer : rc;
+}
+
+// c (m x n) = [acc +] a @ b with a m x k (k x m when ta) and b k x n (n x k when tb).
+// kind 0: FP16 inputs -> FP32, 1: BF16 -> FP32, 2: FP32 -> FP32, 3: FP16 -> FP16, 4: INT8 -> INT32.
+int sim_matmul(int kind, void *c, const void *acc, const void *a, const void *b, int32_t m, int32_t n, int32_t k,
+               int ta, int tb) {
+    auto run = [&](auto zd, auto zt) {
+        typedef decltype(zd) D;
+        typedef decltype(zt) T;
+        Tile<D> ct = tile_over<D>(c, m, n, m, n);
+        Tile<T> at = ta ? tile_over<T>(a, k, m, k, m) : tile_over<T>(a, m, k, m, k);
+        Tile<T> bt = tb ? tile_over<T>(b, n, k, n, k) : tile_over<T>(b, k, n, k, n);
+        if (acc)
+            tmatmul_acc(ct, tile_over<D>(acc, m, n, m, n), at, bt, ta != 0, tb != 0);
+        else
+            tmatmul(ct, at, bt, ta != 0, tb != 0);
+    };
+    switch (kind) {
+    case 0: run(float(), f16()); return 0;
+    case 1: run(float(), bf16()); return 0;
+    case 2: run(float(), float()); return 0;
+    case 3: run(f16(), f16()); return 0;
+    case 4: run(int32_t(), int8_t()); return 0;
+    default: return -1;
+    }
 }
 
 }  // extern "C"

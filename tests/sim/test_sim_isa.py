@@ -281,34 +281,39 @@ def test_tstore_writes_only_the_valid_region(sim):
     np.testing.assert_array_equal(dst, want)
 
 
-def test_in_place_binary_on_a_valid_region(sim):
+def test_binary_computes_the_padding_too_and_may_run_in_place(sim):
     rng = np.random.default_rng(15)
     a, b = random_half(rng, torch.float16), random_half(rng, torch.float16)
-    ta, tb = from_bits(a, torch.float16).reshape(ROWS, COLS), from_bits(b, torch.float16).reshape(ROWS, COLS)
-    want = half_bits(ta).reshape(ROWS, COLS)
-    want[:50, :200] = half_bits(ta[:50, :200] + tb[:50, :200])
+    ta, tb = from_bits(a, torch.float16), from_bits(b, torch.float16)
     x = a.copy()
-    binary(sim, DT.FP16, "add", x, b, out=x, vrows=50, vcols=200)  # dst == a
-    np.testing.assert_array_equal(x.reshape(ROWS, COLS), want)
+    binary(sim, DT.FP16, "add", x, b, out=x, vrows=50, vcols=200)  # dst == a, partial region
+    np.testing.assert_array_equal(x, half_bits(ta + tb))
     y = b.copy()
     binary(sim, DT.FP16, "add", a, y, out=y)  # dst == b
     np.testing.assert_array_equal(y, half_bits(ta + tb).ravel())
 
 
-def test_tcvt_and_tfill_respect_the_valid_region(sim):
-    src = np.linspace(-70000, 70000, 4 * 10, dtype=np.float32).reshape(4, 10)
+def test_tcvt_and_texpands_write_the_whole_tile(sim):
+    src = np.linspace(-70000, 70000, 4 * 6, dtype=np.float32).reshape(4, 6)
     dst = np.full((4, 6), 0xABCD, dtype=np.uint16)
     trunc = 5
-    sim.sim_tcvt_f32_f16(ptr(dst), 6, ptr(src), 10, 4, 3, 5, trunc)
-    window = np.ascontiguousarray(src[:3, :5])
-    converted = np.empty(window.shape, dtype=np.uint16)
-    assert sim.sim_convert(DT.FP16.code, DT.FP32.code, ptr(window), ptr(converted), window.size, trunc) == 0
-    want = np.full((4, 6), 0xABCD, dtype=np.uint16)
-    want[:3, :5] = converted
-    np.testing.assert_array_equal(dst, want)
+    sim.sim_tcvt_f32_f16(ptr(dst), 6, ptr(src), 6, 4, 3, 5, trunc)
+    converted = np.empty(src.shape, dtype=np.uint16)
+    assert sim.sim_convert(DT.FP16.code, DT.FP32.code, ptr(src), ptr(converted), src.size, trunc) == 0
+    np.testing.assert_array_equal(dst, converted)
     assert converted[0, 0] == 0xFBFF  # -70000 truncates to -65504, not -inf
     fill = np.zeros((4, 6), dtype=np.float32)
-    sim.sim_tfill_f32(ptr(fill), 4, 6, 2, 3, np.float32(2.5))
-    want_fill = np.zeros((4, 6), dtype=np.float32)
-    want_fill[:2, :3] = 2.5
-    np.testing.assert_array_equal(fill, want_fill)
+    sim.sim_texpands_f32(ptr(fill), 4, 6, 2, 3, np.float32(2.5))
+    np.testing.assert_array_equal(fill, np.full((4, 6), 2.5, dtype=np.float32))
+
+
+@pytest.mark.parametrize("pad, value", [("zero", 0.0), ("max", np.inf), ("min", -np.inf)])
+def test_tfillpad_replaces_everything_outside_the_valid_region(sim, pad, value):
+    src = np.arange(4 * 6, dtype=np.float32).reshape(4, 6)
+    out = np.full_like(src, 7.0)
+    sim.sim_tfillpad_f32(ptr(out), ptr(src), 4, 6, 3, 4, PAD[pad])
+    want = np.full_like(src, value)
+    want[:3, :4] = src[:3, :4]
+    np.testing.assert_array_equal(out, want)
+    sim.sim_tfillpad_f32(ptr(src), ptr(src), 4, 6, 3, 4, PAD[pad])  # in place
+    np.testing.assert_array_equal(src, want)

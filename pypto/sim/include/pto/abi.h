@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define PTO_ABI_VERSION 1
+#define PTO_ABI_VERSION 2
 #define PTO_MAX_RANK 4
 
 /* Element type codes; pypto/ir/dtypes.py holds the same numbering. */
@@ -30,7 +30,15 @@ enum PtoDType {
 };
 
 enum PtoArgKind { PTO_ARG_TENSOR = 0, PTO_ARG_INT = 1, PTO_ARG_FLOAT = 2 };
-enum PtoDirection { PTO_IN = 0, PTO_OUT = 1, PTO_INOUT = 2 };
+/* How a task uses a tensor argument; the runtime infers dependencies from it.
+ * PTO_ACCUM: the task only atomically adds into the tensor (it commutes with other
+ * accumulators of the same bytes).  OR-ing PTO_NO_DEP into a direction opts the argument
+ * out of dependency inference (pl.manual_scope / no_dep_args=): the task waits for
+ * nobody through it, and a write through it joins the bytes' set of unordered writers,
+ * which every later inferred access waits for. */
+enum PtoDirection { PTO_IN = 0, PTO_OUT = 1, PTO_INOUT = 2, PTO_ACCUM = 3 };
+#define PTO_NO_DEP 0x100
+#define PTO_DIRECTION_MASK 0xff
 
 /* A view of global memory.  Strides are in elements. */
 typedef struct PtoTensor {
@@ -44,13 +52,14 @@ typedef struct PtoTensor {
 /* One kernel or orchestration argument. */
 typedef struct PtoArg {
     int32_t kind;      /* PtoArgKind */
-    int32_t direction; /* PtoDirection; meaningful for tensors only */
+    int32_t direction; /* PtoDirection, maybe | PTO_NO_DEP; meaningful for tensors only */
     PtoTensor tensor;
     int64_t i;
     double f;
 } PtoArg;
 
-/* One simulated core: its on-chip buffers, each of the backend's capacity. */
+/* One simulated core: its on-chip buffers, each of the backend's capacity, and the
+ * block of the SPMD dispatch the running task is (block 0 of 1 for a plain task). */
 typedef struct PtoCore {
     uint8_t *vec;
     uint8_t *mat;
@@ -58,7 +67,15 @@ typedef struct PtoCore {
     uint8_t *right;
     uint8_t *acc;
     int32_t core_id;
+    int32_t block_idx;
+    int32_t block_num;
 } PtoCore;
+
+/* Tasks first .. first + count - 1: what one dispatch submitted (a task id). */
+typedef struct PtoTaskIds {
+    int64_t first;
+    int64_t count;
+} PtoTaskIds;
 
 /* Exported by each kernel shared object under the kernel's name. */
 typedef void (*PtoKernelFn)(PtoCore *core, const PtoArg *args);
@@ -71,8 +88,16 @@ typedef struct PtoRuntimeApi {
     int64_t (*submit)(void *ctx, int32_t kernel_index, int32_t nargs, const PtoArg *args,
                       int32_t ndeps, const int64_t *deps);
     /* Allocates a scratch tensor of t->dtype / t->shape / t->ndim; fills
-     * t->data and row-major t->stride.  Returns 0 on success. */
-    int32_t (*alloc_tensor)(void *ctx, PtoTensor *t);
+     * t->data and row-major t->stride.  `name` (may be null) labels it in
+     * diagnostics and dependency graphs.  Returns 0 on success. */
+    int32_t (*alloc_tensor)(void *ctx, PtoTensor *t, const char *name);
+    /* Dispatches kernel `kernel_index` as `blocks` tasks with consecutive ids, one
+     * per SPMD block (block b runs with core->block_idx == b), all ordered after
+     * every task of the `ndeps` ranges in `deps` and after what inference finds;
+     * blocks of one dispatch are not ordered against each other.  Returns the
+     * first id, or a negative value when the runtime refused the dispatch. */
+    int64_t (*dispatch)(void *ctx, int32_t kernel_index, int32_t nargs, const PtoArg *args,
+                        int32_t ndeps, const PtoTaskIds *deps, int64_t blocks);
 } PtoRuntimeApi;
 
 /* Exported by the orchestration shared object:

@@ -2,8 +2,16 @@
  * The simulator's model of the PTO tile ISA: tiles (views on a core's on-chip
  * buffer) and the tile instructions generated kernels call.
  *
- * Every instruction acts on the valid region of its destination and leaves the
- * rest of the tile as it was; a destination may alias a source tile.
+ * Tiles and valid regions:
+ *  - A tile is rows x cols elements, row-major; (vrows, vcols) is its valid region,
+ *    anchored at the origin.  The valid region is metadata: tload reads only it from
+ *    global memory and fills the rest with the pad value, tstore writes only it,
+ *    tfillpad overwrites everything outside it.  Every other instruction computes the
+ *    whole tile, padding included, as the vector unit works on whole tiles: padding
+ *    flows through arithmetic and takes part in reductions (pypto's numerics contract;
+ *    see docs/numerics.md).  Generated code sets the metadata from the IR tile type.
+ *  - A destination may alias a source tile of the same shape; each element is read
+ *    before it is written (ttrans of a square tile in place swaps).
  *
  * Numerics:
  *  - float tiles compute in float (expf, logf, sqrtf; rsqrt = 1/sqrtf, recip = 1/x).
@@ -15,7 +23,9 @@
  *  - Integer tiles wrap (two's complement) on add/sub/mul/neg/abs; div truncates
  *    toward zero and x / 0 gives 0.  Math functions (exp, log, ...) exist for
  *    float-like tiles only.
- *  - max/min propagate NaN, as torch.maximum/minimum do.
+ *  - max/min propagate NaN, as torch.maximum/minimum do; comparisons with NaN are
+ *    false except NE.
+ *  - Reductions (reduce.hpp) and matmul (matmul.hpp) document their order there.
  * Math goes through GCC builtins (libm's expf, logf, sqrtf) rather than <math.h>,
  * which alone would double a kernel's compile time.
  */
@@ -42,6 +52,9 @@ inline Tile<T> make_tile(uint8_t *base, int64_t byte_addr, int32_t rows, int32_t
     Tile<T> t = {reinterpret_cast<T *>(base + byte_addr), rows, cols, vrows, vcols};
     return t;
 }
+
+/* Comparison of pl.cmp (cmp_type codes 0..5, in this order). */
+enum class CmpMode : int { EQ = 0, NE = 1, LT = 2, LE = 3, GT = 4, GE = 5 };
 
 /* Pad values: 0; +inf; -inf.  Converting +-inf saturates where there is no
  * infinity: +-448 for FP8E4M3FN, the integer range's ends; bool max is true, min false. */
@@ -118,6 +131,22 @@ struct OpRelu {
     static float f(float a) { return (a > 0.0f || a != a) ? a : 0.0f; }
     template <class I> static I i(I a) { return a > I(0) ? a : I(0); }
 };
+// Bitwise operators exist for integer tiles only (no float member).
+struct OpAnd { template <class I> static I i(I a, I b) { return I(a & b); } };
+struct OpOr { template <class I> static I i(I a, I b) { return I(a | b); } };
+struct OpXor { template <class I> static I i(I a, I b) { return I(a ^ b); } };
+struct OpNot { template <class I> static I i(I a) { return I(~a); } };
+struct OpShl {
+    template <class I> static I i(I a, I n) {
+        return (n < I(0) || int64_t(n) >= int64_t(8 * sizeof(I))) ? I(0) : I(uint64_t(a) << int(n));
+    }
+};
+struct OpShr {
+    template <class I> static I i(I a, I n) {
+        if (n < I(0) || int64_t(n) >= int64_t(8 * sizeof(I))) return a < I(0) ? I(-1) : I(0);
+        return I(a >> int(n));
+    }
+};
 
 template <class Op, class T> inline T elem(T a, T b) {
     if constexpr (Num<T>::is_float) {
@@ -140,34 +169,59 @@ template <class Op, class T> inline T elem_float_only(T a) {
     return Num<T>::store(Op::f(Num<T>::load(a)));
 }
 
-// Applies f(row, col) -> T to every valid element of dst; reading a source at the
-// same position before writing it keeps in-place use correct.
-template <class T, class F> inline void for_valid(Tile<T> dst, F f) {
-    for (int32_t r = 0; r < dst.vrows; ++r) {
+// Applies f(row, col) -> T to every element of dst (padding included); reading a
+// source at the same position before writing it keeps in-place use correct.
+template <class T, class F> inline void for_each(Tile<T> dst, F f) {
+    for (int32_t r = 0; r < dst.rows; ++r) {
         T *row = dst.data + int64_t(r) * dst.cols;
-        for (int32_t c = 0; c < dst.vcols; ++c) row[c] = f(r, c);
+        for (int32_t c = 0; c < dst.cols; ++c) row[c] = f(r, c);
     }
 }
 
 template <class T> inline T at(Tile<T> t, int32_t r, int32_t c) { return t.data[int64_t(r) * t.cols + c]; }
+template <class T> inline T &ref(Tile<T> t, int32_t r, int32_t c) { return t.data[int64_t(r) * t.cols + c]; }
 
 template <class Op, class T> inline void binary(Tile<T> dst, Tile<T> a, Tile<T> b) {
-    for_valid(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c), at(b, r, c)); });
+    for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c), at(b, r, c)); });
 }
 
 template <class Op, class T> inline void unary(Tile<T> dst, Tile<T> a) {
-    for_valid(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c)); });
+    for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c)); });
 }
 
 template <class Op, class T> inline void unary_float(Tile<T> dst, Tile<T> a) {
-    for_valid(dst, [&](int32_t r, int32_t c) { return elem_float_only<Op>(at(a, r, c)); });
+    for_each(dst, [&](int32_t r, int32_t c) { return elem_float_only<Op>(at(a, r, c)); });
 }
 
-template <class Op, class T> inline void scalar(Tile<T> dst, Tile<T> a, double s, bool reversed) {
+template <class Op, class T, class S> inline void scalar(Tile<T> dst, Tile<T> a, S s, bool reversed) {
     const T st = convert<T>(s, RoundMode::Rint);
-    for_valid(dst, [&](int32_t r, int32_t c) {
+    for_each(dst, [&](int32_t r, int32_t c) {
         return reversed ? elem<Op>(st, at(a, r, c)) : elem<Op>(at(a, r, c), st);
     });
+}
+
+// A comparison in the element's own domain (narrow floats widen exactly).
+template <class T> inline bool compare(T a, T b, CmpMode m) {
+    if constexpr (Num<T>::is_float) {
+        const float x = Num<T>::load(a), y = Num<T>::load(b);
+        switch (m) {
+        case CmpMode::EQ: return x == y;
+        case CmpMode::NE: return x != y;
+        case CmpMode::LT: return x < y;
+        case CmpMode::LE: return x <= y;
+        case CmpMode::GT: return x > y;
+        default: return x >= y;
+        }
+    } else {
+        switch (m) {
+        case CmpMode::EQ: return a == b;
+        case CmpMode::NE: return a != b;
+        case CmpMode::LT: return a < b;
+        case CmpMode::LE: return a <= b;
+        case CmpMode::GT: return a > b;
+        default: return a >= b;
+        }
+    }
 }
 
 // Row and column strides of a global tensor viewed as 2-D (rank 1 is [1, n]).
@@ -175,6 +229,13 @@ inline int64_t row_stride(const PtoTensor &t) { return t.ndim >= 2 ? t.stride[t.
 inline int64_t col_stride(const PtoTensor &t) { return t.ndim >= 1 ? t.stride[t.ndim - 1] : 1; }
 
 }  // namespace detail
+
+/* Sets a tile's valid region (metadata only; generated code calls it before the
+ * instruction that defines the tile). */
+template <class T> inline void set_valid(Tile<T> &t, int32_t vrows, int32_t vcols) {
+    t.vrows = vrows;
+    t.vcols = vcols;
+}
 
 /* Copies the window at (r0, c0) of a global tensor into dst's valid region and
  * fills the rest of the tile with pad.  The tensor is viewed through its last two
@@ -197,12 +258,64 @@ template <class T> inline void tstore(const PtoTensor &dst, int64_t r0, int64_t 
         for (int32_t c = 0; c < src.vcols; ++c) base[r * rs + c * cs] = detail::at(src, r, c);
 }
 
+namespace detail {
+
+template <int N> struct UIntOf;
+template <> struct UIntOf<1> { typedef uint8_t type; };
+template <> struct UIntOf<2> { typedef uint16_t type; };
+template <> struct UIntOf<4> { typedef uint32_t type; };
+template <> struct UIntOf<8> { typedef uint64_t type; };
+
+/* *p += v atomically.  Floats: a compare-and-swap loop on the element's bits, the sum
+ * rounded to the element type as the hardware's accumulating store does; integers wrap.
+ * Concurrent accumulators never lose an update and land in whatever order the tasks
+ * reach the element, so a split-K sum may differ in its last bits from run to run. */
+template <class T> inline void atomic_add(T *p, T v) {
+    typedef typename UIntOf<sizeof(T)>::type U;
+    U *bits = reinterpret_cast<U *>(p);
+    if constexpr (Num<T>::is_float) {
+        U expected = __atomic_load_n(bits, __ATOMIC_RELAXED);
+        for (;;) {
+            T old;
+            memcpy(&old, &expected, sizeof(T));
+            T sum = elem<OpAdd>(old, v);
+            U desired;
+            memcpy(&desired, &sum, sizeof(T));
+            if (__atomic_compare_exchange_n(bits, &expected, desired, true, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_RELAXED))
+                return;
+        }
+    } else {
+        U add;
+        memcpy(&add, &v, sizeof(T));
+        __atomic_fetch_add(bits, add, __ATOMIC_ACQ_REL);
+    }
+}
+
+}  // namespace detail
+
+/* Adds src's valid region into the window at (r0, c0) of a global tensor, element by
+ * element atomically (pl.store / pl.assemble with atomic=pl.AtomicType.Add). */
+template <class T>
+inline void tstore_atomic_add(const PtoTensor &dst, int64_t r0, int64_t c0, Tile<T> src) {
+    const int64_t rs = detail::row_stride(dst), cs = detail::col_stride(dst);
+    T *base = static_cast<T *>(dst.data) + r0 * rs + c0 * cs;
+    for (int32_t r = 0; r < src.vrows; ++r)
+        for (int32_t c = 0; c < src.vcols; ++c)
+            detail::atomic_add(base + r * rs + c * cs, detail::at(src, r, c));
+}
+
 template <class T> inline void tadd(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpAdd>(d, a, b); }
 template <class T> inline void tsub(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpSub>(d, a, b); }
 template <class T> inline void tmul(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpMul>(d, a, b); }
 template <class T> inline void tdiv(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpDiv>(d, a, b); }
 template <class T> inline void tmax(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpMax>(d, a, b); }
 template <class T> inline void tmin(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpMin>(d, a, b); }
+template <class T> inline void tand(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpAnd>(d, a, b); }
+template <class T> inline void tor(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpOr>(d, a, b); }
+template <class T> inline void txor(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpXor>(d, a, b); }
+template <class T> inline void tshl(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpShl>(d, a, b); }
+template <class T> inline void tshr(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpShr>(d, a, b); }
 
 template <class T> inline void texp(Tile<T> d, Tile<T> a) { detail::unary_float<detail::OpExp>(d, a); }
 template <class T> inline void tlog(Tile<T> d, Tile<T> a) { detail::unary_float<detail::OpLog>(d, a); }
@@ -212,26 +325,100 @@ template <class T> inline void trecip(Tile<T> d, Tile<T> a) { detail::unary_floa
 template <class T> inline void tneg(Tile<T> d, Tile<T> a) { detail::unary<detail::OpNeg>(d, a); }
 template <class T> inline void tabs(Tile<T> d, Tile<T> a) { detail::unary<detail::OpAbs>(d, a); }
 template <class T> inline void trelu(Tile<T> d, Tile<T> a) { detail::unary<detail::OpRelu>(d, a); }
+template <class T> inline void tnot(Tile<T> d, Tile<T> a) { detail::unary<detail::OpNot>(d, a); }
 
-template <class T> inline void tadds(Tile<T> d, Tile<T> a, double s) { detail::scalar<detail::OpAdd>(d, a, s, false); }
-template <class T> inline void tsubs(Tile<T> d, Tile<T> a, double s) { detail::scalar<detail::OpSub>(d, a, s, false); }
-template <class T> inline void tmuls(Tile<T> d, Tile<T> a, double s) { detail::scalar<detail::OpMul>(d, a, s, false); }
-template <class T> inline void tdivs(Tile<T> d, Tile<T> a, double s) { detail::scalar<detail::OpDiv>(d, a, s, false); }
-template <class T> inline void tmaxs(Tile<T> d, Tile<T> a, double s) { detail::scalar<detail::OpMax>(d, a, s, false); }
-template <class T> inline void tmins(Tile<T> d, Tile<T> a, double s) { detail::scalar<detail::OpMin>(d, a, s, false); }
+/* Scalar forms: the scalar (int64_t or double) is rounded to the element type first. */
+template <class T, class S> inline void tadds(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpAdd>(d, a, s, false); }
+template <class T, class S> inline void tsubs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpSub>(d, a, s, false); }
+template <class T, class S> inline void tmuls(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpMul>(d, a, s, false); }
+template <class T, class S> inline void tdivs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpDiv>(d, a, s, false); }
+template <class T, class S> inline void tmaxs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpMax>(d, a, s, false); }
+template <class T, class S> inline void tmins(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpMin>(d, a, s, false); }
+template <class T, class S> inline void tands(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpAnd>(d, a, s, false); }
+template <class T, class S> inline void tors(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpOr>(d, a, s, false); }
+template <class T, class S> inline void txors(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpXor>(d, a, s, false); }
+template <class T, class S> inline void tshls(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpShl>(d, a, s, false); }
+template <class T, class S> inline void tshrs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpShr>(d, a, s, false); }
 /* Reversed scalar forms: s - a and s / a. */
-template <class T> inline void trsubs(Tile<T> d, Tile<T> a, double s) { detail::scalar<detail::OpSub>(d, a, s, true); }
-template <class T> inline void trdivs(Tile<T> d, Tile<T> a, double s) { detail::scalar<detail::OpDiv>(d, a, s, true); }
+template <class T, class S> inline void trsubs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpSub>(d, a, s, true); }
+template <class T, class S> inline void trdivs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpDiv>(d, a, s, true); }
 
-/* Element-wise convert<D, S> over dst's valid region: one hardware hop. */
-template <class D, class S> inline void tcvt(Tile<D> dst, Tile<S> src, RoundMode m) {
-    detail::for_valid(dst, [&](int32_t r, int32_t c) { return convert<D>(detail::at(src, r, c), m); });
+/* Comparisons into a BOOL mask tile, and selection by such a mask. */
+template <class T> inline void tcmp(Tile<bool> d, Tile<T> a, Tile<T> b, CmpMode m) {
+    detail::for_each(d, [&](int32_t r, int32_t c) { return detail::compare(detail::at(a, r, c), detail::at(b, r, c), m); });
+}
+template <class T, class S> inline void tcmps(Tile<bool> d, Tile<T> a, S s, CmpMode m) {
+    const T st = convert<T>(s, RoundMode::Rint);
+    detail::for_each(d, [&](int32_t r, int32_t c) { return detail::compare(detail::at(a, r, c), st, m); });
+}
+template <class T> inline void tsel(Tile<T> d, Tile<bool> mask, Tile<T> a, Tile<T> b) {
+    detail::for_each(d, [&](int32_t r, int32_t c) { return detail::at(mask, r, c) ? detail::at(a, r, c) : detail::at(b, r, c); });
 }
 
-template <class T> inline void tfill(Tile<T> dst, T value) {
-    detail::for_valid(dst, [&](int32_t, int32_t) { return value; });
+namespace detail {
+// Out of line, once per type pair: a kernel with many casts compiles ~3x faster.
+template <class D, class S> __attribute__((noinline)) void convert_n(D *dst, const S *src, int64_t n, RoundMode m) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = convert<D>(src[i], m);
+}
+}  // namespace detail
+
+/* Element-wise convert<D, S> of every element (same shape): one hardware hop. */
+template <class D, class S> inline void tcvt(Tile<D> dst, Tile<S> src, RoundMode m) {
+    detail::convert_n(dst.data, src.data, int64_t(dst.rows) * dst.cols, m);
+}
+
+/* Every element set to s (rounded once to the element type). */
+template <class T, class S> inline void texpands(Tile<T> dst, S s) {
+    const T value = convert<T>(s, RoundMode::Rint);
+    detail::for_each(dst, [&](int32_t, int32_t) { return value; });
+}
+
+/* dst = src inside src's valid region, pad elsewhere (dst may be src). */
+template <class T> inline void tfillpad(Tile<T> dst, Tile<T> src, T pad) {
+    detail::for_each(dst, [&](int32_t r, int32_t c) {
+        return (r < src.vrows && c < src.vcols) ? detail::at(src, r, c) : pad;
+    });
+}
+
+/* Copies a tile into another of the same shape (any two buffers: TMOV). */
+template <class T> inline void tmov(Tile<T> dst, Tile<T> src) {
+    detail::for_each(dst, [&](int32_t r, int32_t c) { return detail::at(src, r, c); });
+}
+
+/* dst = the dst-shaped window of src at (r0, c0) (TEXTRACT). */
+template <class T> inline void textract(Tile<T> dst, Tile<T> src, int64_t r0, int64_t c0) {
+    detail::for_each(dst, [&](int32_t r, int32_t c) { return detail::at(src, int32_t(r0 + r), int32_t(c0 + c)); });
+}
+
+/* The same row-major elements under dst's shape. */
+template <class T> inline void treshape(Tile<T> dst, Tile<T> src) {
+    const int64_t n = int64_t(dst.rows) * dst.cols;
+    if (dst.data != src.data)
+        for (int64_t i = 0; i < n; ++i) dst.data[i] = src.data[i];
+}
+
+/* dst[c][r] = src[r][c]; a square tile transposes in place. */
+template <class T> inline void ttrans(Tile<T> dst, Tile<T> src) {
+    if (dst.data == src.data) {
+        for (int32_t r = 0; r < src.rows; ++r)
+            for (int32_t c = r + 1; c < src.cols; ++c) {
+                const T x = detail::at(src, r, c);
+                detail::ref(src, r, c) = detail::at(src, c, r);
+                detail::ref(src, c, r) = x;
+            }
+        return;
+    }
+    detail::for_each(dst, [&](int32_t r, int32_t c) { return detail::at(src, c, r); });
+}
+
+/* [R, Ca] and [R, Cb] side by side. */
+template <class T> inline void tconcat(Tile<T> dst, Tile<T> a, Tile<T> b) {
+    detail::for_each(dst, [&](int32_t r, int32_t c) { return c < a.cols ? detail::at(a, r, c) : detail::at(b, r, c - a.cols); });
 }
 
 }  // namespace pto
+
+#include "reduce.hpp"
+#include "matmul.hpp"
 
 #endif /* PTO_ISA_HPP */

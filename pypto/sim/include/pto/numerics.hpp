@@ -190,7 +190,7 @@ template <class D> struct EncodeFloat {
         return F::IEEE ? sign | uint64_t((1 << F::E) - 1) << mb : largest(sign);
     }
 
-    static D from(const Exact &v, RoundMode m) {
+    __attribute__((noinline)) static D from(const Exact &v, RoundMode m) {
         const uint64_t sign = uint64_t(v.neg) << (mb + F::E);
         if (v.kind == Exact::NaN) return from_bits<D>(F::kNaN);
         if (v.kind == Exact::Inf) return from_bits<D>(infinity(sign));
@@ -219,7 +219,7 @@ template <class D> struct EncodeFloat {
 template <class D, int64_t Lo, uint64_t Hi> struct EncodeInt {
     static D saturate(bool neg) { return neg ? D(Lo) : D(Hi); }
 
-    static D from(const Exact &v, RoundMode m) {
+    __attribute__((noinline)) static D from(const Exact &v, RoundMode m) {
         if (v.kind == Exact::NaN) return D(0);
         if (v.kind == Exact::Inf) return saturate(v.neg);
         if (v.mag == 0) return D(0);

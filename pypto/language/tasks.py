@@ -1,0 +1,273 @@
+"""The task side of orchestration bodies: task scopes, task ids and explicit dependencies.
+
+- `with pl.at(level=..., name_hint=, deps=[...], no_dep_args=[...]) as tid:` — one task;
+- `with pl.spmd(n, name_hint=, deps=, no_dep_args=) as tid:` and `for i in pl.spmd(n):`
+  — one dispatch of n blocks, each reading its index with `pl.get_block_idx()`;
+- `with pl.manual_scope():` — the tasks inside infer no edges; only `deps=` orders them;
+- `res, tid = pl.submit(kernel, *args, deps=[...], no_dep_args=[...])` and
+  `res, tid = pl.spmd_submit(kernel, *args, core_num=n, ...)` — a kernel call that also
+  yields its task id (flat: the kernel's results, then the id; a kernel that returns
+  nothing gives the id alone).
+
+A task id is an orchestration value of type `pl.TaskId` whose only use is `deps=`.
+`FunctionParser` mixes this class in; it relies on the parser's `error`, `static`,
+`scalar`, `body`, `vars` and `_func_call`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from ..ir.nodes import Assign, AtScope, Const, FuncCall, Var
+from ..ir.types import INDEX, TASK_ID, FunctionType, Level, TaskIdType, TensorType, TupleType
+
+_SCOPE_KEYWORDS = {
+    "at": ("level", "name_hint", "deps", "no_dep_args"),
+    "spmd": ("name_hint", "deps", "no_dep_args"),
+}
+_SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args"), "spmd_submit": ("core_num", "deps",
+                                                                      "no_dep_args")}
+_TASK_ID_HINT = "bind one with `with pl.at(...) as tid:` or `res, tid = pl.submit(kernel, ...)`"
+
+
+class TaskSyntax:
+    """`FunctionParser` mixin: parses the statements that create tasks."""
+
+    manual = False
+    """True while parsing the body of `with pl.manual_scope():`."""
+
+    # ------------------------------------------------------------------ with-statements
+    def stmt_With(self, node: ast.With):
+        if len(node.items) > 1:
+            # `with pl.manual_scope(), pl.at(...) as t:` is the nested form on one line.
+            inner = ast.With(items=node.items[1:], body=node.body)
+            node = ast.With(items=node.items[:1], body=[ast.copy_location(inner, node)])
+            ast.copy_location(node, inner)
+        item = node.items[0]
+        call = item.context_expr
+        builtin = self._builtin_name(call.func) if isinstance(call, ast.Call) else None
+        if builtin == "manual_scope":
+            return self._manual_scope(node, item)
+        if builtin in ("at", "spmd"):
+            return self._task_scope(node, item, builtin)
+        raise self.error(node, "only `with pl.at(level=pl.Level.CORE_GROUP):`, `with "
+                         "pl.spmd(n):` and `with pl.manual_scope():` blocks are supported")
+
+    def _builtin_name(self, func: ast.AST) -> str | None:
+        from .parser import DslBuiltin  # the parser module imports this one
+
+        fn = self._callable(func)
+        return fn.name if isinstance(fn, DslBuiltin) else None
+
+    def _orchestration_only(self, node, what: str) -> None:
+        if self.func_type is not FunctionType.Orchestration:
+            raise self.error(node, f"`{what}` belongs in a @pl.jit (orchestration) function; "
+                             "an InCore function is already one kernel")
+        if self.in_scope:
+            raise self.error(node, f"`{what}` cannot be nested inside a `pl.at` or `pl.spmd` "
+                             "block: the block is already one task")
+
+    def _manual_scope(self, node: ast.With, item: ast.withitem):
+        self._orchestration_only(node, "pl.manual_scope")
+        call = item.context_expr
+        if call.args or call.keywords or item.optional_vars is not None:
+            raise self.error(node, "write `with pl.manual_scope():` (no arguments, no `as`)")
+        if self.manual:
+            raise self.error(node, "`pl.manual_scope` blocks cannot be nested; the outer one "
+                             "already turns inference off")
+        self.manual = True
+        try:
+            return list(self.body(node.body))
+        finally:
+            self.manual = False
+
+    def _task_scope(self, node: ast.With, item: ast.withitem, builtin: str):
+        self._orchestration_only(node, f"pl.{builtin}")
+        call = item.context_expr
+        options = self._scope_options(call, builtin)
+        task = None
+        if item.optional_vars is not None:
+            if not isinstance(item.optional_vars, ast.Name):
+                raise self.error(node, "bind the task id to one name: `... as tid:`")
+            task = Var(item.optional_vars.id, TASK_ID, self.source.span(item.optional_vars))
+        self.in_scope = True
+        try:
+            body = self.body(node.body)
+        finally:
+            self.in_scope = False
+        if task is not None:
+            self._rebind(task, node)  # bound after the block: it cannot wait for itself
+        return AtScope(options["level"], body, options["name_hint"], self.source.span(node),
+                       deps=options["deps"], no_dep_args=options["no_dep_args"], task=task,
+                       manual=self.manual, blocks=options["blocks"])
+
+    def _scope_options(self, call: ast.Call, builtin: str) -> dict:
+        """Level, block count, name hint, deps and no_dep_args of `pl.at(...)`/`pl.spmd(...)`."""
+        allowed = _SCOPE_KEYWORDS[builtin]
+        options = {"level": Level.CORE_GROUP, "blocks": None, "name_hint": "", "deps": (),
+                   "no_dep_args": ()}
+        if builtin == "at":
+            if call.args:
+                raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
+            options["level"] = None
+        else:
+            if len(call.args) != 1:
+                raise self.error(call, "pl.spmd takes the number of blocks: pl.spmd(n, ...)")
+            options["blocks"] = self._block_count(call.args[0])
+        for kw in call.keywords:
+            if kw.arg not in allowed:
+                hint = f"pl.{builtin} accepts {', '.join(allowed)}"
+                if kw.arg == "dumps":
+                    raise self.error(call, f"pl.{builtin}(dumps=...) (tensor dumps) is not "
+                                     "supported yet", hint="remove dumps=")
+                raise self.error(call, f"pl.{builtin}({kw.arg}=...) is not supported", hint=hint)
+            if kw.arg == "deps":
+                options["deps"] = self._task_deps(kw.value)
+            elif kw.arg == "no_dep_args":
+                options["no_dep_args"] = self._no_dep_args(kw.value)
+            elif kw.arg == "name_hint":
+                hint_value = self.static(kw.value)
+                if not isinstance(hint_value, str) or not hint_value.isidentifier():
+                    raise self.error(call, "name_hint must be an identifier string, e.g. "
+                                     "name_hint=\"stage1\"")
+                options["name_hint"] = hint_value
+            else:
+                options["level"] = self.static(kw.value)
+        if not isinstance(options["level"], Level):
+            raise self.error(call, "pl.at needs level=pl.Level.CORE_GROUP")
+        return options
+
+    def _block_count(self, node: ast.AST):
+        blocks = self.scalar(node)
+        if blocks.type != INDEX:
+            raise self.error(node, "the number of SPMD blocks must be an integer")
+        if isinstance(blocks, Const) and blocks.value < 0:
+            raise self.error(node, "the number of SPMD blocks cannot be negative")
+        return blocks
+
+    def _task_deps(self, node: ast.AST) -> tuple[Var, ...]:
+        """`deps=[t0, t1]`: task ids bound earlier in this function."""
+        if isinstance(node, ast.Constant) and node.value is None:
+            return ()
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(node, "deps= takes a list of task ids: deps=[tid, ...]",
+                             hint=_TASK_ID_HINT)
+        deps = []
+        for element in node.elts:
+            if not isinstance(element, ast.Name):
+                raise self.error(element, f"deps= entries must be task ids, not "
+                                 f"`{ast.unparse(element)}`", hint=_TASK_ID_HINT)
+            var = self.vars.get(element.id)
+            if var is None:
+                raise self.error(element, f"`{element.id}` in deps= is not a task id bound "
+                                 "before this point", hint=_TASK_ID_HINT)
+            if not isinstance(var.type, TaskIdType):
+                raise self.error(element, f"deps= entries must be task ids; `{element.id}` is "
+                                 f"{_describe_value(var.type)}", hint=_TASK_ID_HINT)
+            deps.append(Var(var.name, var.type, self.source.span(element)))
+        return tuple(deps)
+
+    def _no_dep_args(self, node: ast.AST) -> tuple[Var, ...]:
+        """`no_dep_args=[t]`: tensors of this function opted out of dependency inference."""
+        if isinstance(node, ast.Constant) and node.value is None:
+            return ()
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(node, "no_dep_args= takes a list of tensors: no_dep_args=[t, ...]")
+        names = []
+        for element in node.elts:
+            var = self.vars.get(element.id) if isinstance(element, ast.Name) else None
+            if var is None or not isinstance(var.type, TensorType):
+                raise self.error(element, f"no_dep_args= entries must be tensors of this "
+                                 f"function; `{ast.unparse(element)}` is not one")
+            names.append(Var(var.name, var.type, self.source.span(element)))
+        return tuple(names)
+
+    # ------------------------------------------------------------------ for i in pl.spmd(n)
+    def spmd_loop(self, node: ast.For):
+        """`for i in pl.spmd(n, ...):` is `with pl.spmd(n, ...):` with `i = pl.get_block_idx()`."""
+        self._orchestration_only(node, "pl.spmd")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node, "the block index must be a single name: for i in pl.spmd(n)")
+        if node.orelse:
+            raise self.error(node, "`for ... else` is not supported")
+        options = self._scope_options(node.iter, "spmd")
+        span = self.source.span(node)
+        index = Var(node.target.id, INDEX, span)
+        saved = self.vars.get(index.name)
+        self.vars[index.name] = index
+        self.in_scope = True
+        try:
+            body = self.body(node.body)
+        finally:
+            self.in_scope = False
+            if saved is not None:
+                self.vars[index.name] = saved
+            else:
+                self.vars.pop(index.name, None)
+        read_index = self._call_op("get_block_idx", [], {}, node)
+        body = (Assign((index,), read_index, span),) + tuple(body)
+        return AtScope(options["level"], body, options["name_hint"], span, deps=options["deps"],
+                       no_dep_args=options["no_dep_args"], manual=self.manual,
+                       blocks=options["blocks"])
+
+    def check_block_idx(self, node: ast.Call) -> None:
+        """`pl.get_block_idx()` reads a kernel's block index: not in the orchestration itself."""
+        if self.func_type is FunctionType.Orchestration and not self.in_scope:
+            raise self.error(node, "pl.get_block_idx() is the index of the running block of a "
+                             "kernel; call it inside `pl.spmd` / `pl.at` blocks or "
+                             "@pl.jit.incore kernels")
+
+    # ------------------------------------------------------------------ pl.submit
+    def submit_call(self, node: ast.Call, builtin: str) -> FuncCall:
+        """`pl.submit(kernel, *args, deps=, no_dep_args=)` / `pl.spmd_submit(..., core_num=)`."""
+        what = f"pl.{builtin}"
+        if self.func_type is not FunctionType.Orchestration:
+            raise self.error(node, f"{what} dispatches a task from a @pl.jit (orchestration) "
+                             "function")
+        if not node.args:
+            raise self.error(node, f"{what}(kernel, *args, ...) needs the kernel first")
+        ref_node = node.args[0]
+        if isinstance(ref_node, ast.Attribute) and isinstance(ref_node.value, ast.Name) and \
+                ref_node.value.id == "self":
+            ref = ref_node.attr
+        else:
+            ref = self._callable(ref_node)
+            if not getattr(ref, "__pypto_kernel__", False):
+                raise self.error(node, f"the first argument of {what} must be an "
+                                 "@pl.jit.incore kernel (self.<kernel> in a @pl.program)")
+        options = {"deps": (), "no_dep_args": (), "core_num": None}
+        for kw in node.keywords:
+            if kw.arg not in _SUBMIT_KEYWORDS[builtin]:
+                raise self.error(node, f"{what}({kw.arg}=...) is not supported",
+                                 hint=f"{what} accepts {', '.join(_SUBMIT_KEYWORDS[builtin])}; "
+                                 "kernel arguments are positional")
+            if kw.arg == "deps":
+                options["deps"] = self._task_deps(kw.value)
+            elif kw.arg == "no_dep_args":
+                options["no_dep_args"] = self._no_dep_args(kw.value)
+            else:
+                options["core_num"] = self._block_count(kw.value)
+        if builtin == "spmd_submit" and options["core_num"] is None:
+            raise self.error(node, "pl.spmd_submit needs core_num=<number of blocks>")
+        call = self._func_call(ref, node, node.args[1:])
+        passed = {a.name for a in call.args if isinstance(a, Var)}
+        for var in options["no_dep_args"]:
+            if var.name not in passed:
+                raise self.error(node, f"no_dep_args names `{var.name}`, which is not an "
+                                 "argument of this call")
+        results = call.type.items if isinstance(call.type, TupleType) else (call.type,)
+        rtype = TupleType(tuple(results) + (TASK_ID,)) if results else TASK_ID
+        return replace(call, type=rtype, deps=options["deps"],
+                       no_dep_args=options["no_dep_args"], blocks=options["core_num"],
+                       task_id=True)
+
+
+def _describe_value(t) -> str:
+    if isinstance(t, TensorType):
+        return f"a {t.dtype.name} tensor {list(t.shape)}"
+    dtype = getattr(t, "dtype", None)
+    return f"a {dtype.name} value" if dtype is not None else f"a {type(t).__name__}"
+
+
+__all__ = ["TaskSyntax"]

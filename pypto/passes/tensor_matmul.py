@@ -1,0 +1,127 @@
+"""Tensor-level `pl.matmul` in a kernel, lowered whole-K through the cube's buffers.
+
+`out[...] = pl.matmul(a, b)` becomes, for each [TM, TN] block of the result:
+
+    a_mat = pl.load(a, [m, 0], [TM, K], target_memory=pl.Mem.Mat)
+    b_mat = pl.load(b, [0, n], [K, TN], target_memory=pl.Mem.Mat)
+    c = pl.matmul(pl.move(a_mat, pl.Mem.Left), pl.move(b_mat, pl.Mem.Right))   # in Acc
+    out = pl.store(c, [m, n], out)
+
+walked with `pl.range` over m and n.  The whole K dimension is one block, so the
+products are accumulated in K order exactly as the tile form does.  TM and TN are the
+largest divisors of M and N whose blocks fit Left, Right, Mat and Acc together; when
+even one row and one column do not fit, K is too long and the user is told to write a
+K loop with `pl.matmul_acc`.  The matmul's result must be written straight to an
+output: fusing vector work onto it is tile-level code.
+"""
+
+from __future__ import annotations
+
+from ..ir.errors import CapacityError, LoweringError
+from ..ir.nodes import Assign, Const, ExprList, For, Var
+from ..ir.ops import get_op, make_call
+from ..ir.types import INDEX, MemorySpace, TensorType
+from .names import NameSupply
+from .tensor_views import index_add
+
+_ALIGN = 32
+
+
+def lower_matmul_run(computed: list[Assign], writes: list[Assign], names: NameSupply,
+                     backend) -> list:
+    matmuls = {s.targets[0].name: s for s in computed}
+    for s in computed:
+        if get_op(s.value.op).category != "matmul":
+            raise LoweringError(
+                f"pl.{s.value.op} shares a pl.at block with a tensor-level pl.matmul",
+                s.span,
+                hint="give the matmul its own pl.at block (its result written to a tensor), or "
+                     "write the fused kernel with tiles",
+            )
+    out: list = []
+    for w in writes:
+        src = w.value.args[1]
+        if not (isinstance(src, Var) and src.name in matmuls):
+            raise LoweringError("a tensor-level pl.matmul result must be written directly to an "
+                                "output", w.span)
+        out.extend(_lower_one(matmuls[src.name], w, names, backend))
+    return out
+
+
+def _blocks(m, n, k, in_size, out_size, backend, span) -> tuple[int, int]:
+    cap = backend.capacities
+
+    def fits(tm, tn):
+        a, b = _aligned(tm * k * in_size), _aligned(k * tn * in_size)
+        return (a <= cap["Left"] and b <= cap["Right"] and a + b <= cap["Mat"]
+                and _aligned(tm * tn * out_size) <= cap["Acc"])
+
+    for tm in _divisors(m):
+        for tn in _divisors(n):
+            if fits(tm, tn):
+                return tm, tn
+    raise CapacityError(
+        f"a whole-K block of this matmul (K = {k}) does not fit the cube buffers of "
+        f"{backend.name} (Left {cap['Left']} B, Right {cap['Right']} B)",
+        span,
+        hint="write tiles: loop over K with pl.matmul for the first block and "
+             "pl.matmul_acc for the rest",
+    )
+
+
+def _lower_one(stmt: Assign, write: Assign, names: NameSupply, backend) -> list:
+    call = stmt.value
+    lhs, rhs = call.args
+    a_trans, b_trans = call.attr("a_trans"), call.attr("b_trans")
+    for operand in (lhs, rhs):
+        if not (isinstance(operand, Var) and isinstance(operand.type, TensorType)):
+            raise LoweringError("tensor-level pl.matmul reads tensors passed to the kernel",
+                                stmt.span)
+    m, n = call.type.shape
+    k = lhs.type.shape[0] if a_trans else lhs.type.shape[1]
+    tm, tn = _blocks(m, n, k, lhs.type.dtype.itemsize, call.type.dtype.itemsize, backend,
+                     stmt.span)
+    span = stmt.span
+    mv = Var(names.fresh("m"), INDEX) if tm < m else Const(0, INDEX)
+    nv = Var(names.fresh("n"), INDEX) if tn < n else Const(0, INDEX)
+    zero = Const(0, INDEX)
+    # lhs is [M, K] ([K, M] with a_trans); rhs is [K, N] ([N, K] with b_trans).
+    a_at, a_shape = ((zero, mv), (k, tm)) if a_trans else ((mv, zero), (tm, k))
+    b_at, b_shape = ((nv, zero), (tn, k)) if b_trans else ((zero, nv), (k, tn))
+    body: list = []
+
+    def bind(base: str, value) -> Var:
+        var = Var(names.fresh(base), value.type, span)
+        body.append(Assign((var,), value, span))
+        return var
+
+    a_mat = bind(f"{lhs.name}_mat", make_call("load", lhs, ExprList(a_at), span=span,
+                                              shapes=a_shape, target_memory=MemorySpace.Mat))
+    b_mat = bind(f"{rhs.name}_mat", make_call("load", rhs, ExprList(b_at), span=span,
+                                              shapes=b_shape, target_memory=MemorySpace.Mat))
+    a_left = bind(f"{lhs.name}_left", make_call("move", a_mat, span=span,
+                                                target_memory=MemorySpace.Left))
+    b_right = bind(f"{rhs.name}_right", make_call("move", b_mat, span=span,
+                                                  target_memory=MemorySpace.Right))
+    product = bind(f"{stmt.targets[0].name}_acc",
+                   make_call("matmul", a_left, b_right, span=span, **dict(call.attrs)))
+    dst, _, offsets = write.value.args
+    o0, o1 = offsets.items
+    window = ExprList((index_add(o0, mv), index_add(o1, nv)))
+    store = make_call("store", product, window, dst, span=write.span,
+                      atomic=write.value.attr("atomic"))
+    body.append(Assign(write.targets, store, write.span))
+    loop = tuple(body)
+    if tn < n:
+        loop = (For(nv, zero, Const(n, INDEX), Const(tn, INDEX), loop),)
+    if tm < m:
+        loop = (For(mv, zero, Const(m, INDEX), Const(tm, INDEX), loop),)
+    return list(loop)
+
+
+def _aligned(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _divisors(n: int) -> list[int]:
+    return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)

@@ -1,0 +1,547 @@
+"""Goldens: a recorded reference for one kernel case, and the check of a run against it.
+
+A golden directory holds `inputs.safetensors`, `expected.safetensors` and `golden.json`
+(names, shapes and dtypes of every tensor, the sha256 of both tensor files, the tolerance
+policy of every output with its reason, the seed and generator that made the inputs and
+the versions of the producing software).  Nothing in it is a pickle and nothing in it
+depends on when it was written, so writing the same golden twice gives the same bytes.
+
+A run with `RunConfig(golden_data_dir=...)` compares every output named in the golden
+(`GoldenCheck`, through `pypto.runtime.comparison`).  torch is imported only when a
+golden is written, read back or compared, never when `pypto.runtime` is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pypto.ir import dtypes
+from pypto.runtime.comparison import (
+    FP64,
+    GoldenReport,
+    Tolerance,
+    compare_tensor,
+    warn_if_too_tight,
+)
+from pypto.runtime.errors import ArtifactError, PyptoRuntimeError
+
+GOLDEN_NAME = "golden.json"
+INPUTS_NAME = "inputs.safetensors"
+EXPECTED_NAME = "expected.safetensors"
+GOLDEN_SCHEMA_VERSION = "1.0"
+GOLDEN_SCHEMA_MAJOR = 1
+"""Major version of the golden.json schema this runtime reads and writes."""
+
+_SCALAR_TYPES = {"bool": bool, "int": int, "float": float}
+
+
+class GoldenError(ArtifactError):
+    """A golden directory cannot be used: missing, malformed, or a file's sha256 differs."""
+
+
+class GoldenMismatchError(PyptoRuntimeError):
+    """A run's outputs (or the inputs it was given) differ from its golden.
+
+    `report` is the `GoldenReport` with one `TensorComparison` per output.
+    """
+
+    def __init__(self, report: GoldenReport) -> None:
+        self.report = report
+        super().__init__(report.describe())
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _tolerance_from_json(path: Path, name: str, raw: Any) -> Tolerance:
+    if not isinstance(raw, dict):
+        raise GoldenError(f"{path}: 'tolerance.{name}' should be an object")
+    try:
+        tolerance = Tolerance(raw.get("rtol"), raw.get("atol"), raw.get("reason"))
+    except (TypeError, ValueError) as exc:
+        raise GoldenError(f"{path}: 'tolerance.{name}': {exc}") from None
+    if raw.get("policy") != tolerance.policy:
+        raise GoldenError(
+            f"{path}: 'tolerance.{name}.policy' is {raw.get('policy')!r} but rtol/atol make it "
+            f"{tolerance.policy!r}"
+        )
+    return tolerance
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Name, dtype name and shape of one recorded tensor."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
+
+
+@dataclass(frozen=True)
+class GoldenRecord:
+    """A validated golden directory (see the module docstring for its files)."""
+
+    directory: Path
+    inputs: tuple[TensorInfo, ...]
+    scalars: dict[str, bool | int | float]
+    expected: tuple[TensorInfo, ...]
+    tolerances: dict[str, Tolerance]
+    seed: int | None
+    generator: str | None
+    producer: dict[str, str]
+    inputs_sha256: str
+    expected_sha256: str
+
+    @classmethod
+    def read(cls, directory: str | os.PathLike) -> GoldenRecord:
+        """Reads `<directory>/golden.json` and checks the schema and both files' sha256.
+
+        Every refusal is a `GoldenError` naming the file; a hash refusal names both hashes.
+        """
+        directory = Path(directory)
+        path = directory / GOLDEN_NAME
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise GoldenError(
+                f"{path}: no golden here; write one with pypto.runtime.write_golden or "
+                "`scons goldens`"
+            ) from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise GoldenError(f"{path}: cannot read golden.json: {exc}") from None
+        if not isinstance(raw, dict):
+            raise GoldenError(f"{path}: golden.json must be a JSON object")
+        schema = raw.get("schema_version")
+        if not isinstance(schema, str) or schema.split(".")[0] != str(GOLDEN_SCHEMA_MAJOR):
+            raise GoldenError(
+                f"{path}: golden schema version {schema!r} is not supported: expected major "
+                f"version {GOLDEN_SCHEMA_MAJOR}"
+            )
+        files = raw.get("files")
+        if not isinstance(files, dict):
+            raise GoldenError(f"{path}: 'files' should be an object")
+        digests = {}
+        for role, default in (("inputs", INPUTS_NAME), ("expected", EXPECTED_NAME)):
+            entry = files.get(role)
+            if not isinstance(entry, dict) or entry.get("file") != default:
+                raise GoldenError(f"{path}: 'files.{role}' should name {default!r}")
+            digest = entry.get("sha256")
+            if not isinstance(digest, str):
+                raise GoldenError(f"{path}: 'files.{role}.sha256' should be a string")
+            _verified_bytes(directory / default, digest)
+            digests[role] = digest
+        inputs = _tensor_infos(path, raw, "inputs", allow_fp64=False)
+        expected = _tensor_infos(path, raw, "expected", allow_fp64=True)
+        tolerance_raw = raw.get("tolerance") or {}
+        if not isinstance(tolerance_raw, dict):
+            raise GoldenError(f"{path}: 'tolerance' should be an object or null")
+        names = {t.name for t in expected}
+        unknown = sorted(set(tolerance_raw) - names)
+        if unknown:
+            raise GoldenError(f"{path}: 'tolerance' names outputs it does not record: {unknown}")
+        seed = raw.get("seed")
+        generator = raw.get("generator")
+        producer = raw.get("producer") or {}
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise GoldenError(f"{path}: 'seed' should be an integer or null")
+        return cls(
+            directory=directory,
+            inputs=inputs,
+            scalars=_scalars(path, raw.get("scalars") or []),
+            expected=expected,
+            tolerances={
+                name: _tolerance_from_json(path, name, value)
+                for name, value in sorted(tolerance_raw.items())
+            },
+            seed=seed,
+            generator=generator if isinstance(generator, str) else None,
+            producer={str(k): str(v) for k, v in producer.items()},
+            inputs_sha256=digests["inputs"],
+            expected_sha256=digests["expected"],
+        )
+
+    @property
+    def path(self) -> Path:
+        """The golden.json file."""
+        return self.directory / GOLDEN_NAME
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """Every recorded input: tensors and scalars."""
+        return tuple(sorted([t.name for t in self.inputs] + list(self.scalars)))
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """Every recorded expected output."""
+        return tuple(t.name for t in self.expected)
+
+    def load_inputs(self) -> dict[str, Any]:
+        """The recorded inputs: torch tensors and Python scalars, by name."""
+        tensors = self._load(INPUTS_NAME, self.inputs_sha256, self.inputs)
+        return {**tensors, **self.scalars}
+
+    def load_expected(self) -> dict[str, Any]:
+        """The expected outputs as torch tensors, by name."""
+        return self._load(EXPECTED_NAME, self.expected_sha256, self.expected)
+
+    def tolerance_for(self, name: str, default: Tolerance) -> Tolerance:
+        """The recorded tolerance of output `name`, else `default` (the run's rtol/atol)."""
+        return self.tolerances.get(name, default)
+
+    def compare(
+        self,
+        outputs: Mapping[str, Any],
+        default: Tolerance,
+        differing_inputs: Sequence[str] = (),
+    ) -> GoldenReport:
+        """Compares `outputs` (name → tensor) with every recorded expected tensor."""
+        expected = self.load_expected()
+        comparisons = []
+        for info in self.expected:
+            if info.name not in outputs:
+                raise GoldenError(
+                    f"{self.path}: records output {info.name!r}, which the run does not produce "
+                    f"(its outputs: {sorted(outputs)})"
+                )
+            tolerance = self.tolerance_for(info.name, default)
+            comparisons.append(
+                compare_tensor(info.name, outputs[info.name], expected[info.name], tolerance)
+            )
+        return GoldenReport(self.directory, tuple(comparisons), tuple(differing_inputs))
+
+    def differing_inputs(self, given: Mapping[str, Any]) -> list[str]:
+        """Names of recorded inputs whose given value differs bit for bit (or is missing)."""
+        recorded = self.load_inputs()
+        differing = []
+        for name in sorted(recorded):
+            if name not in given:
+                differing.append(f"{name} (not an input of this run)")
+            elif not _same_value(given[name], recorded[name]):
+                differing.append(name)
+        return differing
+
+    def _load(self, file: str, digest: str, infos: tuple[TensorInfo, ...]) -> dict[str, Any]:
+        from safetensors.torch import load
+
+        data = _verified_bytes(self.directory / file, digest)
+        try:
+            tensors = load(data)
+        except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types
+            raise GoldenError(f"{self.directory / file}: not a readable safetensors file: {exc}")
+        wanted = {i.name: i for i in infos}
+        if set(tensors) != set(wanted):
+            raise GoldenError(
+                f"{self.directory / file}: holds {sorted(tensors)}, golden.json records "
+                f"{sorted(wanted)}"
+            )
+        for name, tensor in tensors.items():
+            found = TensorInfo(name, _dtype_name(tensor.dtype), tuple(tensor.shape))
+            if found != wanted[name]:
+                raise GoldenError(
+                    f"{self.directory / file}: tensor {name!r} is {found.dtype} "
+                    f"{list(found.shape)}, golden.json records {wanted[name].dtype} "
+                    f"{list(wanted[name].shape)}"
+                )
+        return tensors
+
+
+def _verified_bytes(path: Path, expected: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise GoldenError(f"{path}: cannot read: {exc}") from None
+    found = hashlib.sha256(data).hexdigest()
+    if found != expected.lower():
+        raise GoldenError(
+            f"{path}: sha256 mismatch: golden.json records {expected}, found {found}; the file "
+            "changed after the golden was written, regenerate it (`scons goldens`)"
+        )
+    return data
+
+
+def _tensor_infos(path: Path, raw: dict, key: str, *, allow_fp64: bool) -> tuple[TensorInfo, ...]:
+    entries = raw.get(key)
+    if not isinstance(entries, list):
+        raise GoldenError(f"{path}: '{key}' should be a list")
+    infos = []
+    for i, entry in enumerate(entries):
+        where = f"{key}[{i}]"
+        if not isinstance(entry, dict):
+            raise GoldenError(f"{path}: '{where}' should be an object")
+        name, dtype, shape = entry.get("name"), entry.get("dtype"), entry.get("shape")
+        if not isinstance(name, str) or not name:
+            raise GoldenError(f"{path}: '{where}.name' should be a non-empty string")
+        if not _known_dtype(dtype, allow_fp64):
+            raise GoldenError(f"{path}: '{where}.dtype' {dtype!r} is not a pypto dtype")
+        if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        ):
+            raise GoldenError(f"{path}: '{where}.shape' should be a list of sizes")
+        infos.append(TensorInfo(name, dtype, tuple(shape)))
+    names = [i.name for i in infos]
+    if len(set(names)) != len(names):
+        raise GoldenError(f"{path}: '{key}' names a tensor twice: {names}")
+    return tuple(infos)
+
+
+def _scalars(path: Path, entries: Any) -> dict[str, bool | int | float]:
+    if not isinstance(entries, list):
+        raise GoldenError(f"{path}: 'scalars' should be a list")
+    scalars = {}
+    for i, entry in enumerate(entries):
+        kind = _SCALAR_TYPES.get(entry.get("type")) if isinstance(entry, dict) else None
+        value = entry.get("value") if isinstance(entry, dict) else None
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if kind is None or not isinstance(name, str) or not isinstance(value, (bool, int, float)):
+            raise GoldenError(f"{path}: 'scalars[{i}]' should be {{name, type, value}}")
+        scalars[name] = kind(value)
+    return scalars
+
+
+def _known_dtype(name: Any, allow_fp64: bool) -> bool:
+    if allow_fp64 and name == FP64:
+        return True
+    try:
+        dtypes.from_name(name)
+    except (KeyError, AttributeError, TypeError):
+        return False
+    return isinstance(name, str) and name == name.upper()
+
+
+def _dtype_name(torch_dtype: Any) -> str:
+    if str(torch_dtype) == "torch.float64":
+        return FP64
+    return dtypes.from_torch(torch_dtype).name
+
+
+def _same_value(given: Any, recorded: Any) -> bool:
+    import torch
+
+    if isinstance(recorded, torch.Tensor):
+        if not isinstance(given, torch.Tensor) or given.dtype != recorded.dtype:
+            return False
+        if tuple(given.shape) != tuple(recorded.shape):
+            return False
+        given, recorded = given.detach().cpu(), recorded.detach().cpu()
+        if recorded.dtype.is_floating_point:
+            # Bit patterns: NaN equals the same NaN, and -0.0 differs from 0.0.
+            bits = {2: torch.int16, 4: torch.int32, 8: torch.int64, 1: torch.int8}
+            view = bits[recorded.element_size()]
+            return torch.equal(given.contiguous().view(view), recorded.contiguous().view(view))
+        return torch.equal(given, recorded)
+    if isinstance(given, bool) or isinstance(recorded, bool):
+        return type(given) is type(recorded) and given == recorded
+    if not isinstance(given, (int, float)):
+        return False
+    if isinstance(recorded, float) and math.isnan(recorded):
+        return isinstance(given, float) and math.isnan(given)
+    return given == recorded
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_golden(
+    golden_data_dir: str | os.PathLike,
+    inputs: Mapping[str, Any],
+    expected: Mapping[str, Any],
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    reason: str | None = None,
+    overwrite: bool = False,
+    tolerances: Mapping[str, Tolerance] | None = None,
+    seed: int | None = None,
+    generator: str | None = None,
+) -> Path:
+    """Records a fixed reference: `inputs` (tensors and Python scalars) and `expected`
+    (tensors), by name, in `golden_data_dir`; returns the directory.
+
+    `rtol`/`atol` (the other one defaults to 0) and `reason` record one tolerance for
+    every output; `tolerances` maps output names to their own `Tolerance`.  Without
+    either, a run's `RunConfig.rtol/atol` apply.  `seed` and `generator` say how the
+    inputs were made.  Writing the same golden again changes no byte; replacing a
+    different golden needs `overwrite=True`.  golden.json is written last, each file
+    atomically, so a reader never takes a half-written golden for a whole one.
+    """
+    import torch
+    from safetensors.torch import save
+
+    directory = Path(golden_data_dir)
+    tensors_in = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+    scalars = {k: v for k, v in inputs.items() if not isinstance(v, torch.Tensor)}
+    _check_names("inputs", inputs)
+    _check_names("expected", expected)
+    for name, value in scalars.items():
+        if not isinstance(value, (bool, int, float)):
+            raise TypeError(
+                f"input {name!r}: expected a torch.Tensor or a Python bool/int/float, found "
+                f"{type(value).__name__}"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"scalar input {name!r} is {value}: golden.json records finite numbers")
+    for name, value in expected.items():
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"expected {name!r}: expected a torch.Tensor, found {type(value).__name__}")
+    inputs_info = [_info(name, t, allow_fp64=False) for name, t in sorted(tensors_in.items())]
+    expected_info = [_info(name, t, allow_fp64=True) for name, t in sorted(expected.items())]
+
+    policy = dict(tolerances or {})
+    unknown = sorted(set(policy) - set(expected))
+    if unknown:
+        raise ValueError(f"tolerances name outputs that are not in expected: {unknown}")
+    if rtol is not None or atol is not None:
+        shared = Tolerance(rtol or 0.0, atol or 0.0, reason)
+        policy = {name: policy.get(name, shared) for name in expected}
+    elif reason is not None and not policy:
+        raise ValueError("reason explains a tolerance: pass rtol and/or atol with it")
+    for info in expected_info:
+        if info.name in policy:
+            warn_if_too_tight(policy[info.name], info.dtype, f"golden output {info.name!r}")
+
+    inputs_bytes = save({k: _plain(v) for k, v in tensors_in.items()})
+    expected_bytes = save({k: _plain(v) for k, v in expected.items()})
+    record = {
+        "schema_version": GOLDEN_SCHEMA_VERSION,
+        "files": {
+            "inputs": {"file": INPUTS_NAME, "sha256": hashlib.sha256(inputs_bytes).hexdigest()},
+            "expected": {
+                "file": EXPECTED_NAME,
+                "sha256": hashlib.sha256(expected_bytes).hexdigest(),
+            },
+        },
+        "inputs": [i.to_json() for i in inputs_info],
+        "scalars": [
+            {"name": name, "type": type(value).__name__, "value": value}
+            for name, value in sorted(scalars.items())
+        ],
+        "expected": [i.to_json() for i in expected_info],
+        "tolerance": {name: policy[name].to_json() for name in sorted(policy)} or None,
+        "seed": seed,
+        "generator": generator,
+        "producer": _producer_versions(),
+    }
+    golden_bytes = (json.dumps(record, sort_keys=True, indent=2) + "\n").encode()
+    files = {INPUTS_NAME: inputs_bytes, EXPECTED_NAME: expected_bytes, GOLDEN_NAME: golden_bytes}
+
+    existing = directory / GOLDEN_NAME
+    if existing.is_file():
+        differing = [n for n, data in files.items() if _read_or_none(directory / n) != data]
+        if not differing:
+            return directory
+        if not overwrite:
+            raise FileExistsError(
+                f"{directory}: a different golden is recorded there ({', '.join(differing)} "
+                "would change); pass overwrite=True to replace it"
+            )
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in (INPUTS_NAME, EXPECTED_NAME, GOLDEN_NAME):  # golden.json last
+        _atomic_write(directory / name, files[name])
+    return directory
+
+
+def _check_names(role: str, values: Mapping[str, Any]) -> None:
+    for name in values:
+        if not isinstance(name, str) or not name or name.startswith("__"):
+            raise ValueError(f"{role}: tensor names must be non-empty strings, got {name!r}")
+
+
+def _info(name: str, tensor: Any, *, allow_fp64: bool) -> TensorInfo:
+    try:
+        dtype = _dtype_name(tensor.dtype)
+    except TypeError:
+        raise TypeError(f"{name!r}: dtype {tensor.dtype} is not a pypto dtype") from None
+    if dtype == FP64 and not allow_fp64:
+        raise TypeError(f"input {name!r}: float64 is not a pypto dtype; kernels cannot take it")
+    return TensorInfo(name, dtype, tuple(tensor.shape))
+
+
+def _plain(tensor: Any) -> Any:
+    # safetensors wants dense CPU tensors that share no storage.
+    return tensor.detach().to("cpu").contiguous().clone()
+
+
+def _producer_versions() -> dict[str, str]:
+    import safetensors
+    import torch
+
+    # pypto.runtime is a subpackage: the top-level package, which holds only the version,
+    # is loaded already and importing it pulls in none of the compiler.
+    return {
+        "pypto": sys.modules["pypto"].__version__,
+        "torch": torch.__version__,
+        "safetensors": safetensors.__version__,
+    }
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- run hook
+
+
+class GoldenCheck:
+    """Checks one run against `RunConfig.golden_data_dir` (used by `ProgramRun`).
+
+    The inputs are compared before the run (an InOut argument is overwritten by it),
+    the outputs after the results are copied back into the caller's tensors.
+    """
+
+    def __init__(self, record: GoldenRecord, params: Sequence[Any], default: Tolerance,
+                 differing: list[str]) -> None:
+        self.record = record
+        self.params = params
+        self.default = default
+        self.differing = differing
+
+    @classmethod
+    def start(cls, config: Any, params: Sequence[Any], args: Sequence[Any]) -> GoldenCheck | None:
+        """None when the config names no golden; else a check with the inputs compared."""
+        if config.golden_data_dir is None:
+            return None
+        record = GoldenRecord.read(config.golden_data_dir)
+        names = {p.name for p in params}
+        stray = sorted(set(record.input_names + record.output_names) - names)
+        if stray:
+            raise GoldenError(
+                f"{record.path}: records {stray}, which are not parameters of this program "
+                f"({', '.join(p.name for p in params)})"
+            )
+        given = {p.name: value for p, value in zip(params, args) if p.direction.reads}
+        default = Tolerance(config.rtol, config.atol, "RunConfig rtol/atol")
+        for info in record.expected:
+            if info.name not in record.tolerances:
+                warn_if_too_tight(default, info.dtype, f"output {info.name!r}")
+        return cls(record, params, default, record.differing_inputs(given))
+
+    def finish(self, args: Sequence[Any]) -> GoldenReport:
+        """Compares the outputs; raises GoldenMismatchError unless everything matches."""
+        outputs = {p.name: value for p, value in zip(self.params, args) if p.direction.writes}
+        report = self.record.compare(outputs, self.default, self.differing)
+        if not report.passed:
+            raise GoldenMismatchError(report)
+        return report

@@ -1,0 +1,418 @@
+"""A built kernel library, opened without any compiler: `load_library(path)`.
+
+A library is a directory (the build directory `scons` writes) or a package archive
+(`scons package`) with the same layout:
+
+    library-<platform>.json          the index: name, version, platform, ABI version and,
+                                     per kernel and variant, where its artifact and its
+                                     golden lie and the sha256 of their manifest/golden.json
+    <platform>/<kernel>/<variant>/   artifact directories (manifest.json, binaries)
+    goldens/<kernel>/<variant>/      goldens (golden.json, inputs/expected.safetensors)
+
+Opening checks everything before anything runs: the index's schema major version, its
+platform and ABI version, the sha256 of every manifest and golden.json (from the index),
+of every binary (through `verify_artifact`) and of every tensor file (through
+`GoldenRecord.read`).  Every refusal names the file and, for a hash, both hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tarfile
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Self
+
+from pypto.platform import get_platform
+from pypto.runtime.abi import ABI_VERSION
+from pypto.runtime.comparison import Tolerance
+from pypto.runtime.config import RunConfig
+from pypto.runtime.errors import ArtifactError
+from pypto.runtime.golden import GoldenRecord
+from pypto.runtime.loader import LoadedProgram, load_artifact, verify_artifact
+from pypto.runtime.manifest import MANIFEST_NAME, Manifest
+
+LIBRARY_SCHEMA_VERSION = "1.0"
+LIBRARY_SCHEMA_MAJOR = 1
+"""Major version of the library index schema this runtime reads."""
+
+GOLDEN_FILE = "golden.json"
+
+
+def index_name(platform: str) -> str:
+    """File name of a library's index for `platform`: `library-<platform>.json`."""
+    return f"library-{platform}.json"
+
+
+# --------------------------------------------------------------------------- check results
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One output of one kernel variant checked against its golden."""
+
+    kernel: str
+    variant: str
+    output: str
+    max_abs: float
+    max_rel: float
+    tolerance: str
+    passed: bool
+    detail: str = ""  # what failed, for a failing row
+
+    @property
+    def verdict(self) -> str:
+        """`pass` or `FAIL`."""
+        return "pass" if self.passed else "FAIL"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object (infinities as strings, which JSON lacks)."""
+        return {
+            "kernel": self.kernel, "variant": self.variant, "output": self.output,
+            "max_abs": _json_float(self.max_abs), "max_rel": _json_float(self.max_rel),
+            "tolerance": self.tolerance, "passed": self.passed, "detail": self.detail,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> CheckRow:
+        """Inverse of `to_json`."""
+        return cls(raw["kernel"], raw["variant"], raw["output"], float(raw["max_abs"]),
+                   float(raw["max_rel"]), raw["tolerance"], bool(raw["passed"]),
+                   raw.get("detail", ""))
+
+
+def _json_float(value: float) -> float | str:
+    return value if math.isfinite(value) else str(value)
+
+
+@dataclass(frozen=True)
+class CheckTable:
+    """Every checked output of a library: prints as a table, `passed` when all pass."""
+
+    rows: tuple[CheckRow, ...]
+
+    @property
+    def passed(self) -> bool:
+        """True when every row passed."""
+        return all(row.passed for row in self.rows)
+
+    @property
+    def failures(self) -> tuple[CheckRow, ...]:
+        """The rows that failed."""
+        return tuple(row for row in self.rows if not row.passed)
+
+    def __iter__(self) -> Iterator[CheckRow]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __str__(self) -> str:
+        header = ("kernel", "variant", "output", "max abs err", "max rel err", "tolerance",
+                  "verdict")
+        cells = [header] + [
+            (r.kernel, r.variant, r.output, f"{r.max_abs:.3g}", f"{r.max_rel:.3g}", r.tolerance,
+             r.verdict)
+            for r in self.rows
+        ]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        for row in self.failures:
+            lines.append(f"FAIL {row.kernel}/{row.variant}: {row.detail}")
+        failed = len(self.failures)
+        variants = len({(r.kernel, r.variant) for r in self.rows})
+        lines.append(
+            f"{len(self.rows) - failed} of {len(self.rows)} outputs of {variants} kernel "
+            f"variants within tolerance" + (f"; {failed} FAILED" if failed else "")
+        )
+        return "\n".join(lines)
+
+
+def check_artifact(
+    artifact_dir: str | os.PathLike,
+    golden_dir: str | os.PathLike,
+    *,
+    kernel: str,
+    variant: str,
+    platform: str | None = None,
+    program: LoadedProgram | None = None,
+) -> list[CheckRow]:
+    """Runs the artifact on its golden's recorded inputs and compares every output with
+    the golden's tolerance (the RunConfig default where the golden records none)."""
+    import torch
+
+    record = GoldenRecord.read(golden_dir)
+    if program is None:
+        program = load_artifact(artifact_dir, platform=platform)
+    recorded = record.load_inputs()
+    args = []
+    for param in program.manifest.params:
+        if param.direction.reads:
+            if param.name not in recorded:
+                raise ArtifactError(
+                    f"{record.path}: records no input {param.name!r}, which the kernel reads"
+                )
+            value = recorded[param.name]
+            args.append(value.clone() if isinstance(value, torch.Tensor) else value)
+        else:
+            args.append(torch.zeros(param.shape, dtype=param.dtype.to_torch()))
+    config = RunConfig(platform=program.platform)
+    program.run(args, config)
+    outputs = {p.name: a for p, a in zip(program.manifest.params, args) if p.direction.writes}
+    report = record.compare(outputs, Tolerance(config.rtol, config.atol, "RunConfig default"))
+    return [
+        CheckRow(kernel, variant, c.name, c.max_abs, c.max_rel, c.tolerance.describe(),
+                 c.passed, "" if c.passed else c.describe())
+        for c in report.outputs
+    ]
+
+
+# --------------------------------------------------------------------------- the library
+
+
+class LibraryVariant:
+    """One built variant of a kernel: its verified artifact and golden."""
+
+    def __init__(self, kernel: str, name: str, artifact: Path, golden: Path,
+                 manifest: Manifest, platform: str) -> None:
+        self.kernel = kernel
+        self.name = name
+        self.artifact = artifact
+        self.golden = golden
+        self.manifest = manifest
+        self.platform = platform
+        self._loaded: LoadedProgram | None = None
+
+    def load(self) -> LoadedProgram:
+        """The mapped artifact (loaded once)."""
+        if self._loaded is None:
+            self._loaded = load_artifact(self.artifact, platform=self.platform)
+        return self._loaded
+
+    def run(self, *args: Any, config: RunConfig | None = None) -> Any:
+        """Runs the kernel on `args` (parameter order), as `LoadedProgram.run` does."""
+        return self.load().run(args, config or RunConfig(platform=self.platform))
+
+    def golden_record(self) -> GoldenRecord:
+        """The golden of this variant."""
+        return GoldenRecord.read(self.golden)
+
+    def check(self) -> list[CheckRow]:
+        """Runs the variant on its golden's inputs and compares the outputs."""
+        return check_artifact(self.artifact, self.golden, kernel=self.kernel,
+                              variant=self.name, program=self.load())
+
+    def __repr__(self) -> str:
+        return f"LibraryVariant({self.kernel!r}, {self.name!r}, platform={self.platform!r})"
+
+
+class LibraryKernel:
+    """A kernel of the library with its variants by name."""
+
+    def __init__(self, name: str, spec: str, variants: dict[str, LibraryVariant]) -> None:
+        self.name = name
+        self.spec = spec
+        self.variants = variants
+
+    def __getitem__(self, variant: str) -> LibraryVariant:
+        try:
+            return self.variants[variant]
+        except KeyError:
+            raise KeyError(
+                f"kernel {self.name!r} has no variant {variant!r}; it has {sorted(self.variants)}"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"LibraryKernel({self.name!r}, variants={sorted(self.variants)})"
+
+
+class Library:
+    """A verified kernel library: `library["add"]["f32_128x128"].run(...)`, `check()`."""
+
+    def __init__(self, root: Path, index: dict[str, Any], kernels: dict[str, LibraryKernel],
+                 keep: Any = None) -> None:
+        self.root = root
+        self.name: str = index["name"]
+        self.version: str = index["version"]
+        self.platform: str = index["platform"]
+        self.kernels = kernels
+        self._keep = keep  # the temporary directory of an unpacked archive
+
+    def __getitem__(self, kernel: str) -> LibraryKernel:
+        try:
+            return self.kernels[kernel]
+        except KeyError:
+            raise KeyError(
+                f"library {self.name!r} has no kernel {kernel!r}; it has {sorted(self.kernels)}"
+            ) from None
+
+    def variants(self) -> list[LibraryVariant]:
+        """Every variant of every kernel, sorted by kernel then variant name."""
+        return [k.variants[v] for _, k in sorted(self.kernels.items()) for v in sorted(k.variants)]
+
+    def check(self) -> CheckTable:
+        """Runs every variant on its golden and returns the table of results."""
+        rows: list[CheckRow] = []
+        for variant in self.variants():
+            rows.extend(variant.check())
+        return CheckTable(tuple(rows))
+
+    def close(self) -> None:
+        """Removes the unpacked copy of an archive (a directory library has none)."""
+        if self._keep is not None:
+            self._keep.cleanup()
+            self._keep = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Library({self.name!r}, version={self.version!r}, platform={self.platform!r}, "
+                f"kernels={sorted(self.kernels)})")
+
+
+def load_library(path: str | os.PathLike, *, platform: str | None = None) -> Library:
+    """Opens a built library directory or a package archive, checking every file first.
+
+    `platform` is the platform this runtime runs; a library built for another one is
+    refused.  Without it, the library must hold exactly one platform's build.
+    """
+    if platform is not None:
+        get_platform(platform)  # an unknown name is the caller's mistake (ValueError)
+    source = Path(path)
+    keep = None
+    if source.is_file():
+        keep = tempfile.TemporaryDirectory(prefix="pypto-library-")
+        try:
+            root = _unpack(source, Path(keep.name))
+            return _open(root, source, platform, keep)
+        except BaseException:
+            keep.cleanup()
+            raise
+    if not source.is_dir():
+        raise ArtifactError(f"{source}: no such library directory or package archive")
+    return _open(source, source, platform, None)
+
+
+def _unpack(archive: Path, into: Path) -> Path:
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(into, filter="data")  # refuses absolute paths, links out, devices
+    except (tarfile.TarError, OSError) as exc:
+        raise ArtifactError(f"{archive}: not a readable package archive: {exc}") from None
+    entries = [p for p in into.iterdir()]
+    if len(entries) != 1 or not entries[0].is_dir():
+        raise ArtifactError(f"{archive}: a package holds exactly one top-level directory")
+    return entries[0]
+
+
+def _open(root: Path, shown: Path, platform: str | None, keep: Any) -> Library:
+    index_path = _index_path(root, shown, platform)
+    try:
+        raw = json.loads(index_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArtifactError(f"{index_path}: cannot read the library index: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ArtifactError(f"{index_path}: the library index must be a JSON object")
+    schema = raw.get("schema_version")
+    if not isinstance(schema, str) or schema.split(".")[0] != str(LIBRARY_SCHEMA_MAJOR):
+        raise ArtifactError(
+            f"{index_path}: library schema version {schema!r} is not supported: expected "
+            f"major version {LIBRARY_SCHEMA_MAJOR}"
+        )
+    found = raw.get("platform")
+    if platform is not None and found != platform:
+        raise ArtifactError(
+            f"{index_path}: platform mismatch: this runtime runs {platform!r}, the library is "
+            f"built for {found!r}"
+        )
+    if raw.get("abi_version") != ABI_VERSION:
+        raise ArtifactError(
+            f"{index_path}: ABI version mismatch: expected {ABI_VERSION}, found "
+            f"{raw.get('abi_version')!r}; rebuild the library with this pypto"
+        )
+    for key in ("name", "version"):
+        if not isinstance(raw.get(key), str):
+            raise ArtifactError(f"{index_path}: '{key}' should be a string")
+    kernels_raw = raw.get("kernels")
+    if not isinstance(kernels_raw, dict):
+        raise ArtifactError(f"{index_path}: 'kernels' should be an object")
+    kernels = {}
+    for kernel, entry in sorted(kernels_raw.items()):
+        variants = {}
+        for variant, files in sorted(_field(index_path, entry, "variants", dict, kernel).items()):
+            where = f"{kernel}.{variant}"
+            artifact = _inside(root, index_path, _field(index_path, files, "artifact", str, where))
+            golden = _inside(root, index_path, _field(index_path, files, "golden", str, where))
+            _check_sha256(artifact / MANIFEST_NAME,
+                          _field(index_path, files, "manifest_sha256", str, where), index_path)
+            _check_sha256(golden / GOLDEN_FILE,
+                          _field(index_path, files, "golden_sha256", str, where), index_path)
+            manifest = verify_artifact(artifact, platform=found)
+            GoldenRecord.read(golden)  # checks both tensor files' sha256
+            variants[variant] = LibraryVariant(kernel, variant, artifact, golden, manifest, found)
+        kernels[kernel] = LibraryKernel(kernel, str(entry.get("spec", "")), variants)
+    return Library(root, raw, kernels, keep)
+
+
+def _index_path(root: Path, shown: Path, platform: str | None) -> Path:
+    available = sorted(p.name[len("library-"):-len(".json")] for p in root.glob("library-*.json"))
+    if platform is not None:
+        if platform not in available:
+            built = ", ".join(available) or "no platform"
+            raise ArtifactError(
+                f"{shown}: the library is built for {built}, not for this runtime's platform "
+                f"{platform!r}; build it with `scons platform={platform}`"
+            )
+        return root / index_name(platform)
+    if len(available) != 1:
+        raise ArtifactError(
+            f"{shown}: " + (f"holds builds for {', '.join(available)}; pass platform=..."
+                            if available else "no library index (library-<platform>.json) "
+                            "here; build one with `scons platform=<p>`")
+        )
+    return root / index_name(available[0])
+
+
+def _field(path: Path, entry: Any, key: str, kind: type, where: str) -> Any:
+    value = entry.get(key) if isinstance(entry, dict) else None
+    if not isinstance(value, kind):
+        raise ArtifactError(f"{path}: '{where}.{key}' should be a {kind.__name__}")
+    return value
+
+
+def _inside(root: Path, index_path: Path, relpath: str) -> Path:
+    rel = PurePosixPath(relpath)
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        raise ArtifactError(f"{index_path}: path {relpath!r} must stay inside the library")
+    return root / rel
+
+
+def _check_sha256(path: Path, expected: str, index_path: Path) -> None:
+    try:
+        found = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot read: {exc}") from None
+    if found != expected.lower():
+        raise ArtifactError(
+            f"{path}: sha256 mismatch: {index_path.name} records {expected}, found {found}; "
+            "the file changed after the build, rebuild the library"
+        )
+
+
+def read_check_rows(paths: Sequence[str | os.PathLike]) -> CheckTable:
+    """The table of the check results `scons check` wrote, one JSON file per variant."""
+    rows: list[CheckRow] = []
+    for path in paths:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        rows.extend(CheckRow.from_json(r) for r in raw["rows"])
+    return CheckTable(tuple(rows))

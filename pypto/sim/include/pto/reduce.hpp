@@ -1,0 +1,91 @@
+/*
+ * Reductions and broadcasts of the simulated tile ISA (included by isa.hpp).
+ *
+ * Orders (pypto's numerics contract, docs/numerics.md):
+ *  - Row reductions are sequential: acc = x[r][0], then acc = acc op x[r][c] for
+ *    c = 1 .. cols-1, every step rounded to the element type, so an FP16 tile
+ *    accumulates in FP16.  tmp is the scratch tile the hardware needs; the simulator
+ *    needs none and leaves it alone.
+ *  - tcolsum without tmp is sequential over rows (row 0 first).  With tmp it is a
+ *    binary tree: tmp = x, then while n > 1 rows remain, half = ceil(n / 2) and
+ *    tmp[i] += tmp[i + half] for i < n - half; tmp's contents are clobbered.
+ *  - Every row and column of the source takes part, padding included.
+ *  - Broadcasts apply their operator to x[r][c] and v[r][0] (row) or v[0][c] (column);
+ *    expdif computes exp(x - v) in float and rounds once.
+ */
+#ifndef PTO_REDUCE_HPP
+#define PTO_REDUCE_HPP
+
+namespace pto {
+namespace detail {
+
+template <class Op, class T> inline void row_reduce(Tile<T> dst, Tile<T> src) {
+    for (int32_t r = 0; r < src.rows; ++r) {
+        T acc = at(src, r, 0);
+        for (int32_t c = 1; c < src.cols; ++c) acc = elem<Op>(acc, at(src, r, c));
+        ref(dst, r, 0) = acc;
+    }
+}
+
+template <class Op, class T> inline void col_reduce(Tile<T> dst, Tile<T> src) {
+    for (int32_t c = 0; c < src.cols; ++c) {
+        T acc = at(src, 0, c);
+        for (int32_t r = 1; r < src.rows; ++r) acc = elem<Op>(acc, at(src, r, c));
+        ref(dst, 0, c) = acc;
+    }
+}
+
+struct OpExpDif { static float f(float a, float b) { return __builtin_expf(a - b); } };
+struct OpSecond {
+    static float f(float, float b) { return b; }
+    template <class I> static I i(I, I b) { return b; }
+};
+
+// dst[r][c] = op(x[r][c], v[r][0]) (Row) or op(x[r][c], v[0][c]) (column).
+template <class Op, bool Row, class T> inline void expand(Tile<T> dst, Tile<T> x, Tile<T> v) {
+    for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(x, r, c), Row ? at(v, r, 0) : at(v, 0, c)); });
+}
+
+}  // namespace detail
+
+template <class T> inline void trowsum(Tile<T> d, Tile<T> x, Tile<T>) { detail::row_reduce<detail::OpAdd>(d, x); }
+template <class T> inline void trowmax(Tile<T> d, Tile<T> x, Tile<T>) { detail::row_reduce<detail::OpMax>(d, x); }
+template <class T> inline void trowmin(Tile<T> d, Tile<T> x, Tile<T>) { detail::row_reduce<detail::OpMin>(d, x); }
+template <class T> inline void tcolsum(Tile<T> d, Tile<T> x) { detail::col_reduce<detail::OpAdd>(d, x); }
+template <class T> inline void tcolmax(Tile<T> d, Tile<T> x) { detail::col_reduce<detail::OpMax>(d, x); }
+template <class T> inline void tcolmin(Tile<T> d, Tile<T> x) { detail::col_reduce<detail::OpMin>(d, x); }
+
+/* Column sums by a binary tree over the rows, in tmp (at least x's shape). */
+template <class T> inline void tcolsum(Tile<T> d, Tile<T> x, Tile<T> tmp) {
+    for (int32_t r = 0; r < x.rows; ++r)
+        for (int32_t c = 0; c < x.cols; ++c) detail::ref(tmp, r, c) = detail::at(x, r, c);
+    for (int32_t n = x.rows; n > 1;) {
+        const int32_t half = (n + 1) / 2;
+        for (int32_t i = 0; i < n - half; ++i)
+            for (int32_t c = 0; c < x.cols; ++c)
+                detail::ref(tmp, i, c) = detail::elem<detail::OpAdd>(detail::at(tmp, i, c), detail::at(tmp, i + half, c));
+        n = half;
+    }
+    for (int32_t c = 0; c < x.cols; ++c) detail::ref(d, 0, c) = detail::at(tmp, 0, c);
+}
+
+template <class T> inline void trowexpand(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpSecond, true>(d, x, v); }
+template <class T> inline void trowexpandadd(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpAdd, true>(d, x, v); }
+template <class T> inline void trowexpandsub(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpSub, true>(d, x, v); }
+template <class T> inline void trowexpandmul(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpMul, true>(d, x, v); }
+template <class T> inline void trowexpanddiv(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpDiv, true>(d, x, v); }
+template <class T> inline void trowexpandmax(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpMax, true>(d, x, v); }
+template <class T> inline void trowexpandmin(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpMin, true>(d, x, v); }
+template <class T> inline void trowexpandexpdif(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpExpDif, true>(d, x, v); }
+template <class T> inline void tcolexpand(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpSecond, false>(d, x, v); }
+template <class T> inline void tcolexpandadd(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpAdd, false>(d, x, v); }
+template <class T> inline void tcolexpandsub(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpSub, false>(d, x, v); }
+template <class T> inline void tcolexpandmul(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpMul, false>(d, x, v); }
+template <class T> inline void tcolexpanddiv(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpDiv, false>(d, x, v); }
+template <class T> inline void tcolexpandmax(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpMax, false>(d, x, v); }
+template <class T> inline void tcolexpandmin(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpMin, false>(d, x, v); }
+template <class T> inline void tcolexpandexpdif(Tile<T> d, Tile<T> x, Tile<T> v) { detail::expand<detail::OpExpDif, false>(d, x, v); }
+
+}  // namespace pto
+
+#endif /* PTO_REDUCE_HPP */
