@@ -1,0 +1,1 @@
+"""Benchmarks that print ratios against peers (never timed assertions): `python -m bench`."""

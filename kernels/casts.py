@@ -1,0 +1,88 @@
+"""Conversions: INT32 → FP16 across the FP16 range boundary, FP32 → BF16 with specials.
+
+The INT32 → FP16 cases come from the precision page (docs/precision-workflow.zh.md): on A5
+the cast runs as INT32 → FP32 → FP16, and the answer is bit-exact against a one-step
+reference because every |x| < 2^24 is exact in FP32; FP16 overflows from 65520 on, not
+from 65504.
+"""
+
+import pypto.language as pl
+from pypto import spec
+
+
+@pl.jit
+def int32_to_fp16(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.cast(x, pl.FP16)
+    return out
+
+
+@pl.jit
+def fp32_to_bf16(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.cast(x, pl.BF16)
+    return out
+
+
+# The precision page's boundary table: exact in FP16; rounding down to 65504 below the
+# midpoint 65520; overflowing to infinity from 65520 on; both signs; and past 2^24, where
+# the FP32 hop rounds but the result overflows anyway.
+FP16_BOUNDARY = [
+    0, 1, 2048, 2049, 4097, 65504, 65505, 65519, 65520, 65521, 70000,
+    (1 << 24) - 1, 1 << 24, (1 << 24) + 1, (1 << 31) - 1,
+]
+FP16_BOUNDARY += [-v for v in FP16_BOUNDARY if v] + [-(1 << 31)]
+
+
+def int32_inputs(rng, v):
+    """The boundary table first, then integers spread over ±2^17 (past the FP16 range)."""
+    x = rng.integers(v.x, -(1 << 17), 1 << 17)
+    x.view(-1)[: len(FP16_BOUNDARY)] = x.new_tensor(FP16_BOUNDARY)
+    return {"x": x}
+
+
+BF16_SPECIALS = [
+    0.0, -0.0, float("inf"), float("-inf"), float("nan"),
+    3.4028234663852886e38,  # FP32 max: rounds up to BF16 infinity
+    1.1754943508222875e-38,  # smallest normal FP32
+    1.401298464324817e-45,  # smallest subnormal FP32
+    1.0 + 2.0**-8,  # a tie: rounds to even (1.0)
+    1.0 + 3 * 2.0**-8,  # a tie: rounds to even (1.0 + 2^-6)
+]
+
+
+def fp32_inputs(rng, v):
+    """Normal values of every magnitude, with the special values in the first row."""
+    x = rng.normal(v.x) * 2.0 ** rng.integers(v.x, -60, 60)
+    x.view(-1)[: len(BF16_SPECIALS)] = x.new_tensor(BF16_SPECIALS)
+    return {"x": x}
+
+
+SPECS = [
+    spec.Kernel(
+        int32_to_fp16,
+        variants={
+            "i32_64x128": {"x": ("int32", [64, 128]), "out": ("fp16", [64, 128])},
+            "i32_9x50": {"x": ("int32", [9, 50]), "out": ("fp16", [9, 50])},
+        },
+        inputs=int32_inputs,
+        reference=lambda x: x.double(),
+        tolerance=spec.Exact(
+            "one round-to-nearest-even to FP16 on every backend: A5's INT32→FP32 hop is "
+            "exact below 2^24 and values above it overflow either way"
+        ),
+    ),
+    spec.Kernel(
+        fp32_to_bf16,
+        variants={
+            "f32_64x128": {"x": ("fp32", [64, 128]), "out": ("bf16", [64, 128])},
+            "f32_3x257": {"x": ("fp32", [3, 257]), "out": ("bf16", [3, 257])},
+        },
+        inputs=fp32_inputs,
+        reference=lambda x: x.double(),
+        tolerance=spec.Exact(
+            "one round-to-nearest-even from FP32 to BF16, the same rounding as the "
+            "reference's final cast; NaN stays NaN"
+        ),
+    ),
+]

@@ -1,0 +1,109 @@
+"""One kernel case made into a golden: generate inputs, run the reference, write it down."""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pypto.golden.reference import GoldenCaseError, run_reference
+from pypto.golden.rng import SpecRNG
+from pypto.ir.dtypes import DataType
+from pypto.runtime.comparison import Tolerance
+from pypto.runtime.golden import write_golden
+
+
+@dataclass(frozen=True)
+class GoldenCase:
+    """Everything a golden needs from a spec, as plain data.
+
+    `args` maps every kernel parameter (in order) to its declaration (`dtype`, `shape`;
+    shape None for scalars); `inputs` are the parameters the kernel reads, `outputs` the
+    ones it writes (an InOut parameter is in both); `variant` is what the input
+    generator receives as its second argument; `where` names the spec (file:line) in errors.
+    """
+
+    kernel: str
+    variant_name: str
+    variant: Any
+    args: Mapping[str, Any]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    make_inputs: Callable[[SpecRNG, Any], Mapping[str, Any]]
+    reference: Callable[..., Any]
+    tolerances: Mapping[str, Tolerance]
+    where: str
+
+
+def generate_inputs(case: GoldenCase, rng: SpecRNG | None = None) -> dict[str, Any]:
+    """The case's inputs from its generator, checked against the declarations."""
+    import torch
+
+    rng = rng if rng is not None else SpecRNG.for_case(case.kernel, case.variant_name)
+    try:
+        produced = case.make_inputs(rng, case.variant)
+    except Exception as exc:  # the user's code: say whose, keep the traceback as the cause
+        raise GoldenCaseError(
+            f"{case.where}: the input generator raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(produced, Mapping):
+        raise GoldenCaseError(
+            f"{case.where}: the input generator returned a {type(produced).__name__}; return a "
+            f"dict with {list(case.inputs)}"
+        )
+    if set(produced) != set(case.inputs):
+        missing = sorted(set(case.inputs) - set(produced))
+        extra = sorted(set(produced) - set(case.inputs))
+        raise GoldenCaseError(
+            f"{case.where}: the input generator must return exactly the kernel's inputs "
+            f"{list(case.inputs)}" + (f"; missing {missing}" if missing else "")
+            + (f"; not inputs {extra}" if extra else "")
+        )
+    inputs = {}
+    for name in case.inputs:
+        decl, value = case.args[name], produced[name]
+        dtype: DataType = decl.dtype
+        if decl.shape is None:
+            wanted = numbers.Real if dtype.is_float else numbers.Integral
+            if isinstance(value, torch.Tensor) or not isinstance(value, wanted):
+                raise GoldenCaseError(
+                    f"{case.where}: input {name!r} is a {dtype.name} scalar; the generator gave "
+                    f"{value!r}"
+                )
+            inputs[name] = float(value) if dtype.is_float else int(value)
+            continue
+        if not isinstance(value, torch.Tensor):
+            raise GoldenCaseError(
+                f"{case.where}: input {name!r} should be a tensor, the generator gave "
+                f"{type(value).__name__}"
+            )
+        if value.dtype != dtype.to_torch() or tuple(value.shape) != tuple(decl.shape):
+            raise GoldenCaseError(
+                f"{case.where}: input {name!r} should be {dtype.name} {list(decl.shape)}, the "
+                f"generator gave {value.dtype} {list(value.shape)}"
+            )
+        inputs[name] = value.detach().cpu().contiguous()
+    return inputs
+
+
+def record_golden(case: GoldenCase, directory: str | os.PathLike, *, overwrite: bool = True) -> Path:
+    """Generates the inputs, runs the reference on copies of them and writes the golden.
+
+    Nothing here runs a kernel: the golden exists before any device or simulator run.
+    """
+    rng = SpecRNG.for_case(case.kernel, case.variant_name)
+    inputs = generate_inputs(case, rng)
+    outputs = [(name, case.args[name].dtype, tuple(case.args[name].shape)) for name in case.outputs]
+    expected = run_reference(case.reference, {n: inputs[n] for n in case.inputs}, outputs,
+                             case.where)
+    return write_golden(
+        directory,
+        inputs,
+        expected,
+        tolerances=dict(case.tolerances),
+        seed=rng.seed,
+        generator=rng.generator_id,
+        overwrite=overwrite,
+    )

@@ -1,0 +1,144 @@
+"""The build steps of a kernel library, one function per kind of target.
+
+SCons (`site_scons/site_tools/pypto.py`) calls these and nothing else; they call the same
+compile and golden functions as `@pl.jit`.  Each step writes its output atomically, so a
+build killed at any point leaves either the old output or none, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pypto.ir.errors import PyptoError
+from pypto.spec.declare import Kernel, SpecError
+from pypto.spec.module import specs_of
+
+DESCRIPTION_SCHEMA = 1
+
+
+def describe(path: str | os.PathLike, top: str | os.PathLike) -> dict[str, Any]:
+    """Runs the spec module at `path` and returns what the build needs to plan its targets:
+    per kernel its name, platforms and variants, with each variant's IR digest.  (No line
+    numbers: a description is reused for as long as the spec's meaning stays the same.)"""
+    from pypto.platform import platform_names
+
+    kernels = []
+    for kernel in specs_of(path, top):
+        variants = []
+        for name, variant in kernel.variants.items():
+            try:
+                ir = kernel.ir_digest(name)
+                kernel.golden_case(name)  # checks the tolerance names against the outputs
+            except SpecError:
+                raise
+            except PyptoError as exc:
+                raise SpecError(
+                    f"spec {kernel.name!r} variant {name!r}: the kernel does not parse for "
+                    f"these arguments:\n{exc}", kernel.where,
+                ) from None
+            signature = ", ".join(f"{k}: {v}" for k, v in variant.args.items())
+            variants.append({"name": name, "ir": ir, "signature": signature})
+        kernels.append({
+            "name": kernel.name,
+            "platforms": list(kernel.platforms or platform_names()),
+            "variants": variants,
+        })
+    return {"schema": DESCRIPTION_SCHEMA, "kernels": kernels}
+
+
+def find_kernel(path: str | os.PathLike, top: str | os.PathLike, name: str) -> Kernel:
+    """The spec of kernel `name` in the spec module at `path`."""
+    for kernel in specs_of(path, top):
+        if kernel.name == name:
+            return kernel
+    raise SpecError(f"{path}: declares no kernel {name!r} (the index is stale: rerun scons)")
+
+
+def write_description(target: str | os.PathLike, spec: str, meaning: str,
+                      description: dict[str, Any]) -> None:
+    """The spec's description file: goldens depend on it, so a spec edit that changes no
+    meaning (a comment) rewrites the same bytes and rebuilds nothing downstream."""
+    text = json.dumps({"spec": spec, "meaning": meaning, **description}, sort_keys=True, indent=1)
+    _atomic_write_text(Path(target), text + "\n")
+
+
+def build_golden(path: str | os.PathLike, top: str | os.PathLike, kernel: str, variant: str,
+                 directory: str | os.PathLike) -> Path:
+    """Generates the golden of `kernel/variant` into `directory` (no compiler involved)."""
+    from pypto.golden import record_golden
+
+    case = find_kernel(path, top, kernel).golden_case(variant)
+    return record_golden(case, directory, overwrite=True)
+
+
+@dataclass(frozen=True)
+class BuiltArtifact:
+    """An artifact published into the build directory, and whether it came from the cache."""
+
+    directory: Path
+    key: str
+    cached: bool
+
+
+def build_artifact(path: str | os.PathLike, top: str | os.PathLike, kernel: str, variant: str,
+                   platform: str, directory: str | os.PathLike) -> BuiltArtifact:
+    """Compiles `kernel/variant` for `platform` through the content-keyed artifact cache
+    (keyed by the post-parse IR, not the source text) and publishes a copy at `directory`."""
+    from pypto.compiler import CompileOptions, artifact_key, build_program
+    from pypto.platform import get_platform
+    from pypto.toolchain import ArtifactCache, Toolchain
+
+    program = find_kernel(path, top, kernel).program(variant)
+    options = CompileOptions(platform=platform)
+    target = get_platform(platform)
+    key = artifact_key(program.as_python(), options, target, Toolchain.for_platform(target))
+    cached = ArtifactCache().lookup(key) is not None
+    entry = build_program(program, options)
+    publish_copy(entry, Path(directory))
+    return BuiltArtifact(Path(directory), key, cached)
+
+
+def publish_copy(source: Path, target: Path) -> None:
+    """Copies directory `source` to `target`, replacing it whole: a copy is staged beside
+    the target and swapped in, so readers see the old or the new directory, never a mix."""
+    target = target.resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{target.name}.pypto-tmp-"
+    # One process builds in a build directory at a time (the tool's lock), so a staging
+    # directory of this target's name is from a build that was killed.
+    for stale in target.parent.glob(prefix + "*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    try:
+        copy = staging / "new"
+        shutil.copytree(source, copy)
+        if target.exists():
+            os.replace(target, staging / "old")
+        os.replace(copy, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def check_variant(artifact: str | os.PathLike, golden: str | os.PathLike, kernel: str,
+                  variant: str, platform: str, result: str | os.PathLike) -> bool:
+    """Runs one built variant on its golden and writes the rows to `result` (JSON);
+    returns whether every output passed."""
+    from pypto.runtime.library import check_artifact
+
+    rows = check_artifact(artifact, golden, kernel=kernel, variant=variant, platform=platform)
+    text = json.dumps({"rows": [r.to_json() for r in rows]}, sort_keys=True, indent=1)
+    _atomic_write_text(Path(result), text + "\n")
+    return all(r.passed for r in rows)
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8", newline="\n")
+    os.replace(tmp, path)

@@ -1,0 +1,258 @@
+"""The spec index: what each spec file declares, cached under the file's meaning.
+
+A no-op build must decide without importing torch or running a spec (ARCHITECTURE.md,
+"Performance notes").  So SCons asks this index, which imports only the standard
+library, for each spec's description (kernels, variants, platforms, the digest of each
+variant's post-parse IR).  A description is cached under the spec's *meaning*: the
+digest of the spec's syntax tree and of every project module it imports, transitively
+(comments, docstrings and layout are not part of a syntax tree, so editing them changes
+no meaning), plus the digest of the pypto sources that read specs.  Only when a meaning
+is new does `describe` run the spec.
+
+File digests are cached by (mtime, size, inode), so an unchanged file is not even read;
+a file modified within the last two seconds is never trusted by its stat (its next
+edit could keep the same mtime), as git does for racy files.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+INDEX_SCHEMA = 1
+_RACY_NS = 2_000_000_000
+_IGNORED_PACKAGE = "pypto"  # pypto's own sources are covered by the toolkit digests
+
+
+class SpecIndex:
+    """Digests of project files and descriptions of spec files, persisted as JSON."""
+
+    def __init__(self, top: str | os.PathLike, path: str | os.PathLike) -> None:
+        # Absolute, not resolved: symlinks stay as the user spelt them, and no path
+        # lookup costs a system call (a no-op build asks for hundreds).
+        self.top = Path(os.path.abspath(top))
+        self._prefix = str(self.top).rstrip(os.sep) + os.sep
+        self.path = Path(path)
+        self._files: dict[str, dict[str, Any]] = {}
+        self._specs: dict[str, dict[str, Any]] = {}
+        self._seen: dict[str, dict[str, Any]] = {}  # files checked during this run
+        self._dirty = False
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            if raw.get("schema") == INDEX_SCHEMA:
+                self._files = dict(raw.get("files", {}))
+                self._specs = dict(raw.get("specs", {}))
+        except (OSError, ValueError, AttributeError):
+            pass  # no index, or a damaged one: it is a cache, start empty
+
+    # ------------------------------------------------------------------ files
+    def relpath(self, path: str | os.PathLike) -> str:
+        """`path` relative to the project top, or its absolute path outside it."""
+        return os.path.abspath(path).removeprefix(self._prefix).replace(os.sep, "/")
+
+    def _entry(self, path: str | os.PathLike) -> dict[str, Any]:
+        rel = self.relpath(path)
+        seen = self._seen.get(rel)
+        if seen is not None:
+            return seen
+        full = self.top / rel
+        stat = os.stat(full)
+        key = [stat.st_mtime_ns, stat.st_size, stat.st_ino]
+        entry = self._files.get(rel)
+        if entry is None or entry.get("stat") != key:
+            digest = hashlib.sha256(full.read_bytes()).hexdigest()
+            if entry is None or entry.get("sha256") != digest:
+                entry = {"sha256": digest}
+            trusted = time.time_ns() - stat.st_mtime_ns > _RACY_NS
+            entry = {**entry, "stat": key if trusted else None}
+            self._files[rel] = entry
+            self._dirty = True
+        self._seen[rel] = entry
+        return entry
+
+    def sha256(self, path: str | os.PathLike) -> str:
+        """sha256 of the file's bytes."""
+        return self._entry(path)["sha256"]
+
+    def _python(self, path: str | os.PathLike) -> dict[str, Any]:
+        """The entry of a Python file, with its syntax digest and local imports filled in."""
+        entry = self._entry(path)
+        if "ast" not in entry:
+            full = self.top / self.relpath(path)
+            tree = ast.parse(full.read_bytes(), filename=str(full))
+            entry["ast"] = syntax_digest(tree)
+            entry["imports"] = sorted(
+                self.relpath(p) for p in local_imports(tree, full, self.top)
+            )
+            self._dirty = True
+        return entry
+
+    def imports(self, path: str | os.PathLike) -> list[Path]:
+        """Project modules `path` imports directly (package `__init__` files included)."""
+        return [self.top / rel for rel in self._python(path)["imports"]]
+
+    def closure(self, path: str | os.PathLike) -> list[Path]:
+        """`path`, its enclosing packages' `__init__` files and every project module they
+        import, transitively, sorted."""
+        start = Path(os.path.abspath(path))
+        todo = [start, *_package_inits(start, self.top)]
+        found: set[Path] = set()
+        while todo:
+            current = todo.pop()
+            if current in found:
+                continue
+            found.add(current)
+            todo.extend(self.imports(current))
+        return sorted(found)
+
+    def meaning(self, path: str | os.PathLike, context: str = "") -> str:
+        """Digest of the syntax of `path` and of its import closure, plus `context`."""
+        digest = hashlib.sha256(context.encode())
+        for module in self.closure(path):
+            digest.update(f"\0{self.relpath(module)}\0{self._python(module)['ast']}".encode())
+        return digest.hexdigest()
+
+    def tree_digest(self, roots: Iterable[str | os.PathLike], skip: Iterable[str] = ()) -> str:
+        """Digest of every file under `roots` (files or directories) by relative path and
+        content; hidden files, `__pycache__` and paths under `skip` are left out."""
+        skipped = tuple(Path(os.path.abspath(s)) for s in skip)
+        digest = hashlib.sha256()
+        for root in roots:
+            for file in sorted(_files_under(Path(os.path.abspath(root)))):
+                if any(file == s or s in file.parents for s in skipped):
+                    continue
+                digest.update(f"{self.relpath(file)}\0{self.sha256(file)}\n".encode())
+        return digest.hexdigest()
+
+    # ------------------------------------------------------------------ specs
+    def description(
+        self,
+        path: str | os.PathLike,
+        context: str,
+        describe: Callable[[Path], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """The description of spec `path`: cached when its meaning is known, otherwise
+        `describe(path)` (which runs the spec) and remembered."""
+        rel = self.relpath(path)
+        key = self.meaning(path, context)
+        cached = self._specs.get(rel)
+        if cached is not None and cached.get("meaning") == key:
+            return cached["description"]
+        description = describe(self.top / rel)
+        self._specs[rel] = {"meaning": key, "description": description}
+        self._dirty = True
+        return description
+
+    def spec_meaning(self, path: str | os.PathLike) -> str:
+        """The meaning recorded with the last description of `path`."""
+        return self._specs[self.relpath(path)]["meaning"]
+
+    def save(self) -> None:
+        """Writes the index if anything changed (atomically: it is read by the next run)."""
+        if not self._dirty:
+            return
+        # Forget files that are gone, so that the index does not grow with every rename.
+        for entries in (self._files, self._specs):
+            for rel in [r for r in entries if not (self.top / r).exists()]:
+                del entries[rel]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"schema": INDEX_SCHEMA, "files": self._files, "specs": self._specs}
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
+        self._dirty = False
+
+
+def syntax_digest(tree: ast.AST) -> str:
+    """Digest of a module's syntax tree without docstrings (positions are never part of
+    `ast.dump`, comments never part of a tree)."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
+
+
+def local_imports(tree: ast.AST, path: Path, top: Path) -> set[Path]:
+    """Files under `top` that the module at `path` imports (anywhere in its body): the
+    modules and the `__init__` of every package on the way.  pypto itself is left out."""
+    package = _package_of(path, top)
+    found: set[Path] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found |= _module_files(alias.name.split("."), top)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if package is None or node.level - 1 > len(package):
+                    continue
+                base = package[: len(package) - (node.level - 1)]
+            else:
+                base = []
+            parts = base + (node.module.split(".") if node.module else [])
+            found |= _module_files(parts, top)
+            for alias in node.names:
+                found |= _module_files([*parts, alias.name], top)  # `from pkg import submodule`
+    found.discard(path)
+    return found
+
+
+def _module_files(parts: list[str], top: Path) -> set[Path]:
+    if not parts or parts[0] == _IGNORED_PACKAGE or "*" in parts:
+        return set()
+    found = set()
+    directory = top
+    for i, part in enumerate(parts):
+        module = directory / f"{part}.py"
+        package = directory / part / "__init__.py"
+        if i == len(parts) - 1 and module.is_file():
+            found.add(module)
+        if package.is_file():
+            found.add(package)
+        elif not (directory / part).is_dir():
+            break
+        directory = directory / part
+    return found
+
+
+def _package_of(path: Path, top: Path) -> list[str] | None:
+    """Dotted package of the module at `path` (as parts), if it lies under `top`."""
+    try:
+        rel = path.relative_to(top)
+    except ValueError:
+        return None
+    return list(rel.parts[:-1])
+
+
+def _package_inits(path: Path, top: Path) -> list[Path]:
+    inits = []
+    directory = path.parent
+    while directory != top and top in directory.parents:
+        init = directory / "__init__.py"
+        if init.is_file() and init != path:
+            inits.append(init)
+        directory = directory.parent
+    return inits
+
+
+def _files_under(root: Path) -> Iterable[Path]:
+    if root.is_file():
+        yield root
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
+        for name in filenames:
+            if not name.startswith(".") and not name.endswith((".pyc", ".pyo")):
+                yield Path(dirpath) / name

@@ -1,0 +1,448 @@
+"""SCons tool for pypto kernel libraries: `env.Tool("pypto")`, then `env.KernelLibrary(...)`.
+
+SCons glue only: which targets exist and what each depends on.  The work is done by
+`pypto.spec.build` and `pypto.spec.package` (through them, the same compiler and golden
+functions `@pl.jit` uses).  What each spec declares comes from `pypto.spec.index`, which
+answers a no-op build from its cache without importing torch or running a spec; the
+digests of pypto's own code come from `pypto.spec.toolkit`.
+
+Targets, for a library at the project top (`#`), see docs/building.md:
+
+    build/specs/<spec path>.json      the spec's description (kernels, variants, meaning);
+                                      a comment edit rewrites identical bytes, so nothing
+                                      downstream rebuilds
+    build/goldens/<k>/<v>/golden.json (+ inputs/expected.safetensors)   platform-independent
+    build/<p>/<k>/<v>/manifest.json   the artifact directory, from pypto's artifact cache
+    build/checks/<p>/<k>/<v>.json     one check result
+    build/library-<p>.json            the library index `load_library` reads
+    dist/<name>-<version>-<p>.tar     the reproducible package
+
+Every dependency is a content signature: artifacts depend on their post-parse IR digest
+and the compiler digest, goldens on their spec's description and the golden code, checks
+on the artifact's manifest, the golden and the runtime code.  Action signatures are fixed
+strings (`_StableAction`), never the bytecode of a Python function.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import SCons.Action
+import SCons.Builder
+import SCons.Errors
+import SCons.Scanner
+import SCons.Script
+
+# SCons registers a site tool in sys.modules under its file name, which is also the name
+# of the package this tool drives: give the name back to the package before importing it.
+if not hasattr(sys.modules.get(__name__), "__path__"):
+    sys.modules.pop(__name__, None)
+
+LOCK_TIMEOUT_S = 600.0
+_HELD_LOCKS: list[int] = []
+_INDEXES: dict = {}  # project top → SpecIndex, for the import scanner
+
+
+def _import_pypto(top: Path):
+    """Imports pypto (this checkout's when the project is pypto itself, else the installed
+    one) and returns `pypto.spec.index`."""
+    here = str(Path(__file__).resolve().parent)
+    saved = list(sys.path)
+    try:
+        sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != here]
+        if (top / "pypto" / "__init__.py").is_file() and str(top) not in sys.path:
+            saved.insert(0, str(top))
+            sys.path.insert(0, str(top))
+        return importlib.import_module("pypto.spec.index")
+    finally:
+        sys.path[:] = saved
+
+
+# --------------------------------------------------------------------------- actions
+
+
+class _StableAction(SCons.Action.FunctionAction):
+    """A Python action whose build signature is a fixed identity string, so a Python
+    release that compiles it to other bytecode rebuilds nothing.  Everything that changes
+    the output is an explicit dependency (a file or a Value) instead."""
+
+    def __init__(self, function, identity: str, show) -> None:
+        super().__init__(_user_facing(function), {"strfunction": show})
+        self.identity = identity.encode()
+
+    def get_presig(self, target, source, env, executor=None):
+        return self.identity
+
+
+def _user_facing(function):
+    """Runs a build step; an error in the user's input becomes a one-message SCons error,
+    anything else one that shows its traceback."""
+
+    def run(target, source, env):
+        from pypto.golden.reference import GoldenCaseError
+        from pypto.ir.errors import PyptoError
+        from pypto.runtime.errors import PyptoRuntimeError
+        from pypto.toolchain import CompileError, ToolchainNotFoundError
+
+        try:
+            return function(target, source, env)
+        except SCons.Errors.UserError:
+            raise
+        except (PyptoError, PyptoRuntimeError, GoldenCaseError, CompileError,
+                ToolchainNotFoundError, FileExistsError) as exc:
+            raise SCons.Errors.UserError(str(exc)) from exc
+        except Exception as exc:
+            raise SCons.Errors.UserError(
+                f"internal error (a pypto bug, please report it):\n{traceback.format_exc()}"
+            ) from exc
+
+    run.__name__ = function.__name__
+    return run
+
+
+def _case(target) -> dict:
+    return getattr(target[0].attributes, "pypto", {})
+
+
+def _describe_spec(target, source, env):
+    from pypto.spec.build import write_description
+
+    case = _case(target)
+    write_description(target[0].abspath, case["spec"], case["meaning"], case["description"])
+
+
+def _golden(target, source, env):
+    from pypto.spec.build import build_golden
+
+    case = _case(target)
+    build_golden(case["path"], case["top"], case["kernel"], case["variant"],
+                 Path(target[0].abspath).parent)
+
+
+def _artifact(target, source, env):
+    from pypto.spec.build import build_artifact
+
+    case = _case(target)
+    built = build_artifact(case["path"], case["top"], case["kernel"], case["variant"],
+                           case["platform"], Path(target[0].abspath).parent)
+    if built.cached:
+        print(f"pypto:   {case['kernel']}/{case['variant']} [{case['platform']}]: artifact "
+              f"cache hit {built.key[:12]}, nothing compiled", flush=True)
+
+
+def _check(target, source, env):
+    from pypto.spec.build import check_variant
+
+    case = _case(target)
+    check_variant(case["artifact"], case["golden"], case["kernel"], case["variant"],
+                  case["platform"], target[0].abspath)
+
+
+def _index(target, source, env):
+    from pypto.spec.package import write_library_index
+
+    case = _case(target)
+    write_library_index(case["root"], case["name"], case["version"], case["platform"],
+                        case["entries"])
+
+
+def _package(target, source, env):
+    from pypto.spec.package import write_package
+
+    case = _case(target)
+    write_package(target[0].abspath, case["root"], case["platform"])
+
+
+def _report(target, source, env):
+    from pypto.runtime.library import read_check_rows
+
+    table = read_check_rows([s.abspath for s in source if "artifact" in _case([s])])
+    print(table, flush=True)
+    if not table.passed:
+        raise SCons.Errors.UserError(
+            f"{len(table.failures)} of {len(table.rows)} checked outputs differ from their "
+            "goldens (see the table above)"
+        )
+
+
+def _golden_emitter(target, source, env):
+    directory = Path(str(target[0])).parent
+    return target + [str(directory / "inputs.safetensors"),
+                     str(directory / "expected.safetensors")], source
+
+
+def _show(text: str):
+    """The progress line of a step: `text` formatted with the target's case."""
+    return lambda target, source, env: text.format(case=_case(target), t=target[0])
+
+
+def _scan_python_imports(node, env, path):
+    """The project modules a Python file imports (the index caches them by file stat)."""
+    index = _INDEXES.get(env.Dir("#").abspath)
+    if index is None or not hasattr(node, "abspath") or not node.exists():
+        return []  # a Value, or a file that does not exist yet
+    return [env.File(str(p)) for p in index.imports(node.abspath)]
+
+
+PYTHON_IMPORTS = SCons.Scanner.Scanner(
+    function=_scan_python_imports, name="PythonImports", skeys=[".py"], recursive=True)
+
+_BUILDERS = {
+    "PyptoSpec": (_describe_spec, "pypto spec description v1", "pypto: spec {case[spec]}"),
+    "PyptoGolden": (_golden, "pypto golden v1", "pypto: golden {case[kernel]}/{case[variant]}"),
+    "PyptoArtifact": (_artifact, "pypto artifact v1",
+                      "pypto: compile {case[kernel]}/{case[variant]} for {case[platform]}"),
+    "PyptoCheck": (_check, "pypto check v1",
+                   "pypto: check {case[kernel]}/{case[variant]} on {case[platform]}"),
+    "PyptoIndex": (_index, "pypto library index v1", "pypto: index {t}"),
+    "PyptoPackage": (_package, "pypto package v1", "pypto: package {t}"),
+}
+_REPORT = _StableAction(_report, "pypto check report v1", _show("pypto: table of check results"))
+
+
+# --------------------------------------------------------------------------- the library
+
+
+class LibraryTargets:
+    """What `env.KernelLibrary` declares, to alias in SConstruct (`check` and `package`
+    are None without a platform, `check` also on a device platform)."""
+
+    def __init__(self, default, goldens, check=None, package=None):
+        self.default = default
+        self.goldens = goldens
+        self.check = check
+        self.package = package
+
+
+def KernelLibrary(env, name, version, specs, platform=None, build_dir="#build", dist_dir="#dist"):
+    """Declares the targets of the kernel library made of the spec files `specs`.
+
+    Spec files whose name starts with "_" are helpers (imported by specs), not specs.
+    `platform` defaults to the `platform=` command-line variable; only `goldens` can be
+    built without one.  Returns `LibraryTargets`.
+    """
+    top = Path(env.Dir("#").abspath)
+    index_module = _import_pypto(top)
+    from pypto.spec import toolkit
+
+    build, dist = Path(env.Dir(build_dir).abspath), Path(env.Dir(dist_dir).abspath)
+    platform = _requested_platform(platform or env.get("platform") or None, build, name, version)
+    # The index is a cache written atomically: reading it before taking the lock is safe.
+    index = index_module.SpecIndex(top, build / "specs" / "index.json")
+    compiler = None
+    if platform is not None:
+        from pypto.toolchain import ToolchainNotFoundError
+
+        try:  # before any spec is read: a missing device compiler stops the build at once
+            compiler = env.Value(f"pypto compiler for {platform}: "
+                                 + toolkit.compiler_digest(index, platform))
+        except ToolchainNotFoundError as exc:
+            raise SCons.Errors.UserError(str(exc)) from None
+
+    _lock_build_dir(build)
+    env.SConsignFile(str(build / ".sconsign"))
+    env.Decider("content-timestamp")
+    if env.get("cache"):
+        cache = Path(env["cache"])
+        cache.mkdir(parents=True, exist_ok=True)  # SCons creates only the last level
+        env.CacheDir(str(cache / "scons"))
+        os.environ["PYPTO_CACHE_DIR"] = str(cache / "artifacts")
+
+    _INDEXES[str(top)] = index
+    described = _describe_all(env, index, top, specs, toolkit.frontend_digest(index))
+    library = _LibraryGraph(env, build, platform, compiler, index, toolkit)
+    for path, description in described.items():
+        library.add_spec(path, top, description)
+    index.save()
+    return library.targets(name, version, dist)
+
+
+def _requested_platform(platform, build: Path, name: str, version: str):
+    """The platform to build, after checking the command line asks for something sensible."""
+    from pypto.platform import get_platform, platform_names
+    from pypto.spec.package import check_dist_name
+
+    targets = [str(t) for t in SCons.Script.COMMAND_LINE_TARGETS]
+    goldens_only = bool(targets) and all(
+        t == "goldens" or Path(t).resolve().is_relative_to(build / "goldens") for t in targets)
+    if platform is None and not goldens_only and not SCons.Script.GetOption("help"):
+        raise SCons.Errors.UserError(
+            f"choose a platform: scons platform=<{'|'.join(platform_names())}> "
+            "[check|package], or `scons goldens` for the goldens alone"
+        )
+    try:
+        check_dist_name("name", name)
+        check_dist_name("version", version)
+        if platform is not None and "check" in targets and not get_platform(platform).is_sim:
+            sims = [p for p in platform_names() if get_platform(p).is_sim]
+            raise SCons.Errors.UserError(
+                f"`check` runs kernels, and platform {platform!r} needs an NPU this host does "
+                f"not have; check on {' or '.join(sims)}"
+            )
+    except ValueError as exc:  # an unknown platform lists the known ones
+        raise SCons.Errors.UserError(str(exc)) from None
+    return platform
+
+
+def _describe_all(env, index, top: Path, specs, frontend: str) -> dict:
+    """Every spec file's description (from the index; a spec runs only when its meaning
+    changed), after checking that kernel names are unique across the library."""
+    from pypto.ir.errors import PyptoError
+    from pypto.spec.build import describe
+
+    def run_spec(path: Path) -> dict:
+        print(f"pypto: reading spec {index.relpath(path)}", flush=True)
+        return describe(path, top)
+
+    files = sorted({Path(env.File(s).abspath) for s in env.Flatten([specs])})
+    described = {}
+    for path in (p for p in files if not p.name.startswith("_")):
+        try:
+            described[path] = index.description(path, frontend, run_spec)
+        except PyptoError as exc:
+            index.save()  # keep what the other specs cost to describe
+            raise SCons.Errors.UserError(str(exc)) from None
+    owners: dict[str, Path] = {}
+    for path, description in described.items():
+        for kernel in description["kernels"]:
+            other = owners.setdefault(kernel["name"], path)
+            if other != path:
+                raise SCons.Errors.UserError(
+                    f"kernel {kernel['name']!r} is declared by both {index.relpath(other)} and "
+                    f"{index.relpath(path)}; kernel names are unique in a library"
+                )
+    return described
+
+
+class _LibraryGraph:
+    """The targets of one library as they are declared, spec by spec."""
+
+    def __init__(self, env, build: Path, platform, compiler, index, toolkit) -> None:
+        self.env, self.build, self.platform, self.index = env, build, platform, index
+        self.compiler = compiler
+        self.golden_code = env.Value("pypto golden code " + toolkit.golden_digest(index))
+        self.runtime_code = None
+        self.is_sim = False
+        if platform is not None:
+            from pypto.platform import get_platform
+
+            self.is_sim = get_platform(platform).is_sim
+            self.runtime_code = env.Value("pypto runtime " + toolkit.runtime_digest(index))
+        self.goldens, self.artifacts, self.built_goldens, self.checks = [], [], [], []
+        self.package_sources, self.entries = [], []
+
+    def add_spec(self, path: Path, top: Path, description: dict) -> None:
+        env, rel = self.env, self.index.relpath(path)
+        meaning = self.index.spec_meaning(path)
+        # The meaning covers the spec's imports and pypto's spec-reading code as well; the
+        # file is a source too, so that --debug=explain and the import scanner see it.
+        spec = env.PyptoSpec(str(self.build / "specs" / f"{rel}.json"),
+                             [str(path), env.Value(f"{rel}: meaning {meaning}")])
+        spec[0].attributes.pypto = {"spec": rel, "meaning": meaning, "description": description}
+        for kernel in description["kernels"]:
+            for variant in kernel["variants"]:
+                case = {"path": str(path), "top": str(top), "kernel": kernel["name"],
+                        "variant": variant["name"]}
+                golden = env.PyptoGolden(
+                    str(self.build / "goldens" / case["kernel"] / case["variant"] / "golden.json"),
+                    [spec, self.golden_code])
+                golden[0].attributes.pypto = case
+                env.Precious(golden)  # replaced atomically; a failed rebuild keeps the old one
+                self.goldens += golden
+                if self.platform in kernel["platforms"]:
+                    self._add_variant(case, rel, variant["ir"], golden)
+
+    def _add_variant(self, case: dict, spec: str, ir: str, golden) -> None:
+        from pypto.spec.package import LibraryEntry
+
+        env, platform = self.env, self.platform
+        k, v = case["kernel"], case["variant"]
+        directory = self.build / platform / k / v
+        artifact = env.PyptoArtifact(str(directory / "manifest.json"),
+                                     [env.Value(f"{k}/{v}: post-parse IR {ir}"), self.compiler])
+        artifact[0].attributes.pypto = {**case, "platform": platform}
+        env.NoCache(artifact)  # a directory: pypto's artifact cache shares it instead
+        env.Precious(artifact)  # the directory is swapped whole, never emptied first
+        env.Clean(artifact, str(directory))
+        self.artifacts += artifact
+        self.built_goldens += golden[:1]
+        self.package_sources += artifact + golden
+        self.entries.append(LibraryEntry(k, spec, v, f"{platform}/{k}/{v}", f"goldens/{k}/{v}"))
+        if self.is_sim:
+            result = env.PyptoCheck(str(self.build / "checks" / platform / k / f"{v}.json"),
+                                    artifact + golden[:1] + [self.runtime_code])
+            result[0].attributes.pypto = {**case, "platform": platform,
+                                          "artifact": str(directory),
+                                          "golden": str(self.build / "goldens" / k / v)}
+            env.NoCache(result)  # a check on a fresh checkout runs the kernel
+            self.checks += result
+
+    def targets(self, name: str, version: str, dist: Path) -> LibraryTargets:
+        from pypto.spec.package import package_name
+
+        env, platform = self.env, self.platform
+        if platform is None:
+            return LibraryTargets(self.goldens, self.goldens)
+        listing = env.Value(f"library {name} {version} {platform}: " + " ".join(
+            f"{e.kernel}/{e.variant}@{e.spec}" for e in self.entries))
+        index = env.PyptoIndex(str(self.build / f"library-{platform}.json"),
+                               self.artifacts + self.built_goldens + [listing])
+        index[0].attributes.pypto = {"root": str(self.build), "name": name, "version": version,
+                                     "platform": platform, "entries": self.entries}
+        archive = env.PyptoPackage(str(dist / f"{package_name(name, version, platform)}.tar"),
+                                   index + self.package_sources)
+        archive[0].attributes.pypto = {"root": str(self.build), "platform": platform}
+        env.NoCache(index + archive)
+        check = None
+        if self.checks:
+            check = env.Alias(f"pypto-check-{platform}", self.checks + index, _REPORT)
+            env.AlwaysBuild(check)  # the table is printed on every `check`, from the results
+        return LibraryTargets(index, self.goldens, check, archive)
+
+
+def _lock_build_dir(build_dir: Path) -> None:
+    """Holds an flock on `<build>/.lock` until this process ends: two scons processes in
+    one build directory take turns instead of corrupting each other's files."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(build_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + LOCK_TIMEOUT_S
+    waiting = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if not waiting:
+                print(f"pypto: waiting for another scons building in {build_dir}", flush=True)
+                waiting = True
+            if time.monotonic() > deadline:
+                raise SCons.Errors.UserError(
+                    f"waited {LOCK_TIMEOUT_S:g} s for {build_dir}/.lock: another scons is "
+                    f"still building in {build_dir} (find it with `fuser -v {build_dir}/.lock`)"
+                ) from None
+            time.sleep(0.1)
+    _HELD_LOCKS.append(fd)  # released by the kernel when this process ends, however it ends
+
+
+def generate(env):
+    """Adds the pypto builders and `env.KernelLibrary` to `env`."""
+    for builder, (function, identity, line) in _BUILDERS.items():
+        env["BUILDERS"][builder] = SCons.Builder.Builder(
+            action=_StableAction(function, identity, _show(line)),
+            emitter=_golden_emitter if builder == "PyptoGolden" else None,
+            source_scanner=PYTHON_IMPORTS if builder == "PyptoSpec" else None,
+            target_factory=env.fs.File,
+            source_factory=env.fs.Entry,
+        )
+    env.AddMethod(KernelLibrary, "KernelLibrary")
+
+
+def exists(env):
+    """The tool works wherever SCons runs; pypto is imported when a library is declared."""
+    return True
