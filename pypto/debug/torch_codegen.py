@@ -1,0 +1,158 @@
+"""`torch_codegen`: a Program (or one Function) as executable Python on torch.
+
+The generated module reproduces the IR's semantics on the host, so "the IR is wrong"
+can be told apart from "the device disagrees with the IR".  Each operator call becomes
+a call of the function of the same name in `pypto.debug.torch_runtime`; the text comes
+from `templates/torch_program.py.j2`.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ..codegen.environment import render
+from ..ir.dtypes import DataType
+from ..ir.errors import InternalError
+from ..ir.nodes import (
+    Assign,
+    AtScope,
+    Call,
+    Const,
+    ExprList,
+    ExprStmt,
+    For,
+    FuncCall,
+    Function,
+    Program,
+    Return,
+    Var,
+)
+from ..ir.printer import INFIX
+from ..ir.types import ScalarType, TensorType, TileType
+from . import torch_runtime
+
+
+def torch_codegen(program_or_function: Program | Function, *, check_shapes: bool = False) -> str:
+    """Executable Python (torch) reproducing the IR; `check_shapes` asserts every value's
+    shape and dtype as the IR states them."""
+    if isinstance(program_or_function, Function):
+        program = Program(program_or_function.name, (program_or_function,),
+                          program_or_function.name)
+    elif isinstance(program_or_function, Program):
+        program = program_or_function
+    else:
+        raise TypeError("torch_codegen takes an ir.Program or an ir.Function, got "
+                        f"{type(program_or_function).__name__}")
+    builder = _Builder(check_shapes)
+    model = {
+        "name": program.name,
+        "entry": program.entry,
+        "functions": [builder.function(f) for f in program.functions],
+    }
+    return render("torch_program.py.j2", m=model)
+
+
+def load_entry(source: str, entry: str):
+    """Execute generated source and return its entry function."""
+    namespace: dict = {"__name__": "pypto_torch_program"}
+    exec(compile(source, "<torch_codegen>", "exec"), namespace)
+    return namespace[entry]
+
+
+def _attr(value):
+    if isinstance(value, DataType):
+        return value.name
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _type_facts(call: Call) -> list:
+    """What a runtime function needs from the IR's types: a tile's valid region (stores,
+    fillpad) and whether a slice views a tensor."""
+    if call.op in ("store", "assemble", "fillpad"):
+        value = call.args[1] if call.op == "assemble" else call.args[0]
+        t = value.type
+        if isinstance(t, TileType) and t.valid_shape is not None:
+            return [("valid", list(t.valid_shape))]
+    if call.op == "slice" and isinstance(call.args[0].type, TensorType):
+        return [("tensor", True)]
+    return []
+
+
+class _Builder:
+    def __init__(self, check_shapes: bool):
+        self.check_shapes = check_shapes
+
+    def function(self, fn: Function) -> dict:
+        return {
+            "name": fn.name,
+            "kind": fn.func_type.name,
+            "params": [p.var.name for p in fn.params],
+            "body": self.body(fn.body),
+        }
+
+    def body(self, stmts) -> list[dict]:
+        out = []
+        for s in stmts:
+            if isinstance(s, Assign):
+                out.append({
+                    "kind": "assign",
+                    "targets": [t.name for t in s.targets],
+                    "value": self.expr(s.value),
+                    "checks": self.checks(s),
+                })
+            elif isinstance(s, ExprStmt):
+                out.append({"kind": "expr", "value": self.expr(s.value)})
+            elif isinstance(s, For):
+                out.append({"kind": "for", "var": s.var.name, "start": self.expr(s.start),
+                            "stop": self.expr(s.stop), "step": self.expr(s.step),
+                            "body": self.body(s.body)})
+            elif isinstance(s, AtScope):
+                out.append({
+                    "kind": "block", "level": s.level.name, "body": self.body(s.body),
+                    "task": s.task.name if s.task is not None else None,
+                    "blocks": self.expr(s.blocks) if s.blocks is not None else None,
+                })
+            elif isinstance(s, Return):
+                out.append({"kind": "return", "results": [self.expr(v) for v in s.values]})
+            else:
+                raise InternalError(f"torch_codegen: unexpected statement {s!r}")
+        return out
+
+    def checks(self, s: Assign) -> list[dict]:
+        if not self.check_shapes:
+            return []
+        where = str(s.span) if s.span else "<ir>"
+        return [
+            {"name": t.name, "shape": list(t.type.shape), "dtype": t.type.dtype.name,
+             "where": where}
+            for t in s.targets if isinstance(t.type, (TensorType, TileType))
+        ]
+
+    def expr(self, e) -> dict:
+        if isinstance(e, Var):
+            return {"kind": "var", "name": e.name}
+        if isinstance(e, Const):
+            return {"kind": "const", "value": e.value}
+        if isinstance(e, ExprList):
+            return {"kind": "list", "elems": [self.expr(i) for i in e.items]}
+        if isinstance(e, FuncCall):
+            return {"kind": "submit", "fn": e.callee, "args": [self.expr(a) for a in e.args],
+                    "blocks": self.expr(e.blocks) if e.blocks is not None else None,
+                    "task_id": e.task_id}
+        if isinstance(e, Call):
+            # Index division truncates in C++; Python's `/` would not, so it stays a call.
+            if e.op in INFIX and e.op != "div" and \
+                    all(isinstance(a.type, ScalarType) for a in e.args):
+                lhs, rhs = (self.expr(a) for a in e.args)
+                return {"kind": "infix", "op": INFIX[e.op], "lhs": lhs, "rhs": rhs}
+            if not hasattr(torch_runtime, e.op):
+                raise InternalError(f"pl.{e.op} has no torch semantics in "
+                                    "pypto.debug.torch_runtime")
+            attrs = [(k, _attr(v)) for k, v in e.attrs] + _type_facts(e)
+            return {"kind": "op", "fn": e.op, "args": [self.expr(a) for a in e.args],
+                    "attrs": attrs}
+        raise InternalError(f"torch_codegen: unexpected expression {e!r}")
