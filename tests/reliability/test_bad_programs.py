@@ -1,0 +1,369 @@
+"""The bad-input catalogue: every invalid program gets a clear error at the user's line.
+
+Each case is a kernel written to its own file and imported, so the error must name that
+file and the offending line; the message must say what is wrong and what to do, and no
+traceback may come from pypto's internals (the exception type is one of ours).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from pypto.ir import CapacityError, LoweringError, ParseError, PyptoError, TypeCheckError
+
+HEADER = "import pypto.language as pl\nimport torch\n\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    source: str  # defines `kernel`; the line marked `# <-` is the one the error must name
+    args: tuple  # shapes/dtypes of the call's tensors: ((16, 128), torch.float32), ...
+    error: type
+    message: str  # a substring the message must contain (the what-to-do part)
+
+
+def T(*shape, dtype=torch.float32):
+    return (shape, dtype)
+
+
+F16 = torch.float16
+I32 = torch.int32
+
+CASES = {
+    "operator_outside_pl_at": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.exp(a)  # <-
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = t
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "pl.at"),
+    "shape_mismatch": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, b)  # <-
+    return out
+""", (T(16, 128), T(32, 128), T(16, 128)), TypeCheckError, "same shape"),
+    "dtype_mismatch": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, b)  # <-
+    return out
+""", (T(16, 128), T(16, 128, dtype=F16), T(16, 128)), TypeCheckError, "pl.cast"),
+    "exp_of_integers": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(a)  # <-
+    return out
+""", (T(16, 128, dtype=I32), T(16, 128, dtype=I32)), TypeCheckError, "supported: BF16"),
+    "tensor_plus_tile": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    u = pl.add(t, a)  # <-
+    out = pl.store(u, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "load the tensor into a tile"),
+    "unknown_keyword": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128], padding=0)  # <-
+    out = pl.store(t, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "parameters: tensor, offsets"),
+    "missing_argument": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0])  # <-
+    out = pl.store(t, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "needs `shapes`"),
+    "too_many_arguments": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.exp(a, a)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "at most 1 argument"),
+    "offsets_not_a_list": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, 0, [16, 128])  # <-
+    out = pl.store(t, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "must be a list like [i, 0]"),
+    "load_out_of_bounds": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [8, 0], [16, 128])  # <-
+    out = pl.store(t, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "exceeds [16, 128]"),
+    "store_out_of_bounds": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    out = pl.store(t, [0, 64], out)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "exceeds [16, 128]"),
+    "store_dtype_mismatch": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    out = pl.store(t, [0, 0], out)  # <-
+    return out
+""", (T(16, 128, dtype=F16), T(16, 128)), TypeCheckError, "pl.cast the tile first"),
+    "assign_dtype_mismatch": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(a)  # <-
+    return out
+""", (T(16, 128, dtype=F16), T(16, 128)), TypeCheckError, "pl.cast the value"),
+    "window_width_mismatch": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[0:8, :] = pl.exp(a)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "the window is 8 wide"),
+    "strided_window": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[::2] = pl.exp(a)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "write a window with slices"),
+    "nested_pl_at": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        with pl.at(level=pl.Level.CORE_GROUP):  # <-
+            out[:] = pl.exp(a)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "cannot be nested"),
+    "pl_at_without_level": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at():  # <-
+        out[:] = pl.exp(a)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "level=pl.Level.CORE_GROUP"),
+    "pl_at_in_a_kernel": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):  # <-
+        out[:] = pl.exp(a)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "already one kernel"),
+    "other_context_manager": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with open("x"):  # <-
+        pass
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "pl.at"),
+    "python_range_loop": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    for i in range(4):  # <-
+        pass
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "pl.range"),
+    "zero_step": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    for i in pl.range(0, 4, 0):  # <-
+        pass
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "step must be positive"),
+    "unroll_with_runtime_bounds": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT64]):
+    for i in pl.unroll(n):  # <-
+        pass
+    return out
+""", (T(16, 128), T(16, 128), 4), ParseError, "use pl.range"),
+    "loop_changes_a_type": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    for i in pl.range(2):
+        t = pl.cast(t, pl.FP16)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "use a new name"),
+    "while_loop": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    while True:  # <-
+        pass
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "not supported"),
+    "if_on_runtime_value": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT64]):
+    if n:  # <-
+        pass
+    return out
+""", (T(16, 128), T(16, 128), 1), ParseError, "compile-time conditions"),
+    "undefined_name": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [ROWS, 128])  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "define it before the kernel"),
+    "unpack_count": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    x, y = pl.load(a, [0, 0], [16, 128])  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "cannot unpack"),
+    "plain_python_function": Case("""
+def helper(x):
+    return x
+
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = helper(a)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "@pl.jit.incore"),
+    "chained_assignment": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = u = pl.load(a, [0, 0], [16, 128])  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "chained assignment"),
+    "unknown_cast_mode": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.cast(a, pl.FP16, mode="nearest")  # <-
+    return out
+""", (T(16, 128), T(16, 128, dtype=F16)), TypeCheckError, "use one of none, rint"),
+    "cast_to_a_non_dtype": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.cast(a, 16)  # <-
+    return out
+""", (T(16, 128), T(16, 128, dtype=F16)), TypeCheckError, "pl dtype"),
+    "static_assert": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    pl.static_assert(1 == 2, "rows must be even")  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "rows must be even"),
+    "star_args": Case("""
+@pl.jit.incore
+def kernel(*args):  # <-
+    return args
+""", (T(16, 128),), ParseError, "plain positional parameters"),
+    "out_scalar": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, n: pl.Out[pl.Scalar[pl.INT64]]):  # <-
+    return a
+""", (T(16, 128), 3), TypeCheckError, "not a tensor"),
+    "bad_annotation": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor[16, pl.FP32], out: pl.Out[pl.Tensor]):  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "pl.Tensor[[d0, d1, ...], dtype]"),
+    "tile_leaves_pl_at": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [16, 128])  # <-
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out = pl.store(t, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), LoweringError, "only tensors can leave a pl.at block"),
+    "tile_over_capacity": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [512, 512])  # <-
+    out = pl.store(t, [0, 0], out)
+    return out
+""", (T(512, 512), T(512, 512)), CapacityError, "smaller tiles"),
+    "cast_without_a_path": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.cast(a, pl.UINT32)  # <-
+    return out
+""", (T(16, 128), T(16, 128, dtype=torch.uint32)), LoweringError, "no conversion from FP32 "
+         "to UINT32 on Ascend910B"),
+    "kernel_called_inside_pl_at": Case("""
+@pl.jit.incore
+def inner(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    out = pl.store(t, [0, 0], out)
+    return out
+
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out = inner(a, out)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "each kernel call is its own task"),
+    "kernel_argument_count": Case("""
+@pl.jit.incore
+def inner(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    out = pl.store(t, [0, 0], out)
+    return out
+
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    out = inner(a)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "takes 2 arguments"),
+}
+
+
+def _write(tmp_path, name: str, source: str):
+    path = tmp_path / f"bad_{name}.py"
+    text = HEADER + textwrap.dedent(source).lstrip("\n")
+    path.write_text(text)
+    marked = [i for i, line in enumerate(text.splitlines(), start=1) if "# <-" in line]
+    return str(path), marked[0]
+
+
+def _import(name: str, path: str):
+    """Import the case's module (annotations are evaluated here, at definition)."""
+    spec = importlib.util.spec_from_file_location(f"bad_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _args(args):
+    return [torch.zeros(*a[0], dtype=a[1]) if isinstance(a, tuple) else a for a in args]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_program_is_refused_at_the_users_line(name, tmp_path):
+    case = CASES[name]
+    path, line = _write(tmp_path, name, case.source)
+    with pytest.raises(PyptoError) as info:
+        _import(name, path).kernel(*_args(case.args))
+    error = info.value
+    assert type(error) is case.error, f"{type(error).__name__}: {error}"
+    assert case.message in str(error), str(error)
+    assert error.span is not None and error.span.file == path, str(error)
+    assert error.span.line == line, str(error)
+    assert str(error).startswith(f"{path}:{line}: ")
+    # No traceback from pypto's internals: the error is raised without a chained cause.
+    assert error.__cause__ is None and error.__suppress_context__ or error.__context__ is None
+
+
+def test_catalogue_has_at_least_forty_cases_with_the_call_time_ones():
+    from test_bad_calls import CALL_CASES
+
+    assert len(CASES) + len(CALL_CASES) >= 40
