@@ -8,6 +8,7 @@ instruments: they run around the passes, never inside them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -96,6 +97,23 @@ def _reports(found) -> dict[str, str]:
     return files
 
 
+# The parts of pypto whose code decides an artifact's bytes: a change to a pass, the
+# parser, codegen or the simulator headers must not be served a stale cached artifact.
+_COMPILER_PARTS = ("ir", "language", "passes", "codegen", "sim")
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_digest() -> str:
+    """Digest of the compiler's own sources (read once per process)."""
+    from .toolchain import content_key, tree_digest
+
+    package = Path(__file__).resolve().parent
+    parts = [(name, tree_digest(package / name, (".py", ".h", ".hpp"))) for name in
+             _COMPILER_PARTS]
+    parts.append(("compiler.py", (package / "compiler.py").read_bytes()))
+    return content_key(parts)
+
+
 def artifact_key(frontend_text: str, options: CompileOptions, platform: Platform,
                  toolchain) -> str:
     """The content key of an artifact: every input that can change its bytes."""
@@ -115,7 +133,7 @@ def artifact_key(frontend_text: str, options: CompileOptions, platform: Platform
         ir_text=frontend_text,
         specialization=specialization,
         platform=platform,
-        pipeline_id=default_pipeline().identity,
+        pipeline_id=f"{default_pipeline().identity};sources={compiler_digest()}",
         templates_digest=templates_digest(TEMPLATES_DIR),
         toolchain_identity=toolchain.identity(),
     )

@@ -118,8 +118,9 @@ def tolerance_too_tight(rtol: float, atol: float, input_dtypes, span: Span | Non
         return None
     return Diagnostic(
         DiagnosticCheck.GoldenToleranceTooTight,
-        f"{what} uses rtol={rtol:g}, atol={atol:g}, but {coarse.name} inputs carry only "
-        f"about {limit:.1e} relative precision: a correct kernel can fail it. Use a tolerance "
-        f"of at least {limit:.0e} (see the precision workflow, step 1)",
+        f"{what}: rtol={rtol:g}, atol={atol:g} is tighter than {coarse.name} can honour (one "
+        f"rounding is up to {limit:.1e} relative), so a correct kernel can fail it; use an "
+        f"exact tolerance if the result is bit-exact, or at least {limit:.0e} (precision "
+        "workflow, step 1)",
         span,
     )

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import dtypes
+from pypto.ir.diagnostics import PyptoWarning, tolerance_too_tight
 
 FP64 = "FP64"
 """The dtype name of float64 expected values (no kernel takes them)."""
 
 
-class GoldenToleranceWarning(UserWarning):
-    """A tolerance is tighter than one rounding of the output's dtype can honour."""
+class GoldenToleranceWarning(PyptoWarning):
+    """A tolerance is tighter than one rounding of the data's dtype can honour."""
 
 
 @dataclass(frozen=True)
@@ -61,22 +62,17 @@ class Tolerance:
         return {"policy": self.policy, "rtol": self.rtol, "atol": self.atol, "reason": self.reason}
 
 
-def warn_if_too_tight(tolerance: Tolerance, dtype_name: str, what: str) -> None:
-    """Warns when a close tolerance is below one rounding of `dtype_name` (relative)."""
-    if tolerance.policy == "exact" or dtype_name == FP64:
+def warn_if_too_tight(tolerance: Tolerance, dtype_names, what: str) -> None:
+    """Warns (GoldenToleranceTooTight) when a close tolerance is finer than one rounding of
+    the least precise float among `dtype_names` (the inputs' and the output's)."""
+    if tolerance.policy == "exact":
         return
-    dtype = dtypes.from_name(dtype_name)
-    if not dtype.is_float:
-        return
-    unit = 2.0 ** -dtype.value.mantissa_bits  # one round-to-nearest step, relative
-    if tolerance.rtol < unit and tolerance.atol == 0:
-        warnings.warn(
-            f"{what}: rtol={tolerance.rtol:.2g} is tighter than {dtype_name} can honour (one "
-            f"rounding is up to {unit:.2g} relative); use an exact tolerance if the result is "
-            f"bit-exact, or rtol >= {unit:.2g}",
-            GoldenToleranceWarning,
-            stacklevel=3,
-        )
+    found = tolerance_too_tight(
+        tolerance.rtol, tolerance.atol,
+        [dtypes.from_name(n) for n in dtype_names if n != FP64], what=what)
+    if found is not None:
+        warnings.warn(f"[{found.check.value}] {found.message}", GoldenToleranceWarning,
+                      stacklevel=3)
 
 
 @dataclass(frozen=True)

@@ -408,7 +408,8 @@ def write_golden(
         raise ValueError("reason explains a tolerance: pass rtol and/or atol with it")
     for info in expected_info:
         if info.name in policy:
-            warn_if_too_tight(policy[info.name], info.dtype, f"golden output {info.name!r}")
+            dtypes_seen = [i.dtype for i in inputs_info] + [info.dtype]
+            warn_if_too_tight(policy[info.name], dtypes_seen, f"golden output {info.name!r}")
 
     inputs_bytes = save({k: _plain(v) for k, v in tensors_in.items()})
     expected_bytes = save({k: _plain(v) for k, v in expected.items()})
@@ -535,7 +536,8 @@ class GoldenCheck:
         default = Tolerance(config.rtol, config.atol, "RunConfig rtol/atol")
         for info in record.expected:
             if info.name not in record.tolerances:
-                warn_if_too_tight(default, info.dtype, f"output {info.name!r}")
+                dtypes_seen = [i.dtype for i in record.inputs] + [info.dtype]
+                warn_if_too_tight(default, dtypes_seen, f"output {info.name!r}")
         return cls(record, params, default, record.differing_inputs(given))
 
     def finish(self, args: Sequence[Any]) -> GoldenReport:

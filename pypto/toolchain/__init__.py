@@ -19,6 +19,7 @@ from pypto.toolchain.key import (
     content_key,
     program_key,
     templates_digest,
+    tree_digest,
 )
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "default_cache_root",
     "program_key",
     "templates_digest",
+    "tree_digest",
 ]

@@ -56,23 +56,28 @@ def content_key(parts: Iterable[tuple[str, bytes | str]]) -> str:
     return digest.hexdigest()
 
 
-def templates_digest(templates_dir: Path) -> str:
-    """Digest of every file under `templates_dir` (sorted relative paths and contents) and
-    the Jinja2 version that renders them.  Hidden files (editor swap files) are skipped."""
-    # Imported here so that importing pypto.toolchain stays cheap for a no-op SCons build.
-    import jinja2
-
-    root = Path(templates_dir)
+def tree_digest(root: Path, suffixes: tuple[str, ...] = ()) -> str:
+    """Digest of the files under `root` (sorted relative paths and contents), only those
+    ending in one of `suffixes` when given.  Hidden files and caches are skipped."""
+    root = Path(root)
     if not root.is_dir():
-        raise FileNotFoundError(f"templates directory {root} does not exist")
+        raise FileNotFoundError(f"directory {root} does not exist")
     files = {
         path.relative_to(root).as_posix(): path
         for path in root.rglob("*")
-        if path.is_file() and not any(p.startswith(".") for p in path.relative_to(root).parts)
+        if path.is_file()
+        and not any(p.startswith(".") or p == "__pycache__" for p in path.relative_to(root).parts)
+        and (not suffixes or path.name.endswith(suffixes))
     }
-    parts = [("jinja2", jinja2.__version__)]
-    parts += [(relpath, files[relpath].read_bytes()) for relpath in sorted(files)]
-    return content_key(parts)
+    return content_key([(relpath, files[relpath].read_bytes()) for relpath in sorted(files)])
+
+
+def templates_digest(templates_dir: Path) -> str:
+    """Digest of every file under `templates_dir` and the Jinja2 version that renders them."""
+    # Imported here so that importing pypto.toolchain stays cheap for a no-op SCons build.
+    import jinja2
+
+    return content_key([("jinja2", jinja2.__version__), ("tree", tree_digest(templates_dir))])
 
 
 def program_key(
