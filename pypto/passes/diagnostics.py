@@ -130,7 +130,8 @@ def tile_innermost_dim_granularity(program: Program, backend) -> list[Diagnostic
             if not isinstance(tile, TileType):
                 continue
             row_bytes = tile.shape[-1] * tile.dtype.itemsize
-            if row_bytes < threshold:
+            # A column vector (a reduction's [R, 1] result) has no innermost dim to widen.
+            if row_bytes < threshold and tile.shape[-1] > 1:
                 found.append(Diagnostic(
                     DiagnosticCheck.TileInnermostDimGranularity,
                     f"pl.{call.op} of a {list(tile.shape)} {tile.dtype.name} tile moves "

@@ -15,6 +15,7 @@ import sys
 TOOLS: dict[str, tuple[str, str]] = {
     "platforms": ("pypto.tools.platforms", "list the platforms and their backends"),
     "deps-viewer": ("pypto.tools.deps_viewer", "a run's task graph (deps.json): text, DOT, HTML"),
+    "operators-doc": ("pypto.tools.operators_doc", "write docs/operators.md from the op registry"),
 }
 
 

@@ -1,0 +1,56 @@
+"""`pypto operators-doc`: write docs/operators.md from the op registry.
+
+The reference is generated so that it cannot drift from the operators it describes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "operators.md"
+
+
+def render() -> str:
+    """The operators reference as Markdown."""
+    from pypto.codegen.environment import render as render_template
+    from pypto.ir.ops import REQUIRED, all_ops
+
+    ops = []
+    for name, op in sorted(all_ops().items()):
+        params = []
+        for p in op.params:
+            params.append(p.name if p.default is REQUIRED else f"{p.name}={p.default!r}")
+        operands = [p.name for p in op.params if p.kind != "attr"]
+        attrs = [p.name for p in op.params if p.kind == "attr"]
+        ops.append({
+            "name": name,
+            "anchor": name,
+            "category": op.category,
+            "signature": ", ".join(params),
+            "doc": " ".join(op.doc.split()),
+            "operands": ", ".join(f"`{n}`" for n in operands),
+            "attrs": ", ".join(f"`{n}`" for n in attrs),
+            "dtypes": ", ".join(sorted(d.name for d in op.dtypes)) or "-",
+            "torch": op.torch.replace("|", "\\|") or "-",
+        })
+    return render_template("operators.md.j2", ops=ops)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
+                        help="where to write the page (default: docs/operators.md)")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if the page differs from the registry instead of writing it")
+
+
+def run(args) -> int:
+    text = render()
+    if args.check:
+        current = args.output.read_text() if args.output.exists() else ""
+        if current != text:
+            print(f"{args.output} is stale: run `pypto operators-doc`")
+            return 1
+        return 0
+    args.output.write_text(text)
+    print(f"wrote {args.output}")
+    return 0
