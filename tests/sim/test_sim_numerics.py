@@ -1,8 +1,9 @@
 """Bit-exactness of the simulator's element conversions (pypto/sim/include/pto/numerics.hpp).
 
-References are torch (for round-to-nearest-even, what goldens use) and two independent
-models written here: a vectorized numpy one (exact for float32/float16 inputs, which
-float64 holds exactly) and an integer one for int64 inputs, which float64 cannot hold.
+References are torch (for round-to-nearest-even, what goldens use) and two models: the
+vectorized numpy one that torch codegen uses (pypto/debug/rounding.py; exact for
+float32/float16 inputs, which float64 holds exactly) and an integer one written here for
+int64 inputs, which float64 cannot hold.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+
+from pypto.debug import rounding
 from pypto.ir.dtypes import DataType as DT
 
 MODES = {"none": 0, "rint": 1, "round": 2, "floor": 3, "ceil": 4, "trunc": 5, "odd": 6}
@@ -32,14 +35,6 @@ STORAGE = {
 }
 NARROW_FLOATS = (DT.FP16, DT.BF16, DT.FP8E4M3FN, DT.FP8E5M2)
 
-# (significand bits incl. the implicit one, smallest normal exponent, largest finite, has inf)
-FORMATS = {
-    DT.FP16: (11, -14, 65504.0, True),
-    DT.BF16: (8, -126, float(torch.finfo(torch.bfloat16).max), True),
-    DT.FP32: (24, -126, float(np.finfo(np.float32).max), True),
-    DT.FP8E4M3FN: (4, -6, 448.0, False),
-    DT.FP8E5M2: (3, -14, 57344.0, True),
-}
 CANONICAL_NAN = {DT.FP16: 0x7E00, DT.BF16: 0x7FC0, DT.FP8E4M3FN: 0x7F, DT.FP8E5M2: 0x7E}
 
 
@@ -79,56 +74,14 @@ def decode(dtype: DT, stored: np.ndarray) -> np.ndarray:
     return stored.astype(np.float64)
 
 
-def round_magnitude(s: np.ndarray, neg: np.ndarray, mode: str) -> np.ndarray:
-    """Rounds non-negative float64 magnitudes to integers (exact: only s < 2**52 has a fraction)."""
-    k = np.floor(s)
-    r = s - k  # exact: s and floor(s) share s's last bit
-    if mode == "rint":
-        return k + ((r > 0.5) | ((r == 0.5) & (k % 2 == 1)))
-    if mode == "round":
-        return k + (r >= 0.5)
-    if mode == "floor":
-        return k + (neg & (r > 0))
-    if mode == "ceil":
-        return k + (~neg & (r > 0))
-    if mode == "trunc":
-        return k
-    assert mode == "odd"
-    return np.where((r > 0) & (k % 2 == 0), k + 1, k)
-
-
 def ref_to_float(x, dst: DT, mode: str) -> np.ndarray:
     """x (float64, exact source values) rounded once into the float format dst, as float64."""
-    p, emin, max_finite, has_inf = FORMATS[dst]
-    mode = "rint" if mode == "none" else mode
-    x = np.asarray(x, dtype=np.float64)
-    neg, a, finite = np.signbit(x), np.abs(x), np.isfinite(x)
-    _, e = np.frexp(np.where(finite & (a > 0), a, 1.0))
-    q = np.maximum(e - 1, emin) - (p - 1)  # exponent of the last kept bit
-    v = np.ldexp(round_magnitude(np.ldexp(np.where(finite, a, 0.0), -q), neg, mode), q)
-    big = np.inf if has_inf else max_finite  # formats without inf saturate
-    if mode in ("rint", "round"):
-        to_big = np.ones_like(neg)
-    elif mode in ("ceil", "floor"):
-        to_big = ~neg if mode == "ceil" else neg
-    else:
-        to_big = np.zeros_like(neg)
-    v = np.where(v > max_finite, np.where(to_big, big, max_finite), v)
-    v = np.where(np.isinf(x), big, v)
-    v = np.where(neg, -v, v)
-    return np.where(np.isnan(x), np.nan, v)
+    return rounding.to_float_format(x, dst, mode)
 
 
 def ref_to_int(x, dst: DT, mode: str) -> np.ndarray:
     """x (float64, exact) rounded to an integer by mode, saturated to dst; NaN -> 0."""
-    info = np.iinfo(STORAGE[dst])
-    mode = "trunc" if mode == "none" else mode
-    x = np.asarray(x, dtype=np.float64)
-    neg = np.signbit(x)
-    k = round_magnitude(np.where(np.isfinite(x), np.abs(x), 0.0), neg, mode)
-    v = np.where(np.isinf(x), np.inf, k)
-    v = np.clip(np.where(neg, -v, v), info.min, info.max)
-    return np.where(np.isnan(x), 0, v).astype(STORAGE[dst])
+    return rounding.to_integer(x, dst, mode).astype(STORAGE[dst])
 
 
 def ref_int_round(v: int, p: int, mode: str) -> float:
