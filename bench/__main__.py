@@ -1,6 +1,86 @@
-"""`python -m bench`: run every benchmark."""
+"""`python -m bench` (or `pypto bench`): every benchmark, a table, docs/performance.md.
 
-from bench import build_noop
+    python -m bench [--quick] [--runs N] [--only build,compile,...] [--output PATH]
+
+Groups: build (bench/build_noop.py), compile (bench/compile_latency.py), dispatch
+(bench/dispatch.py), simulator (bench/sim_throughput.py), library (bench/library.py).
+`--quick` shrinks every problem (for the smoke test; its numbers mean nothing).  On a
+machine where OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are set, unset both for the bench
+command alone (`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m bench`) so the
+torch peers run their best kernels; never change them in tests or CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GROUPS = ("build", "compile", "dispatch", "simulator", "library")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the chosen groups, prints the table, writes the report; returns 0."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `python -m bench` and `pypto bench`."""
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes and few runs: checks the benchmarks run, nothing more")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="repetitions per timing, the median is reported (default 5; 2 quick)")
+    parser.add_argument("--only", default=",".join(GROUPS),
+                        help=f"comma-separated groups among {', '.join(GROUPS)}")
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "performance.md",
+                        help="where to write the report (default docs/performance.md)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs `python -m bench` with parsed `args`."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench import build_noop, compile_latency, dispatch, library, sim_throughput
+    from bench.harness import Settings, machine
+    from bench.notes import NOTES
+    from bench.report import markdown, table
+
+    settings = Settings(runs=args.runs or (2 if args.quick else 5), quick=args.quick)
+    groups = [g.strip() for g in args.only.split(",") if g.strip()]
+    unknown = sorted(set(groups) - set(GROUPS))
+    if unknown:
+        raise SystemExit(f"unknown group(s) {unknown}; choose among {', '.join(GROUPS)}")
+    start = time.perf_counter()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pypto-bench-") as tmp:
+        work = Path(tmp)
+        if "build" in groups or "library" in groups:
+            # The library group opens the build group's synthetic library.
+            build_rows = build_noop.measure(settings, keep=work)
+            if "build" in groups:
+                rows += build_rows
+        if "compile" in groups:
+            rows += compile_latency.measure(settings)
+        if "dispatch" in groups:
+            rows += dispatch.measure(settings)
+        if "simulator" in groups:
+            rows += sim_throughput.measure(settings)
+        if "library" in groups:
+            rows += library.golden_rows(settings)
+            rows += library.open_rows(settings, work / "library" / "build")
+    seconds = time.perf_counter() - start
+    print(table(rows))
+    text = markdown(rows, machine(), settings, seconds, NOTES)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    print(f"\nwrote {args.output} ({seconds:.0f} s)")
+    return 0
+
 
 if __name__ == "__main__":
-    build_noop.main()
+    sys.exit(main())

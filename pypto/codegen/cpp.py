@@ -32,7 +32,7 @@ _RESERVED = set(
     inline int long mutable namespace new noexcept not nullptr operator or private protected
     public register return short signed sizeof static struct switch template this throw true
     try typedef typeid typename union unsigned using virtual void volatile while xor
-    api args core params pto main pypto_deps pypto_blocks pypto_first""".split()
+    api args core params pto main pypto_deps pypto_blocks pypto_first pypto_dump""".split()
 )
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}
@@ -320,6 +320,11 @@ class _OrchestrationBuilder:
         self.kernel_index = kernel_index
         self.locals: dict[str, dict] = {}
         self.params = {p.var.name for p in fn.params}
+        # `pl.dump_tag(t)` sets a run-time flag per tagged name (slot of `pypto_dump[]`),
+        # OR-ed into every later dispatch of `t`: "later" holds across loop iterations.
+        self.dump_slots: dict[str, int] = {}
+        for name in _dump_tagged(fn.body):
+            self.dump_slots.setdefault(name, len(self.dump_slots))
 
     def local(self, var: Var) -> str:
         if var.name not in self.params and var.name not in self.locals:
@@ -345,6 +350,8 @@ class _OrchestrationBuilder:
                 out.append(self.submit(s.value, s.targets))
             elif isinstance(s, ExprStmt) and isinstance(s.value, FuncCall):
                 out.append(self.submit(s.value, ()))
+            elif isinstance(s, ExprStmt) and _is_dump_tag(s):
+                out.append({"kind": "dump_tag", "slot": self.dump_slots[s.value.args[0].name]})
             elif isinstance(s, Assign) and isinstance(s.value, Call) and \
                     s.value.op == "create_tensor":
                 t = s.targets[0].type
@@ -366,6 +373,7 @@ class _OrchestrationBuilder:
         callee = self.program.function(call.callee)
         accumulated = accumulated_params(callee)
         untracked = {v.name for v in call.no_dep_args}
+        dumped = {v.name for v in call.dumps}
         args = []
         for a, p in zip(call.args, callee.params):
             if isinstance(p.var.type, TensorType):
@@ -374,6 +382,10 @@ class _OrchestrationBuilder:
                 direction = "PTO_ACCUM" if p.var.name in accumulated else _DIRECTION[p.direction]
                 if call.manual or a.name in untracked:
                     direction += " | PTO_NO_DEP"
+                if a.name in dumped:
+                    direction += " | PTO_DUMP"
+                elif a.name in self.dump_slots:
+                    direction += f" | pypto_dump[{self.dump_slots[a.name]}]"
                 args.append({"kind": "tensor", "ident": ident(a.name), "direction": direction})
             else:
                 kind = "float" if p.var.type.dtype.is_float else "int"
@@ -394,6 +406,21 @@ class _OrchestrationBuilder:
                 "deps": [ident(d.name) for d in call.deps],
                 "blocks": expr_model(call.blocks) if call.blocks is not None else None,
                 "tid": tid, "results": results}
+
+
+def _is_dump_tag(stmt: ExprStmt) -> bool:
+    return isinstance(stmt.value, Call) and stmt.value.op == "dump_tag"
+
+
+def _dump_tagged(stmts) -> list[str]:
+    """Names `pl.dump_tag` marks anywhere in an orchestration body, in first-tag order."""
+    names: list[str] = []
+    for s in stmts:
+        if isinstance(s, For):
+            names += _dump_tagged(s.body)
+        elif isinstance(s, ExprStmt) and _is_dump_tag(s):
+            names.append(s.value.args[0].name)
+    return names
 
 
 def accumulated_params(fn: Function) -> set[str]:
@@ -455,6 +482,7 @@ def generate(program: Program) -> GeneratedSources:
         "name": entry.name,
         "params": _param_models(entry),
         "locals": sorted(builder.locals.values(), key=lambda v: v["ident"]),
+        "dump_slots": len(builder.dump_slots),
         "body": body,
     }
     params = tuple(_param_spec(p) for p in entry.params)

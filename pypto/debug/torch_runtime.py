@@ -10,6 +10,7 @@ scalar form is first rounded to the element type, casts round once per hop by mo
 from __future__ import annotations
 
 import builtins
+import contextlib
 
 import numpy as np
 import torch
@@ -32,8 +33,17 @@ def _dt(t: torch.Tensor) -> DataType:
 
 
 def _scalar(s, like: torch.Tensor) -> torch.Tensor:
-    """The scalar operand of a scalar form, held in the element type like the hardware."""
-    return torch.tensor(s).to(like.dtype)
+    """The scalar operand of a scalar form, held in the element type like the hardware:
+    converted once from its exact value (a Python float rounds straight to FP16/BF16, not
+    through FP32; an integer saturates), as the simulator's `convert<T>` does."""
+    if isinstance(s, torch.Tensor):
+        s = s.item()
+    dst = _dt(like)
+    if dst.is_float:
+        value = rounding.to_float_format(np.array([float(s)]), dst, "rint")
+        return torch.from_numpy(value).to(like.dtype)[0]
+    lo, hi = rounding.INT_RANGES[dst]
+    return torch.tensor(builtins.min(builtins.max(int(s), lo), hi), dtype=like.dtype)
 
 
 def _binary(a, b, op):
@@ -70,9 +80,12 @@ def div(lhs, rhs):
 
     def divide(a, b):
         if isinstance(a, torch.Tensor) and not a.dtype.is_floating_point:
-            # The simulator truncates toward zero and gives 0 for x / 0.
-            zero = b == 0
-            q = torch.div(a, torch.where(zero, torch.ones_like(b), b), rounding_mode="trunc")
+            # The simulator truncates toward zero and gives 0 for x / 0; x / -1 is the
+            # wrapping negation (torch's MIN / -1 traps the process with SIGFPE).
+            zero, minus_one = b == 0, b == -1
+            divisor = torch.where(zero | minus_one, torch.ones_like(b), b)
+            q = torch.div(a, divisor, rounding_mode="trunc")
+            q = torch.where(minus_one, neg(a), q)
             return torch.where(zero, torch.zeros_like(q), q)
         return a / b
 
@@ -100,12 +113,18 @@ def log(x):
     return torch.log(x)
 
 
+def _sqrtf(f: torch.Tensor) -> torch.Tensor:
+    # torch's vectorised FP32 sqrt is not always correctly rounded (552.80536 gives
+    # 23.511812, not 23.511814); the FP64 root rounded to FP32 is, like the simulator's.
+    return torch.sqrt(f.double()).float()
+
+
 def sqrt(x):
-    return _float_once(x, torch.sqrt)
+    return _float_once(x, _sqrtf)
 
 
 def rsqrt(x):
-    return _float_once(x, lambda f: 1.0 / torch.sqrt(f))
+    return _float_once(x, lambda f: 1.0 / _sqrtf(f))
 
 
 def recip(x):
@@ -121,16 +140,33 @@ def abs(x):  # noqa: A001 - the operator's name
 
 
 def relu(x):
-    return torch.where(torch.isnan(x), x, torch.clamp_min(x, 0)) if x.is_floating_point() \
-        else torch.clamp_min(x, 0)
+    # The simulator's `x > 0 || isnan(x) ? x : 0`: relu(-0.0) is +0.0 (torch keeps -0.0).
+    keep = (x > 0) | torch.isnan(x) if x.is_floating_point() else x > 0
+    return torch.where(keep, x, torch.zeros_like(x))
+
+
+def _max(a, b):
+    # The simulator's NaN-propagating `a > b ? a : b`: of +0.0 and -0.0 it gives the second
+    # operand, where torch.maximum gives the first.
+    if not isinstance(a, torch.Tensor):
+        return builtins.max(a, b)  # index scalars
+    nan = torch.isnan(a) if a.is_floating_point() else torch.zeros_like(a, dtype=torch.bool)
+    return torch.where(nan | (a > b), a, b)
+
+
+def _min(a, b):
+    if not isinstance(a, torch.Tensor):
+        return builtins.min(a, b)
+    nan = torch.isnan(a) if a.is_floating_point() else torch.zeros_like(a, dtype=torch.bool)
+    return torch.where(nan | (a < b), a, b)
 
 
 def maximum(lhs, rhs):
-    return _binary(lhs, rhs, torch.maximum)
+    return _binary(lhs, rhs, _max)
 
 
 def minimum(lhs, rhs):
-    return _binary(lhs, rhs, torch.minimum)
+    return _binary(lhs, rhs, _min)
 
 
 _COMPARE = (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)
@@ -195,7 +231,7 @@ def _sequential(columns, op):
     return acc
 
 
-_REDUCE = {"sum": torch.add, "max": torch.maximum, "min": torch.minimum}
+_REDUCE = {"sum": torch.add, "max": _max, "min": _min}
 
 
 def _row(x, kind):
@@ -250,8 +286,8 @@ _EXPAND = {
     "_sub": torch.sub,
     "_mul": torch.mul,
     "_div": torch.div,
-    "_max": torch.maximum,
-    "_min": torch.minimum,
+    "_max": _max,
+    "_min": _min,
     "_expdif": _expdif,
 }
 
@@ -297,7 +333,8 @@ def matmul_acc(acc, lhs, rhs, a_trans=False, b_trans=False):
 # ----------------------------------------------------------------------------- tiles
 
 
-def full(shape, dtype, value):
+def full(value, shape, dtype):
+    # Generated code passes the operand (value) first and the attributes by keyword.
     out = torch.empty(tuple(shape), dtype=torch_dtype(dtype))
     return out.fill_(_scalar(value, out))
 
@@ -378,13 +415,38 @@ def next_task_id() -> int:
     return tid
 
 
+_observer: dict = {"fn": None}
+
+
+@contextlib.contextmanager
+def observing_tasks(callback):
+    """While active, `callback(kernel_name, args, stage)` runs around every task (block)
+    `submit` runs, with stage "before" and "after": how `pypto.debug.triage` takes the
+    IR's per-task tensors to set beside the device's dumps."""
+    previous, _observer["fn"] = _observer["fn"], callback
+    try:
+        yield
+    finally:
+        _observer["fn"] = previous
+
+
+def _run_task(fn, args):
+    observe = _observer["fn"]
+    if observe is None:
+        return fn(*args)
+    observe(fn.__name__, args, "before")
+    result = fn(*args)
+    observe(fn.__name__, args, "after")
+    return result
+
+
 def submit(fn, *args, blocks_=None, task_id=False):
     """One task (or one SPMD dispatch of `blocks_` blocks) run to completion in order."""
     if blocks_ is None:
-        result = fn(*args)
+        result = _run_task(fn, args)
     else:
         for _ in blocks(blocks_):
-            result = fn(*args)
+            result = _run_task(fn, args)
     if not task_id:
         return result
     tid = next_task_id()
@@ -457,6 +519,11 @@ def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_",
 def assemble(dst: torch.Tensor, src: torch.Tensor, offset, atomic="None_",
              valid=None) -> torch.Tensor:
     return store(src, offset, dst, atomic, valid)
+
+
+def dump_tag(t) -> None:
+    """`pl.dump_tag(t)` marks a tensor for the runtime's dumps: nothing to compute here."""
+    return None
 
 
 def create_tensor(shape, dtype: str) -> torch.Tensor:

@@ -75,7 +75,8 @@ class FuncCall:
 
     Orchestration-level task attributes: `deps` are TaskId variables the task waits for
     on top of inferred edges; `no_dep_args` are argument variables opted out of
-    inference; `manual` puts every argument out of inference (`pl.manual_scope`);
+    inference; `dumps` are argument variables the runtime dumps at
+    `enable_dump_args=1`; `manual` puts every argument out of inference (`pl.manual_scope`);
     `blocks` makes the call one SPMD dispatch of that many blocks; `task_id` makes the
     call also yield its TaskId, last in its results (`res, tid = pl.submit(...)`).
     """
@@ -89,6 +90,7 @@ class FuncCall:
     manual: bool = False
     blocks: Any = None
     task_id: bool = False
+    dumps: tuple = ()
 
 
 Expr = Var | Const | ExprList | Call | FuncCall
@@ -131,8 +133,8 @@ class For:
 class AtScope:
     """`with pl.at(level=...)`: a region the outliner turns into an InCore kernel.
 
-    `task` is the TaskId variable `as tid` binds; `deps`, `no_dep_args` and `manual` are
-    as on `FuncCall`; `blocks` (an expression) makes it `with pl.spmd(blocks)`: one
+    `task` is the TaskId variable `as tid` binds; `deps`, `no_dep_args`, `dumps` and
+    `manual` are as on `FuncCall`; `blocks` (an expression) makes it `with pl.spmd(blocks)`: one
     dispatch of that many blocks, each reading its index with `pl.get_block_idx()`.
     """
 
@@ -145,6 +147,7 @@ class AtScope:
     task: Var | None = None
     manual: bool = False
     blocks: Any = None
+    dumps: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from .types import (
     ScalarType,
     TensorType,
     TileType,
+    TupleType,
     Type,
 )
 
@@ -552,6 +553,9 @@ def _check_window(op, tensor, offsets, shape, span):
                 f"{_fmt_shape([getattr(o, 'value', '?') for o in offsets])} exceeds "
                 f"{_fmt_shape(tensor.shape)}",
                 span,
+                hint="every offset must lie in [0, size - window]; for a window that hangs "
+                     "over the edge, load a tile with valid_shape=[rows, cols] of the part "
+                     "inside",
             )
 
 
@@ -717,6 +721,13 @@ def _infer_set_validshape(args, attrs, span):
 
 def _infer_create_tensor(args, attrs, span):
     return TensorType(tuple(attrs["shape"]), attrs["dtype"])
+
+
+def _infer_dump_tag(args, attrs, span):
+    (t,) = args
+    if not isinstance(t.type, TensorType):
+        raise TypeCheckError("pl.dump_tag marks a tensor; this is not one", span)
+    return TupleType(())
 
 
 def _infer_scalar_int(name):
@@ -1252,5 +1263,18 @@ register(
         "Allocate a scratch tensor in global memory (orchestration only).",
         dtypes=ANY,
         torch="torch.empty(shape, dtype=dtype)",
+    )
+)
+register(
+    OpDef(
+        "dump_tag",
+        (OpParam("t", "value"),),
+        _infer_dump_tag,
+        "orchestration",
+        "A statement of an orchestration body: marks tensor `t` for dumping.  Every later "
+        "task that takes `t` as an argument dumps it when the run has enable_dump_args=1 "
+        "(inputs before the task runs, outputs after it completes).  Computes nothing.",
+        dtypes=ANY,
+        torch="None (no-op: dumps are taken by the runtime)",
     )
 )

@@ -163,9 +163,11 @@ class _Printer:
             self.lines.append(f"{pad}for {stmt.var.name} in {_FOR_KIND[stmt.kind]}({rng}):")
             self.body(stmt.body, depth + 1)
         elif isinstance(stmt, AtScope) and (stmt.blocks is not None or stmt.deps
-                                             or stmt.no_dep_args or stmt.task is not None):
+                                             or stmt.no_dep_args or stmt.dumps
+                                             or stmt.task is not None):
             args = [f"level={stmt.level!r}"] if stmt.blocks is None else [self.expr(stmt.blocks)]
-            args += self._task_keywords(stmt.deps, stmt.no_dep_args, stmt.name_hint)
+            args += self._task_keywords(stmt.deps, stmt.no_dep_args, stmt.name_hint,
+                                        stmt.dumps)
             builtin = "pl.at" if stmt.blocks is None else "pl.spmd"
             bind = f" as {stmt.task.name}" if stmt.task is not None else ""
             self.lines.append(f"{pad}with {builtin}({', '.join(args)}){bind}:")
@@ -187,12 +189,12 @@ class _Printer:
             return _const(e)
         if isinstance(e, ExprList):
             return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
-        if isinstance(e, FuncCall) and (e.task_id or e.deps or e.no_dep_args
+        if isinstance(e, FuncCall) and (e.task_id or e.deps or e.no_dep_args or e.dumps
                                         or e.blocks is not None):
             args = [f"self.{e.callee}"] + [self.expr(a) for a in e.args]
             if e.blocks is not None:
                 args.append(f"core_num={self.expr(e.blocks)}")
-            args += self._task_keywords(e.deps, e.no_dep_args, "")
+            args += self._task_keywords(e.deps, e.no_dep_args, "", e.dumps)
             builtin = "pl.submit" if e.blocks is None else "pl.spmd_submit"
             return f"{builtin}({', '.join(args)})"
         if isinstance(e, FuncCall):
@@ -224,12 +226,14 @@ class _Printer:
                 positional.append(self.expr(next(args)))
         return f"pl.{e.op}({', '.join(positional + keywords)})"
 
-    def _task_keywords(self, deps, no_dep_args, name_hint: str) -> list[str]:
+    def _task_keywords(self, deps, no_dep_args, name_hint: str, dumps=()) -> list[str]:
         out = [f"name_hint={name_hint!r}"] if name_hint else []
         if deps:
             out.append(f"deps=[{', '.join(self.expr(d) for d in deps)}]")
         if no_dep_args:
             out.append(f"no_dep_args=[{', '.join(self.expr(a) for a in no_dep_args)}]")
+        if dumps:
+            out.append(f"dumps=[{', '.join(self.expr(a) for a in dumps)}]")
         return out
 
     def _operand(self, e) -> str:

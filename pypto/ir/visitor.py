@@ -52,7 +52,7 @@ class IRVisitor:
     def visit_AtScope(self, stmt: AtScope) -> None:
         if stmt.blocks is not None:
             self.visit_expr(stmt.blocks)
-        for e in stmt.deps + stmt.no_dep_args:
+        for e in stmt.deps + stmt.no_dep_args + stmt.dumps:
             self.visit_expr(e)
         self.visit_body(stmt.body)
         if stmt.task is not None:
@@ -84,7 +84,7 @@ class IRVisitor:
             self.visit_expr(arg)
         if expr.blocks is not None:
             self.visit_expr(expr.blocks)
-        for e in expr.deps + expr.no_dep_args:
+        for e in expr.deps + expr.no_dep_args + expr.dumps:
             self.visit_expr(e)
 
 
@@ -137,6 +137,7 @@ class IRMutator:
             blocks=self.mutate_expr(stmt.blocks) if stmt.blocks is not None else None,
             deps=tuple(self.mutate_expr(e) for e in stmt.deps),
             no_dep_args=tuple(self.mutate_expr(e) for e in stmt.no_dep_args),
+            dumps=tuple(self.mutate_expr(e) for e in stmt.dumps),
             body=self.mutate_body(stmt.body),
             task=self.mutate_def(stmt.task) if stmt.task is not None else None,
         )
@@ -166,6 +167,7 @@ class IRMutator:
             blocks=self.mutate_expr(expr.blocks) if expr.blocks is not None else None,
             deps=tuple(self.mutate_expr(e) for e in expr.deps),
             no_dep_args=tuple(self.mutate_expr(e) for e in expr.no_dep_args),
+            dumps=tuple(self.mutate_expr(e) for e in expr.dumps),
         )
 
 

@@ -255,6 +255,8 @@ class FunctionParser(TaskSyntax):
             fn = self._callable(node.value.func)
             if isinstance(fn, DslBuiltin) and fn.name == "static_assert":
                 return self._static_assert(node.value)
+            if isinstance(fn, OpStub) and fn.name == "dump_tag":
+                return self.dump_tag_stmt(node)
         value = self.expr(node.value)
         return ExprStmt(value, self.source.span(node))
 
@@ -524,6 +526,8 @@ class FunctionParser(TaskSyntax):
         if isinstance(fn, OpStub):
             if fn.name == "get_block_idx":
                 self.check_block_idx(node)
+            elif fn.name == "dump_tag":
+                self.check_dump_tag(node)
             return self._op_call(get_op(fn.name), node)
         if isinstance(fn, DslBuiltin):
             if fn.name == "const":

@@ -1,13 +1,17 @@
 """The task side of orchestration bodies: task scopes, task ids and explicit dependencies.
 
-- `with pl.at(level=..., name_hint=, deps=[...], no_dep_args=[...]) as tid:` — one task;
-- `with pl.spmd(n, name_hint=, deps=, no_dep_args=) as tid:` and `for i in pl.spmd(n):`
-  — one dispatch of n blocks, each reading its index with `pl.get_block_idx()`;
+- `with pl.at(level=..., name_hint=, deps=[...], no_dep_args=[...], dumps=[...]) as tid:`
+  — one task;
+- `with pl.spmd(n, name_hint=, deps=, no_dep_args=, dumps=) as tid:` and
+  `for i in pl.spmd(n):` — one dispatch of n blocks, each reading its index with
+  `pl.get_block_idx()`;
 - `with pl.manual_scope():` — the tasks inside infer no edges; only `deps=` orders them;
 - `res, tid = pl.submit(kernel, *args, deps=[...], no_dep_args=[...])` and
   `res, tid = pl.spmd_submit(kernel, *args, core_num=n, ...)` — a kernel call that also
   yields its task id (flat: the kernel's results, then the id; a kernel that returns
-  nothing gives the id alone).
+  nothing gives the id alone);
+- `pl.dump_tag(t)` — a statement that marks tensor `t` for dumping in every later task
+  that takes it (`dumps=[t]` marks it for one task); both matter at `enable_dump_args=1`.
 
 A task id is an orchestration value of type `pl.TaskId` whose only use is `deps=`.
 `FunctionParser` mixes this class in; it relies on the parser's `error`, `static`,
@@ -19,15 +23,15 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from ..ir.nodes import Assign, AtScope, Const, FuncCall, Var
+from ..ir.nodes import Assign, AtScope, Const, ExprStmt, FuncCall, Var
 from ..ir.types import INDEX, TASK_ID, FunctionType, Level, TaskIdType, TensorType, TupleType
 
 _SCOPE_KEYWORDS = {
-    "at": ("level", "name_hint", "deps", "no_dep_args"),
-    "spmd": ("name_hint", "deps", "no_dep_args"),
+    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps"),
+    "spmd": ("name_hint", "deps", "no_dep_args", "dumps"),
 }
-_SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args"), "spmd_submit": ("core_num", "deps",
-                                                                      "no_dep_args")}
+_SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps"),
+                    "spmd_submit": ("core_num", "deps", "no_dep_args", "dumps")}
 _TASK_ID_HINT = "bind one with `with pl.at(...) as tid:` or `res, tid = pl.submit(kernel, ...)`"
 
 
@@ -100,13 +104,14 @@ class TaskSyntax:
             self._rebind(task, node)  # bound after the block: it cannot wait for itself
         return AtScope(options["level"], body, options["name_hint"], self.source.span(node),
                        deps=options["deps"], no_dep_args=options["no_dep_args"], task=task,
-                       manual=self.manual, blocks=options["blocks"])
+                       manual=self.manual, blocks=options["blocks"], dumps=options["dumps"])
 
     def _scope_options(self, call: ast.Call, builtin: str) -> dict:
-        """Level, block count, name hint, deps and no_dep_args of `pl.at(...)`/`pl.spmd(...)`."""
+        """Level, block count, name hint, deps, no_dep_args and dumps of `pl.at(...)` /
+        `pl.spmd(...)`."""
         allowed = _SCOPE_KEYWORDS[builtin]
         options = {"level": Level.CORE_GROUP, "blocks": None, "name_hint": "", "deps": (),
-                   "no_dep_args": ()}
+                   "no_dep_args": (), "dumps": ()}
         if builtin == "at":
             if call.args:
                 raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
@@ -118,14 +123,11 @@ class TaskSyntax:
         for kw in call.keywords:
             if kw.arg not in allowed:
                 hint = f"pl.{builtin} accepts {', '.join(allowed)}"
-                if kw.arg == "dumps":
-                    raise self.error(call, f"pl.{builtin}(dumps=...) (tensor dumps) is not "
-                                     "supported yet", hint="remove dumps=")
                 raise self.error(call, f"pl.{builtin}({kw.arg}=...) is not supported", hint=hint)
             if kw.arg == "deps":
                 options["deps"] = self._task_deps(kw.value)
-            elif kw.arg == "no_dep_args":
-                options["no_dep_args"] = self._no_dep_args(kw.value)
+            elif kw.arg in ("no_dep_args", "dumps"):
+                options[kw.arg] = self._tensor_list(kw.value, kw.arg)
             elif kw.arg == "name_hint":
                 hint_value = self.static(kw.value)
                 if not isinstance(hint_value, str) or not hint_value.isidentifier():
@@ -168,20 +170,44 @@ class TaskSyntax:
             deps.append(Var(var.name, var.type, self.source.span(element)))
         return tuple(deps)
 
-    def _no_dep_args(self, node: ast.AST) -> tuple[Var, ...]:
-        """`no_dep_args=[t]`: tensors of this function opted out of dependency inference."""
+    def _tensor_list(self, node: ast.AST, keyword: str) -> tuple[Var, ...]:
+        """`no_dep_args=[t]` (tensors opted out of dependency inference) or `dumps=[t]`
+        (tensors the task dumps): tensors of this function."""
         if isinstance(node, ast.Constant) and node.value is None:
             return ()
         if not isinstance(node, (ast.List, ast.Tuple)):
-            raise self.error(node, "no_dep_args= takes a list of tensors: no_dep_args=[t, ...]")
+            raise self.error(node, f"{keyword}= takes a list of tensors: {keyword}=[t, ...]")
         names = []
         for element in node.elts:
             var = self.vars.get(element.id) if isinstance(element, ast.Name) else None
             if var is None or not isinstance(var.type, TensorType):
-                raise self.error(element, f"no_dep_args= entries must be tensors of this "
+                raise self.error(element, f"{keyword}= entries must be tensors of this "
                                  f"function; `{ast.unparse(element)}` is not one")
             names.append(Var(var.name, var.type, self.source.span(element)))
         return tuple(names)
+
+    # ------------------------------------------------------------------ pl.dump_tag
+    def dump_tag_stmt(self, node: ast.Expr):
+        """`pl.dump_tag(t)`: an orchestration statement naming one tensor variable."""
+        call = node.value
+        if self.func_type is not FunctionType.Orchestration or self.in_scope:
+            raise self.error(node, "pl.dump_tag(t) marks a tensor of a @pl.jit (orchestration) "
+                             "function for the tasks after it; it cannot be used in a kernel "
+                             "or inside a `pl.at` block",
+                             hint="put it before the block, or use `pl.at(..., dumps=[t])`")
+        if call.keywords or len(call.args) != 1 or not isinstance(call.args[0], ast.Name):
+            raise self.error(node, "write pl.dump_tag(t) with one tensor variable")
+        self.statement_call = call
+        try:
+            return ExprStmt(self.expr(call), self.source.span(node))
+        finally:
+            self.statement_call = None
+
+    def check_dump_tag(self, node: ast.Call) -> None:
+        """`pl.dump_tag(t)` is a statement: it has no value to use."""
+        if node is not getattr(self, "statement_call", None):
+            raise self.error(node, "pl.dump_tag(t) is a statement of its own; it has no value",
+                             hint="write it on its own line: pl.dump_tag(t)")
 
     # ------------------------------------------------------------------ for i in pl.spmd(n)
     def spmd_loop(self, node: ast.For):
@@ -209,7 +235,7 @@ class TaskSyntax:
         body = (Assign((index,), read_index, span),) + tuple(body)
         return AtScope(options["level"], body, options["name_hint"], span, deps=options["deps"],
                        no_dep_args=options["no_dep_args"], manual=self.manual,
-                       blocks=options["blocks"])
+                       blocks=options["blocks"], dumps=options["dumps"])
 
     def check_block_idx(self, node: ast.Call) -> None:
         """`pl.get_block_idx()` reads a kernel's block index: not in the orchestration itself."""
@@ -236,7 +262,7 @@ class TaskSyntax:
             if not getattr(ref, "__pypto_kernel__", False):
                 raise self.error(node, f"the first argument of {what} must be an "
                                  "@pl.jit.incore kernel (self.<kernel> in a @pl.program)")
-        options = {"deps": (), "no_dep_args": (), "core_num": None}
+        options = {"deps": (), "no_dep_args": (), "dumps": (), "core_num": None}
         for kw in node.keywords:
             if kw.arg not in _SUBMIT_KEYWORDS[builtin]:
                 raise self.error(node, f"{what}({kw.arg}=...) is not supported",
@@ -244,23 +270,24 @@ class TaskSyntax:
                                  "kernel arguments are positional")
             if kw.arg == "deps":
                 options["deps"] = self._task_deps(kw.value)
-            elif kw.arg == "no_dep_args":
-                options["no_dep_args"] = self._no_dep_args(kw.value)
+            elif kw.arg in ("no_dep_args", "dumps"):
+                options[kw.arg] = self._tensor_list(kw.value, kw.arg)
             else:
                 options["core_num"] = self._block_count(kw.value)
         if builtin == "spmd_submit" and options["core_num"] is None:
             raise self.error(node, "pl.spmd_submit needs core_num=<number of blocks>")
         call = self._func_call(ref, node, node.args[1:])
         passed = {a.name for a in call.args if isinstance(a, Var)}
-        for var in options["no_dep_args"]:
-            if var.name not in passed:
-                raise self.error(node, f"no_dep_args names `{var.name}`, which is not an "
-                                 "argument of this call")
+        for keyword in ("no_dep_args", "dumps"):
+            for var in options[keyword]:
+                if var.name not in passed:
+                    raise self.error(node, f"{keyword} names `{var.name}`, which is not an "
+                                     "argument of this call")
         results = call.type.items if isinstance(call.type, TupleType) else (call.type,)
         rtype = TupleType(tuple(results) + (TASK_ID,)) if results else TASK_ID
         return replace(call, type=rtype, deps=options["deps"],
                        no_dep_args=options["no_dep_args"], blocks=options["core_num"],
-                       task_id=True)
+                       task_id=True, dumps=options["dumps"])
 
 
 def _describe_value(t) -> str:

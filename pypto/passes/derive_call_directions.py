@@ -34,6 +34,8 @@ class _Access(IRVisitor):
         self.atomic: list[Call] = []
 
     def visit_Call(self, expr: Call) -> None:
+        if expr.op == "dump_tag":
+            return  # marks a tensor for the runtime's dumps: neither a read nor a write
         if expr.op in WRITE_OPS and expr.attr("atomic", AtomicType.None_) is not AtomicType.None_:
             self.atomic.append(expr)
         if expr.op in WRITE_OPS:

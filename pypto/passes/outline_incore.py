@@ -59,7 +59,7 @@ def exposed_uses(stmts) -> set[str]:
             continue  # a loop may run zero times: its bindings are not certain
         if isinstance(stmt, AtScope):
             exposed |= exposed_uses(stmt.body) - defined
-            task_uses = stmt.deps + stmt.no_dep_args
+            task_uses = stmt.deps + stmt.no_dep_args + stmt.dumps
             exposed |= set(uses(list(task_uses) + ([stmt.blocks] if stmt.blocks else []))) - defined
         else:
             exposed |= set(uses(stmt)) - defined
@@ -236,18 +236,20 @@ class _Outliner:
 
 
 def _task_attributes(scope: AtScope, inputs: dict[str, Var]) -> dict:
-    """The FuncCall fields that carry the block's deps, no_dep_args, manual and blocks."""
-    for var in scope.no_dep_args:
-        if var.name not in inputs:
-            raise LoweringError(
-                f"no_dep_args names `{var.name}`, which this block does not use",
-                var.span or scope.span,
-                hint="list only tensors the block reads or writes",
-            )
-    task_id = bool(scope.task is not None or scope.deps or scope.no_dep_args
+    """The FuncCall fields that carry the block's deps, no_dep_args, dumps, manual and
+    blocks."""
+    for keyword, listed in (("no_dep_args", scope.no_dep_args), ("dumps", scope.dumps)):
+        for var in listed:
+            if var.name not in inputs:
+                raise LoweringError(
+                    f"{keyword} names `{var.name}`, which this block does not use",
+                    var.span or scope.span,
+                    hint="list only tensors the block reads or writes",
+                )
+    task_id = bool(scope.task is not None or scope.deps or scope.no_dep_args or scope.dumps
                    or scope.blocks is not None)
     return {"deps": scope.deps, "no_dep_args": scope.no_dep_args, "manual": scope.manual,
-            "blocks": scope.blocks, "task_id": task_id}
+            "blocks": scope.blocks, "task_id": task_id, "dumps": scope.dumps}
 
 
 def _create_tensor(var: Var) -> Call:

@@ -55,21 +55,97 @@ class TensorToTile(FunctionPass):
         backend = ctx.backend
         params = {p.var.name: p.var for p in fn.params}
         body, run = [], []
-        for stmt in fn.body:
+        written: set[str] = set()  # tensors the current run writes
+        for stmt in _without_tensor_aliases(fn.body, params):
             if _is_tensor_stmt(stmt):
+                if run and _reads(stmt) & written:
+                    # A read of what this run wrote (a window of it) must see the store:
+                    # the run ends here and the next one loads after it.
+                    body.extend(_lower_run(run, names, backend))
+                    run, written = [], set()
                 run.append(stmt)
+                if stmt.value.op == "assemble":
+                    written.add(stmt.targets[0].name)
                 continue
             if is_view(stmt):
                 body.append(stmt)  # a view moves no data: it does not end a run
                 continue
             if run:
                 body.extend(_lower_run(run, names, backend))
-                run = []
+                run, written = [], set()
             _reject_nested(stmt)
             body.append(_returned_params(stmt, params))
         if run:
             body.extend(_lower_run(run, names, backend))
         return fold_views(_TileWrites().mutate_function(replace(fn, body=tuple(body))))
+
+
+class _Renamed(IRMutator):
+    """Reads of aliased names replaced by the value they alias."""
+
+    def __init__(self, aliases: dict[str, Var]):
+        self.aliases = aliases
+
+    def mutate_Var(self, expr: Var):
+        return self.aliases.get(expr.name, expr)
+
+
+def _reads(stmt: Assign) -> set[str]:
+    """Names of the tensors a tensor statement reads (an assemble reads its source only)."""
+    call = stmt.value
+    operands = (call.args[1],) if call.op == "assemble" else call.args
+    return {a.name for a in operands if isinstance(a, Var) and isinstance(a.type, TensorType)}
+
+
+def _without_tensor_aliases(body, params: dict[str, Var]) -> list:
+    """Reads that name another tensor value, resolved to that value:
+    - `s = v` between tensors: s is read as v and the statement goes, so it does not cut
+      the run of tensor statements (which would drop v as dead before s is read);
+      rebinding a parameter's name keeps its statement;
+    - after a whole-tensor write `d = pl.assemble(d, v, [0, 0])`, the tensor statements
+      of the same run read v where they read d (the store has not happened when a run
+      loads its inputs)."""
+    aliases: dict[str, Var] = {}
+    written: dict[str, Var] = {}
+    out = []
+    for stmt in body:
+        if aliases:
+            stmt = _Renamed(aliases).mutate_stmt(stmt)
+        tensor_stmt = _is_tensor_stmt(stmt)
+        if not tensor_stmt and not is_view(stmt):
+            written = {}  # the run ends: later runs load d from memory
+        elif written and tensor_stmt:
+            stmt = _read_from(stmt, written)
+        if (isinstance(stmt, Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, Var)
+                and isinstance(stmt.value.type, TensorType)
+                and stmt.targets[0].name not in params):
+            aliases[stmt.targets[0].name] = stmt.value
+            continue
+        for target in stmt.targets if isinstance(stmt, Assign) else ():
+            aliases.pop(target.name, None)
+            written.pop(target.name, None)
+        if tensor_stmt and stmt.value.op == "assemble" and _whole_write(stmt.value):
+            written[stmt.targets[0].name] = stmt.value.args[1]
+        out.append(stmt)
+    return out
+
+
+def _read_from(stmt: Assign, values: dict[str, Var]) -> Assign:
+    """`stmt` reading `values[name]` for each tensor `name` it reads (not where it writes)."""
+    rename = _Renamed(values)
+    call = stmt.value
+    if call.op == "assemble":
+        dst, src, offsets = call.args
+        args = (dst, rename.mutate_expr(src), offsets)
+    else:
+        args = tuple(rename.mutate_expr(a) for a in call.args)
+    return replace(stmt, value=replace(call, args=args))
+
+
+def _whole_write(call: Call) -> bool:
+    dst, src, offsets = call.args
+    return (isinstance(src, Var) and tuple(src.type.shape) == tuple(dst.type.shape)
+            and all(isinstance(i, Const) and i.value == 0 for i in offsets.items))
 
 
 class _TileWrites(IRMutator):

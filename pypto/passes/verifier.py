@@ -139,7 +139,8 @@ def _defs_body(body, defined: set) -> None:
             _defs_body(stmt.body, inner)
             defined |= inner - {stmt.var.name}
         elif isinstance(stmt, AtScope):
-            for e in stmt.deps + stmt.no_dep_args + ((stmt.blocks,) if stmt.blocks else ()):
+            for e in (stmt.deps + stmt.no_dep_args + stmt.dumps
+                      + ((stmt.blocks,) if stmt.blocks else ())):
                 _need(e, defined, stmt)
             _defs_body(stmt.body, defined)
             if stmt.task is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import enum
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 """`PTO_ABI_VERSION`: the loader refuses artifacts whose manifest records another."""
 
 MAX_RANK = 4
@@ -53,6 +53,10 @@ class Direction(enum.IntEnum):
 
 NO_DEP = 0x100
 """`PTO_NO_DEP`: OR-ed into a direction, opts the argument out of dependency inference."""
+
+DUMP = 0x200
+"""`PTO_DUMP`: OR-ed into a direction, marks the argument for tensor dumps
+(`pl.dump_tag` / `dumps=`; taken when `RunConfig(enable_dump_args=1)`)."""
 
 DIRECTION_MASK = 0xFF
 """`PTO_DIRECTION_MASK`: the direction bits of `PtoArg.direction`."""

@@ -18,7 +18,9 @@ class RunConfig:
     and bits); `detect_races=True` raises `RaceError` for conflicting accesses no edge
     orders.  DFX: `enable_dep_gen` writes `<work_dir>/dfx_outputs/deps.json`,
     `enable_swimlane` writes `swimlane.json` there (work_dir: `$PYPTO_WORK_DIR`, else
-    the current directory; see `pypto.runtime.dfx`).
+    the current directory; see `pypto.runtime.dfx`); `enable_dump_args=1` dumps the
+    tensors tagged with `pl.dump_tag` / `dumps=`, `=2` every task's tensors, to
+    `dfx_outputs/args_dump/` (see `pypto.runtime.dump`).
     """
 
     platform: str = "a2a3sim"
@@ -37,6 +39,10 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         get_platform(self.platform)  # raises ValueError listing the known platforms
+        dump = self.enable_dump_args
+        if dump is True or dump not in (0, 1, 2):
+            raise ValueError(f"enable_dump_args must be 0 (off), 1 (tagged tensors) or 2 "
+                             f"(every task's tensors), got {self.enable_dump_args!r}")
         if self.workers is not None and (
             not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 1
         ):

@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import numbers
 import os
+import struct
 from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ import torch
 from pypto.ir import dtypes
 from pypto.runtime.abi import (
     DIRECTION_MASK,
+    DUMP,
     MAX_RANK,
     NO_DEP,
     AllocTensorFn,
@@ -32,7 +34,6 @@ from pypto.runtime.memory import (
     ITEMSIZE_BY_CODE,
     DeviceMemory,
     SimCore,
-    byte_range,
     describe_tensor,
     tensor_arg,
 )
@@ -42,9 +43,12 @@ if TYPE_CHECKING:
     from pypto.runtime.loader import LoadedProgram
 
 
+_HOST_CORES = os.cpu_count() or 1  # asked once: the call reads /sys on every use
+
+
 def default_workers(cores: int) -> int:
     """Worker threads when the config does not say: the platform's cores, bounded by the host's."""
-    return max(1, min(cores, os.cpu_count() or 1))
+    return max(1, min(cores, _HOST_CORES))
 
 
 def make_cores(program: LoadedProgram, workers: int | None) -> list[SimCore]:
@@ -88,6 +92,8 @@ class ProgramRun:
         self._alloc_fn = AllocTensorFn(self._alloc_tensor)
         self._dispatch_fn = DispatchFn(self._dispatch)
         self._api = PtoRuntimeApi(None, self._submit_fn, self._alloc_fn, self._dispatch_fn)
+        # The tensor-dump collector (`enable_dump_args`); None keeps dispatch as it is.
+        self._dump = None
 
     def execute(self, args: Sequence[Any]) -> Any:
         """Runs the orchestration on `args` and returns the output tensor(s)."""
@@ -104,9 +110,12 @@ class ProgramRun:
                     self.memory.adopt(value, spec.dtype, spec.name, "resident")
                     tensor_arg(params[index], value, spec.dtype, spec.direction)
                     continue
-                buffer = self.memory.allocate(spec.dtype, spec.shape, spec.name, "param")
                 if spec.direction.reads:
-                    buffer.copy_(value)
+                    # A fresh contiguous copy: poisoning it first would be overwritten anyway.
+                    buffer = value.clone(memory_format=torch.contiguous_format)
+                    self.memory.adopt(buffer, spec.dtype, spec.name, "param")
+                else:
+                    buffer = self.memory.allocate(spec.dtype, spec.shape, spec.name, "param")
                 tensor_arg(params[index], buffer, spec.dtype, spec.direction)
                 buffers[index] = buffer
             elif spec.dtype.is_float:
@@ -116,6 +125,10 @@ class ProgramRun:
                 params[index].kind = ArgKind.INT
                 params[index].i = int(value)
 
+        if self.config.enable_dump_args:
+            from pypto.runtime.dump import ArgsDumpCollector
+
+            self._dump = ArgsDumpCollector.for_run(self)
         self.scheduler.start()
         try:
             status = self.program.orchestrate(ctypes.byref(self._api), params)
@@ -131,10 +144,10 @@ class ProgramRun:
             # Kernels hold raw pointers into device memory: no worker may outlive this run.
             self.scheduler.close()
             with contextlib.suppress(Exception):  # never mask the run's own failure
-                self._write_dfx_outputs()  # the graph up to a failure explains it best
+                self._write_dfx_outputs(complete=False)  # what ran explains a failure best
             raise
         self.scheduler.close()
-        self._write_dfx_outputs()
+        self._write_dfx_outputs(complete=True)
 
         for index, buffer in buffers.items():
             if manifest.params[index].direction.writes:
@@ -188,36 +201,40 @@ class ProgramRun:
             raise OrchestrationError(
                 f"submit: kernel {spec.name!r} takes {len(spec.signature)} arguments, got {nargs}"
             )
-        # The C array is only valid during this call; the task runs later.
-        copied = (PtoArg * nargs)()
-        if nargs:
-            ctypes.memmove(copied, args, ctypes.sizeof(copied))
-        accesses = self._accesses(spec, copied)
-        return self.scheduler.submit(
-            spec.name, self.program.kernels[kernel_index], copied, accesses, deps, blocks
-        )
+        # The C array is only valid during this call; the task runs later.  One read of
+        # its bytes serves both the task's copy and the decoding of its accesses.
+        raw = ctypes.string_at(args, _ARG.size * nargs) if nargs else b""
+        copied = (PtoArg * nargs).from_buffer_copy(raw)
+        accesses = self._accesses(spec, raw)
+        kernel = self.program.kernels[kernel_index]
+        if self._dump is not None:
+            # Only one thread submits, so the next id is the number of tasks so far.
+            kernel = self._dump.wrap(kernel, len(self.scheduler.tasks), kernel_index, spec,
+                                     copied)
+        return self.scheduler.submit(spec.name, kernel, copied, accesses, deps, blocks)
 
-    def _accesses(self, spec: KernelSpec, args: Any) -> list[Access]:
-        """The device bytes each tensor argument can touch, checked against device memory."""
+    def _accesses(self, spec: KernelSpec, raw: bytes) -> list[Access]:
+        """The device bytes each tensor argument (`raw`: the PtoArg array's bytes) can
+        touch, checked against device memory."""
         accesses = []
-        for position, arg in enumerate(args):
-            is_tensor = arg.kind == _TENSOR
-            if is_tensor != spec.signature[position].is_tensor:
-                raise _invalid_arg(spec, position, f"expected a {spec.signature[position].kind}")
+        signature = spec.signature
+        for position, arg in enumerate(_ARG.iter_unpack(raw)):
+            is_tensor = arg[0] == _TENSOR
+            if is_tensor != signature[position].is_tensor:
+                raise _invalid_arg(spec, position, f"expected a {signature[position].kind}")
             if not is_tensor:
                 continue
-            tensor = arg.tensor
-            flags = arg.direction
+            flags, ndim, dtype = arg[1], arg[11], arg[12]
             direction = _DIRECTIONS.get(flags & DIRECTION_MASK)
             if (
                 direction is None
-                or flags & ~(DIRECTION_MASK | NO_DEP)
-                or not 0 <= tensor.ndim <= MAX_RANK
+                or flags & ~(DIRECTION_MASK | NO_DEP | DUMP)
+                or not 0 <= ndim <= MAX_RANK
             ):
-                raise _invalid_arg(spec, position, f"direction {flags:#x}, ndim {tensor.ndim}")
-            if tensor.dtype not in ITEMSIZE_BY_CODE:
-                raise _invalid_arg(spec, position, f"dtype code {tensor.dtype}")
-            start, end = byte_range(tensor)
+                raise _invalid_arg(spec, position, f"direction {flags:#x}, ndim {ndim}")
+            if dtype not in ITEMSIZE_BY_CODE:
+                raise _invalid_arg(spec, position, f"dtype code {dtype}")
+            start, end = _byte_range(arg, ndim, ITEMSIZE_BY_CODE[dtype])
             if start == end:
                 continue
             if not self.memory.contains(start, end):
@@ -238,8 +255,11 @@ class ProgramRun:
         untracked = ", no dependency tracking" if not access.tracked else ""
         return f"argument {access.arg} ({name!r}, {access.direction.name}{untracked})"
 
-    def _write_dfx_outputs(self) -> None:
-        """deps.json / swimlane.json under <work_dir>/dfx_outputs/, when the config asks."""
+    def _write_dfx_outputs(self, complete: bool) -> None:
+        """deps.json / swimlane.json / args_dump/ under <work_dir>/dfx_outputs/, when the
+        config asks; `complete` is False after a failed run."""
+        if self._dump is not None:
+            self._dump.finish(complete)
         if not (self.config.enable_dep_gen or self.config.enable_swimlane):
             return
         from pypto.runtime import dfx
@@ -271,6 +291,27 @@ class ProgramRun:
 
 _TENSOR = int(ArgKind.TENSOR)
 _DIRECTIONS = {int(d): d for d in Direction}
+
+# A PtoArg's fields in order: kind, direction, tensor (data, shape[4], stride[4], ndim,
+# dtype), i, f.  Unpacking the bytes is several times cheaper than reading ctypes fields.
+_ARG = struct.Struct(f"=iiQ{MAX_RANK}q{MAX_RANK}qiiqd")
+assert _ARG.size == ctypes.sizeof(PtoArg) and PtoArg.i.offset == _ARG.size - 16
+
+
+def _byte_range(arg: tuple, ndim: int, itemsize: int) -> tuple[int, int]:
+    """`memory.byte_range` of an unpacked PtoArg: bytes [start, end) its view can touch."""
+    low = high = 0
+    for d in range(ndim):
+        extent = arg[3 + d]
+        if extent <= 0:
+            return 0, 0
+        span = arg[3 + MAX_RANK + d] * (extent - 1)
+        if span < 0:
+            low += span
+        else:
+            high += span
+    base = arg[2]
+    return base + low * itemsize, base + (high + 1) * itemsize
 
 
 def _invalid_arg(spec: KernelSpec, position: int, problem: str) -> OrchestrationError:

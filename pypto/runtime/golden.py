@@ -36,7 +36,9 @@ from pypto.runtime.errors import ArtifactError, PyptoRuntimeError
 GOLDEN_NAME = "golden.json"
 INPUTS_NAME = "inputs.safetensors"
 EXPECTED_NAME = "expected.safetensors"
-GOLDEN_SCHEMA_VERSION = "1.0"
+# 1.1 added golden_sha256, the digest of golden.json itself: a damaged record (a tolerance,
+# a shape) is refused instead of silently checking against the wrong thing.
+GOLDEN_SCHEMA_VERSION = "1.1"
 GOLDEN_SCHEMA_MAJOR = 1
 """Major version of the golden.json schema this runtime reads and writes."""
 
@@ -127,6 +129,16 @@ class GoldenRecord:
             raise GoldenError(
                 f"{path}: golden schema version {schema!r} is not supported: expected major "
                 f"version {GOLDEN_SCHEMA_MAJOR}"
+            )
+        recorded = raw.get("golden_sha256")
+        if recorded is None and schema == GOLDEN_SCHEMA_VERSION:
+            raise GoldenError(f"{path}: golden.json lacks 'golden_sha256', which schema {schema} "
+                              "records; it was damaged, regenerate it (`scons goldens`)")
+        if recorded is not None and recorded != _record_digest(raw):
+            raise GoldenError(
+                f"{path}: golden_sha256 mismatch: golden.json records {recorded!r}, its content "
+                f"hashes to {_record_digest(raw)}; it changed after it was written, regenerate "
+                "it (`scons goldens`)"
             )
         files = raw.get("files")
         if not isinstance(files, dict):
@@ -433,6 +445,7 @@ def write_golden(
         "generator": generator,
         "producer": _producer_versions(),
     }
+    record["golden_sha256"] = _record_digest(record)
     golden_bytes = (json.dumps(record, sort_keys=True, indent=2) + "\n").encode()
     files = {INPUTS_NAME: inputs_bytes, EXPECTED_NAME: expected_bytes, GOLDEN_NAME: golden_bytes}
 
@@ -450,6 +463,13 @@ def write_golden(
     for name in (INPUTS_NAME, EXPECTED_NAME, GOLDEN_NAME):  # golden.json last
         _atomic_write(directory / name, files[name])
     return directory
+
+
+def _record_digest(record: Mapping[str, Any]) -> str:
+    """sha256 of golden.json's content without its golden_sha256 field (canonical JSON)."""
+    content = {k: v for k, v in record.items() if k != "golden_sha256"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _check_names(role: str, values: Mapping[str, Any]) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pypto.platform import PLATFORM_NAMES, get_platform
 from pypto.runtime.abi import PtoKernelFn, PtoOrchestrateFn
 from pypto.runtime.config import RunConfig
-from pypto.runtime.errors import ArtifactError, DeviceUnavailableError
+from pypto.runtime.errors import ArtifactError, DeviceUnavailableError, KernelError
 from pypto.runtime.manifest import Manifest
 
 if TYPE_CHECKING:
@@ -86,6 +86,9 @@ class LoadedProgram:
         self._libraries = tuple(libraries)
         self.last_schedule: Scheduler | None = None
         """The scheduler of the most recent run (tasks, timings, edges), for DFX output."""
+        # Kernels built with PYPTO_SIM_DEBUG=1 export a bounds-check fault record.
+        self._faults = [(spec, *record) for spec, library in zip(manifest.kernels, libraries)
+                        if (record := _fault_record(library)) is not None]
 
     @property
     def platform(self) -> str:
@@ -109,7 +112,30 @@ class LoadedProgram:
 
         program_run = ProgramRun(self, config if config is not None else RunConfig())
         self.last_schedule = program_run.scheduler
-        return program_run.execute(args)
+        try:
+            result = program_run.execute(args)
+        except BaseException:
+            self.check_bounds_faults()  # an out-of-bounds access explains a failed run best
+            raise
+        self.check_bounds_faults()
+        return result
+
+    def check_bounds_faults(self) -> None:
+        """Raises KernelError naming each kernel whose bounds check fired in the last run
+        (sim debug builds, PYPTO_SIM_DEBUG=1), and clears the records; else does nothing."""
+        found = []
+        for spec, count, message in self._faults:
+            if count.value:
+                found.append(f"kernel {spec.name!r} ({spec.file}): {message.value.decode()}"
+                             + (f" (and {count.value - 1} more)" if count.value > 1 else ""))
+                count.value = 0
+                message[0] = b"\0"
+        if found:
+            raise KernelError(
+                "; ".join(found) + ". The sim debug build (PYPTO_SIM_DEBUG=1) skipped the "
+                "access; without it the kernel corrupts memory. Check the offsets of the "
+                "kernel's pl.load / pl.store against the tensor's shape"
+            )
 
     def __repr__(self) -> str:
         return (
@@ -137,6 +163,15 @@ def _verified_binary(artifact_dir: Path, file: str, expected: str) -> Path:
             "the binary changed after the build, rebuild the artifact"
         )
     return path
+
+
+def _fault_record(library: ctypes.CDLL) -> tuple[Any, Any] | None:
+    """The (count, message) bounds-check record of a sim debug build, else None."""
+    try:
+        return (ctypes.c_int.in_dll(library, "pto_sim_fault_count"),
+                (ctypes.c_char * 256).in_dll(library, "pto_sim_fault"))
+    except ValueError:
+        return None
 
 
 def _mapped(path: Path) -> ctypes.CDLL:

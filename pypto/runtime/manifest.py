@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ from pypto.runtime.errors import ArtifactError
 MANIFEST_NAME = "manifest.json"
 SCHEMA_MAJOR = 1
 """Major version of the manifest schema this runtime reads."""
+DIGEST_SCHEMA = "1.1"
+"""The schema version whose manifests must carry `manifest_sha256` (the one pypto writes)."""
 
 ON_CHIP_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
 """The per-core on-chip buffers, in `PtoCore` field order."""
@@ -90,6 +93,7 @@ class Manifest:
                 f"{path}: manifest schema version {schema} is not supported: "
                 f"expected major version {SCHEMA_MAJOR}, found {schema.split('.')[0]}"
             )
+        _check_digest(path, raw, schema)
         found_platform = reader.get("platform", str)
         if platform is not None and found_platform != platform:
             raise ArtifactError(
@@ -137,6 +141,33 @@ class Manifest:
             orchestration_entry=orchestration.get("entry", str),
             capacities=capacities,
             cores=cores,
+        )
+
+
+def manifest_digest(raw: dict[str, Any]) -> str:
+    """sha256 of a manifest's content without its `manifest_sha256` field, as canonical
+    JSON (sorted keys, no whitespace): the same function as pypto.toolchain.build's."""
+    content = {k: v for k, v in raw.items() if k != "manifest_sha256"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_digest(path: Path, raw: dict[str, Any], schema: str) -> None:
+    """A manifest that records its digest must match it; one of the schema pypto writes must
+    record it (so damage to the field's own name is caught too)."""
+    recorded = raw.get("manifest_sha256")
+    if recorded is None:
+        if schema == DIGEST_SCHEMA:
+            raise ArtifactError(
+                f"{path}: manifest lacks 'manifest_sha256', which schema {schema} records; "
+                "the manifest was damaged after the build, rebuild the artifact"
+            )
+        return
+    found = manifest_digest(raw)
+    if recorded != found:
+        raise ArtifactError(
+            f"{path}: manifest_sha256 mismatch: the manifest records {recorded!r}, its content "
+            f"hashes to {found}; the manifest changed after the build, rebuild the artifact"
         )
 
 

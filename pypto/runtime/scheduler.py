@@ -20,9 +20,12 @@ gets the same predecessors, the blocks are not ordered against each other, and t
 they become the writers of what they write.
 
 Two execution modes:
-- `seed=None`: one worker thread per simulated core takes ready tasks first come, first
-  served, from the moment they are submitted.  Kernels run through ctypes, which
-  releases the GIL, so tasks really run concurrently and a missing edge is a real race.
+- `seed=None`: worker threads take ready tasks first come, first served, from the
+  moment they are submitted, each on a free core of the run: as many tasks in flight
+  as the run has cores, each core running one at a time.  Kernels run through ctypes,
+  which releases the GIL, so tasks really run concurrently and a missing edge is a real
+  race.  The threads belong to a process-wide pool (`_WorkerPool`) and outlive the run;
+  the thread in `wait()` runs ready tasks too instead of sleeping.
 - `seed=int`: nothing runs while the orchestration submits; `wait()` then runs every
   task on the calling thread, one at a time, each time letting `random.Random(seed)`
   pick among the ready tasks and placing the n-th task on core `n % len(cores)`.  The
@@ -37,6 +40,8 @@ bytes it conflicts with, and a conflict that no chain of edges orders raises
 
 from __future__ import annotations
 
+import gc
+import os
 import random
 import threading
 import time
@@ -153,31 +158,41 @@ class Scheduler:
         self.created_ns = time.perf_counter_ns()
         """When the run began: the origin of task timings in DFX outputs."""
         self._writers = OverlapMap()
-        # Per task id: unfinished predecessors, tasks waiting on it, whether it finished.
+        # Per task id: unfinished predecessors, tasks waiting on it (None: none yet),
+        # whether it finished.
         self._pending: list[int] = []
-        self._dependents: list[list[int]] = []
+        self._dependents: list[list[int] | None] = []
         self._finished: list[bool] = []
         self._ready: deque[int] = deque()
-        self._lock = threading.Lock()
-        self._work_available = threading.Condition(self._lock)
-        self._progress = threading.Condition(self._lock)
+        # The pool's lock guards every scheduler's state: one lock, so a pool worker
+        # picks a task and a core of any run in one step.
+        self._lock = _POOL.lock
+        self._work_available = _POOL.work_available
+        self._progress = _POOL.progress
+        self._free_cores = list(reversed(self.cores))  # pop() hands out core 0 first
         self._completed = 0
         self._running = 0
         self._error: KernelError | None = None
         self._closing = False
-        self._threads: list[threading.Thread] = []
+        self._attached = False
+        self._gc_paused = False
         self._races = _RaceDetector(self, describe_bytes, describe_access) if detect_races else None
 
     def start(self) -> None:
-        """Starts one worker thread per core (FIFO mode; seeded mode runs in `wait`)."""
-        if self.seed is not None or self._threads:
+        """Begins the run: from now on pool workers, one per core, take ready tasks as they
+        are submitted (FIFO mode; seeded mode runs them in `wait`).
+
+        The cyclic garbage collector is paused until `close`: a run allocates a few
+        objects per task and frees them by reference counting, and a full collection
+        over a process that imported torch costs ~80 ms, several times per 10,000 tasks.
+        """
+        if self._gc_paused or self._closing:
             return
-        for core in self.cores:
-            thread = threading.Thread(
-                target=self._work, args=(core,), name=f"pypto-core-{core.core_id}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+        self._gc_paused = True
+        _pause_gc()
+        if self.seed is None:
+            with self._lock:
+                _POOL.attach(self)
 
     def submit(
         self,
@@ -195,7 +210,7 @@ class Scheduler:
         Only one thread may submit.
         """
         task_id = len(self.tasks)
-        explicit = sorted(set(deps))
+        explicit = sorted(set(deps)) if deps else ()
         if explicit and (explicit[0] < 0 or explicit[-1] >= task_id):
             dep = explicit[0] if explicit[0] < 0 else explicit[-1]
             earlier = f"ids 0..{task_id - 1}" if task_id else "none yet"
@@ -206,13 +221,13 @@ class Scheduler:
         if blocks < 0:
             raise OrchestrationError(f"{kernel_name}: an SPMD dispatch needs blocks >= 0")
         accesses = tuple(accesses)
-        overlap_map = self._writers
+        lookup = self._writers.writers
         raw: set[int] = set()
         waw: set[int] = set()
         for start, end, direction, tracked, _ in accesses:
             if not tracked:
                 continue
-            for entry in overlap_map.writers(start, end):
+            for entry in lookup(start, end):
                 if type(entry) is int:
                     (waw if direction is _OUT else raw).add(entry)
                 elif direction is _ACCUM:
@@ -232,37 +247,48 @@ class Scheduler:
         if explicit:
             edges += [Edge(src, task_id, "explicit", None) for src in explicit]
             raw.update(explicit)
-        predecessors = tuple(sorted(raw))
-        ids = tuple(range(task_id, task_id + blocks))
+        predecessors = tuple(sorted(raw)) if raw else ()
+        if blocks == 1:
+            ids: tuple[int, ...] = (task_id,)
+            tasks = [Task(task_id, kernel_name, kernel, args, accesses, predecessors, 0, 1,
+                          task_id)]
+        else:
+            ids = tuple(range(task_id, task_id + blocks))
+            tasks = [
+                Task(i, kernel_name, kernel, args, accesses, predecessors, i - task_id, blocks,
+                     task_id)
+                for i in ids
+            ]
         if self._races is not None and blocks:
             self._races.check(task_id, kernel_name, accesses, predecessors, ids)
         # Writers are registered only after every lookup, so a task never waits on itself.
         if blocks:
             self._register(accesses, ids)
-        tasks = [
-            Task(i, kernel_name, kernel, args, accesses, predecessors, i - task_id, blocks,
-                 task_id)
-            for i in ids
-        ]
         if blocks > 1:
             # Every block has the dispatch's predecessors; edges are per task.
             edges = [e._replace(dst=i) for i in ids for e in edges]
 
         with self._lock:
-            self.edges += edges
+            if edges:
+                self.edges += edges
+            finished, dependents = self._finished, self._dependents
             for task in tasks:
                 self.tasks.append(task)
                 pending = 0
                 for src in predecessors:
-                    if not self._finished[src]:
+                    if not finished[src]:
                         pending += 1
-                        self._dependents[src].append(task.task_id)
+                        waiting = dependents[src]
+                        if waiting is None:
+                            dependents[src] = [task.task_id]
+                        else:
+                            waiting.append(task.task_id)
                 self._pending.append(pending)
-                self._dependents.append([])
-                self._finished.append(False)
+                dependents.append(None)
+                finished.append(False)
                 if pending == 0:
                     self._ready.append(task.task_id)
-                    if self._threads:
+                    if self._attached:
                         self._work_available.notify()
         return task_id
 
@@ -288,36 +314,60 @@ class Scheduler:
         if self.seed is not None:
             self._run_seeded()
         else:
-            with self._lock:
-                while self._completed < len(self.tasks) and not (
-                    self._error is not None and self._running == 0
-                ):
-                    self._progress.wait()
+            self._help_until_done()
         if self._error is not None:
             raise self._error
 
+    def _help_until_done(self) -> None:
+        """The waiting thread runs ready tasks on free cores too, rather than sleeping
+        while a pool worker wakes up for them: a small run then needs no thread hand-off."""
+        lock = self._lock
+        with lock:
+            while self._completed < len(self.tasks) and not (
+                self._error is not None and self._running == 0
+            ):
+                job = self._take()
+                if job is None:
+                    self._progress.wait()
+                    continue
+                task, core = job
+                lock.release()
+                try:
+                    error = self._execute(task, core)
+                finally:
+                    lock.acquire()
+                self._finish(task, core, error)
+
     def close(self) -> None:
-        """Stops the workers once their current task returns; unstarted tasks never run."""
+        """Ends the run once the tasks running now return; unstarted tasks never run.
+
+        The pool's workers outlive the run, but none runs a task of it after `close`.
+        """
         with self._lock:
             self._closing = True
-            self._work_available.notify_all()
-        for thread in self._threads:
-            thread.join()
+            while self._running:
+                self._progress.wait()
+            if self._attached:
+                _POOL.detach(self)
+        if self._gc_paused:
+            self._gc_paused = False
+            _resume_gc()
 
-    def _work(self, core: SimCore) -> None:
-        """Worker loop: the thread owns `core` and runs ready tasks on it."""
-        while True:
-            with self._lock:
-                while not self._closing and not (self._ready and self._error is None):
-                    self._work_available.wait()
-                if self._closing:
-                    return
-                task = self.tasks[self._ready.popleft()]
-                self._running += 1
-            error = self._execute(task, core)
-            with self._lock:
-                self._running -= 1
-                self._complete(task, error)
+    def _take(self) -> tuple[Task, SimCore] | None:
+        """A ready task and a free core to run it on, or None (caller holds the lock)."""
+        if (not self._ready or not self._free_cores or self._error is not None
+                or self._closing):
+            return None
+        self._running += 1
+        return self.tasks[self._ready.popleft()], self._free_cores.pop()
+
+    def _finish(self, task: Task, core: SimCore, error: KernelError | None) -> None:
+        """Gives `core` back and releases the task's dependents (caller holds the lock)."""
+        self._running -= 1
+        self._free_cores.append(core)
+        self._complete(task, error)
+        if self._running == 0 and (self._closing or self._error is not None):
+            self._progress.notify_all()
 
     def _run_seeded(self) -> None:
         rng = random.Random(self.seed)
@@ -353,18 +403,118 @@ class Scheduler:
         if error is not None:
             if self._error is None:
                 self._error = error
-        else:
-            self._finished[task.task_id] = True
-            self._completed += 1
+            self._progress.notify_all()
+            return
+        self._finished[task.task_id] = True
+        self._completed += 1
+        waiting = self._dependents[task.task_id]
+        if waiting:
             released = 0
-            for dst in self._dependents[task.task_id]:
-                self._pending[dst] -= 1
-                if self._pending[dst] == 0:
+            pending = self._pending
+            for dst in waiting:
+                pending[dst] -= 1
+                if pending[dst] == 0:
                     self._ready.append(dst)
                     released += 1
-            if released:
-                self._work_available.notify(released)
-        self._progress.notify_all()
+            # A pool worker that completes a task takes the next ready one itself.
+            if released > 1 and self._attached:
+                self._work_available.notify(released - 1)
+        if self._completed == len(self.tasks):
+            self._progress.notify_all()
+
+
+class _WorkerPool:
+    """Worker threads shared by every run in the process, started once and kept.
+
+    Starting a thread costs ~200 µs, more than a small run: so threads outlive runs.
+    A run (`Scheduler.start`) attaches its scheduler; a worker takes a ready task and a
+    free core of an attached scheduler and runs the task on that core, so a run never
+    has more tasks in flight than it has cores, and each core runs one task at a time.
+    The pool keeps at least as many threads as the attached runs have cores.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.work_available = threading.Condition(self.lock)
+        # Where the threads in `Scheduler.wait`/`close` sleep; shared by every run (each
+        # re-checks its own state when woken), which saves building one per run.
+        self.progress = threading.Condition(self.lock)
+        self.schedulers: list[Scheduler] = []
+        self.threads = 0
+        self.cores = 0
+
+    def attach(self, scheduler: Scheduler) -> None:
+        """Lets workers take `scheduler`'s tasks (caller holds the lock)."""
+        self.schedulers.append(scheduler)
+        scheduler._attached = True
+        self.cores += len(scheduler.cores)
+        while self.threads < self.cores:
+            self.threads += 1
+            threading.Thread(target=self._serve, name=f"pypto-worker-{self.threads - 1}",
+                             daemon=True).start()
+        if scheduler._ready:
+            self.work_available.notify(len(scheduler._ready))
+
+    def detach(self, scheduler: Scheduler) -> None:
+        """No worker takes `scheduler`'s tasks from now on (caller holds the lock)."""
+        self.schedulers.remove(scheduler)
+        scheduler._attached = False
+        self.cores -= len(scheduler.cores)
+
+    def _serve(self) -> None:
+        """Worker loop: take a task and a core, run it unlocked, report back; forever."""
+        lock = self.lock
+        with lock:
+            while True:
+                job = None
+                for scheduler in self.schedulers:
+                    job = scheduler._take()
+                    if job is not None:
+                        break
+                if job is None:
+                    self.work_available.wait()
+                    continue
+                task, core = job
+                lock.release()
+                try:
+                    error = scheduler._execute(task, core)
+                finally:
+                    lock.acquire()
+                scheduler._finish(task, core, error)
+
+
+_POOL = _WorkerPool()
+
+
+def _new_pool_after_fork() -> None:
+    # A forked child has none of the parent's threads: it starts its own pool.
+    global _POOL
+    _POOL = _WorkerPool()
+
+
+os.register_at_fork(after_in_child=_new_pool_after_fork)
+
+_GC_LOCK = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
+
+
+def _pause_gc() -> None:
+    """Disables the cyclic collector until every run that paused it resumes it."""
+    global _gc_pauses, _gc_was_enabled
+    with _GC_LOCK:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+
+
+def _resume_gc() -> None:
+    global _gc_pauses
+    with _GC_LOCK:
+        _gc_pauses -= 1
+        if _gc_pauses == 0 and _gc_was_enabled:
+            gc.enable()
 
 
 _VERBS = {_IN: "reads", _OUT: "writes", _INOUT: "reads and writes", _ACCUM: "accumulates into"}

@@ -172,7 +172,13 @@ class ChipWorker:
             self._cores = make_cores(program, self.config.workers)
         run = ProgramRun(program, self.config, cores=self._cores, resident=self._resident)
         program.last_schedule = run.scheduler
-        return run.execute(args)
+        try:
+            result = run.execute(args)
+        except BaseException:
+            program.check_bounds_faults()  # an out-of-bounds access explains it best
+            raise
+        program.check_bounds_faults()
+        return result
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._resident)} resident tensors"

@@ -38,7 +38,11 @@ def load_spec_module(path: str | Path, top: str | Path) -> ModuleType:
         if existing is not None and Path(getattr(existing, "__file__", "") or "").resolve() == path:
             return existing
         _forget_other_project(name.split(".")[0], top)
-        if str(top) not in sys.path:
+        if sys.path[:1] != [str(top)]:
+            # First, not merely present: the top of another project read earlier in this
+            # process (inserted first) would otherwise shadow this project's package.
+            if str(top) in sys.path:
+                sys.path.remove(str(top))
             sys.path.insert(0, str(top))
         importlib.invalidate_caches()
         try:

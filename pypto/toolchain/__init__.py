@@ -10,7 +10,12 @@ from pypto.toolchain.build import (
     ORCHESTRATION_ENTRY,
     build_artifact,
 )
-from pypto.toolchain.cache import ArtifactCache, CacheLockTimeoutError, default_cache_root
+from pypto.toolchain.cache import (
+    ArtifactCache,
+    CacheLockTimeoutError,
+    CorruptCacheEntryWarning,
+    default_cache_root,
+)
 from pypto.toolchain.compiler import CompileError, Toolchain, ToolchainNotFoundError
 from pypto.toolchain.key import (
     KEY_SCHEMA_VERSION,
@@ -32,6 +37,7 @@ __all__ = [
     "OUTPUT_ENV_VARS",
     "ArtifactCache",
     "CacheLockTimeoutError",
+    "CorruptCacheEntryWarning",
     "CompileError",
     "Toolchain",
     "ToolchainNotFoundError",

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
     from pypto.codegen.sources import GeneratedSources
 
 MANIFEST_NAME = "manifest.json"
-MANIFEST_SCHEMA_VERSION = "1.0"
+# 1.1 added manifest_sha256: the digest of the manifest itself, so a manifest damaged on
+# disk is refused instead of mapping binaries with wrong shapes or capacities.
+MANIFEST_SCHEMA_VERSION = "1.1"
 # Must equal PTO_ABI_VERSION in pypto/sim/include/pto/abi.h; a test holds them together.
-ABI_VERSION = 2
+ABI_VERSION = 3
 ORCHESTRATION_ENTRY = "pypto_orchestrate"
 
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -61,8 +63,18 @@ def build_artifact(
     _compile_all(toolchain, out_dir, units)
     digests = {unit.binary: _sha256(out_dir / unit.binary) for unit in units}
     manifest = _manifest(sources, platform, toolchain, key, units, digests)
+    manifest["manifest_sha256"] = manifest_digest(manifest)
     # Written last: its presence is what marks the artifact complete.
     _write_text(out_dir / MANIFEST_NAME, json.dumps(manifest, sort_keys=True, indent=2) + "\n")
+
+
+def manifest_digest(manifest: dict) -> str:
+    """sha256 of the manifest's content without its `manifest_sha256` field (canonical JSON:
+    sorted keys, no whitespace).  pypto/runtime/manifest.py computes the same; a test
+    holds the two together."""
+    content = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _units(sources: GeneratedSources, suffix: str) -> list[_Unit]:

@@ -4,21 +4,29 @@ An entry `<root>/<key[:2]>/<key>/` is complete when its manifest.json exists.  B
 one key serialize on `<root>/locks/<key>.lock` (an flock, released by the kernel when its
 holder dies), build in `<root>/tmp/` on the same filesystem and `os.replace` the finished
 directory into place, so a reader never sees a half-written entry.
+
+An entry damaged on disk afterwards (a manifest that does not parse, does not match its
+own digest or key, a binary whose sha256 differs from the manifest's) is never served:
+`lookup` moves it aside to `<root>/quarantine/` with a `CorruptCacheEntryWarning`, and
+`publish` builds it again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import json
 import os
 import re
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from pypto.toolchain.build import MANIFEST_NAME
+from pypto.toolchain.build import MANIFEST_NAME, manifest_digest
 
 DEFAULT_LOCK_TIMEOUT_S = 600.0
 
@@ -27,6 +35,10 @@ _KEY = re.compile(r"[0-9a-f]{64}")
 
 class CacheLockTimeoutError(TimeoutError):
     """Another process held an artifact's build lock for longer than the bounded wait."""
+
+
+class CorruptCacheEntryWarning(UserWarning):
+    """A cache entry was damaged on disk; it was moved to `<root>/quarantine/` and rebuilt."""
 
 
 def default_cache_root() -> Path:
@@ -54,10 +66,39 @@ class ArtifactCache:
         return self.root / key[:2] / key
 
     def lookup(self, key: str) -> Path | None:
-        """The complete entry for `key`, or None.  A directory without a manifest (left by
-        something other than `publish`) is never served."""
+        """The complete, intact entry for `key`, or None.  A directory without a manifest
+        (left by something other than `publish`) is never served; a damaged one is
+        quarantined (see the module docstring) and None returned."""
+        entry = self._complete(key)
+        if entry is None or entry_damage(entry, key) is None:
+            return entry
+        with self._locked(key):
+            return self._intact(key)
+
+    def _complete(self, key: str) -> Path | None:
         entry = self.entry_dir(key)
         return entry if (entry / MANIFEST_NAME).is_file() else None
+
+    def _intact(self, key: str) -> Path | None:
+        """`lookup` for a caller holding the key's lock: quarantines a damaged entry."""
+        entry = self._complete(key)
+        if entry is None:
+            return None
+        damage = entry_damage(entry, key)
+        if damage is None:
+            return entry
+        quarantine = self.root / "quarantine"
+        quarantine.mkdir(parents=True, exist_ok=True)
+        aside = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=quarantine))
+        os.replace(entry, aside / "entry")
+        warnings.warn(
+            f"pypto artifact cache: entry {key} was damaged on disk ({damage}); moved it to "
+            f"{aside / 'entry'} and rebuilding it. Delete the quarantined copy once you have "
+            "looked at it",
+            CorruptCacheEntryWarning,
+            stacklevel=3,
+        )
+        return None
 
     def publish(self, key: str, build: Callable[[Path], None]) -> Path:
         """The entry for `key`, running `build(empty_dir)` to create it when missing.
@@ -70,7 +111,7 @@ class ArtifactCache:
             return entry
         with self._locked(key):
             # Another builder may have published while this one waited for the lock.
-            entry = self.lookup(key)
+            entry = self._intact(key)
             if entry is not None:
                 return entry
             return self._build_and_publish(key, build)
@@ -132,6 +173,38 @@ class ArtifactCache:
             raise
         _fsync_dir(entry.parent)
         return entry
+
+
+def entry_damage(entry: Path, key: str) -> str | None:
+    """What is wrong with the published entry `entry` of `key`, or None when it is intact:
+    its manifest must parse, match its own digest (when it records one) and its key, and
+    every binary it lists must have the sha256 it records."""
+    path = entry / MANIFEST_NAME
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"{MANIFEST_NAME} does not parse: {exc}"
+    if not isinstance(manifest, dict):
+        return f"{MANIFEST_NAME} is not a JSON object"
+    recorded = manifest.get("manifest_sha256")
+    if recorded is not None and recorded != manifest_digest(manifest):
+        return f"{MANIFEST_NAME} does not match its manifest_sha256"
+    if manifest.get("content_key", key) != key:
+        return f"{MANIFEST_NAME} records content key {manifest.get('content_key')!r}"
+    units = list(manifest.get("kernels") or [])
+    if isinstance(manifest.get("orchestration"), dict):
+        units.append(manifest["orchestration"])
+    for unit in units:
+        if not isinstance(unit, dict) or not isinstance(unit.get("file"), str):
+            return f"{MANIFEST_NAME} lists a binary without a file name"
+        binary = entry / unit["file"]
+        try:
+            digest = hashlib.sha256(binary.read_bytes()).hexdigest()
+        except OSError as exc:
+            return f"cannot read {unit['file']}: {exc}"
+        if digest != unit.get("sha256"):
+            return f"{unit['file']} has sha256 {digest}, the manifest records {unit.get('sha256')}"
+    return None
 
 
 def _fsync_tree(root: Path) -> None:

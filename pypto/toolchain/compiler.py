@@ -52,14 +52,18 @@ class Toolchain:
         return self.platform.compiler.output_suffix
 
     def flags(self, core_type: str | None = None) -> tuple[str, ...]:
-        """Flags for a kernel of `core_type` ("vector" / "cube"), or for orchestration (None)."""
+        """Flags for a kernel of `core_type` ("vector" / "cube"), or for orchestration (None).
+        With PYPTO_SIM_DEBUG=1, sim kernels are built with bounds checks (PTO_SIM_BOUNDS_CHECK:
+        a load or store outside its tensor is skipped and reported with the kernel's name)."""
         settings = self.platform.compiler
         if core_type is None:
             return settings.flags + settings.orchestration_flags
         arch = self.platform.backend.device_arch.get(core_type)
         if arch is None:
             raise ValueError(f"unknown core type {core_type!r}; expected one of {CORE_TYPES}")
-        return settings.flags + tuple(f.replace("{arch}", arch) for f in settings.kernel_flags)
+        debug = ("-DPTO_SIM_BOUNDS_CHECK=1",) if self.platform.is_sim and sim_debug() else ()
+        return settings.flags + tuple(f.replace("{arch}", arch) for f in settings.kernel_flags) \
+            + debug
 
     def version(self) -> str:
         """First line of the compiler's `--version` (asked once per compiler per process)."""
@@ -111,6 +115,11 @@ class Toolchain:
         roles = {"orchestration": self.flags(None)}
         roles.update({core: self.flags(core) for core in CORE_TYPES})
         return json.dumps(roles, sort_keys=True)
+
+
+def sim_debug() -> bool:
+    """Is PYPTO_SIM_DEBUG set to something other than empty or 0?"""
+    return os.environ.get("PYPTO_SIM_DEBUG", "") not in ("", "0")
 
 
 @functools.cache

@@ -28,6 +28,7 @@ OUTPUT_ENV_VARS: tuple[str, ...] = (
     "ASCEND_TOOLKIT_HOME",  # likewise
     "PYPTO_WARNING_LEVEL",  # decides which diagnostics are written to the artifact's report/
     "PYPTO_ENABLE_DIAGNOSTICS",  # turns on opt-in checks whose findings land in report/
+    "PYPTO_SIM_DEBUG",  # builds sim kernels with bounds checks (another binary)
 )
 
 NEUTRAL_ENV_VARS: tuple[str, ...] = (
@@ -37,6 +38,7 @@ NEUTRAL_ENV_VARS: tuple[str, ...] = (
     "PYPTO_TEMPLATES_DIR",  # where templates are read; their contents are keyed
     "PYPTO_VERIFY_LEVEL",  # checks the IR between passes, never changes it
     "PYPTO_WORK_DIR",  # where a run writes dfx_outputs/; read by the runtime only
+    "PYPTO_DUMP_BUDGET",  # bytes a run's tensor dump may write; read by the runtime only
     "PATH",  # finds the compiler, whose identity is keyed
 )
 

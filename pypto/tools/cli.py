@@ -16,6 +16,10 @@ TOOLS: dict[str, tuple[str, str]] = {
     "platforms": ("pypto.tools.platforms", "list the platforms and their backends"),
     "deps-viewer": ("pypto.tools.deps_viewer", "a run's task graph (deps.json): text, DOT, HTML"),
     "operators-doc": ("pypto.tools.operators_doc", "write docs/operators.md from the op registry"),
+    "dump-viewer": ("pypto.tools.dump_viewer", "a run's tensor dump (args_dump/): list, export, "
+                    "compare"),
+    "triage": ("pypto.tools.triage", "walk the five precision-debugging steps for a kernel"),
+    "bench": ("pypto.tools.bench", "benchmarks against peers; writes docs/performance.md"),
 }
 
 

@@ -41,6 +41,7 @@ def test_constants_and_enums_match_the_header(c_layout):
     for direction in abi.Direction:
         assert direction == c_layout[f"PTO_{direction.name}"]
     assert abi.NO_DEP == c_layout["PTO_NO_DEP"]
+    assert abi.DUMP == c_layout["PTO_DUMP"]
     assert abi.DIRECTION_MASK == c_layout["PTO_DIRECTION_MASK"]
 
 

@@ -20,6 +20,7 @@ c_ptr = ctypes.c_void_p
 
 SIGNATURES = {
     "sim_convert": [c_int, c_int, c_ptr, c_ptr, c_i64, c_int],
+    "sim_f16_inline": [c_ptr, c_ptr, c_i64, c_ptr, c_ptr, c_i64],
     "sim_binary": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_i32, c_i32, c_i32, c_i32],
     "sim_unary": [c_int, c_int, c_ptr, c_ptr, c_i32, c_i32],
     "sim_scalar": [c_int, c_int, c_ptr, c_ptr, c_double, c_i32, c_i32],

@@ -26,4 +26,12 @@ int sim_convert(int dst_code, int src_code, const void *in, void *out, int64_t n
     return outer ? outer : rc;
 }
 
+// The inline FP16 path the tile instructions use: widen[i] = f16_widen(halves[i]) and
+// rounded[i] = f16_round(floats[i]).
+void sim_f16_inline(const uint16_t *halves, float *widen, int64_t n_halves, const float *floats,
+                    uint16_t *rounded, int64_t n_floats) {
+    for (int64_t i = 0; i < n_halves; ++i) widen[i] = pto::detail::f16_widen(pto::f16{halves[i]});
+    for (int64_t i = 0; i < n_floats; ++i) rounded[i] = pto::detail::f16_round(floats[i]).bits;
+}
+
 }  // extern "C"

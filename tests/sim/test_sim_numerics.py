@@ -373,3 +373,20 @@ def test_every_pair_converts_small_values(sim):
                 stored = src_vals.astype(STORAGE[src])
             got = decode(dst, convert(sim, dst, src, stored, "none"))
             np.testing.assert_array_equal(got, src_vals, err_msg=f"{src} -> {dst}")
+
+
+def test_inline_fp16_path_equals_the_generic_conversion_on_every_half_and_rounding_boundary(sim):
+    # Every half; floats: every sign/exponent/top-10-mantissa pattern with the 13 bits the
+    # rounding drops set to each case that decides it (exact, just below/at/above the tie,
+    # largest), which covers each rounding boundary of every binade, plus NaN payloads.
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    tops = np.arange(1 << 19, dtype=np.uint32) << 13
+    lows = np.array([0, 1, 0xFFF, 0x1000, 0x1001, 0x1FFF], dtype=np.uint32)
+    floats = f32((tops[:, None] | lows[None, :]).ravel())
+    widen = np.empty(halves.size, dtype=np.float32)
+    rounded = np.empty(floats.size, dtype=np.uint16)
+    sim.sim_f16_inline(ptr(halves), ptr(widen), halves.size, ptr(floats), ptr(rounded),
+                       floats.size)
+    assert np.array_equal(widen.view(np.uint32),
+                          convert(sim, DT.FP32, DT.FP16, halves).view(np.uint32))
+    assert np.array_equal(rounded, convert(sim, DT.FP16, DT.FP32, floats))

@@ -92,8 +92,11 @@ def test_manifest_records_the_artifact(artifact, sim):
     _, toolchain = sim
     manifest = json.loads((artifact / "manifest.json").read_text())
     signature = [X.to_json(), Y.to_json()]
+    content = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     assert manifest == {
-        "schema_version": "1.0",
+        "manifest_sha256": hashlib.sha256(canonical.encode()).hexdigest(),
+        "schema_version": "1.1",
         "pypto_version": pypto.__version__,
         "platform": "a2a3sim",
         "backend": "Ascend910B",

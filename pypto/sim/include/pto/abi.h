@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define PTO_ABI_VERSION 2
+#define PTO_ABI_VERSION 3
 #define PTO_MAX_RANK 4
 
 /* Element type codes; pypto/ir/dtypes.py holds the same numbering. */
@@ -35,9 +35,11 @@ enum PtoArgKind { PTO_ARG_TENSOR = 0, PTO_ARG_INT = 1, PTO_ARG_FLOAT = 2 };
  * accumulators of the same bytes).  OR-ing PTO_NO_DEP into a direction opts the argument
  * out of dependency inference (pl.manual_scope / no_dep_args=): the task waits for
  * nobody through it, and a write through it joins the bytes' set of unordered writers,
- * which every later inferred access waits for. */
+ * which every later inferred access waits for.  OR-ing PTO_DUMP marks the argument for
+ * the runtime's tensor dumps (pl.dump_tag / dumps=; taken at enable_dump_args=1). */
 enum PtoDirection { PTO_IN = 0, PTO_OUT = 1, PTO_INOUT = 2, PTO_ACCUM = 3 };
 #define PTO_NO_DEP 0x100
+#define PTO_DUMP 0x200
 #define PTO_DIRECTION_MASK 0xff
 
 /* A view of global memory.  Strides are in elements. */
@@ -52,7 +54,7 @@ typedef struct PtoTensor {
 /* One kernel or orchestration argument. */
 typedef struct PtoArg {
     int32_t kind;      /* PtoArgKind */
-    int32_t direction; /* PtoDirection, maybe | PTO_NO_DEP; meaningful for tensors only */
+    int32_t direction; /* PtoDirection, maybe | PTO_NO_DEP | PTO_DUMP; meaningful for tensors only */
     PtoTensor tensor;
     int64_t i;
     double f;

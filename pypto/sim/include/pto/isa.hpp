@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "abi.h"
+#include "bounds.hpp"  // PTO_CHECK_WINDOW: bounds checks of sim debug builds
 #include "numerics.hpp"
 
 namespace pto {
@@ -78,7 +79,12 @@ template <class T> struct NarrowFloat {
     __attribute__((noinline)) static float load(T x) { return to_float(x); }
     __attribute__((noinline)) static T store(float x) { return from_float<T>(x, RoundMode::Rint); }
 };
-template <> struct Num<f16> : NarrowFloat<f16> {};
+// FP16, the common narrow type, has an exact inline path (numerics.hpp: f16_widen/f16_round).
+template <> struct Num<f16> {
+    static constexpr bool is_float = true;
+    static float load(f16 x) { return f16_widen(x); }
+    static f16 store(float x) { return f16_round(x); }
+};
 template <> struct Num<bf16> : NarrowFloat<bf16> {};
 template <> struct Num<fp8e4m3fn> : NarrowFloat<fp8e4m3fn> {};
 template <> struct Num<fp8e5m2> : NarrowFloat<fp8e5m2> {};
@@ -181,20 +187,61 @@ template <class T, class F> inline void for_each(Tile<T> dst, F f) {
 template <class T> inline T at(Tile<T> t, int32_t r, int32_t c) { return t.data[int64_t(r) * t.cols + c]; }
 template <class T> inline T &ref(Tile<T> t, int32_t r, int32_t c) { return t.data[int64_t(r) * t.cols + c]; }
 
+// Elements per chunk of the element-wise loops below: each chunk reads its sources into
+// locals before writing dst, so a dst that is one of its sources (the only aliasing
+// allowed) stays correct, and GCC's -O2 (which vectorises only fixed trip counts)
+// turns a chunk of floats into vector instructions: same IEEE operations, same bits.
+constexpr int64_t kChunk = 8;
+
+// dst[i] = f(a[i], b[i]) over n contiguous elements.
+template <class T, class F> inline void zip_n(T *dst, const T *a, const T *b, int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + kChunk <= n; i += kChunk) {
+        T x[kChunk], y[kChunk];
+        for (int64_t k = 0; k < kChunk; ++k) { x[k] = a[i + k]; y[k] = b[i + k]; }
+        for (int64_t k = 0; k < kChunk; ++k) dst[i + k] = f(x[k], y[k]);
+    }
+    for (; i < n; ++i) dst[i] = f(a[i], b[i]);
+}
+
+// dst[i] = f(a[i]) over n contiguous elements.
+template <class T, class F> inline void map_n(T *dst, const T *a, int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + kChunk <= n; i += kChunk) {
+        T x[kChunk];
+        for (int64_t k = 0; k < kChunk; ++k) x[k] = a[i + k];
+        for (int64_t k = 0; k < kChunk; ++k) dst[i + k] = f(x[k]);
+    }
+    for (; i < n; ++i) dst[i] = f(a[i]);
+}
+
+// Same-shape tiles are row-major with one row stride, so whole tiles are flat arrays.
+template <class T> inline bool flat(Tile<T> dst, Tile<T> a) { return a.cols == dst.cols && a.rows >= dst.rows; }
+
 template <class Op, class T> inline void binary(Tile<T> dst, Tile<T> a, Tile<T> b) {
+    if (flat(dst, a) && flat(dst, b))
+        return zip_n(dst.data, a.data, b.data, int64_t(dst.rows) * dst.cols, [](T x, T y) { return elem<Op>(x, y); });
     for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c), at(b, r, c)); });
 }
 
 template <class Op, class T> inline void unary(Tile<T> dst, Tile<T> a) {
+    if (flat(dst, a)) return map_n(dst.data, a.data, int64_t(dst.rows) * dst.cols, [](T x) { return elem<Op>(x); });
     for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c)); });
 }
 
 template <class Op, class T> inline void unary_float(Tile<T> dst, Tile<T> a) {
+    if (flat(dst, a))
+        return map_n(dst.data, a.data, int64_t(dst.rows) * dst.cols, [](T x) { return elem_float_only<Op>(x); });
     for_each(dst, [&](int32_t r, int32_t c) { return elem_float_only<Op>(at(a, r, c)); });
 }
 
 template <class Op, class T, class S> inline void scalar(Tile<T> dst, Tile<T> a, S s, bool reversed) {
     const T st = convert<T>(s, RoundMode::Rint);
+    if (flat(dst, a)) {
+        const int64_t n = int64_t(dst.rows) * dst.cols;
+        if (reversed) return map_n(dst.data, a.data, n, [st](T x) { return elem<Op>(st, x); });
+        return map_n(dst.data, a.data, n, [st](T x) { return elem<Op>(x, st); });
+    }
     for_each(dst, [&](int32_t r, int32_t c) {
         return reversed ? elem<Op>(st, at(a, r, c)) : elem<Op>(at(a, r, c), st);
     });
@@ -241,21 +288,36 @@ template <class T> inline void set_valid(Tile<T> &t, int32_t vrows, int32_t vcol
  * fills the rest of the tile with pad.  The tensor is viewed through its last two
  * dims (its outer dims must be 1); a rank-1 tensor is [1, n]. */
 template <class T> inline void tload(Tile<T> dst, const PtoTensor &src, int64_t r0, int64_t c0, T pad) {
+    PTO_CHECK_WINDOW("tload", src, r0, c0, dst.vrows, dst.vcols);
     const int64_t rs = detail::row_stride(src), cs = detail::col_stride(src);
     const T *base = static_cast<const T *>(src.data) + r0 * rs + c0 * cs;
     for (int32_t r = 0; r < dst.rows; ++r) {
         T *row = dst.data + int64_t(r) * dst.cols;
-        for (int32_t c = 0; c < dst.cols; ++c)
-            row[c] = (r < dst.vrows && c < dst.vcols) ? base[r * rs + c * cs] : pad;
+        int32_t c = 0;
+        if (r < dst.vrows) {
+            if (cs == 1 && dst.vcols > 0) {  // a contiguous row of the window: one copy
+                c = dst.vcols < dst.cols ? dst.vcols : dst.cols;
+                __builtin_memcpy(row, base + r * rs, sizeof(T) * c);
+            } else {
+                for (; c < dst.cols && c < dst.vcols; ++c) row[c] = base[r * rs + c * cs];
+            }
+        }
+        for (; c < dst.cols; ++c) row[c] = pad;
     }
 }
 
 /* Writes src's valid region to the window at (r0, c0) of a global tensor (viewed as in tload). */
 template <class T> inline void tstore(const PtoTensor &dst, int64_t r0, int64_t c0, Tile<T> src) {
+    PTO_CHECK_WINDOW("tstore", dst, r0, c0, src.vrows, src.vcols);
     const int64_t rs = detail::row_stride(dst), cs = detail::col_stride(dst);
     T *base = static_cast<T *>(dst.data) + r0 * rs + c0 * cs;
-    for (int32_t r = 0; r < src.vrows; ++r)
+    for (int32_t r = 0; r < src.vrows; ++r) {
+        if (cs == 1 && src.vcols > 0) {  // a contiguous row of the window: one copy
+            __builtin_memcpy(base + r * rs, src.data + int64_t(r) * src.cols, sizeof(T) * src.vcols);
+            continue;
+        }
         for (int32_t c = 0; c < src.vcols; ++c) base[r * rs + c * cs] = detail::at(src, r, c);
+    }
 }
 
 namespace detail {
@@ -298,6 +360,7 @@ template <class T> inline void atomic_add(T *p, T v) {
  * element atomically (pl.store / pl.assemble with atomic=pl.AtomicType.Add). */
 template <class T>
 inline void tstore_atomic_add(const PtoTensor &dst, int64_t r0, int64_t c0, Tile<T> src) {
+    PTO_CHECK_WINDOW("tstore_atomic_add", dst, r0, c0, src.vrows, src.vcols);
     const int64_t rs = detail::row_stride(dst), cs = detail::col_stride(dst);
     T *base = static_cast<T *>(dst.data) + r0 * rs + c0 * cs;
     for (int32_t r = 0; r < src.vrows; ++r)

@@ -250,6 +250,51 @@ template <> struct Encode<bool> {
     static bool from(const Exact &v, RoundMode) { return v.kind != Exact::Finite || v.mag != 0; }
 };
 
+/* FP16 <-> float on the hot path: the same results as convert<> (RNE, overflow to inf
+ * from 65520, subnormals, signed zeros, NaN -> the canonical positive NaN), by bit
+ * manipulation instead of the generic decompose/encode: ~1 ns instead of ~12 ns an
+ * element.  Checked equal to convert<> on all 2^16 halves and all 2^32 floats once, and
+ * by tests/sim/test_sim_numerics.py on every half and ~3M floats around each rounding
+ * boundary. */
+inline float f16_widen(f16 h) {
+    const uint32_t sign = uint32_t(h.bits & 0x8000u) << 16, em = h.bits & 0x7fffu;
+    uint32_t out;
+    if (em >= 0x7c00u) {
+        out = em == 0x7c00u ? (sign | 0x7f800000u) : 0x7fc00000u;
+    } else if (em >= 0x0400u) {
+        out = sign | ((em << 13) + 0x38000000u);
+    } else {
+        const float f = float(em) * 5.9604644775390625e-8f;  // m * 2^-24, exact
+        memcpy(&out, &f, 4);
+        out |= sign;
+    }
+    float r;
+    memcpy(&r, &out, 4);
+    return r;
+}
+
+inline f16 f16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    const uint32_t sign = u & 0x80000000u;
+    u ^= sign;
+    uint32_t o;
+    if (u >= 0x47800000u) {  // >= 65536, inf or NaN
+        if (u > 0x7f800000u) return f16{0x7e00};
+        o = 0x7c00u;
+    } else if (u < 0x38800000u) {  // below 2^-14: subnormal or zero; RNE by a float add
+        float g;
+        memcpy(&g, &u, 4);
+        g += 0.5f;
+        uint32_t v;
+        memcpy(&v, &g, 4);
+        o = v - 0x3f000000u;
+    } else {
+        const uint32_t odd = (u >> 13) & 1u;
+        o = (u + 0xc8000fffu + odd) >> 13;  // rebias 127 -> 15, round half to even
+    }
+    return f16{uint16_t(o | (sign >> 16))};
+}
 }  // namespace detail
 
 /* One conversion instruction: x rounded once into D by mode (see the header comment). */

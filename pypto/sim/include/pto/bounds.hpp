@@ -1,0 +1,45 @@
+/*
+ * Bounds checks of a sim debug build (PYPTO_SIM_DEBUG=1 compiles kernels with
+ * PTO_SIM_BOUNDS_CHECK).  isa.hpp's tload / tstore / tstore_atomic_add start with
+ * PTO_CHECK_WINDOW: a window outside the global tensor's shape is skipped (nothing is
+ * read or written) and the kernel's first such fault is described in pto_sim_fault.  The
+ * runtime reads the record after each run and raises a KernelError naming the kernel
+ * (pypto/runtime/loader.py).  Without the define the macro is empty.
+ */
+#ifndef PTO_BOUNDS_HPP
+#define PTO_BOUNDS_HPP
+
+#include <stdint.h>
+
+#include "abi.h"
+
+#ifdef PTO_SIM_BOUNDS_CHECK
+extern "C" {
+__attribute__((weak, visibility("default"))) int pto_sim_fault_count = 0;
+__attribute__((weak, visibility("default"))) char pto_sim_fault[256] = {0};
+}
+
+namespace pto {
+namespace detail {
+inline bool window_inside(const char *op, const PtoTensor &t, int64_t r0, int64_t c0,
+                          int32_t rows, int32_t cols) {
+    const int64_t trows = t.ndim >= 2 ? t.shape[t.ndim - 2] : 1;
+    const int64_t tcols = t.ndim >= 1 ? t.shape[t.ndim - 1] : 1;
+    if (r0 >= 0 && c0 >= 0 && r0 + rows <= trows && c0 + cols <= tcols) return true;
+    if (__atomic_fetch_add(&pto_sim_fault_count, 1, __ATOMIC_ACQ_REL) == 0)
+        __builtin_snprintf(pto_sim_fault, sizeof pto_sim_fault,
+                           "%s of a [%d, %d] window at [%lld, %lld] lies outside the tensor "
+                           "[%lld, %lld]", op, rows, cols, (long long)r0, (long long)c0,
+                           (long long)trows, (long long)tcols);
+    return false;
+}
+}  // namespace detail
+}  // namespace pto
+
+#define PTO_CHECK_WINDOW(op, t, r0, c0, rows, cols) \
+    if (!::pto::detail::window_inside(op, t, r0, c0, rows, cols)) return
+#else
+#define PTO_CHECK_WINDOW(op, t, r0, c0, rows, cols)
+#endif
+
+#endif /* PTO_BOUNDS_HPP */

@@ -1,0 +1,1 @@
+"""Ecosystem command names for pypto's tools (`python -m simpler_setup.tools.<tool>`)."""
