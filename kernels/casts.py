@@ -1,4 +1,5 @@
-"""Conversions: INT32 → FP16 across the FP16 range boundary, FP32 → BF16 with specials.
+"""Conversions: INT32 → FP16 across the FP16 range boundary, FP32 → BF16 with specials,
+FP16 → INT8 with ties and saturation.
 
 The INT32 → FP16 cases come from the precision page (docs/precision-workflow.zh.md): on A5
 the cast runs as INT32 → FP32 → FP16, and the answer is bit-exact against a one-step
@@ -21,6 +22,13 @@ def int32_to_fp16(x: pl.Tensor, out: pl.Out[pl.Tensor]):
 def fp32_to_bf16(x: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         out[:] = pl.cast(x, pl.BF16)
+    return out
+
+
+@pl.jit
+def fp16_to_int8(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.cast(x, pl.INT8)
     return out
 
 
@@ -58,6 +66,30 @@ def fp32_inputs(rng, v):
     return {"x": x}
 
 
+# FP16 → INT8 rounds to nearest, ties to even (`rint`), then saturates to [-128, 127]; NaN
+# gives 0 and ±inf saturate (docs/numerics.md).  Ties on both sides of zero, the last values
+# that round into range and the first that saturate.
+INT8_BOUNDARY = [
+    0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.5, 126.5, 127.0, 127.25, 127.5, 128.0,
+    -127.5, -128.0, -128.25, -128.5, -129.0, 65504.0, -65504.0, float("inf"), float("-inf"),
+    float("nan"), 5.960464477539063e-08, -5.960464477539063e-08,
+]
+
+
+def fp16_inputs(rng, v):
+    """The boundary table first, then halves and quarters over ±160 (past INT8's range)."""
+    x = rng.integers(v.x, -640, 640) / 4
+    x.view(-1)[: len(INT8_BOUNDARY)] = x.new_tensor(INT8_BOUNDARY)
+    return {"x": x}
+
+
+def int8_reference(x):
+    """Round half to even (torch.round), saturate, NaN to 0: what `rint` then INT8 means."""
+    import torch
+
+    return torch.nan_to_num(x.double().round(), nan=0.0).clamp(-128, 127)
+
+
 SPECS = [
     spec.Kernel(
         int32_to_fp16,
@@ -83,6 +115,19 @@ SPECS = [
         tolerance=spec.Exact(
             "one round-to-nearest-even from FP32 to BF16, the same rounding as the "
             "reference's final cast; NaN stays NaN"
+        ),
+    ),
+    spec.Kernel(
+        fp16_to_int8,
+        variants={
+            "f16_64x128": {"x": ("fp16", [64, 128]), "out": ("int8", [64, 128])},
+            "f16_5x77": {"x": ("fp16", [5, 77]), "out": ("int8", [5, 77])},
+        },
+        inputs=fp16_inputs,
+        reference=int8_reference,
+        tolerance=spec.Exact(
+            "an integer result: FP16 → INT8 rounds half to even and saturates, which the "
+            "reference computes exactly (NaN → 0, ±inf → the range's ends)"
         ),
     ),
 ]

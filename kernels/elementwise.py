@@ -1,6 +1,9 @@
-"""Elementwise arithmetic: add, scaled sum `(a + b) * s`, exp.
+"""Elementwise arithmetic: add, scaled sum `(a + b) * s`, exp, mul-add `a * b + c`, scale `x * s`.
 
-Each variant includes one odd shape whose rows and columns are not tile multiples.
+Tensor-level kernels (`pl.at`): the compiler cuts the tensors into tiles of the variant's
+shape, so every kernel has one odd shape whose rows and columns are not tile multiples.
+Tolerances count roundings: one round-to-nearest in the output dtype errs by at most half
+an ulp, 2^-24 relative in FP32 and 2^-11 in FP16 (docs/kernels.md has the table).
 """
 
 import pypto.language as pl
@@ -28,6 +31,20 @@ def exp(x: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit
+def mul_add(a: pl.Tensor, b: pl.Tensor, c: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(pl.mul(a, b), c)
+    return out
+
+
+@pl.jit
+def scale(x: pl.Tensor, s: pl.Scalar[pl.FP32], out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(x, s)
+    return out
+
+
 def _same(dtype, shape, *names):
     """Every named parameter declared as one tensor type."""
     return {name: (dtype, shape) for name in names}
@@ -44,6 +61,30 @@ EXP_FP32 = spec.Close(rtol=4 * FP32_ROUNDING, atol=0.0,
                       reason="expf within 1 ulp of FP32 plus the final rounding: 2 ulps")
 EXP_FP16 = spec.Close(rtol=2 * FP16_ROUNDING, atol=0.0,
                       reason="computed in FP32 and rounded once to FP16: 1 FP16 ulp covers it")
+
+# a * b + c rounds the product and then the sum (two instructions: no fused multiply-add).
+# With |a|, |b| < 2 the product's rounding is at most half an ulp of [2, 4): an absolute
+# 2^-23 in FP32, 2^-10 in FP16 -- absolute, since the sum may cancel to near zero.  The sum's
+# rounding and the reference's own are half an ulp of the result each: rtol of 2 roundings.
+MUL_ADD_FP32 = spec.Close(
+    rtol=2 * FP32_ROUNDING, atol=2.0**-23,
+    reason="the product rounds (|a*b| < 4: at most 2^-23 absolute) and the sum rounds, where "
+    "the reference rounds once: atol = the product's half ulp, rtol = 2 half ulps of the result")
+MUL_ADD_FP16 = spec.Close(
+    rtol=2 * FP16_ROUNDING, atol=2.0**-10,
+    reason="FP16 rounds after the mul and after the add (|a*b| < 4: the product's rounding is "
+    "at most 2^-10 absolute), the reference once: atol = that, rtol = 2 FP16 half ulps")
+
+
+def _scale_inputs(rng, v):
+    """A scale the tile's dtype holds exactly: a scalar operand is rounded to the tile's dtype
+    first (docs/numerics.md), so an FP16 kernel multiplies by s rounded to FP16."""
+    import torch
+
+    s = rng.uniform(v.s, 0.5, 4.0)
+    s = torch.tensor(s, dtype=torch.float32).to(v.x.dtype.to_torch()).item()
+    return {"x": rng.normal(v.x), "s": s}
+
 
 SPECS = [
     spec.Kernel(
@@ -71,9 +112,9 @@ SPECS = [
             "a": rng.normal(v.a), "b": rng.normal(v.b), "s": rng.uniform(v.s, 0.5, 4.0)},
         reference=lambda a, b, s: (a.double() + b.double()) * s,
         tolerance=spec.Close(
-            rtol=4 * FP32_ROUNDING, atol=0.0,
+            rtol=3 * FP32_ROUNDING, atol=0.0,
             reason="the kernel rounds twice in FP32 (after the add and after the mul), the "
-            "reference once: at most 3 roundings of 2^-24 apart, relative",
+            "reference once: at most 3 half ulps (2^-24 each, relative) apart",
         ),
     ),
     spec.Kernel(
@@ -86,5 +127,31 @@ SPECS = [
         inputs=lambda rng, v: {"x": rng.uniform(v.x, -8.0, 8.0)},
         reference=lambda x: x.double().exp(),
         tolerance=lambda v: EXP_FP16 if v.x.dtype == pl.FP16 else EXP_FP32,
+    ),
+    spec.Kernel(
+        mul_add,
+        variants={
+            "f32_128x128": _same("fp32", [128, 128], "a", "b", "c", "out"),
+            "f32_31x97": _same("fp32", [31, 97], "a", "b", "c", "out"),
+            "f16_64x128": _same("fp16", [64, 128], "a", "b", "c", "out"),
+        },
+        inputs=lambda rng, v: {"a": rng.uniform(v.a, -2.0, 2.0), "b": rng.uniform(v.b, -2.0, 2.0),
+                               "c": rng.normal(v.c)},
+        reference=lambda a, b, c: a.double() * b.double() + c.double(),
+        tolerance=lambda v: MUL_ADD_FP16 if v.a.dtype == pl.FP16 else MUL_ADD_FP32,
+    ),
+    spec.Kernel(
+        scale,
+        variants={
+            "f32_128x128": {**_same("fp32", [128, 128], "x", "out"), "s": spec.scalar("fp32")},
+            "f32_5x300": {**_same("fp32", [5, 300], "x", "out"), "s": spec.scalar("fp32")},
+            "f16_64x128": {**_same("fp16", [64, 128], "x", "out"), "s": spec.scalar("fp32")},
+        },
+        inputs=_scale_inputs,
+        reference=lambda x, s: x.double() * s,
+        tolerance=spec.Exact(
+            "one rounding of an exact product (FP32 x FP32 is exact in FP64; in FP16 the scale "
+            "is drawn FP16-representable), as the reference's final cast"
+        ),
     ),
 ]
