@@ -74,6 +74,47 @@ CALL_CASES = {
 }
 
 
+@pl.jit
+def scaled(a: pl.Tensor[[16, 128], pl.FP32], s: pl.Scalar[pl.FP32],
+           out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(a, s)
+    return out
+
+
+def _run_loaded(tmp, *args):
+    return load_artifact(_artifact(tmp)).run(list(args))
+
+
+# Wrong argument counts, dtypes, shapes and kinds at call time, through @pl.jit and
+# through a loaded artifact (which has no source to point at).
+CALL_CASES.update({
+    "too_many_arguments": (lambda tmp: add(_z(16, 128), _z(16, 128), _z(16, 128), _z(16, 128)),
+                           TypeCheckError, "takes 3 arguments, got 4"),
+    "wrong_rank": (lambda tmp: add(_z(16, 128, 1), _z(16, 128), _z(16, 128)), TypeCheckError,
+                   "got a FP32 tensor [16, 128, 1]"),
+    "number_for_a_tensor": (lambda tmp: add(1.0, _z(16, 128), _z(16, 128)), TypeCheckError,
+                            "expects a FP32 tensor [16, 128], got a FP32 scalar"),
+    "tensor_for_a_scalar": (lambda tmp: scaled(_z(16, 128), _z(1), _z(16, 128)),
+                            TypeCheckError, "expects a FP32 scalar, got a FP32 tensor [1]"),
+    "output_of_wrong_dtype": (lambda tmp: add(_z(16, 128), _z(16, 128),
+                                              _z(16, 128, dtype=torch.int32)),
+                              TypeCheckError, "`out` expects a FP32 tensor [16, 128]"),
+    "loaded_program_argument_count": (lambda tmp: _run_loaded(tmp, _z(16, 128), _z(16, 128)),
+                                      TypeError, "takes 3 arguments (a, b, out), got 2"),
+    "loaded_program_shape": (lambda tmp: _run_loaded(tmp, _z(16, 64), _z(16, 128), _z(16, 128)),
+                             ValueError, "expected shape [16, 128], found [16, 64]"),
+    "loaded_program_dtype": (
+        lambda tmp: _run_loaded(tmp, _z(16, 128, dtype=torch.float16), _z(16, 128),
+                                _z(16, 128)),
+        TypeError, "expected dtype FP32, found FP16"),
+    "loaded_program_not_a_tensor": (lambda tmp: _run_loaded(tmp, [1], _z(16, 128), _z(16, 128)),
+                                    TypeError, "expected a torch.Tensor, found list"),
+    "load_for_an_unknown_platform": (lambda tmp: load_artifact(_artifact(tmp), platform="a9"),
+                                     ValueError, "choose one of: a2a3sim, a5sim"),
+})
+
+
 def _corrupt_manifest(tmp):
     art = _artifact(tmp)
     (art / "manifest.json").write_text("{ not json")

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from pypto.ir import CapacityError, LoweringError, ParseError, PyptoError, TypeCheckError
+from pypto.runtime import RunConfig
 
 HEADER = "import pypto.language as pl\nimport torch\n\n"
 
@@ -25,6 +26,7 @@ class Case:
     args: tuple  # shapes/dtypes of the call's tensors: ((16, 128), torch.float32), ...
     error: type
     message: str  # a substring the message must contain (the what-to-do part)
+    platform: str = "a2a3sim"
 
 
 def T(*shape, dtype=torch.float32):
@@ -32,6 +34,7 @@ def T(*shape, dtype=torch.float32):
 
 
 F16 = torch.float16
+BF16 = torch.bfloat16
 I32 = torch.int32
 
 CASES = {
@@ -327,6 +330,210 @@ def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 }
 
 
+# Atomics with illegal dtypes, deps on values that are not tasks, windows outside their
+# tensor or tile, operands in the wrong buffer, and casts with no path.
+CASES.update({
+    "bf16_atomic_add_on_a5": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.InOut[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    out = pl.store(t, [0, 0], out, atomic=pl.AtomicType.Add)  # <-
+    return out
+""", (T(16, 128, dtype=BF16), T(16, 128, dtype=BF16)), TypeCheckError,
+        "accumulate into an FP32 tensor", platform="a5sim"),
+    "uint8_atomic_add": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.InOut[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    out = pl.store(t, [0, 0], out, atomic=pl.AtomicType.Add)  # <-
+    return out
+""", (T(16, 128, dtype=torch.uint8), T(16, 128, dtype=torch.uint8)), TypeCheckError,
+        "accumulate into an FP32 tensor"),
+    "deps_on_a_tensor": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, deps=[a]):  # <-
+        out[:] = pl.exp(a)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "bind one with `with pl.at(...) as tid:`"),
+    "deps_on_a_scalar": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT64]):
+    with pl.at(level=pl.Level.CORE_GROUP, deps=[n]):  # <-
+        out[:] = pl.exp(a)
+    return out
+""", (T(16, 128), T(16, 128), 3), ParseError, "bind one with `with pl.at(...) as tid:`"),
+    "deps_not_a_list": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP) as first:
+        out[:] = pl.exp(a)
+    with pl.at(level=pl.Level.CORE_GROUP, deps=first):  # <-
+        out[:] = pl.exp(out)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "deps=[tid, ...]"),
+    "deps_on_a_later_task": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, deps=[later]):  # <-
+        out[:] = pl.exp(a)
+    with pl.at(level=pl.Level.CORE_GROUP) as later:
+        out[:] = pl.exp(out)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "bind one with `with pl.at(...) as tid:`"),
+    "deps_on_an_expression": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP) as first:
+        out[:] = pl.exp(a)
+    with pl.at(level=pl.Level.CORE_GROUP, deps=[first + 1]):  # <-
+        out[:] = pl.exp(out)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "bind one with `with pl.at(...) as tid:`"),
+    "task_id_used_as_a_value": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP) as first:
+        out[:] = pl.exp(a)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(out, first)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "can only be used in deps=[...]"),
+    "no_dep_args_on_a_constant": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, no_dep_args=[3]):  # <-
+        out[:] = pl.exp(a)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "must be tensors of this function"),
+    "submit_inside_a_kernel": Case("""
+@pl.jit.incore
+def inner(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    out = pl.store(pl.load(a, [0, 0], [16, 128]), [0, 0], out)
+    return out
+
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    out, tid = pl.submit(inner, a, out)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "from a @pl.jit (orchestration) function"),
+    "negative_block_count": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.spmd(-2):  # <-
+        out[:] = pl.exp(a)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "cannot be negative"),
+    "name_hint_not_an_identifier": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, name_hint="two words"):  # <-
+        out[:] = pl.exp(a)
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, 'e.g. name_hint="stage1"'),
+    "load_at_a_negative_offset": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [-1, 0], [16, 128])  # <-
+    out = pl.store(t, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "load a tile with valid_shape"),
+    "load_past_the_last_column": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 64], [16, 128])  # <-
+    out = pl.store(t, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "every offset must lie in [0, size - window]"),
+    "tile_slice_out_of_bounds": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    u = t[8:24, :]  # <-
+    out = pl.store(u, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "every offset must lie in [0, size - window]"),
+    "tensor_window_out_of_bounds": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[8:24, :] = pl.exp(a[0:16, :])  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "every offset must lie in [0, size - window]"),
+    "valid_shape_larger_than_the_tile": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128], valid_shape=[32, 128])  # <-
+    out = pl.store(t, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "must fit in the tile [16, 128]"),
+    "row_sum_without_scratch": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    s = pl.row_sum(t)  # <-
+    out = pl.store(s, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 1)), TypeCheckError, "pl.create_tile([16, 128], pl.FP32)"),
+    "matmul_of_vec_tiles": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [64, 64])
+    c = pl.matmul(t, t)  # <-
+    out = pl.store(c, [0, 0], out)
+    return out
+""", (T(64, 64), T(64, 64)), LoweringError, "target_memory=pl.Mem.Mat"),
+    "acc_to_vec_on_a2a3": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
+    c = pl.matmul(pl.move(t, pl.Mem.Left), pl.move(t, pl.Mem.Right))
+    v = pl.move(c, pl.Mem.Vec)  # <-
+    out = pl.store(pl.exp(v), [0, 0], out)
+    return out
+""", (T(64, 64), T(64, 64)), LoweringError, "pl.store the tile and pl.load it back"),
+    "matmul_result_over_acc_capacity": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [256, 64], target_memory=pl.Mem.Mat)
+    u = pl.load(a, [0, 0], [64, 256], target_memory=pl.Mem.Mat)
+    c = pl.matmul(pl.move(t, pl.Mem.Left), pl.move(u, pl.Mem.Right))  # <-
+    out = pl.store(c, [0, 0], out)
+    return out
+""", (T(256, 256), T(256, 256)), CapacityError, "use smaller tiles"),
+    "int8_to_fp32_on_a2a3": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.cast(a, pl.FP32)  # <-
+    return out
+""", (T(16, 128, dtype=torch.int8), T(16, 128)), LoweringError,
+        "INT8 converts natively to FP16 on Ascend910B"),
+    "bitwise_and_of_floats": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.and_(a, a)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "convert with pl.cast(x, dtype) first"),
+    "float_scalar_with_integers": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(a, 0.5)  # <-
+    return out
+""", (T(16, 128, dtype=I32), T(16, 128, dtype=I32)), TypeCheckError,
+        "use an integer constant"),
+    "select_with_a_float_mask": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.sel(a, a, a)  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "must be BOOL (from pl.cmp)"),
+})
+
+
 def _write(tmp_path, name: str, source: str):
     path = tmp_path / f"bad_{name}.py"
     text = HEADER + textwrap.dedent(source).lstrip("\n")
@@ -352,7 +559,7 @@ def test_bad_program_is_refused_at_the_users_line(name, tmp_path):
     case = CASES[name]
     path, line = _write(tmp_path, name, case.source)
     with pytest.raises(PyptoError) as info:
-        _import(name, path).kernel(*_args(case.args))
+        _import(name, path).kernel(*_args(case.args), config=RunConfig(platform=case.platform))
     error = info.value
     assert type(error) is case.error, f"{type(error).__name__}: {error}"
     assert case.message in str(error), str(error)
