@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import functools
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 BUILD_RULES_ENV = "PYPTO_BUILD_RULES"
 SPACES = ("Vec", "Mat", "Left", "Right", "Acc")

@@ -38,7 +38,9 @@ def run_script(tmp_path):
             cwd=tmp_path, timeout=300,
         )
         if check and proc.returncode != 0:
-            raise AssertionError(f"script failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(
+                f"script failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+            )
         return proc
 
     return run

@@ -88,7 +88,8 @@ def generate_inputs(case: GoldenCase, rng: SpecRNG | None = None) -> dict[str, A
     return inputs
 
 
-def record_golden(case: GoldenCase, directory: str | os.PathLike, *, overwrite: bool = True) -> Path:
+def record_golden(case: GoldenCase, directory: str | os.PathLike, *,
+                  overwrite: bool = True) -> Path:
     """Generates the inputs, runs the reference on copies of them and writes the golden.
 
     Nothing here runs a kernel: the golden exists before any device or simulator run.

@@ -8,7 +8,9 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 
-GENERATOR_ID = "pypto.golden.SpecRNG/1 torch.Generator(mt19937); floats drawn in FP32, ints in INT64"
+GENERATOR_ID = (
+    "pypto.golden.SpecRNG/1 torch.Generator(mt19937); floats drawn in FP32, ints in INT64"
+)
 """Recorded in golden.json: which algorithm turned the seed into the inputs."""
 
 

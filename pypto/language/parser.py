@@ -221,7 +221,8 @@ class FunctionParser(TaskSyntax):
         elif ret_stmts:
             got = tuple(v.type for v in ret_stmts[-1].values)
             if len(got) != len(returns) or not all(map(same_value_type, got, returns)):
-                raise self.error(fndef, f"`{sig.name}` returns values that differ from its annotation",
+                raise self.error(fndef,
+                                 f"`{sig.name}` returns values that differ from its annotation",
                                  cls=TypeCheckError)
         return Function(sig.name, sig.params, tuple(returns), body, self.func_type,
                         self.source.span(fndef))
@@ -378,9 +379,11 @@ class FunctionParser(TaskSyntax):
         if isinstance(fn, DslBuiltin) and fn.name == "spmd":
             return self.spmd_loop(node)
         if not (isinstance(fn, DslBuiltin) and fn.name in _LOOP_KINDS):
-            raise self.error(node, "loop with `for i in pl.range(...)` (or pl.unroll / pl.parallel)")
+            raise self.error(node,
+                             "loop with `for i in pl.range(...)` (or pl.unroll / pl.parallel)")
         if call.keywords or not 1 <= len(call.args) <= 3:
-            raise self.error(call, f"pl.{fn.name} takes (stop), (start, stop) or (start, stop, step)")
+            raise self.error(call,
+                             f"pl.{fn.name} takes (stop), (start, stop) or (start, stop, step)")
         bounds = [self.scalar(a) for a in call.args]
         if len(bounds) == 1:
             bounds = [Const(0, INDEX), bounds[0]]
@@ -483,7 +486,8 @@ class FunctionParser(TaskSyntax):
     def scalar(self, node: ast.AST):
         e = self.expr(node)
         if not isinstance(e.type, ScalarType):
-            raise self.error(node, f"`{ast.unparse(node)}` must be a scalar here", cls=TypeCheckError)
+            raise self.error(node, f"`{ast.unparse(node)}` must be a scalar here",
+                             cls=TypeCheckError)
         return e
 
     def _name(self, node: ast.Name):
@@ -714,7 +718,8 @@ def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: l
     returns = None
     if fndef.returns is not None:
         ann = parser.static(fndef.returns)
-        items = getattr(ann, "__args__", None) if getattr(ann, "__origin__", None) is tuple else None
+        items = getattr(ann, "__args__", None) if getattr(ann, "__origin__",
+                                                          None) is tuple else None
         returns = tuple(items) if items is not None else (ann,)
     return FunctionSignature(fndef.name, tuple(params), returns)
 
@@ -759,7 +764,8 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
     info = SourceInfo(filename, line_offset)
     classes = [n for n in module.body if isinstance(n, ast.ClassDef)]
     if len(classes) != 1:
-        raise ParseError("expected exactly one `@pl.program` class", Span(filename, 1 + line_offset))
+        raise ParseError("expected exactly one `@pl.program` class", Span(filename,
+                                                                          1 + line_offset))
     cls = classes[0]
     entry = None
     for deco in cls.decorator_list:

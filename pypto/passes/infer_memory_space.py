@@ -8,8 +8,8 @@ The operator that defines a tile decides its buffer:
   from Acc);
 - `pl.slice`, `pl.reshape`, `pl.fillpad`, `pl.set_validshape`: their source's buffer;
 - every other operator runs on the vector unit: Vec, reading Vec tiles.
-`b = a` copies a tile within its buffer.  `pl.store` writes from Vec or Acc.  A tile in the wrong buffer is an error naming the
-operand, where it is and how to get it where it must be.
+`b = a` copies a tile within its buffer.  `pl.store` writes from Vec or Acc.  A tile in the
+wrong buffer is an error naming the operand, where it is and how to get it where it must be.
 """
 
 from __future__ import annotations

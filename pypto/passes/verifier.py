@@ -9,15 +9,14 @@ parses it back and requires a structurally equal program.
 from __future__ import annotations
 
 from ..ir.errors import PyptoError, VerificationError
-from ..ir.options import VerificationLevel
 from ..ir.nodes import Assign, AtScope, Call, For, FuncCall, Function, Program, Return, Var
 from ..ir.ops import get_op
+from ..ir.options import VerificationLevel
 from ..ir.printer import print_statement
 from ..ir.types import Direction, FunctionType, ScalarType, TensorType, TileType, same_value_type
 from ..ir.visitor import IRVisitor
 from .manager import PassInstrument
 from .properties import IRProperty
-
 
 # AtomicDtypesLegal is established by DeriveCallDirections, which reports an illegal
 # atomic dtype to the user with file:line: the frontend may still contain one.

@@ -354,7 +354,8 @@ def _check_scalar(spec: ParamSpec, value: Any) -> None:
     wanted = numbers.Real if spec.dtype.is_float else numbers.Integral
     if not isinstance(value, wanted):
         raise TypeError(
-            f"parameter {spec.name!r}: expected a Python {'float' if spec.dtype.is_float else 'int'} "
+            f"parameter {spec.name!r}: expected a Python "
+            f"{'float' if spec.dtype.is_float else 'int'} "
             f"for scalar {spec.dtype.name}, found {type(value).__name__}"
         )
     if spec.dtype.is_int:

@@ -402,10 +402,14 @@ def write_golden(
                 f"{type(value).__name__}"
             )
         if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"scalar input {name!r} is {value}: golden.json records finite numbers")
+            raise ValueError(
+                f"scalar input {name!r} is {value}: golden.json records finite numbers"
+            )
     for name, value in expected.items():
         if not isinstance(value, torch.Tensor):
-            raise TypeError(f"expected {name!r}: expected a torch.Tensor, found {type(value).__name__}")
+            raise TypeError(
+                f"expected {name!r}: expected a torch.Tensor, found {type(value).__name__}"
+            )
     inputs_info = [_info(name, t, allow_fp64=False) for name, t in sorted(tensors_in.items())]
     expected_info = [_info(name, t, allow_fp64=True) for name, t in sorted(expected.items())]
 

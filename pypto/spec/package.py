@@ -142,7 +142,8 @@ def _files_of(root: Path, directory: str) -> list[str]:
     return found
 
 
-def _info(name: str, *, directory: bool, size: int = 0, executable: bool = False) -> tarfile.TarInfo:
+def _info(name: str, *, directory: bool, size: int = 0,
+          executable: bool = False) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
     info.type = tarfile.DIRTYPE if directory else tarfile.REGTYPE
     info.mode = 0o755 if directory or executable else 0o644

@@ -155,7 +155,8 @@ def render_html(graph: DepsGraph) -> str:
     width = 0
     for layer, tasks in by_layer.items():
         for k, task in enumerate(tasks):
-            position[task["id"]] = (MARGIN + k * (NODE_W + GAP_X), MARGIN + layer * (NODE_H + GAP_Y))
+            position[task["id"]] = (MARGIN + k * (NODE_W + GAP_X),
+                                    MARGIN + layer * (NODE_H + GAP_Y))
         width = max(width, MARGIN * 2 + len(tasks) * (NODE_W + GAP_X) - GAP_X)
     height = MARGIN * 2 + len(by_layer) * (NODE_H + GAP_Y) - GAP_Y if by_layer else MARGIN * 2
     nodes = []

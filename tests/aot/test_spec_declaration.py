@@ -76,7 +76,8 @@ def test_unknown_dtype_is_named(tmp_path):
 
 
 def test_kernel_that_does_not_type_check_for_a_variant_names_both_places(tmp_path):
-    path = _spec(tmp_path, _good(variants='{"v": {"x": ("fp32", [4, 8]), "out": ("fp16", [4, 8])}}'))
+    path = _spec(tmp_path,
+                 _good(variants='{"v": {"x": ("fp32", [4, 8]), "out": ("fp16", [4, 8])}}'))
     with pytest.raises(SpecError) as info:
         describe(path, tmp_path)
     message = str(info.value)

@@ -1,4 +1,5 @@
-"""Inferred edges: a stage through a scratch buffer is one RAW edge; independent tasks run at once."""
+"""Inferred edges: a stage through a scratch buffer is one RAW edge; independent tasks run at
+once."""
 
 from __future__ import annotations
 

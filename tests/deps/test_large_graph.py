@@ -1,4 +1,5 @@
-"""A 10,000-task graph completes with correct results (the overhead number is printed, not asserted)."""
+"""A 10,000-task graph completes with correct results (the overhead number is printed, not
+asserted)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ TASKS, C = 10_000, 128
 
 
 @pl.jit
-def one_task_per_row(x: pl.Tensor[[TASKS, C], pl.FP32], out: pl.Out[pl.Tensor[[TASKS, C], pl.FP32]]):
+def one_task_per_row(x: pl.Tensor[[TASKS, C], pl.FP32], out: pl.Out[pl.Tensor[[TASKS, C],
+                                                                              pl.FP32]]):
     for i in pl.parallel(TASKS):
         # Every task gets all of `out`; its rows are disjoint from the others', which the
         # runtime cannot prove, so the task opts `out` out of inference.

@@ -1,4 +1,5 @@
-"""Task syntax: task ids, deps=, pl.submit, pl.spmd, pl.parallel, pl.manual_scope; IR round trips."""
+"""Task syntax: task ids, deps=, pl.submit, pl.spmd, pl.parallel, pl.manual_scope; IR round
+trips."""
 
 from __future__ import annotations
 
@@ -144,7 +145,8 @@ PARALLEL = 6
 
 
 @pl.jit
-def parallel_rows(x: pl.Tensor[[PARALLEL, C], pl.FP32], y: pl.Out[pl.Tensor[[PARALLEL, C], pl.FP32]]):
+def parallel_rows(x: pl.Tensor[[PARALLEL, C], pl.FP32], y: pl.Out[pl.Tensor[[PARALLEL, C],
+                                                                            pl.FP32]]):
     for i in pl.parallel(PARALLEL):
         with pl.at(level=pl.Level.CORE_GROUP):
             y = pl.store(pl.mul(pl.load(x, [i, 0], [1, C]), 3.0), [i, 0], y)

@@ -22,7 +22,8 @@ def scaled_sum(a: pl.Tensor[[64, 128], pl.FP32], b: pl.Tensor[[64, 128], pl.FP32
 
 def _args():
     g = torch.Generator().manual_seed(7)
-    return torch.randn(64, 128, generator=g), torch.randn(64, 128, generator=g), torch.zeros(64, 128)
+    return torch.randn(64, 128, generator=g), torch.randn(64, 128, generator=g), torch.zeros(64,
+                                                                                             128)
 
 
 def test_second_call_with_same_specialisation_does_not_compile(monkeypatch):

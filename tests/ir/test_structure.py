@@ -5,8 +5,7 @@ from __future__ import annotations
 import torch
 
 import pypto.language as pl
-from pypto.ir import Const
-from pypto.ir import DataType, Program, ScalarType, TensorType, Var
+from pypto.ir import Const, DataType, Program, ScalarType, TensorType, Var
 from pypto.ir.errors import Span
 
 

@@ -54,7 +54,8 @@ def col_sums(x: pl.Tensor[[64, 128], pl.FP32], tree: pl.Out[pl.Tensor[[1, 128], 
 
 def _spread_input():
     g = torch.Generator().manual_seed(42)
-    return torch.randn(64, 128, generator=g) * torch.pow(10.0, torch.rand(64, 128, generator=g) * 6 - 3)
+    return torch.randn(64, 128, generator=g) * torch.pow(10.0, torch.rand(64, 128,
+                                                                          generator=g) * 6 - 3)
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -32,7 +32,8 @@ FLOATS = {DT.FP16: (11, 5, True), DT.BF16: (8, 8, True), DT.FP32: (24, 8, True),
           DT.FP8E4M3FN: (4, 4, False), DT.FP8E5M2: (3, 5, True)}
 NAN_BITS = {DT.FP16: 0x7E00, DT.BF16: 0x7FC0, DT.FP32: 0x7FC00000, DT.FP8E4M3FN: 0x7F,
             DT.FP8E5M2: 0x7E}
-INTS = {d: ((-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1) if d.is_signed else (0, (1 << d.bits) - 1))
+INTS = {d: ((-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1) if d.is_signed else (0,
+                                                                                 (1 << d.bits) - 1))
         for d in DT if d.is_int}
 SIGNED = {8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
 
@@ -306,7 +307,8 @@ def test_every_legal_pair_matches_the_emulation_of_its_chain(platform):
             want = [emulate(path, r, mode) for r in raws]
             have = _raws(got[(src, dst, mode)], dst)
             bad = [(hex(r), hex(h), hex(w)) for r, h, w in zip(raws, have, want) if h != w]
-            assert not bad, f"{src.name}->{dst.name} ({mode}, via {[d.name for d in path]}): {bad[:3]}"
+            via = [d.name for d in path]
+            assert not bad, f"{src.name}->{dst.name} ({mode}, via {via}): {bad[:3]}"
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -369,13 +371,15 @@ def _one_cast_program(src: DT, dst: DT):
         "import pypto.language as pl\n\n\n@pl.program\nclass one:\n"
         "    @pl.function(type=pl.FunctionType.InCore)\n"
         f"    def kernel(self, x: pl.Tensor[[{R}, {C}], pl.{src.name}], "
-        f"y: pl.Out[pl.Tensor[[{R}, {C}], pl.{dst.name}]]) -> pl.Tensor[[{R}, {C}], pl.{dst.name}]:\n"
+        f"y: pl.Out[pl.Tensor[[{R}, {C}], pl.{dst.name}]]) "
+        f"-> pl.Tensor[[{R}, {C}], pl.{dst.name}]:\n"
         f"        t = pl.load(x, [0, 0], [{R}, {C}])\n"
         f"        y = pl.store(pl.cast(t, pl.{dst.name}), [0, 0], y)\n"
         "        return y\n\n"
         "    @pl.function(type=pl.FunctionType.Orchestration)\n"
         f"    def main(self, x: pl.Tensor[[{R}, {C}], pl.{src.name}], "
-        f"y: pl.Out[pl.Tensor[[{R}, {C}], pl.{dst.name}]]) -> pl.Tensor[[{R}, {C}], pl.{dst.name}]:\n"
+        f"y: pl.Out[pl.Tensor[[{R}, {C}], pl.{dst.name}]]) "
+        f"-> pl.Tensor[[{R}, {C}], pl.{dst.name}]:\n"
         "        y = self.kernel(x, y)\n"
         "        return y\n", "casts.py")
 

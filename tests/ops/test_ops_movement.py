@@ -106,7 +106,8 @@ def test_create_tile_and_expands_on_integers():
 
 
 @pl.jit
-def tiles_into_windows(x: pl.Tensor[[32, 64], pl.FP32], out: pl.InOut[pl.Tensor[[32, 64], pl.FP32]]):
+def tiles_into_windows(x: pl.Tensor[[32, 64], pl.FP32], out: pl.InOut[pl.Tensor[[32, 64],
+                                                                                pl.FP32]]):
     with pl.at(level=pl.Level.CORE_GROUP):
         for i in pl.range(2):
             t = pl.load(x, [i * 16, 0], [16, 32])

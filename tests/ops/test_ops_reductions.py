@@ -131,7 +131,8 @@ def test_tensor_column_reductions_walk_whole_columns(platform):
 
 
 @pl.jit
-def rows_and_cols(x: pl.Tensor[[1024, 1024], pl.FP32], out: pl.Out[pl.Tensor[[1024, 1024], pl.FP32]]):
+def rows_and_cols(x: pl.Tensor[[1024, 1024], pl.FP32], out: pl.Out[pl.Tensor[[1024, 1024],
+                                                                             pl.FP32]]):
     with pl.at(level=pl.Level.CORE_GROUP):
         out[:] = pl.col_expand_sub(pl.row_expand_sub(x, pl.row_max(x)), pl.col_max(x))
     return out

@@ -67,7 +67,8 @@ def two_stages(x: pl.Tensor[[32, 128], pl.FP32], out: pl.Out[pl.Tensor[[32, 128]
 
 
 @pl.jit
-def task_per_row_block(a: pl.Tensor[[128, 128], pl.FP32], out: pl.Out[pl.Tensor[[128, 128], pl.FP32]]):
+def task_per_row_block(a: pl.Tensor[[128, 128], pl.FP32], out: pl.Out[pl.Tensor[[128, 128],
+                                                                                pl.FP32]]):
     for r in pl.range(0, 128, 32):
         with pl.at(level=pl.Level.CORE_GROUP):
             t = pl.load(a, [r, 0], [32, 128])

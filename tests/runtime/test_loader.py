@@ -84,7 +84,8 @@ def test_unknown_requested_platform_is_a_value_error(make_artifact):
 
 def test_wrong_abi_version_is_refused(make_artifact, no_mapping):
     with pytest.raises(
-        ArtifactError, match=f"ABI version mismatch: expected {ABI_VERSION}, found {ABI_VERSION + 1}"
+        ArtifactError,
+        match=f"ABI version mismatch: expected {ABI_VERSION}, found {ABI_VERSION + 1}",
     ):
         load_artifact(make_artifact("pipeline", abi_version=ABI_VERSION + 1))
 

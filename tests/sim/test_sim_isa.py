@@ -69,13 +69,15 @@ def assert_bits_equal(got: np.ndarray, want: np.ndarray, dtype: torch.dtype, ulp
     want_nan = torch.isnan(from_bits(want, dtype)).numpy()
     np.testing.assert_array_equal(got_nan, want_nan)
     diff = np.abs(ordered(got[~got_nan]) - ordered(want[~want_nan]))
-    assert diff.max(initial=0) <= ulps, f"{np.count_nonzero(diff > ulps)} elements off by > {ulps} ulp"
+    off = np.count_nonzero(diff > ulps)
+    assert diff.max(initial=0) <= ulps, f"{off} elements off by > {ulps} ulp"
 
 
 def binary(sim, dtype: DT, op: str, a, b, out=None, rows=ROWS, cols=COLS, vrows=None, vcols=None):
     out = np.zeros_like(a) if out is None else out
     vrows, vcols = vrows or rows, vcols or cols
-    assert sim.sim_binary(dtype.code, BINARY[op], ptr(out), ptr(a), ptr(b), rows, cols, vrows, vcols) == 0
+    assert sim.sim_binary(dtype.code, BINARY[op], ptr(out), ptr(a), ptr(b), rows, cols, vrows,
+                          vcols) == 0
     return out
 
 
@@ -101,12 +103,14 @@ def test_half_binary_matches_torch(sim, dtype, op):
     rng = np.random.default_rng(10)
     a, b = random_half(rng, dtype.to_torch()), random_half(rng, dtype.to_torch())
     got = binary(sim, dtype, op, a, b)
-    want = half_bits(TORCH_BINARY[op](from_bits(a, dtype.to_torch()), from_bits(b, dtype.to_torch())))
+    want = half_bits(TORCH_BINARY[op](from_bits(a, dtype.to_torch()), from_bits(b,
+                                                                                dtype.to_torch())))
     assert_bits_equal(got, want, dtype.to_torch())
 
 
 def test_fp16_overflow_and_nan_propagation(sim):
-    a = half_bits(torch.tensor([60000.0, -60000.0, 1.0, float("nan"), 2.0, 0.0] * (ROWS * COLS // 6 + 1)))
+    a = half_bits(torch.tensor([60000.0, -60000.0, 1.0, float("nan"), 2.0,
+                                0.0] * (ROWS * COLS // 6 + 1)))
     a = a[: ROWS * COLS].copy()
     b = np.roll(a, 1)
     for op in ("add", "mul", "div", "max", "min"):
@@ -142,7 +146,8 @@ def test_fp32_ops_match_numpy(sim):
         np.testing.assert_array_equal(unary(sim, DT.FP32, "sqrt", a), np.sqrt(a))
         np.testing.assert_array_equal(unary(sim, DT.FP32, "recip", a), np.float32(1) / a)
         np.testing.assert_array_equal(unary(sim, DT.FP32, "relu", a), np.maximum(a, 0))
-        np.testing.assert_allclose(unary(sim, DT.FP32, "exp", a), np.exp(a.astype(np.float64)), rtol=3e-7)
+        np.testing.assert_allclose(unary(sim, DT.FP32, "exp", a), np.exp(a.astype(np.float64)),
+                                   rtol=3e-7)
 
 
 @pytest.mark.parametrize("op", list(SCALAR))
@@ -213,7 +218,8 @@ def tload(sim, dtype: DT, src: np.ndarray, r0, c0, rows, cols, vrows, vcols, pad
     """Loads into a tile at byte `addr` of a sentinel-filled buffer; returns (tile, buffer)."""
     vec = np.full(addr + rows * cols * src.itemsize + 64, 0xEE, dtype=np.uint8)
     ndim, shape, stride = tensor_args(src)
-    rc = sim.sim_tload(dtype.code, src.ctypes.data, ndim, ptr(shape), ptr(stride), r0, c0, ptr(vec), addr,
+    rc = sim.sim_tload(dtype.code, src.ctypes.data, ndim, ptr(shape), ptr(stride), r0, c0,
+                       ptr(vec), addr,
                        rows, cols, vrows, vcols, PAD[pad])
     assert rc == 0
     tile = vec[addr : addr + rows * cols * src.itemsize].view(src.dtype).reshape(rows, cols)
@@ -263,7 +269,8 @@ def test_pad_values_of_every_type(sim):
         for kind, value in zip(PAD, values):
             out = np.zeros(8, dtype=np.uint8)
             assert sim.sim_pad(dtype.code, PAD[kind], ptr(out)) == 0
-            assert int.from_bytes(out[: dtype.itemsize].tobytes(), "little", signed=value < 0) == value
+            assert int.from_bytes(out[: dtype.itemsize].tobytes(), "little",
+                                  signed=value < 0) == value
 
 
 def test_tstore_writes_only_the_valid_region(sim):
@@ -273,7 +280,8 @@ def test_tstore_writes_only_the_valid_region(sim):
     dst = np.full((6, 20), -1.0, dtype=np.float32)
     view = dst[:, 1::2]  # strided destination window
     ndim, shape, stride = tensor_args(view)
-    rc = sim.sim_tstore(DT.FP32.code, view.ctypes.data, ndim, ptr(shape), ptr(stride), 1, 2, ptr(vec), 32,
+    rc = sim.sim_tstore(DT.FP32.code, view.ctypes.data, ndim, ptr(shape), ptr(stride), 1, 2,
+                        ptr(vec), 32,
                         4, 8, 3, 5)
     assert rc == 0
     want = np.full((6, 20), -1.0, dtype=np.float32)
@@ -299,7 +307,8 @@ def test_tcvt_and_texpands_write_the_whole_tile(sim):
     trunc = 5
     sim.sim_tcvt_f32_f16(ptr(dst), 6, ptr(src), 6, 4, 3, 5, trunc)
     converted = np.empty(src.shape, dtype=np.uint16)
-    assert sim.sim_convert(DT.FP16.code, DT.FP32.code, ptr(src), ptr(converted), src.size, trunc) == 0
+    assert sim.sim_convert(DT.FP16.code, DT.FP32.code, ptr(src), ptr(converted), src.size,
+                           trunc) == 0
     np.testing.assert_array_equal(dst, converted)
     assert converted[0, 0] == 0xFBFF  # -70000 truncates to -65504, not -inf
     fill = np.zeros((4, 6), dtype=np.float32)

@@ -254,7 +254,8 @@ def test_nan_and_infinity_edges(sim):
         info = np.iinfo(STORAGE[dst])
         got = convert(sim, dst, DT.FP32, [np.inf, -np.inf, 1e30, -1e30], "floor")
         np.testing.assert_array_equal(got, [info.max, info.min, info.max, info.min])
-    np.testing.assert_array_equal(convert(sim, DT.BOOL, DT.FP32, [0, -0.0, 1e-45, np.nan]), [0, 0, 1, 1])
+    np.testing.assert_array_equal(convert(sim, DT.BOOL, DT.FP32, [0, -0.0, 1e-45, np.nan]), [0, 0,
+                                                                                             1, 1])
 
 
 # -- 4: every rounding mode against the models ----------------------------------------------
@@ -304,7 +305,8 @@ def test_mode_examples(sim):
         "odd": [3, -3, 3, -1, 1, -1, 4],
     }
     for mode, expected in want.items():
-        np.testing.assert_array_equal(convert(sim, DT.INT32, DT.FP32, x, mode), expected, err_msg=mode)
+        np.testing.assert_array_equal(convert(sim, DT.INT32, DT.FP32, x, mode), expected,
+                                      err_msg=mode)
     # FP16 overflow per mode: 65519 rounds down, 65520 is the tie that overflows under Rint.
     y = np.array([65519, 65520, -65520, 70000, -70000], dtype=np.float32)
     want16 = {
@@ -327,13 +329,15 @@ def test_int64_to_fp32_single_rounding(sim):
     x = 2**60 + 2**36 + 1  # just above an FP32 tie; via double the +1 is lost and the tie goes even
     assert np.float32(np.float64(x)) == np.float32(2.0**60)
     got = convert(sim, DT.FP32, DT.INT64, np.array([x, -x, 2**53 + 1, 2**63 - 1, -(2**63)]))
-    np.testing.assert_array_equal(got, np.array([2**60 + 2**37, -(2**60 + 2**37), 2**53, 2**63, -(2**63)]))
+    np.testing.assert_array_equal(got, np.array([2**60 + 2**37, -(2**60 + 2**37), 2**53, 2**63,
+                                                 -(2**63)]))
     rng = np.random.default_rng(8)
     vals = np.concatenate(
         [
             rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64),
             rng.integers(-(2**40), 2**40, 1000, dtype=np.int64),
-            np.array([2**24 + 1, 2**25 + 2, 2**25 + 3, -(2**25) - 6, 2**62 + 2**38], dtype=np.int64),
+            np.array([2**24 + 1, 2**25 + 2, 2**25 + 3, -(2**25) - 6, 2**62 + 2**38],
+                     dtype=np.int64),
         ]
     )
     for mode in MODES:
