@@ -49,43 +49,19 @@ struct Exact {
 // Float formats: P significand bits (implicit one included), E exponent bits.
 // IEEE formats reserve the top exponent for inf/NaN; E4M3FN ("finite") keeps it
 // for numbers except the all-ones pattern, which is NaN.
+template <class B, int P_, int E_, bool IEEE_, uint64_t NaN_> struct Fmt {
+    typedef B Bits;
+    static constexpr int P = P_, E = E_;
+    static constexpr bool IEEE = IEEE_;
+    static constexpr uint64_t kNaN = NaN_;
+};
 template <class T> struct FloatFmt;
-template <> struct FloatFmt<f16> {
-    typedef uint16_t Bits;
-    static constexpr int P = 11, E = 5;
-    static constexpr bool IEEE = true;
-    static constexpr uint64_t kNaN = 0x7E00;
-};
-template <> struct FloatFmt<bf16> {
-    typedef uint16_t Bits;
-    static constexpr int P = 8, E = 8;
-    static constexpr bool IEEE = true;
-    static constexpr uint64_t kNaN = 0x7FC0;
-};
-template <> struct FloatFmt<float> {
-    typedef uint32_t Bits;
-    static constexpr int P = 24, E = 8;
-    static constexpr bool IEEE = true;
-    static constexpr uint64_t kNaN = 0x7FC00000u;
-};
-template <> struct FloatFmt<double> {
-    typedef uint64_t Bits;
-    static constexpr int P = 53, E = 11;
-    static constexpr bool IEEE = true;
-    static constexpr uint64_t kNaN = 0x7FF8000000000000ull;
-};
-template <> struct FloatFmt<fp8e4m3fn> {
-    typedef uint8_t Bits;
-    static constexpr int P = 4, E = 4;
-    static constexpr bool IEEE = false;
-    static constexpr uint64_t kNaN = 0x7F;
-};
-template <> struct FloatFmt<fp8e5m2> {
-    typedef uint8_t Bits;
-    static constexpr int P = 3, E = 5;
-    static constexpr bool IEEE = true;
-    static constexpr uint64_t kNaN = 0x7E;
-};
+template <> struct FloatFmt<f16> : Fmt<uint16_t, 11, 5, true, 0x7E00> {};
+template <> struct FloatFmt<bf16> : Fmt<uint16_t, 8, 8, true, 0x7FC0> {};
+template <> struct FloatFmt<float> : Fmt<uint32_t, 24, 8, true, 0x7FC00000u> {};
+template <> struct FloatFmt<double> : Fmt<uint64_t, 53, 11, true, 0x7FF8000000000000ull> {};
+template <> struct FloatFmt<fp8e4m3fn> : Fmt<uint8_t, 4, 4, false, 0x7F> {};
+template <> struct FloatFmt<fp8e5m2> : Fmt<uint8_t, 3, 5, true, 0x7E> {};
 
 template <class T> inline uint64_t bits_of(T x) {
     typename FloatFmt<T>::Bits b;
