@@ -14,18 +14,11 @@ argument of exp is multiplied by the argument's size; see docs/kernels.md.
 import math
 
 import pypto.language as pl
-from kernels._tiling import FP16_ULP, FP32_HALF_ULP, FP32_ULP, cfg, shaped
+from kernels._tiling import FP16_ULP, FP32_HALF_ULP, FP32_ULP
 from pypto import spec
 
 GELU_CUBIC = 0.044715
 GELU_SCALE = -2.0 * math.sqrt(2.0 / math.pi)  # exp's argument is GELU_SCALE * (x + c x^3)
-
-
-def _fp32_inside(**params):
-    """NARROW: the variant's tensors are FP16/BF16, which the kernel widens to FP32 on load
-    and rounds once to OUT (the output's dtype) at the end."""
-    out = params["out"].dtype
-    return {"NARROW": out != pl.FP32, "OUT": out}
 
 
 @pl.jit
@@ -35,35 +28,39 @@ def relu(x: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
-@shaped(_fp32_inside)
+# SiLU, GELU and SwiGLU compute in FP32: FP16/BF16 variants (NARROW) widen on load and
+# round once to the output's dtype at the end.
+
+
 @pl.jit
 def silu(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    NARROW: pl.constexpr = out.dtype != pl.FP32
     with pl.at(level=pl.Level.CORE_GROUP):
-        xf = pl.cast(x, pl.FP32) if cfg.NARROW else x[:, :]
+        xf = pl.cast(x, pl.FP32) if NARROW else x[:, :]
         y = pl.div(xf, pl.add(pl.exp(pl.neg(xf)), 1.0))
-        out[:] = pl.cast(y, cfg.OUT) if cfg.NARROW else y
+        out[:] = pl.cast(y, out.dtype) if NARROW else y
     return out
 
 
-@shaped(_fp32_inside)
 @pl.jit
 def gelu(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    NARROW: pl.constexpr = out.dtype != pl.FP32
     with pl.at(level=pl.Level.CORE_GROUP):
-        xf = pl.cast(x, pl.FP32) if cfg.NARROW else x[:, :]
+        xf = pl.cast(x, pl.FP32) if NARROW else x[:, :]
         inner = pl.add(xf, pl.mul(pl.mul(pl.mul(xf, xf), xf), GELU_CUBIC))
         y = pl.div(xf, pl.add(pl.exp(pl.mul(inner, GELU_SCALE)), 1.0))
-        out[:] = pl.cast(y, cfg.OUT) if cfg.NARROW else y
+        out[:] = pl.cast(y, out.dtype) if NARROW else y
     return out
 
 
-@shaped(_fp32_inside)
 @pl.jit
 def swiglu(gate: pl.Tensor, up: pl.Tensor, out: pl.Out[pl.Tensor]):
+    NARROW: pl.constexpr = out.dtype != pl.FP32
     with pl.at(level=pl.Level.CORE_GROUP):
-        g = pl.cast(gate, pl.FP32) if cfg.NARROW else gate[:, :]
-        u = pl.cast(up, pl.FP32) if cfg.NARROW else up[:, :]
+        g = pl.cast(gate, pl.FP32) if NARROW else gate[:, :]
+        u = pl.cast(up, pl.FP32) if NARROW else up[:, :]
         y = pl.mul(pl.div(g, pl.add(pl.exp(pl.neg(g)), 1.0)), u)
-        out[:] = pl.cast(y, cfg.OUT) if cfg.NARROW else y
+        out[:] = pl.cast(y, out.dtype) if NARROW else y
     return out
 
 

@@ -12,38 +12,33 @@ global memory:
 import math
 
 import pypto.language as pl
-from kernels._tiling import cfg, round_up, shaped
+from kernels._tiling import round_up
 from pypto import spec
 
-ROW_BLOCK = 16
+TR = 16  # rows per tile of the softmax
 
 
-def _softmax_tiles(s, scale, p):
-    sq, sk = s.shape
-    return {"SQ": sq, "SK": sk, "TR": ROW_BLOCK, "TK": round_up(sk, 16)}
-
-
-@shaped(_softmax_tiles)
 @pl.jit.incore
 def attention_softmax(s: pl.Tensor, scale: pl.Scalar[pl.FP32], p: pl.Out[pl.Tensor]):
-    for r in pl.unroll(0, cfg.SQ, cfg.TR):
-        t = pl.load(s, [r, 0], [cfg.TR, cfg.TK], valid_shape=[min(cfg.TR, cfg.SQ - r), cfg.SK])
+    SQ: pl.constexpr = s.shape[0]
+    SK: pl.constexpr = s.shape[1]
+    TK: pl.constexpr = round_up(SK, 16)
+    for r in pl.unroll(0, SQ, TR):
+        t = pl.load(s, [r, 0], [TR, TK], valid_shape=[min(TR, SQ - r), SK])
         x = pl.fillpad(pl.mul(t, scale), pl.PadValue.min)
-        tmp = pl.create_tile([cfg.TR, cfg.TK], pl.FP32)
+        tmp = pl.create_tile([TR, TK], pl.FP32)
         e = pl.row_expand_expdif(x, pl.row_max(x, tmp))
         probs = pl.row_expand_div(e, pl.row_sum(e, tmp))
         p = pl.store(pl.cast(probs, pl.FP16), [r, 0], p)
     return p
 
 
-@shaped(lambda q, k, v, out: {"SQ": q.shape[0], "SK": k.shape[0],
-                              "SCALE": 1.0 / math.sqrt(q.shape[1])})
 @pl.jit
 def attention(q: pl.Tensor, k: pl.Tensor, v: pl.Tensor, out: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         s = pl.matmul(q, k, b_trans=True)
-    p = pl.create_tensor([cfg.SQ, cfg.SK], pl.FP16)
-    p = attention_softmax(s, cfg.SCALE, p)
+    p = pl.create_tensor(s.shape, pl.FP16)
+    p = attention_softmax(s, 1.0 / math.sqrt(q.shape[1]), p)
     with pl.at(level=pl.Level.CORE_GROUP):
         out[:] = pl.matmul(p, v)
     return out

@@ -16,103 +16,88 @@ those goldens are Exact.  Split-K takes inputs whose partial sums must round (se
 """
 
 import pypto.language as pl
-from kernels._tiling import FP32_HALF_ULP, FP32_ULP, cfg, round_up, shaped
+from kernels._tiling import FP32_HALF_ULP, FP32_ULP, round_up
 from pypto import spec
 
 MAT = pl.Mem.Mat
 K_BLOCK = 64  # K per matmul_acc step of the K-blocked kernel
 SPLITS = 4  # tasks of the split-K kernel, one K range each
+# [M, K] @ [K, N] in tiles rounded up to 16 in every dimension (TM, TK, TN).
 
 
-def _mnk(a, b, c):
-    """[M, K] @ [K, N]: tiles rounded up to 16 in every dimension."""
-    m, k = a.shape
-    n = b.shape[1]
-    return {"M": m, "K": k, "N": n, "TM": round_up(m, 16), "TK": round_up(k, 16),
-            "TN": round_up(n, 16)}
-
-
-@shaped(_mnk)
 @pl.jit.incore
 def matmul_tile(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    ta = pl.load(a, [0, 0], [cfg.TM, cfg.TK], valid_shape=[cfg.M, cfg.K], target_memory=MAT)
-    tb = pl.load(b, [0, 0], [cfg.TK, cfg.TN], valid_shape=[cfg.K, cfg.N], target_memory=MAT)
+    M: pl.constexpr = a.shape[0]
+    K: pl.constexpr = a.shape[1]
+    N: pl.constexpr = b.shape[1]
+    TK: pl.constexpr = round_up(K, 16)
+    ta = pl.load(a, [0, 0], [round_up(M, 16), TK], valid_shape=[M, K], target_memory=MAT)
+    tb = pl.load(b, [0, 0], [TK, round_up(N, 16)], valid_shape=[K, N], target_memory=MAT)
     acc = pl.matmul(pl.move(ta, pl.Mem.Left), pl.move(tb, pl.Mem.Right))
     c = pl.store(acc, [0, 0], c)
     return c
 
 
-def _k_blocks(a, b, c):
-    """The K loop: full K_BLOCK steps, then one partial step for K's remainder."""
-    consts = _mnk(a, b, c)
-    k = consts["K"]
-    consts.update(KB=K_BLOCK, KFULL=k // K_BLOCK * K_BLOCK, KTAIL=k % K_BLOCK)
-    return consts
-
-
-@shaped(_k_blocks)
 @pl.jit.incore
 def matmul_k_blocked(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    a0 = pl.load(a, [0, 0], [cfg.TM, cfg.KB], valid_shape=[cfg.M, cfg.KB], target_memory=MAT)
-    b0 = pl.load(b, [0, 0], [cfg.KB, cfg.TN], valid_shape=[cfg.KB, cfg.N], target_memory=MAT)
+    # The K loop: full K_BLOCK steps, then one partial step for K's remainder.
+    M: pl.constexpr = a.shape[0]
+    K: pl.constexpr = a.shape[1]
+    N: pl.constexpr = b.shape[1]
+    TM: pl.constexpr = round_up(M, 16)
+    TN: pl.constexpr = round_up(N, 16)
+    KB: pl.constexpr = K_BLOCK
+    KFULL: pl.constexpr = K // KB * KB
+    KTAIL: pl.constexpr = K % KB
+    a0 = pl.load(a, [0, 0], [TM, KB], valid_shape=[M, KB], target_memory=MAT)
+    b0 = pl.load(b, [0, 0], [KB, TN], valid_shape=[KB, N], target_memory=MAT)
     acc = pl.matmul(pl.move(a0, pl.Mem.Left), pl.move(b0, pl.Mem.Right))
-    for k in pl.range(cfg.KB, cfg.KFULL, cfg.KB):
-        ak = pl.load(a, [0, k], [cfg.TM, cfg.KB], valid_shape=[cfg.M, cfg.KB],
-                     target_memory=MAT)
-        bk = pl.load(b, [k, 0], [cfg.KB, cfg.TN], valid_shape=[cfg.KB, cfg.N],
-                     target_memory=MAT)
+    for k in pl.range(KB, KFULL, KB):
+        ak = pl.load(a, [0, k], [TM, KB], valid_shape=[M, KB], target_memory=MAT)
+        bk = pl.load(b, [k, 0], [KB, TN], valid_shape=[KB, N], target_memory=MAT)
         acc = pl.matmul_acc(acc, pl.move(ak, pl.Mem.Left), pl.move(bk, pl.Mem.Right))
-    if cfg.KTAIL:  # the last, partial K block: its zero padding adds nothing
-        at = pl.load(a, [0, cfg.KFULL], [cfg.TM, cfg.KB], valid_shape=[cfg.M, cfg.KTAIL],
-                     target_memory=MAT)
-        bt = pl.load(b, [cfg.KFULL, 0], [cfg.KB, cfg.TN], valid_shape=[cfg.KTAIL, cfg.N],
-                     target_memory=MAT)
+    if KTAIL:  # the last, partial K block: its zero padding adds nothing
+        at = pl.load(a, [0, KFULL], [TM, KB], valid_shape=[M, KTAIL], target_memory=MAT)
+        bt = pl.load(b, [KFULL, 0], [KB, TN], valid_shape=[KTAIL, N], target_memory=MAT)
         acc = pl.matmul_acc(acc, pl.move(at, pl.Mem.Left), pl.move(bt, pl.Mem.Right))
     c = pl.store(acc, [0, 0], c)
     return c
 
 
-def _split(a, b, c):
-    """SPLITS equal K ranges, one per task."""
-    consts = _mnk(a, b, c)
-    if consts["K"] % SPLITS:
-        raise ValueError(f"split-K needs K divisible by {SPLITS}, got {consts['K']}")
-    consts.update(KC=consts["K"] // SPLITS, TKC=round_up(consts["K"] // SPLITS, 16))
-    return consts
-
-
-@shaped(lambda c: {"M": c.shape[0], "N": c.shape[1]})
 @pl.jit.incore
 def split_k_zero(c: pl.Out[pl.Tensor]):
-    c = pl.store(pl.full([cfg.M, cfg.N], pl.FP32, 0.0), [0, 0], c)
+    c = pl.store(pl.full(c.shape, pl.FP32, 0.0), [0, 0], c)
     return c
 
 
-@shaped(lambda a, b, c, k0: _split(a, b, c))
 @pl.jit.incore
 def split_k_part(a: pl.Tensor, b: pl.Tensor, c: pl.InOut[pl.Tensor], k0: pl.Scalar[pl.INT64]):
-    ta = pl.load(a, [0, k0], [cfg.TM, cfg.TKC], valid_shape=[cfg.M, cfg.KC], target_memory=MAT)
-    tb = pl.load(b, [k0, 0], [cfg.TKC, cfg.TN], valid_shape=[cfg.KC, cfg.N], target_memory=MAT)
+    # One of SPLITS equal K ranges, from k0.
+    M: pl.constexpr = a.shape[0]
+    N: pl.constexpr = b.shape[1]
+    KC: pl.constexpr = a.shape[1] // SPLITS
+    TKC: pl.constexpr = round_up(KC, 16)
+    ta = pl.load(a, [0, k0], [round_up(M, 16), TKC], valid_shape=[M, KC], target_memory=MAT)
+    tb = pl.load(b, [k0, 0], [TKC, round_up(N, 16)], valid_shape=[KC, N], target_memory=MAT)
     acc = pl.matmul(pl.move(ta, pl.Mem.Left), pl.move(tb, pl.Mem.Right))
     c = pl.store(acc, [0, 0], c, atomic=pl.AtomicType.Add)
     return c
 
 
-@shaped(_split)
 @pl.jit
 def matmul_split_k(a: pl.Tensor, b: pl.Tensor, c: pl.InOut[pl.Tensor]):
+    pl.static_assert(a.shape[1] % SPLITS == 0, "split-K needs K divisible by SPLITS")
     c = split_k_zero(c)
     for s in pl.parallel(SPLITS):  # one task per K range: they accumulate concurrently
-        c = split_k_part(a, b, c, s * cfg.KC)
+        c = split_k_part(a, b, c, s * (a.shape[1] // SPLITS))
     return c
 
 
-@shaped(lambda acc, bias, out: {"M": acc.shape[0], "N": acc.shape[1],
-                                "TM": round_up(acc.shape[0], 16), "TN": round_up(acc.shape[1], 16)})
 @pl.jit.incore
 def bias_silu(acc: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-    t = pl.load(acc, [0, 0], [cfg.TM, cfg.TN], valid_shape=[cfg.M, cfg.N])
-    x = pl.col_expand_add(t, pl.load(bias, [0, 0], [1, cfg.TN], valid_shape=[1, cfg.N]))
+    TN: pl.constexpr = round_up(acc.shape[1], 16)
+    t = pl.load(acc, [0, 0], [round_up(acc.shape[0], 16), TN], valid_shape=acc.shape)
+    x = pl.col_expand_add(t, pl.load(bias, [0, 0], [1, TN], valid_shape=bias.shape))
     out = pl.store(pl.div(x, pl.add(pl.exp(pl.neg(x)), 1.0)), [0, 0], out)
     return out
 

@@ -10,64 +10,67 @@ Each row block is one [TR, TN] tile whose padding must be neutral for the row re
 """
 
 import pypto.language as pl
-from kernels._tiling import FP16_ULP, FP32_HALF_ULP, cfg, round_up, shaped
+from kernels._tiling import FP16_ULP, FP32_HALF_ULP, round_up
 from pypto import spec
 
-ROW_BLOCK = 16
+TR = 16  # rows per tile
 EPS = 1e-5
 
 
-def _row_tiles(x, out, **params):
-    m, n = x.shape
-    return {"M": m, "N": n, "NF": float(n), "TR": ROW_BLOCK, "TN": round_up(n, 16),
-            "NARROW": x.dtype != pl.FP32, "OUT": out.dtype}
-
-
-@shaped(_row_tiles)
 @pl.jit.incore
 def softmax(x: pl.Tensor, out: pl.Out[pl.Tensor]):
-    for r in pl.unroll(0, cfg.M, cfg.TR):
-        t = pl.load(x, [r, 0], [cfg.TR, cfg.TN], valid_shape=[min(cfg.TR, cfg.M - r), cfg.N])
-        xf = pl.fillpad(pl.cast(t, pl.FP32) if cfg.NARROW else t, pl.PadValue.min)
-        tmp = pl.create_tile([cfg.TR, cfg.TN], pl.FP32)
+    M: pl.constexpr = x.shape[0]
+    N: pl.constexpr = x.shape[1]
+    TN: pl.constexpr = round_up(N, 16)
+    NARROW: pl.constexpr = x.dtype != pl.FP32
+    for r in pl.unroll(0, M, TR):
+        t = pl.load(x, [r, 0], [TR, TN], valid_shape=[min(TR, M - r), N])
+        xf = pl.fillpad(pl.cast(t, pl.FP32) if NARROW else t, pl.PadValue.min)
+        tmp = pl.create_tile([TR, TN], pl.FP32)
         e = pl.row_expand_expdif(xf, pl.row_max(xf, tmp))
         y = pl.row_expand_div(e, pl.row_sum(e, tmp))
-        out = pl.store(pl.cast(y, cfg.OUT) if cfg.NARROW else y, [r, 0], out)
+        out = pl.store(pl.cast(y, out.dtype) if NARROW else y, [r, 0], out)
     return out
 
 
-@shaped(_row_tiles)
 @pl.jit.incore
 def rms_norm(x: pl.Tensor, gamma: pl.Tensor, out: pl.Out[pl.Tensor]):
-    g = pl.load(gamma, [0, 0], [1, cfg.TN], valid_shape=[1, cfg.N])
-    gf = pl.cast(g, pl.FP32) if cfg.NARROW else g
-    for r in pl.unroll(0, cfg.M, cfg.TR):
-        t = pl.load(x, [r, 0], [cfg.TR, cfg.TN], valid_shape=[min(cfg.TR, cfg.M - r), cfg.N])
-        xf = pl.cast(t, pl.FP32) if cfg.NARROW else t
-        tmp = pl.create_tile([cfg.TR, cfg.TN], pl.FP32)
-        mean_sq = pl.div(pl.row_sum(pl.mul(xf, xf), tmp), cfg.NF)
+    M: pl.constexpr = x.shape[0]
+    N: pl.constexpr = x.shape[1]
+    TN: pl.constexpr = round_up(N, 16)
+    NARROW: pl.constexpr = x.dtype != pl.FP32
+    g = pl.load(gamma, [0, 0], [1, TN], valid_shape=[1, N])
+    gf = pl.cast(g, pl.FP32) if NARROW else g
+    for r in pl.unroll(0, M, TR):
+        t = pl.load(x, [r, 0], [TR, TN], valid_shape=[min(TR, M - r), N])
+        xf = pl.cast(t, pl.FP32) if NARROW else t
+        tmp = pl.create_tile([TR, TN], pl.FP32)
+        mean_sq = pl.div(pl.row_sum(pl.mul(xf, xf), tmp), float(N))
         y = pl.col_expand_mul(pl.row_expand_mul(xf, pl.rsqrt(pl.add(mean_sq, EPS))), gf)
-        out = pl.store(pl.cast(y, cfg.OUT) if cfg.NARROW else y, [r, 0], out)
+        out = pl.store(pl.cast(y, out.dtype) if NARROW else y, [r, 0], out)
     return out
 
 
-@shaped(_row_tiles)
 @pl.jit.incore
 def layer_norm(x: pl.Tensor, gamma: pl.Tensor, beta: pl.Tensor, out: pl.Out[pl.Tensor]):
-    g = pl.load(gamma, [0, 0], [1, cfg.TN], valid_shape=[1, cfg.N])
-    b = pl.load(beta, [0, 0], [1, cfg.TN], valid_shape=[1, cfg.N])
-    gf = pl.cast(g, pl.FP32) if cfg.NARROW else g
-    bf = pl.cast(b, pl.FP32) if cfg.NARROW else b
-    for r in pl.unroll(0, cfg.M, cfg.TR):
-        t = pl.load(x, [r, 0], [cfg.TR, cfg.TN], valid_shape=[min(cfg.TR, cfg.M - r), cfg.N])
-        xf = pl.cast(t, pl.FP32) if cfg.NARROW else t
-        tmp = pl.create_tile([cfg.TR, cfg.TN], pl.FP32)
-        mean = pl.div(pl.row_sum(xf, tmp), cfg.NF)
+    M: pl.constexpr = x.shape[0]
+    N: pl.constexpr = x.shape[1]
+    TN: pl.constexpr = round_up(N, 16)
+    NARROW: pl.constexpr = x.dtype != pl.FP32
+    g = pl.load(gamma, [0, 0], [1, TN], valid_shape=[1, N])
+    b = pl.load(beta, [0, 0], [1, TN], valid_shape=[1, N])
+    gf = pl.cast(g, pl.FP32) if NARROW else g
+    bf = pl.cast(b, pl.FP32) if NARROW else b
+    for r in pl.unroll(0, M, TR):
+        t = pl.load(x, [r, 0], [TR, TN], valid_shape=[min(TR, M - r), N])
+        xf = pl.cast(t, pl.FP32) if NARROW else t
+        tmp = pl.create_tile([TR, TN], pl.FP32)
+        mean = pl.div(pl.row_sum(xf, tmp), float(N))
         centred = pl.fillpad(pl.row_expand_sub(xf, mean), pl.PadValue.zero)
-        var = pl.div(pl.row_sum(pl.mul(centred, centred), tmp), cfg.NF)
+        var = pl.div(pl.row_sum(pl.mul(centred, centred), tmp), float(N))
         normed = pl.row_expand_mul(centred, pl.rsqrt(pl.add(var, EPS)))
         y = pl.col_expand_add(pl.col_expand_mul(normed, gf), bf)
-        out = pl.store(pl.cast(y, cfg.OUT) if cfg.NARROW else y, [r, 0], out)
+        out = pl.store(pl.cast(y, out.dtype) if NARROW else y, [r, 0], out)
     return out
 
 

@@ -8,52 +8,45 @@ summing (an FP16 accumulator stops moving once the sum passes 2048 units of its 
 """
 
 import pypto.language as pl
-from kernels._tiling import FP32_ULP, cfg, round_up, shaped
+from kernels._tiling import FP32_ULP, round_up
 from pypto import spec
 
-ROW_BLOCK = 16  # rows per tile of the row reductions
+TR = 16  # rows per tile of the row reductions; a tile is [TR, N rounded up to 16]
 
 
-def _row_tiles(x, out):
-    """Row reductions: [ROW_BLOCK, N rounded up to 16] tiles over the [M, N] input."""
-    return {"M": x.shape[0], "N": x.shape[1], "TR": ROW_BLOCK, "TN": round_up(x.shape[1], 16),
-            "DTYPE": x.dtype, "NARROW": x.dtype != pl.FP32}
-
-
-@shaped(_row_tiles)
 @pl.jit.incore
 def row_sum(x: pl.Tensor, out: pl.Out[pl.Tensor]):
-    for r in pl.unroll(0, cfg.M, cfg.TR):
-        t = pl.load(x, [r, 0], [cfg.TR, cfg.TN], valid_shape=[min(cfg.TR, cfg.M - r), cfg.N],
+    M: pl.constexpr = x.shape[0]
+    N: pl.constexpr = x.shape[1]
+    TN: pl.constexpr = round_up(N, 16)
+    for r in pl.unroll(0, M, TR):
+        t = pl.load(x, [r, 0], [TR, TN], valid_shape=[min(TR, M - r), N],
                     pad_value=pl.PadValue.zero)
-        tmp = pl.create_tile([cfg.TR, cfg.TN], pl.FP32)
-        s = pl.row_sum(pl.cast(t, pl.FP32) if cfg.NARROW else t, tmp)
+        tmp = pl.create_tile([TR, TN], pl.FP32)
+        s = pl.row_sum(pl.cast(t, pl.FP32) if x.dtype != pl.FP32 else t, tmp)
         out = pl.store(s, [r, 0], out)
     return out
 
 
-@shaped(_row_tiles)
 @pl.jit.incore
 def row_max(x: pl.Tensor, out: pl.Out[pl.Tensor]):
-    for r in pl.unroll(0, cfg.M, cfg.TR):
-        t = pl.load(x, [r, 0], [cfg.TR, cfg.TN], valid_shape=[min(cfg.TR, cfg.M - r), cfg.N])
-        tmp = pl.create_tile([cfg.TR, cfg.TN], cfg.DTYPE)
+    M: pl.constexpr = x.shape[0]
+    N: pl.constexpr = x.shape[1]
+    TN: pl.constexpr = round_up(N, 16)
+    for r in pl.unroll(0, M, TR):
+        t = pl.load(x, [r, 0], [TR, TN], valid_shape=[min(TR, M - r), N])
+        tmp = pl.create_tile([TR, TN], x.dtype)
         m = pl.row_max(pl.fillpad(t, pl.PadValue.min), tmp)
         out = pl.store(m, [r, 0], out)
     return out
 
 
-def _col_tile(x, out):
-    """The column sum adds whole columns: one tile holds every row (rounded up to 8)."""
-    return {"R": x.shape[0], "C": x.shape[1], "TR": round_up(x.shape[0], 8),
-            "TC": round_up(x.shape[1], 16)}
-
-
-@shaped(_col_tile)
 @pl.jit.incore
 def col_sum(x: pl.Tensor, out: pl.Out[pl.Tensor]):
-    t = pl.load(x, [0, 0], [cfg.TR, cfg.TC], valid_shape=[cfg.R, cfg.C], pad_value=pl.PadValue.zero)
-    tmp = pl.create_tile([cfg.TR, cfg.TC], pl.FP32)
+    # The column sum adds whole columns: one tile holds every row (rounded up to 8).
+    TILE: pl.constexpr = [round_up(x.shape[0], 8), round_up(x.shape[1], 16)]
+    t = pl.load(x, [0, 0], TILE, valid_shape=x.shape, pad_value=pl.PadValue.zero)
+    tmp = pl.create_tile(TILE, pl.FP32)
     out = pl.store(pl.col_sum(t, tmp), [0, 0], out)
     return out
 

@@ -35,6 +35,8 @@ unroll = DslBuiltin("unroll")
 parallel = DslBuiltin("parallel")
 const = DslBuiltin("const")
 static_assert = DslBuiltin("static_assert")
+constexpr = DslBuiltin("constexpr")
+"""`N: pl.constexpr = expr` binds a compile-time name in a kernel body (folded, not in the IR)."""
 spmd = DslBuiltin("spmd")
 manual_scope = DslBuiltin("manual_scope")
 submit = DslBuiltin("submit")
@@ -111,6 +113,7 @@ __all__ = [
     "parallel",
     "const",
     "static_assert",
+    "constexpr",
     "spmd",
     "manual_scope",
     "submit",

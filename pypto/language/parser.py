@@ -11,7 +11,7 @@ import ast
 import builtins
 import math
 from collections import ChainMap
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..ir.dtypes import DataType
@@ -42,6 +42,7 @@ from ..ir.types import (
     TupleType,
     same_value_type,
 )
+from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .tasks import TaskSyntax
 from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
 
@@ -124,9 +125,11 @@ class FunctionSignature:
     name: str
     params: tuple[Param, ...]
     returns: tuple | None  # None: taken from the return statement
+    # parameter -> {dimension: pl.dynamic name}: sizes the body may not read
+    dynamic: dict[str, dict[int, str]] = field(default_factory=dict)
 
 
-class FunctionParser(TaskSyntax):
+class FunctionParser(TaskSyntax, CompileTimeSyntax):
     """Parses one function body in the context of its program."""
 
     def __init__(
@@ -137,12 +140,14 @@ class FunctionParser(TaskSyntax):
         resolve_callee: Callable[[Any, list, Span], Callee],
     ):
         self.source = source
-        self.namespace = namespace
+        # The body's own layer: `pl.constexpr` locals, never the caller's dicts.
+        self.namespace = namespace.new_child()
         self.func_type = func_type
         self.resolve_callee = resolve_callee
         self.vars: dict[str, Var] = {}
         self.in_scope = False
         self.loop_depth = 0
+        self.init_compile_time({})
 
     # ------------------------------------------------------------------ errors and statics
     def error(self, node, message, hint=None, cls=ParseError):
@@ -163,6 +168,8 @@ class FunctionParser(TaskSyntax):
                     hint="define it before the kernel, or pass it as an argument",
                 ) from None
         if isinstance(node, ast.Attribute):
+            if self.is_type_attribute(node):
+                return self.known(node, self.type_attribute(node))
             base = self.static(node.value)
             try:
                 return getattr(base, node.attr)
@@ -170,15 +177,20 @@ class FunctionParser(TaskSyntax):
                 raise self.error(node, f"`{ast.unparse(node)}` does not exist") from None
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self.static(e) for e in node.elts]
+        if isinstance(node, ast.Slice):  # `x.shape[1:]`
+            return slice(*(None if e is None else self.static(e)
+                           for e in (node.lower, node.upper, node.step)))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -self.static(node.operand)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             return _FOLD[_BINOPS[type(node.op)]](self.static(node.left), self.static(node.right))
         if isinstance(node, ast.Subscript):
-            base = self.static(node.value)
+            # `x.shape[1]` is known even where another dimension of x is not.
+            base = (self.type_attribute(node.value) if self.is_type_attribute(node.value)
+                    else self.static(node.value))
             index = self.static(node.slice)
             try:
-                return base[tuple(index) if isinstance(index, list) else index]
+                return self.known(node, base[tuple(index) if isinstance(index, list) else index])
             except PyptoError as exc:
                 # Re-anchor at the node being parsed: the error's own frame is ours.
                 raise self.error(node, exc.message, exc.hint, cls=type(exc)) from None
@@ -205,14 +217,18 @@ class FunctionParser(TaskSyntax):
         raise self.error(node, f"`{ast.unparse(node)}` must be a compile-time constant")
 
     def is_static(self, node: ast.AST) -> bool:
-        return not any(
-            isinstance(n, ast.Name) and n.id in self.vars for n in ast.walk(node)
-        )
+        """Whether `node` reads no runtime value: the shape and dtype of one are static."""
+        if isinstance(node, ast.Attribute) and node.attr in TYPE_ATTRIBUTES:
+            return True
+        if isinstance(node, ast.Name):
+            return node.id not in self.vars
+        return all(self.is_static(child) for child in ast.iter_child_nodes(node))
 
     # ------------------------------------------------------------------ functions
     def parse(self, fndef: ast.FunctionDef, sig: FunctionSignature) -> Function:
         for p in sig.params:
             self.vars[p.var.name] = p.var
+        self.init_compile_time(sig.dynamic)
         body = self.body(fndef.body)
         returns = sig.returns
         ret_stmts = [s for s in body if isinstance(s, Return)]
@@ -281,6 +297,8 @@ class FunctionParser(TaskSyntax):
         if node.value is None:
             raise self.error(node, "a declaration needs a value: `x: T = ...`")
         annotation = self.static(node.annotation)
+        if isinstance(annotation, DslBuiltin) and annotation.name == "constexpr":
+            return self.bind_constexpr(node)
         value = self.expr(node.value)
         return self._bind(node.target, value, node, annotation)
 
@@ -309,6 +327,7 @@ class FunctionParser(TaskSyntax):
                 vtype = annotation
             var = Var(target.id, vtype, span)
             self._rebind(var, node)
+            self.track_runtime_dims(var.name, _value_node(node), vtype)
             return Assign((var,), value, span)
         if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
             vtype = value.type
@@ -318,10 +337,12 @@ class FunctionParser(TaskSyntax):
             targets = tuple(Var(e.id, t, span) for e, t in zip(target.elts, vtype.items))
             for var in targets:
                 self._rebind(var, node)
+                self.track_runtime_dims(var.name, _value_node(node), var.type)
             return Assign(targets, value, span)
         raise self.error(node, f"cannot assign to `{ast.unparse(target)}`")
 
     def _rebind(self, var: Var, node) -> None:
+        self.check_not_constexpr(var.name, node)
         old = self.vars.get(var.name)
         if old is not None and not same_value_type(old.type, var.type) and self.loop_depth:
             raise self.error(node, f"`{var.name}` changes type inside a loop "
@@ -396,6 +417,7 @@ class FunctionParser(TaskSyntax):
         if fn.name == "unroll":
             return self._unroll(node, start, stop, step)
         var = Var(node.target.id, INDEX, span)
+        self.check_not_constexpr(var.name, node)
         saved = self.vars.get(var.name)
         self.vars[var.name] = var
         self.loop_depth += 1
@@ -411,12 +433,16 @@ class FunctionParser(TaskSyntax):
         if not all(isinstance(b, Const) for b in (start, stop, step)):
             raise self.error(node, "pl.unroll needs compile-time bounds", hint="use pl.range")
         out = []
+        self.check_not_constexpr(node.target.id, node)
         for k in range(start.value, stop.value, step.value):
+            # Each iteration is a scope of its own: its pl.constexpr locals start afresh.
             self.namespace = self.namespace.new_child({node.target.id: k})
+            saved = dict(self.constexpr_lines)
             try:
                 out.extend(self.body(node.body))
             finally:
                 self.namespace = self.namespace.parents
+                self.constexpr_lines = saved
         return out
 
     def stmt_If(self, node: ast.If):
@@ -443,7 +469,7 @@ class FunctionParser(TaskSyntax):
             return ExprList(tuple(self.scalar(e) for e in node.elts), self.source.span(node))
         if isinstance(node, ast.Call):
             return self._call(node)
-        if isinstance(node, ast.Attribute) and self.is_static(node):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and self.is_static(node):
             return self._const(self.static(node), node)
         if isinstance(node, ast.Subscript):
             return self._subscript_read(node)
@@ -627,7 +653,10 @@ class FunctionParser(TaskSyntax):
         if (self.func_type is FunctionType.Orchestration and not self.in_scope
                 and op.category not in _ORCHESTRATION_OK
                 and not (op.category == "binary" and operands
-                         and all(isinstance(o.type, ScalarType) for o in operands))):
+                         and all(isinstance(o.type, ScalarType) for o in operands))
+                # A view of a tensor moves no data: orchestration hands windows to tasks.
+                and not (name == "slice" and operands and isinstance(operands[0].type,
+                                                                     TensorType))):
             raise self.error(node, f"pl.{name} outside a `pl.at` block: in a @pl.jit function, "
                              "operators run on the device only inside "
                              "`with pl.at(level=pl.Level.CORE_GROUP):`",
@@ -701,6 +730,7 @@ def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: l
         raise parser.error(fndef, f"`{fndef.name}` takes {len(params_ast)} arguments, got "
                            f"{len(arg_types)}", cls=TypeCheckError)
     params = []
+    dynamic: dict[str, dict[int, str]] = {}
     for i, a in enumerate(params_ast):
         annotation = parser.static(a.annotation) if a.annotation is not None else None
         direction = Direction.In
@@ -712,6 +742,9 @@ def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: l
 
         arg_type = arg_types[i] if arg_types is not None else None
         ptype = resolve_param_type(annotation, arg_type, a.arg, error)
+        if isinstance(annotation, TensorSpec) and annotation.shape is not None:
+            dynamic[a.arg] = {d: s.name for d, s in enumerate(annotation.shape)
+                              if isinstance(s, DynamicDim)}
         if direction is not Direction.In and not isinstance(ptype, TensorType):
             raise error(f"`{a.arg}` is pl.Out/pl.InOut but not a tensor")
         params.append(Param(Var(a.arg, ptype, parser.source.span(a)), direction))
@@ -721,7 +754,12 @@ def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: l
         items = getattr(ann, "__args__", None) if getattr(ann, "__origin__",
                                                           None) is tuple else None
         returns = tuple(items) if items is not None else (ann,)
-    return FunctionSignature(fndef.name, tuple(params), returns)
+    return FunctionSignature(fndef.name, tuple(params), returns, dynamic)
+
+
+def _value_node(node: ast.stmt) -> ast.AST:
+    """What a binding statement computes from (an augmented assignment reads its target)."""
+    return node if isinstance(node, ast.AugAssign) else node.value
 
 
 def _fold_sub(stop, start):
@@ -779,7 +817,7 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
         ftype = _function_type(m, FunctionParser(info, ns, FunctionType.InCore, None))
         sig = parse_signature(m, FunctionParser(info, ns, ftype, None), None, skip_self=True)
         if sig.returns is None:
-            sig = FunctionSignature(sig.name, sig.params, ())
+            sig = FunctionSignature(sig.name, sig.params, (), sig.dynamic)
         signatures[m.name] = (sig, ftype, m)
 
     def resolve(ref, args, span):
