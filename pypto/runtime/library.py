@@ -9,10 +9,16 @@ A library is a directory (the build directory `scons` writes) or a package archi
     <platform>/<kernel>/<variant>/   artifact directories (manifest.json, binaries)
     goldens/<kernel>/<variant>/      goldens (golden.json, inputs/expected.safetensors)
 
-Opening checks everything before anything runs: the index's schema major version, its
-platform and ABI version, the sha256 of every manifest and golden.json (from the index),
-of every binary (through `verify_artifact`) and of every tensor file (through
-`GoldenRecord.read`).  Every refusal names the file and, for a hash, both hashes.
+Opening reads the index alone and checks it: its own digest (`index_sha256`, so a
+truncated or bit-flipped index is refused at once), schema major version, platform, ABI
+version and the shape of every entry.  A variant is checked as a whole on its first use
+(`run`, `load`, `check`, `manifest`, `golden_record` or `verify`), before anything of it
+runs: the sha256 of its manifest.json and golden.json against the index, of every binary
+against the manifest (through `verify_artifact`) and of both tensor files against
+golden.json (through `GoldenRecord.read`).  So opening a 200-variant library costs one
+small JSON file, and a damaged variant fails where it is used, naming the file (and, for
+a hash, both hashes), while the others stay usable.  `Library.verify()` checks every
+variant at once, for a deployment check.
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ import math
 import os
 import tarfile
 import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Self
 
 from pypto.platform import get_platform
@@ -37,9 +44,12 @@ from pypto.runtime.golden import GoldenRecord
 from pypto.runtime.loader import LoadedProgram, load_artifact, verify_artifact
 from pypto.runtime.manifest import MANIFEST_NAME, Manifest
 
-LIBRARY_SCHEMA_VERSION = "1.0"
+LIBRARY_SCHEMA_VERSION = "1.1"
 LIBRARY_SCHEMA_MAJOR = 1
 """Major version of the library index schema this runtime reads."""
+# 1.1 added index_sha256, the digest of the index itself: with it every file of a library
+# is covered by a hash, and the index, the one file read at open, checks itself.
+_UNDIGESTED_SCHEMAS = frozenset({"1.0"})
 
 GOLDEN_FILE = "golden.json"
 
@@ -47,6 +57,14 @@ GOLDEN_FILE = "golden.json"
 def index_name(platform: str) -> str:
     """File name of a library's index for `platform`: `library-<platform>.json`."""
     return f"library-{platform}.json"
+
+
+def index_digest(raw: Mapping[str, Any]) -> str:
+    """sha256 of an index's content without its `index_sha256` field, as canonical JSON
+    (sorted keys, no whitespace), like manifest.json's and golden.json's own digests."""
+    content = {k: v for k, v in raw.items() if k != "index_sha256"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- check results
@@ -177,22 +195,69 @@ def check_artifact(
 
 
 class LibraryVariant:
-    """One built variant of a kernel: its verified artifact and golden."""
+    """One built variant of a kernel: its artifact and golden, checked on first use."""
 
-    def __init__(self, kernel: str, name: str, artifact: Path, golden: Path,
-                 manifest: Manifest, platform: str) -> None:
+    def __init__(self, kernel: str, name: str, root: Path, index_path: Path, artifact: str,
+                 golden: str, manifest_sha256: str, golden_sha256: str, platform: str) -> None:
         self.kernel = kernel
         self.name = name
-        self.artifact = artifact
-        self.golden = golden
-        self.manifest = manifest
         self.platform = platform
+        self._root = root
+        self._index_path = index_path
+        self._artifact = artifact  # relative to the root, checked to stay inside it
+        self._golden = golden
+        self._manifest_sha256 = manifest_sha256
+        self._golden_sha256 = golden_sha256
+        self._lock = threading.Lock()
+        self._manifest: Manifest | None = None
+        self._record: GoldenRecord | None = None
         self._loaded: LoadedProgram | None = None
 
+    @property
+    def artifact(self) -> Path:
+        """The artifact directory."""
+        return self._root / self._artifact
+
+    @property
+    def golden(self) -> Path:
+        """The golden directory."""
+        return self._root / self._golden
+
+    @property
+    def verified(self) -> bool:
+        """Whether every file of the variant has been checked (it has been used)."""
+        return self._manifest is not None
+
+    def verify(self) -> Manifest:
+        """Checks every file of the variant, once: manifest.json and golden.json against the
+        index's sha256, each binary against the manifest, both tensor files against
+        golden.json.  Returns the manifest; raises `ArtifactError` naming the file."""
+        if self._manifest is None:
+            with self._lock:
+                if self._manifest is None:
+                    artifact, golden = self.artifact, self.golden
+                    _check_sha256(artifact / MANIFEST_NAME, self._manifest_sha256,
+                                  self._index_path)
+                    _check_sha256(golden / GOLDEN_FILE, self._golden_sha256, self._index_path)
+                    record = GoldenRecord.read(golden)  # checks both tensor files' sha256
+                    manifest = verify_artifact(artifact, platform=self.platform)
+                    self._record = record
+                    self._manifest = manifest
+        return self._manifest
+
+    @property
+    def manifest(self) -> Manifest:
+        """The artifact's manifest (checks the variant on first use)."""
+        return self.verify()
+
     def load(self) -> LoadedProgram:
-        """The mapped artifact (loaded once)."""
+        """The mapped artifact (checked, then loaded once; the loader checks each binary's
+        sha256 again right before mapping it)."""
         if self._loaded is None:
-            self._loaded = load_artifact(self.artifact, platform=self.platform)
+            self.verify()
+            with self._lock:
+                if self._loaded is None:
+                    self._loaded = load_artifact(self.artifact, platform=self.platform)
         return self._loaded
 
     def run(self, *args: Any, config: RunConfig | None = None) -> Any:
@@ -200,8 +265,10 @@ class LibraryVariant:
         return self.load().run(args, config or RunConfig(platform=self.platform))
 
     def golden_record(self) -> GoldenRecord:
-        """The golden of this variant."""
-        return GoldenRecord.read(self.golden)
+        """The golden of this variant (checks the variant on first use)."""
+        self.verify()
+        assert self._record is not None
+        return self._record
 
     def check(self) -> list[CheckRow]:
         """Runs the variant on its golden's inputs and compares the outputs."""
@@ -256,6 +323,13 @@ class Library:
         """Every variant of every kernel, sorted by kernel then variant name."""
         return [k.variants[v] for _, k in sorted(self.kernels.items()) for v in sorted(k.variants)]
 
+    def verify(self) -> None:
+        """Checks every file of every variant now (opening checks the index alone, and a
+        variant is checked on its first use); raises `ArtifactError` naming the first
+        damaged file."""
+        for variant in self.variants():
+            variant.verify()
+
     def check(self) -> CheckTable:
         """Runs every variant on its golden and returns the table of results."""
         rows: list[CheckRow] = []
@@ -281,10 +355,12 @@ class Library:
 
 
 def load_library(path: str | os.PathLike, *, platform: str | None = None) -> Library:
-    """Opens a built library directory or a package archive, checking every file first.
+    """Opens a built library directory or a package archive.
 
-    `platform` is the platform this runtime runs; a library built for another one is
-    refused.  Without it, the library must hold exactly one platform's build.
+    Reads and checks the index (its digest, schema, platform, ABI version, entries); each
+    variant's files are checked on the variant's first use (`Library.verify()` checks
+    them all).  `platform` is the platform this runtime runs; a library built for another
+    one is refused.  Without it, the library must hold exactly one platform's build.
     """
     if platform is not None:
         get_platform(platform)  # an unknown name is the caller's mistake (ValueError)
@@ -318,7 +394,7 @@ def _unpack(archive: Path, into: Path) -> Path:
 def _open(root: Path, shown: Path, platform: str | None, keep: Any) -> Library:
     index_path = _index_path(root, shown, platform)
     try:
-        raw = json.loads(index_path.read_text(encoding="utf-8"))
+        raw = json.loads(index_path.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ArtifactError(f"{index_path}: cannot read the library index: {exc}") from None
     if not isinstance(raw, dict):
@@ -329,6 +405,7 @@ def _open(root: Path, shown: Path, platform: str | None, keep: Any) -> Library:
             f"{index_path}: library schema version {schema!r} is not supported: expected "
             f"major version {LIBRARY_SCHEMA_MAJOR}"
         )
+    _check_index_digest(index_path, raw, schema)
     found = raw.get("platform")
     if platform is not None and found != platform:
         raise ArtifactError(
@@ -340,9 +417,13 @@ def _open(root: Path, shown: Path, platform: str | None, keep: Any) -> Library:
             f"{index_path}: ABI version mismatch: expected {ABI_VERSION}, found "
             f"{raw.get('abi_version')!r}; rebuild the library with this pypto"
         )
-    for key in ("name", "version"):
+    for key in ("name", "version", "platform"):
         if not isinstance(raw.get(key), str):
             raise ArtifactError(f"{index_path}: '{key}' should be a string")
+    try:
+        get_platform(found)
+    except ValueError as exc:
+        raise ArtifactError(f"{index_path}: {exc}") from None
     kernels_raw = raw.get("kernels")
     if not isinstance(kernels_raw, dict):
         raise ArtifactError(f"{index_path}: 'kernels' should be an object")
@@ -351,17 +432,34 @@ def _open(root: Path, shown: Path, platform: str | None, keep: Any) -> Library:
         variants = {}
         for variant, files in sorted(_field(index_path, entry, "variants", dict, kernel).items()):
             where = f"{kernel}.{variant}"
-            artifact = _inside(root, index_path, _field(index_path, files, "artifact", str, where))
-            golden = _inside(root, index_path, _field(index_path, files, "golden", str, where))
-            _check_sha256(artifact / MANIFEST_NAME,
-                          _field(index_path, files, "manifest_sha256", str, where), index_path)
-            _check_sha256(golden / GOLDEN_FILE,
-                          _field(index_path, files, "golden_sha256", str, where), index_path)
-            manifest = verify_artifact(artifact, platform=found)
-            GoldenRecord.read(golden)  # checks both tensor files' sha256
-            variants[variant] = LibraryVariant(kernel, variant, artifact, golden, manifest, found)
+            variants[variant] = LibraryVariant(
+                kernel, variant, root, index_path,
+                _inside(index_path, _field(index_path, files, "artifact", str, where)),
+                _inside(index_path, _field(index_path, files, "golden", str, where)),
+                _field(index_path, files, "manifest_sha256", str, where),
+                _field(index_path, files, "golden_sha256", str, where),
+                found,
+            )
         kernels[kernel] = LibraryKernel(kernel, str(entry.get("spec", "")), variants)
     return Library(root, raw, kernels, keep)
+
+
+def _check_index_digest(index_path: Path, raw: dict[str, Any], schema: str) -> None:
+    """An index records its own digest (from schema 1.1), which must match its content."""
+    recorded = raw.get("index_sha256")
+    if recorded is None:
+        if schema in _UNDIGESTED_SCHEMAS:
+            return
+        raise ArtifactError(
+            f"{index_path}: the library index lacks 'index_sha256', which schema {schema} "
+            "records; it was damaged after the build, rebuild the library"
+        )
+    found = index_digest(raw)
+    if recorded != found:
+        raise ArtifactError(
+            f"{index_path}: index_sha256 mismatch: the index records {recorded!r}, its content "
+            f"hashes to {found}; the index changed after the build, rebuild the library"
+        )
 
 
 def _index_path(root: Path, shown: Path, platform: str | None) -> Path:
@@ -390,11 +488,13 @@ def _field(path: Path, entry: Any, key: str, kind: type, where: str) -> Any:
     return value
 
 
-def _inside(root: Path, index_path: Path, relpath: str) -> Path:
-    rel = PurePosixPath(relpath)
-    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+def _inside(index_path: Path, relpath: str) -> str:
+    """`relpath` after checking it stays inside the library (strings: a Path per variant
+    would cost more than the rest of opening)."""
+    parts = relpath.split("/")
+    if relpath.startswith("/") or ".." in parts or not relpath.strip("/."):
         raise ArtifactError(f"{index_path}: path {relpath!r} must stay inside the library")
-    return root / rel
+    return relpath
 
 
 def _check_sha256(path: Path, expected: str, index_path: Path) -> None:

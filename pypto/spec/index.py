@@ -11,7 +11,9 @@ is new does `describe` run the spec.
 
 File digests are cached by (mtime, size, inode), so an unchanged file is not even read;
 a file modified within the last two seconds is never trusted by its stat (its next
-edit could keep the same mtime), as git does for racy files.
+edit could keep the same mtime), as git does for racy files.  Paths are handled as
+strings inside: a no-op build asks about hundreds of files, and pathlib costs more
+than the system calls.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class SpecIndex:
         self._files: dict[str, dict[str, Any]] = {}
         self._specs: dict[str, dict[str, Any]] = {}
         self._seen: dict[str, dict[str, Any]] = {}  # files checked during this run
+        self._is_file: dict[str, bool] = {}  # package __init__ lookups during this run
+        self._closures: dict[str, list[str]] = {}  # import closures computed this run
         self._dirty = False
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
@@ -56,17 +60,22 @@ class SpecIndex:
         """`path` relative to the project top, or its absolute path outside it."""
         return os.path.abspath(path).removeprefix(self._prefix).replace(os.sep, "/")
 
-    def _entry(self, path: str | os.PathLike) -> dict[str, Any]:
-        rel = self.relpath(path)
+    def _full(self, rel: str) -> str:
+        """The absolute path of `rel` (a relative path under the top, or an absolute one)."""
+        return rel if os.path.isabs(rel) else self._prefix + rel
+
+    def _entry(self, rel: str) -> dict[str, Any]:
+        """The cached entry of the file `rel` (as `relpath` spells it), checked this run."""
         seen = self._seen.get(rel)
         if seen is not None:
             return seen
-        full = self.top / rel
+        full = self._full(rel)
         stat = os.stat(full)
         key = [stat.st_mtime_ns, stat.st_size, stat.st_ino]
         entry = self._files.get(rel)
         if entry is None or entry.get("stat") != key:
-            digest = hashlib.sha256(full.read_bytes()).hexdigest()
+            with open(full, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
             if entry is None or entry.get("sha256") != digest:
                 entry = {"sha256": digest}
             trusted = time.time_ns() - stat.st_mtime_ns > _RACY_NS
@@ -78,13 +87,14 @@ class SpecIndex:
 
     def sha256(self, path: str | os.PathLike) -> str:
         """sha256 of the file's bytes."""
-        return self._entry(path)["sha256"]
+        return self._entry(self.relpath(path))["sha256"]
 
-    def _python(self, path: str | os.PathLike) -> dict[str, Any]:
-        """The entry of a Python file, with its syntax digest and local imports filled in."""
-        entry = self._entry(path)
+    def _python(self, rel: str) -> dict[str, Any]:
+        """The entry of the Python file `rel`, with its syntax digest and local imports
+        filled in."""
+        entry = self._entry(rel)
         if "ast" not in entry:
-            full = self.top / self.relpath(path)
+            full = Path(self._full(rel))
             tree = ast.parse(full.read_bytes(), filename=str(full))
             entry["ast"] = syntax_digest(tree)
             entry["imports"] = sorted(
@@ -95,37 +105,61 @@ class SpecIndex:
 
     def imports(self, path: str | os.PathLike) -> list[Path]:
         """Project modules `path` imports directly (package `__init__` files included)."""
-        return [self.top / rel for rel in self._python(path)["imports"]]
+        return [Path(self._full(rel)) for rel in self._python(self.relpath(path))["imports"]]
 
     def closure(self, path: str | os.PathLike) -> list[Path]:
         """`path`, its enclosing packages' `__init__` files and every project module they
         import, transitively, sorted."""
-        start = Path(os.path.abspath(path))
-        todo = [start, *_package_inits(start, self.top)]
-        found: set[Path] = set()
+        return [Path(self._full(rel)) for rel in self._closure(self.relpath(path))]
+
+    def _closure(self, rel: str) -> list[str]:
+        """`closure` as sorted relative paths (memoised for this run)."""
+        found = self._closures.get(rel)
+        if found is not None:
+            return found
+        todo = [rel, *self._package_inits(rel)]
+        seen: set[str] = set()
         while todo:
             current = todo.pop()
-            if current in found:
-                continue
-            found.add(current)
-            todo.extend(self.imports(current))
-        return sorted(found)
+            if current not in seen:
+                seen.add(current)
+                todo.extend(self._python(current)["imports"])
+        self._closures[rel] = found = sorted(seen, key=lambda r: r.split("/"))
+        return found
+
+    def _package_inits(self, rel: str) -> list[str]:
+        """The `__init__.py` of every package enclosing the module `rel` under the top."""
+        if os.path.isabs(rel):
+            return []
+        inits = []
+        parts = rel.split("/")[:-1]
+        while parts:
+            init = "/".join([*parts, "__init__.py"])
+            if init != rel:
+                known = self._is_file.get(init)
+                if known is None:
+                    known = self._is_file[init] = os.path.isfile(self._prefix + init)
+                if known:
+                    inits.append(init)
+            parts.pop()
+        return inits
 
     def meaning(self, path: str | os.PathLike, context: str = "") -> str:
         """Digest of the syntax of `path` and of its import closure, plus `context`."""
         digest = hashlib.sha256(context.encode())
-        for module in self.closure(path):
-            digest.update(f"\0{self.relpath(module)}\0{self._python(module)['ast']}".encode())
+        for module in self._closure(self.relpath(path)):
+            digest.update(f"\0{module}\0{self._python(module)['ast']}".encode())
         return digest.hexdigest()
 
     def tree_digest(self, roots: Iterable[str | os.PathLike], skip: Iterable[str] = ()) -> str:
         """Digest of every file under `roots` (files or directories) by relative path and
         content; hidden files, `__pycache__` and paths under `skip` are left out."""
-        skipped = tuple(Path(os.path.abspath(s)) for s in skip)
+        skipped = tuple(os.path.abspath(s) for s in skip)
+        below = tuple(s + os.sep for s in skipped)
         digest = hashlib.sha256()
         for root in roots:
-            for file in sorted(_files_under(Path(os.path.abspath(root)))):
-                if any(file == s or s in file.parents for s in skipped):
+            for file in sorted(_files_under(os.path.abspath(root))):
+                if file in skipped or file.startswith(below):
                     continue
                 digest.update(f"{self.relpath(file)}\0{self.sha256(file)}\n".encode())
         return digest.hexdigest()
@@ -236,23 +270,13 @@ def _package_of(path: Path, top: Path) -> list[str] | None:
     return list(rel.parts[:-1])
 
 
-def _package_inits(path: Path, top: Path) -> list[Path]:
-    inits = []
-    directory = path.parent
-    while directory != top and top in directory.parents:
-        init = directory / "__init__.py"
-        if init.is_file() and init != path:
-            inits.append(init)
-        directory = directory.parent
-    return inits
-
-
-def _files_under(root: Path) -> Iterable[Path]:
-    if root.is_file():
+def _files_under(root: str) -> Iterable[str]:
+    """Absolute paths of the files under `root` (or `root` itself, a file)."""
+    if os.path.isfile(root):
         yield root
         return
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
         for name in filenames:
             if not name.startswith(".") and not name.endswith((".pyc", ".pyo")):
-                yield Path(dirpath) / name
+                yield os.path.join(dirpath, name)

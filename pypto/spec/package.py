@@ -2,11 +2,13 @@
 
 The index (`library-<platform>.json`, read by `pypto.runtime.load_library`) lists every
 kernel variant with the relative paths of its artifact and golden and the sha256 of their
-manifest.json and golden.json.  The package is a plain tar of the index, of each artifact's
-manifest.json with the binaries and sources it names, and of each golden, under one top
-directory `<name>-<version>-<platform>/`: entries sorted, mtime 0, uid/gid 0, no user or
-group names, modes reduced to 0644/0755, so two builds of the same library give
-byte-identical archives.
+manifest.json and golden.json, and records its own digest (`index_sha256`): opening a
+library reads this one file, and checks each variant's files on the variant's first use.
+The package is a plain tar of the index, of each artifact's manifest.json with the
+binaries and sources it names, and of each golden, under one top directory
+`<name>-<version>-<platform>/`: entries sorted, mtime 0, uid/gid 0, no user or group
+names, modes reduced to 0644/0755, so two builds of the same library give byte-identical
+archives.
 
 The SCons tool imports this module on every build, a no-op included, so the runtime is
 imported only inside the functions that write.
@@ -15,14 +17,16 @@ imported only inside the functions that write.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import re
-import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tarfile
 
 _DIST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
@@ -52,7 +56,12 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
     import pypto
     from pypto.platform import get_platform
     from pypto.runtime.abi import ABI_VERSION
-    from pypto.runtime.library import GOLDEN_FILE, LIBRARY_SCHEMA_VERSION, index_name
+    from pypto.runtime.library import (
+        GOLDEN_FILE,
+        LIBRARY_SCHEMA_VERSION,
+        index_digest,
+        index_name,
+    )
     from pypto.runtime.manifest import MANIFEST_NAME
 
     root = Path(root)
@@ -75,6 +84,7 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
         "pypto_version": pypto.__version__,
         "kernels": kernels,
     }
+    index["index_sha256"] = index_digest(index)  # the one file opening reads checks itself
     path = root / index_name(platform)
     _atomic_write(path, (json.dumps(index, sort_keys=True, indent=2) + "\n").encode())
     return path
@@ -88,6 +98,9 @@ def package_name(name: str, version: str, platform: str) -> str:
 def write_package(archive: str | os.PathLike, root: str | os.PathLike, platform: str) -> Path:
     """Writes the reproducible tar of the library index for `platform` under `root` and of
     every file of the artifacts and goldens it lists."""
+    import io
+    import tarfile
+
     from pypto.runtime.library import index_name
 
     root = Path(root)
@@ -144,6 +157,8 @@ def _files_of(root: Path, directory: str) -> list[str]:
 
 def _info(name: str, *, directory: bool, size: int = 0,
           executable: bool = False) -> tarfile.TarInfo:
+    import tarfile
+
     info = tarfile.TarInfo(name)
     info.type = tarfile.DIRTYPE if directory else tarfile.REGTYPE
     info.mode = 0o755 if directory or executable else 0o644

@@ -17,10 +17,14 @@ Targets, for a library at the project top (`#`), see docs/building.md:
     build/library-<p>.json            the library index `load_library` reads
     dist/<name>-<version>-<p>.tar     the reproducible package
 
-Every dependency is a content signature: artifacts depend on their post-parse IR digest
-and the compiler digest, goldens on their spec's description and the golden code, checks
-on the artifact's manifest, the golden and the runtime code.  Action signatures are fixed
-strings (`_StableAction`), never the bytecode of a Python function.
+Every dependency is a content signature.  Files are sources: goldens depend on their
+spec's description, checks on the artifact's manifest and the golden, the index on every
+manifest and golden.  Digests are part of the action signature instead of Value nodes
+(`_StableAction`: a fixed identity string plus the target's `key`, never the bytecode of
+a Python function): an artifact's key is its post-parse IR digest and the compiler
+digest, a golden's the golden code, a check's the runtime code, a description's the
+spec's meaning.  A Value node would cost a node, an edge and a sconsign entry per target
+on every no-op; a key costs one string, and `--debug=explain` still prints it.
 """
 
 from __future__ import annotations
@@ -68,16 +72,22 @@ def _import_pypto(top: Path):
 
 
 class _StableAction(SCons.Action.FunctionAction):
-    """A Python action whose build signature is a fixed identity string, so a Python
-    release that compiles it to other bytecode rebuilds nothing.  Everything that changes
-    the output is an explicit dependency (a file or a Value) instead."""
+    """A Python action whose build signature is a fixed identity string plus the target's
+    `key` (the digests its output depends on besides its sources), so a Python release
+    that compiles it to other bytecode rebuilds nothing, and a changed digest rebuilds
+    exactly the targets whose key holds it."""
 
     def __init__(self, function, identity: str, show) -> None:
         super().__init__(_user_facing(function), {"strfunction": show})
-        self.identity = identity.encode()
+        self.identity = identity
 
     def get_presig(self, target, source, env, executor=None):
-        return self.identity
+        return self.genstring(target, source, env).encode()
+
+    def genstring(self, target, source, env, executor=None) -> str:
+        # Also what --debug=explain prints as the old and the new action.
+        key = _case(target).get("key") if target else None
+        return f"{self.identity}: {key}" if key else self.identity
 
 
 def _user_facing(function):
@@ -200,7 +210,7 @@ _BUILDERS = {
                       "pypto: compile {case[kernel]}/{case[variant]} for {case[platform]}"),
     "PyptoCheck": (_check, "pypto check v1",
                    "pypto: check {case[kernel]}/{case[variant]} on {case[platform]}"),
-    "PyptoIndex": (_index, "pypto library index v1", "pypto: index {t}"),
+    "PyptoIndex": (_index, "pypto library index v2", "pypto: index {t}"),
     "PyptoPackage": (_package, "pypto package v1", "pypto: package {t}"),
 }
 _REPORT = _StableAction(_report, "pypto check report v1", _show("pypto: table of check results"))
@@ -240,14 +250,16 @@ def KernelLibrary(env, name, version, specs, platform=None, build_dir="#build", 
         from pypto.toolchain import ToolchainNotFoundError
 
         try:  # before any spec is read: a missing device compiler stops the build at once
-            compiler = env.Value(f"pypto compiler for {platform}: "
-                                 + toolkit.compiler_digest(index, platform))
+            compiler = f"compiler for {platform}: {toolkit.compiler_digest(index, platform)}"
         except ToolchainNotFoundError as exc:
             raise SCons.Errors.UserError(str(exc)) from None
 
     _lock_build_dir(build)
     env.SConsignFile(str(build / ".sconsign"))
     env.Decider("content-timestamp")
+    # Scanned imports come from the sconsign while a spec and its imports are unchanged; a
+    # description's key (its meaning) covers the import closure whatever the cache holds.
+    env.SetOption("implicit_cache", 1)
     if env.get("cache"):
         cache = Path(env["cache"])
         cache.mkdir(parents=True, exist_ok=True)  # SCons creates only the last level
@@ -293,19 +305,25 @@ def _requested_platform(platform, build: Path, name: str, version: str):
 def _describe_all(env, index, top: Path, specs, frontend: str) -> dict:
     """Every spec file's description (from the index; a spec runs only when its meaning
     changed), after checking that kernel names are unique across the library."""
-    from pypto.ir.errors import PyptoError
-    from pypto.spec.build import describe
 
     def run_spec(path: Path) -> dict:
+        # Imported only here: the spec reader brings the IR, goldens and the runtime (about
+        # 0.1 s), which a build whose specs all kept their meaning never needs.
+        from pypto.ir.errors import PyptoError
+        from pypto.spec.build import describe
+
         print(f"pypto: reading spec {index.relpath(path)}", flush=True)
-        return describe(path, top)
+        try:
+            return describe(path, top)
+        except PyptoError as exc:
+            raise _SpecFailed(str(exc)) from None
 
     files = sorted({Path(env.File(s).abspath) for s in env.Flatten([specs])})
     described = {}
     for path in (p for p in files if not p.name.startswith("_")):
         try:
             described[path] = index.description(path, frontend, run_spec)
-        except PyptoError as exc:
+        except _SpecFailed as exc:
             index.save()  # keep what the other specs cost to describe
             raise SCons.Errors.UserError(str(exc)) from None
     owners: dict[str, Path] = {}
@@ -320,40 +338,44 @@ def _describe_all(env, index, top: Path, specs, frontend: str) -> dict:
     return described
 
 
+class _SpecFailed(Exception):
+    """A spec that does not describe (the user's error, already worded for them)."""
+
+
 class _LibraryGraph:
     """The targets of one library as they are declared, spec by spec."""
 
     def __init__(self, env, build: Path, platform, compiler, index, toolkit) -> None:
         self.env, self.build, self.platform, self.index = env, build, platform, index
         self.compiler = compiler
-        self.golden_code = env.Value("pypto golden code " + toolkit.golden_digest(index))
+        self.golden_code = "golden code " + toolkit.golden_digest(index)
         self.runtime_code = None
         self.is_sim = False
         if platform is not None:
             from pypto.platform import get_platform
 
             self.is_sim = get_platform(platform).is_sim
-            self.runtime_code = env.Value("pypto runtime " + toolkit.runtime_digest(index))
+            self.runtime_code = "runtime " + toolkit.runtime_digest(index)
         self.goldens, self.artifacts, self.built_goldens, self.checks = [], [], [], []
-        self.package_sources, self.entries = [], []
+        self.package_sources, self.entries, self.directories = [], [], []
+        self.build_prefix = str(build) + os.sep  # strings: pathlib costs per target add up
 
     def add_spec(self, path: Path, top: Path, description: dict) -> None:
-        env, rel = self.env, self.index.relpath(path)
+        env, rel, build = self.env, self.index.relpath(path), self.build_prefix
         meaning = self.index.spec_meaning(path)
-        # The meaning covers the spec's imports and pypto's spec-reading code as well; the
-        # file is a source too, so that --debug=explain and the import scanner see it.
-        spec = env.PyptoSpec(str(self.build / "specs" / f"{rel}.json"),
-                             [str(path), env.Value(f"{rel}: meaning {meaning}")])
-        spec[0].attributes.pypto = {"spec": rel, "meaning": meaning, "description": description}
+        # The meaning covers the spec's imports and pypto's spec-reading code as well (its
+        # key); the file is a source too, so that --debug=explain and the import scanner
+        # see it.
+        spec = env.PyptoSpec(f"{build}specs/{rel}.json", str(path))
+        spec[0].attributes.pypto = {"spec": rel, "meaning": meaning, "description": description,
+                                    "key": f"{rel}: meaning {meaning}"}
         for kernel in description["kernels"]:
             for variant in kernel["variants"]:
                 case = {"path": str(path), "top": str(top), "kernel": kernel["name"],
                         "variant": variant["name"]}
                 golden = env.PyptoGolden(
-                    str(self.build / "goldens" / case["kernel"] / case["variant"] / "golden.json"),
-                    [spec, self.golden_code])
-                golden[0].attributes.pypto = case
-                env.Precious(golden)  # replaced atomically; a failed rebuild keeps the old one
+                    f"{build}goldens/{case['kernel']}/{case['variant']}/golden.json", spec)
+                golden[0].attributes.pypto = {**case, "key": self.golden_code}
                 self.goldens += golden
                 if self.platform in kernel["platforms"]:
                     self._add_variant(case, rel, variant["ir"], golden)
@@ -361,49 +383,60 @@ class _LibraryGraph:
     def _add_variant(self, case: dict, spec: str, ir: str, golden) -> None:
         from pypto.spec.package import LibraryEntry
 
-        env, platform = self.env, self.platform
+        env, platform, build = self.env, self.platform, self.build_prefix
         k, v = case["kernel"], case["variant"]
-        directory = self.build / platform / k / v
-        artifact = env.PyptoArtifact(str(directory / "manifest.json"),
-                                     [env.Value(f"{k}/{v}: post-parse IR {ir}"), self.compiler])
-        artifact[0].attributes.pypto = {**case, "platform": platform}
-        env.NoCache(artifact)  # a directory: pypto's artifact cache shares it instead
-        env.Precious(artifact)  # the directory is swapped whole, never emptied first
-        env.Clean(artifact, str(directory))
+        directory = f"{build}{platform}/{k}/{v}"
+        artifact = env.PyptoArtifact(f"{directory}/manifest.json", [])
+        artifact[0].attributes.pypto = {**case, "platform": platform,
+                                        "key": f"{k}/{v}: post-parse IR {ir}; {self.compiler}"}
         self.artifacts += artifact
+        self.directories.append(directory)
         self.built_goldens += golden[:1]
         self.package_sources += artifact + golden
         self.entries.append(LibraryEntry(k, spec, v, f"{platform}/{k}/{v}", f"goldens/{k}/{v}"))
-        if self.is_sim:
-            result = env.PyptoCheck(str(self.build / "checks" / platform / k / f"{v}.json"),
-                                    artifact + golden[:1] + [self.runtime_code])
-            result[0].attributes.pypto = {**case, "platform": platform,
-                                          "artifact": str(directory),
-                                          "golden": str(self.build / "goldens" / k / v)}
-            env.NoCache(result)  # a check on a fresh checkout runs the kernel
+        if self.is_sim and _declares_checks():
+            result = env.PyptoCheck(f"{build}checks/{platform}/{k}/{v}.json",
+                                    artifact + golden[:1])
+            result[0].attributes.pypto = {**case, "platform": platform, "artifact": directory,
+                                          "golden": f"{build}goldens/{k}/{v}",
+                                          "key": self.runtime_code}
             self.checks += result
 
     def targets(self, name: str, version: str, dist: Path) -> LibraryTargets:
         from pypto.spec.package import package_name
 
         env, platform = self.env, self.platform
+        # Once for all targets: each call looks every node up again.
+        env.Precious(self.goldens)  # replaced atomically; a failed rebuild keeps the old one
         if platform is None:
             return LibraryTargets(self.goldens, self.goldens)
-        listing = env.Value(f"library {name} {version} {platform}: " + " ".join(
-            f"{e.kernel}/{e.variant}@{e.spec}" for e in self.entries))
+        env.NoCache(self.artifacts)  # directories: pypto's artifact cache shares them instead
+        env.Precious(self.artifacts)  # a directory is swapped whole, never emptied first
+        if SCons.Script.GetOption("clean"):
+            for artifact, directory in zip(self.artifacts, self.directories):
+                env.Clean(artifact, directory)
+        listing = f"library {name} {version} {platform}: " + " ".join(
+            f"{e.kernel}/{e.variant}@{e.spec}" for e in self.entries)
         index = env.PyptoIndex(str(self.build / f"library-{platform}.json"),
-                               self.artifacts + self.built_goldens + [listing])
+                               self.artifacts + self.built_goldens)
         index[0].attributes.pypto = {"root": str(self.build), "name": name, "version": version,
-                                     "platform": platform, "entries": self.entries}
+                                     "platform": platform, "entries": self.entries,
+                                     "key": listing}
         archive = env.PyptoPackage(str(dist / f"{package_name(name, version, platform)}.tar"),
                                    index + self.package_sources)
         archive[0].attributes.pypto = {"root": str(self.build), "platform": platform}
-        env.NoCache(index + archive)
+        env.NoCache(index + archive + self.checks)  # a check on a fresh checkout runs the kernel
         check = None
         if self.checks:
             check = env.Alias(f"pypto-check-{platform}", self.checks + index, _REPORT)
             env.AlwaysBuild(check)  # the table is printed on every `check`, from the results
         return LibraryTargets(index, self.goldens, check, archive)
+
+
+def _declares_checks() -> bool:
+    """Whether the command line may build a check: a plain `scons` builds the default
+    target (the index) alone, so 200 check targets would be declared for nothing."""
+    return bool(SCons.Script.COMMAND_LINE_TARGETS) or bool(SCons.Script.GetOption("clean"))
 
 
 def _lock_build_dir(build_dir: Path) -> None:

@@ -20,6 +20,19 @@ def test_rebuild_with_nothing_changed_runs_no_step_and_imports_no_torch(
     assert project.compiles() == []
 
 
+def test_rebuild_with_nothing_changed_imports_neither_the_spec_reader_nor_the_compiler(
+        synthetic_built, tmp_path):
+    project = synthetic_built.copy(tmp_path / "lib")
+    proc = project.scons("platform=a5sim", PYTHONPROFILEIMPORTTIME="1")
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "pypto.spec.toolkit" in imported  # the report lists what this process imported
+    for module in ("pypto.spec.build", "pypto.spec.declare", "pypto.ir", "pypto.language",
+                   "pypto.golden", "pypto.runtime", "pypto.codegen", "pypto.compiler",
+                   "jinja2", "tarfile"):
+        assert module not in imported, module
+
+
 def test_comment_and_docstring_edits_rebuild_nothing(synthetic_built, tmp_path, torch_blocker):
     project = synthetic_built.copy(tmp_path / "lib")
     spec = project.root / "kernels" / "k05.py"
