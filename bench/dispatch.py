@@ -5,12 +5,17 @@
    Targets: ≤ 10x the torch call and ≤ 50 µs.
 2. `kernels.many_tasks`: 10,000 tasks of a 32-byte load/store each (as good as empty);
    the whole run divided by the task count (submission through the orchestration's
-   dispatch callback, dependency inference, hand-off to a worker, the kernel call,
+   dispatch call, dependency inference, hand-off to a worker, the kernel call,
    completion) against one empty torch op call.  Target: ≤ 10 µs per task.
+
+Both rows run on the scheduler the runtime picks (the native one; see
+docs/dependencies.md "Two schedulers"); the second row's note adds the per-task figure
+of the Python scheduler (`PYPTO_SCHEDULER=python`) measured in the same run.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 
 from bench.harness import Row, Settings, calibrate, median_time
@@ -45,6 +50,8 @@ def measure(settings: Settings) -> list[Row]:
     compiled(x, y)
     total = median_time(lambda: compiled(x, y), max(3, settings.runs // 2 + 1))
     per_task = total / kernels.TASKS
+    python_per_task = _on_python_scheduler(
+        lambda: median_time(lambda: compiled(x, y), 3) / kernels.TASKS)
     empty = torch.empty(0)
 
     def empty_op():
@@ -54,5 +61,19 @@ def measure(settings: Settings) -> list[Row]:
     rows.append(Row("dispatch", f"scheduling, per task ({kernels.TASKS:,}-task graph)",
                     per_task, peer, "one empty torch op call", target="<= 10 µs per task",
                     met=per_task <= 10e-6,
-                    note=f"whole run {total * 1e3:.0f} ms, default workers"))
+                    note=f"whole run {total * 1e3:.0f} ms, default workers; Python "
+                         f"scheduler {python_per_task * 1e6:.1f} µs per task"))
     return rows
+
+
+def _on_python_scheduler(measure):
+    """`measure()` with PYPTO_SCHEDULER=python (the reference scheduler)."""
+    before = os.environ.get("PYPTO_SCHEDULER")
+    os.environ["PYPTO_SCHEDULER"] = "python"
+    try:
+        return measure()
+    finally:
+        if before is None:
+            del os.environ["PYPTO_SCHEDULER"]
+        else:
+            os.environ["PYPTO_SCHEDULER"] = before

@@ -7,12 +7,15 @@ import ctypes
 import numbers
 import os
 import struct
+import time
+import weakref
 from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pypto.ir import dtypes
+from pypto.runtime import native
 from pypto.runtime.abi import (
     DIRECTION_MASK,
     DUMP,
@@ -27,12 +30,13 @@ from pypto.runtime.abi import (
     SubmitFn,
 )
 from pypto.runtime.config import RunConfig
-from pypto.runtime.errors import OrchestrationError
+from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError
 from pypto.runtime.golden import GoldenCheck
 from pypto.runtime.manifest import KernelSpec, ParamSpec
 from pypto.runtime.memory import (
     ITEMSIZE_BY_CODE,
     DeviceMemory,
+    ParamBuffers,
     SimCore,
     describe_tensor,
     tensor_arg,
@@ -64,6 +68,10 @@ class ProgramRun:
     `cores` lets a `ChipWorker` reuse its simulated cores across runs; `resident` holds
     the `data_ptr()` of the worker's resident tensors, which are bound in place instead
     of being copied in and out.
+
+    The run takes the native scheduler (`pypto.runtime.native`) unless it needs what
+    only the Python scheduler offers (`python_reason`); `scheduler` is then a
+    `native.NativeSchedule` with the same reading surface (tasks, edges, cores).
     """
 
     def __init__(
@@ -76,10 +84,19 @@ class ProgramRun:
     ) -> None:
         self.program = program
         self.config = config
-        self.memory = DeviceMemory()
         self.resident = resident
+        self._reuse = _reuse_of(program)
+        self._own_cores = cores is None
+        self.cores = cores if cores is not None else self._reuse.take_cores(config.workers)
+        self.native = _native_for(self._reuse, config)
+        self._dump = None
+        if self.native is not None:
+            self.scheduler: Any = native.NativeSchedule(program, self.cores,
+                                                        time.perf_counter_ns())
+            return
+        self.memory = DeviceMemory()
         self.scheduler = Scheduler(
-            cores if cores is not None else make_cores(program, config.workers),
+            self.cores,
             seed=config.schedule_seed,
             detect_races=config.detect_races,
             describe_bytes=self.memory.describe,
@@ -97,6 +114,52 @@ class ProgramRun:
 
     def execute(self, args: Sequence[Any]) -> Any:
         """Runs the orchestration on `args` and returns the output tensor(s)."""
+        try:
+            if self.native is not None:
+                return self._execute_native(args)
+            return self._execute_python(args)
+        finally:
+            if self._own_cores:
+                self._reuse.give_back_cores(self.cores)
+
+    def _execute_native(self, args: Sequence[Any]) -> Any:
+        """`execute` on the native scheduler: one ctypes call runs the orchestration and
+        every task; device buffers come from the program's pool (copied into / poisoned
+        per call), so a warm call allocates nothing."""
+        program, reuse, engine = self.program, self._reuse, self.native
+        manifest = program.manifest
+        reuse.check_arguments(args)
+        golden = None
+        if self.config.golden_data_dir is not None:
+            golden = GoldenCheck.start(self.config, manifest.params, args)
+        buffers = reuse.take_buffers(engine)
+        try:
+            call = buffers.bind(args, self.resident, reuse.core_array(self.cores))
+            code = engine.lib.pnr_run(engine.handle, call)
+            self.scheduler.attach(engine.lib, buffers.call.run)
+            if self.config.enable_dep_gen or self.config.enable_swimlane:
+                self.memory = DeviceMemory()
+                buffers.record_into(self.memory, args)
+                self.scheduler.record_scratch(self.memory)
+                if code:
+                    with contextlib.suppress(Exception):  # never mask the run's own failure
+                        self._write_dfx_outputs(complete=False)
+                else:
+                    self._write_dfx_outputs(complete=True)
+            if code:
+                raise native.run_error(self.scheduler, program)
+            buffers.copy_back(args)
+        finally:
+            reuse.give_back_buffers(buffers)
+        if golden is not None:
+            golden.finish(args)  # raises GoldenMismatchError
+        outputs = manifest.outputs
+        if len(outputs) == 1:
+            return args[outputs[0]]
+        return tuple(args[index] for index in outputs)
+
+    def _execute_python(self, args: Sequence[Any]) -> Any:
+        """`execute` on the Python scheduler, with every instrument it offers."""
         manifest = self.program.manifest
         _check_arguments(manifest.entry, manifest.params, args)
         # Inputs are compared with the golden before the run: it overwrites InOut arguments.
@@ -216,33 +279,7 @@ class ProgramRun:
     def _accesses(self, spec: KernelSpec, raw: bytes) -> list[Access]:
         """The device bytes each tensor argument (`raw`: the PtoArg array's bytes) can
         touch, checked against device memory."""
-        accesses = []
-        signature = spec.signature
-        for position, arg in enumerate(_ARG.iter_unpack(raw)):
-            is_tensor = arg[0] == _TENSOR
-            if is_tensor != signature[position].is_tensor:
-                raise _invalid_arg(spec, position, f"expected a {signature[position].kind}")
-            if not is_tensor:
-                continue
-            flags, ndim, dtype = arg[1], arg[11], arg[12]
-            direction = _DIRECTIONS.get(flags & DIRECTION_MASK)
-            if (
-                direction is None
-                or flags & ~(DIRECTION_MASK | NO_DEP | DUMP)
-                or not 0 <= ndim <= MAX_RANK
-            ):
-                raise _invalid_arg(spec, position, f"direction {flags:#x}, ndim {ndim}")
-            if dtype not in ITEMSIZE_BY_CODE:
-                raise _invalid_arg(spec, position, f"dtype code {dtype}")
-            start, end = _byte_range(arg, ndim, ITEMSIZE_BY_CODE[dtype])
-            if start == end:
-                continue
-            if not self.memory.contains(start, end):
-                raise _invalid_arg(
-                    spec, position, f"the view [{start:#x}, {end:#x}) lies outside device memory"
-                )
-            accesses.append(Access(start, end, direction, not flags & NO_DEP, position))
-        return accesses
+        return decode_accesses(spec, raw, self.memory.contains)
 
     def _describe_access(self, task: Task, access: Access) -> str:
         """`argument 0 ('x', In)`: how diagnostics name one access of a task."""
@@ -296,6 +333,168 @@ _DIRECTIONS = {int(d): d for d in Direction}
 # dtype), i, f.  Unpacking the bytes is several times cheaper than reading ctypes fields.
 _ARG = struct.Struct(f"=iiQ{MAX_RANK}q{MAX_RANK}qiiqd")
 assert _ARG.size == ctypes.sizeof(PtoArg) and PtoArg.i.offset == _ARG.size - 16
+
+
+def decode_accesses(spec: KernelSpec, raw: bytes, contains=None) -> list[Access]:
+    """The device bytes each tensor argument (`raw`: a PtoArg array's bytes) can touch;
+    with `contains`, refuses a view outside device memory."""
+    accesses = []
+    signature = spec.signature
+    for position, arg in enumerate(_ARG.iter_unpack(raw)):
+        is_tensor = arg[0] == _TENSOR
+        if is_tensor != signature[position].is_tensor:
+            raise _invalid_arg(spec, position, f"expected a {signature[position].kind}")
+        if not is_tensor:
+            continue
+        flags, ndim, dtype = arg[1], arg[11], arg[12]
+        direction = _DIRECTIONS.get(flags & DIRECTION_MASK)
+        if (
+            direction is None
+            or flags & ~(DIRECTION_MASK | NO_DEP | DUMP)
+            or not 0 <= ndim <= MAX_RANK
+        ):
+            raise _invalid_arg(spec, position, f"direction {flags:#x}, ndim {ndim}")
+        if dtype not in ITEMSIZE_BY_CODE:
+            raise _invalid_arg(spec, position, f"dtype code {dtype}")
+        start, end = _byte_range(arg, ndim, ITEMSIZE_BY_CODE[dtype])
+        if start == end:
+            continue
+        if contains is not None and not contains(start, end):
+            raise _invalid_arg(
+                spec, position, f"the view [{start:#x}, {end:#x}) lies outside device memory"
+            )
+        accesses.append(Access(start, end, direction, not flags & NO_DEP, position))
+    return accesses
+
+
+def python_reason(config: RunConfig) -> str | None:
+    """Why a run with `config` needs the Python scheduler (None: the native one serves)."""
+    if config.schedule_seed is None and not (config.detect_races or config.enable_dump_args):
+        return None
+    if config.schedule_seed is not None:
+        return "schedule_seed= (seeded schedules)"
+    if config.detect_races:
+        return "detect_races=True (the race detector)"
+    return "enable_dump_args= (tensor dumps)"
+
+
+def _native_for(reuse: RunReuse, config: RunConfig) -> native.NativeProgram | None:
+    """The native engine for this run, or None for the Python scheduler ($PYPTO_SCHEDULER
+    decides, `auto` by what the run needs)."""
+    chosen = native.mode()
+    if chosen == "python":
+        return None
+    if config.schedule_seed is None and not (config.detect_races or config.enable_dump_args):
+        engine = reuse.engine()  # the common case, without building a reason
+    else:
+        engine = python_reason(config)
+    if type(engine) is str:
+        if chosen == "native":
+            raise PyptoRuntimeError(
+                f"PYPTO_SCHEDULER=native, but this run needs the Python scheduler: {engine}; "
+                "unset PYPTO_SCHEDULER (or set it to auto) to let the runtime choose"
+            )
+        return None
+    return engine
+
+
+class RunReuse:
+    """What the plain calls of one program reuse: simulated cores (zeroed when created;
+    like a ChipWorker's and the device's, their on-chip buffers keep what the previous
+    run left), device buffers for the parameters (`memory.ParamBuffers`, refilled per
+    call) and the argument checks.  Each run takes its own from a pool and gives them
+    back when it ends, so concurrent calls never share a buffer or a core."""
+
+    def __init__(self, program: LoadedProgram) -> None:
+        self.program = program
+        self._core_sets: dict[int, list[list[SimCore]]] = {}
+        self._core_arrays: dict[int, tuple[Sequence[SimCore], Any]] = {}
+        self._buffers: list[ParamBuffers] = []
+        self._engine: native.NativeProgram | str | None = None
+        params = program.manifest.params
+        self._tensor_checks = []
+        self._scalar_checks = []
+        for index, spec in enumerate(params):
+            if spec.is_tensor:
+                torch_dtype = spec.dtype.to_torch()
+                exact = dtypes.from_torch(torch_dtype).name == spec.dtype.name
+                self._tensor_checks.append((index, torch_dtype if exact else None, spec.shape))
+            else:
+                self._scalar_checks.append((index, spec))
+
+    def check_arguments(self, args: Sequence[Any]) -> None:
+        """`_check_arguments`, with the common case (right tensors) decided in a few
+        comparisons; anything else takes the full check for its message."""
+        params = self.program.manifest.params
+        if len(args) != len(params):
+            _check_arguments(self.program.manifest.entry, params, args)
+        tensor = torch.Tensor
+        for index, dtype, shape in self._tensor_checks:
+            value = args[index]
+            if not (isinstance(value, tensor) and value.dtype is dtype and value.shape == shape):
+                _check_arguments(self.program.manifest.entry, params, args)
+                return
+        for index, spec in self._scalar_checks:
+            _check_scalar(spec, args[index])
+
+    def engine(self) -> native.NativeProgram | str:
+        """`native.for_program(program)`, asked again only when the program's kernels or
+        orchestration were replaced."""
+        engine = self._engine
+        program = self.program
+        if (engine is None or isinstance(engine, str) or engine.kernels is not program.kernels
+                or engine.orchestration is not program.orchestrate):
+            engine = self._engine = native.for_program(program)
+        return engine
+
+    def take_cores(self, workers: int | None) -> list[SimCore]:
+        """A set of cores for one run: a pooled one zeroed again, else fresh ones."""
+        count = workers if workers is not None else default_workers(self.program.manifest.cores)
+        pool = self._core_sets.get(count)
+        if pool:
+            try:
+                return pool.pop()
+            except IndexError:  # another thread took the last one
+                pass
+        return make_cores(self.program, count)
+
+    def give_back_cores(self, cores: list[SimCore]) -> None:
+        """Returns `cores` (from `take_cores`) once their run has ended."""
+        self._core_sets.setdefault(len(cores), []).append(cores)
+
+    def core_array(self, cores: Sequence[SimCore]) -> Any:
+        """`native.core_array(cores)`, built once per core set."""
+        cached = self._core_arrays.get(id(cores))
+        if cached is None or cached[0] is not cores:
+            cached = self._core_arrays[id(cores)] = (cores, native.core_array(cores))
+        return cached[1]
+
+    def take_buffers(self, engine: native.NativeProgram) -> ParamBuffers:
+        """Device buffers for one run's parameters."""
+        if self._buffers:
+            try:
+                return self._buffers.pop()
+            except IndexError:  # another thread took the last one
+                pass
+        return ParamBuffers(self.program.manifest.params, engine.orchestrate)
+
+    def give_back_buffers(self, buffers: ParamBuffers) -> None:
+        """Returns `buffers` once their run has ended (no task runs any more)."""
+        self._buffers.append(buffers)
+
+
+_REUSE: dict[int, tuple[weakref.ref, RunReuse]] = {}
+
+
+def _reuse_of(program: LoadedProgram) -> RunReuse:
+    # Keyed by id with a weak reference (cheaper than a WeakKeyDictionary lookup); the
+    # entry leaves with its program.
+    entry = _REUSE.get(id(program))
+    if entry is None or entry[0]() is not program:
+        key = id(program)
+        ref = weakref.ref(program, lambda _, key=key, table=_REUSE: table.pop(key, None))
+        entry = _REUSE[key] = (ref, RunReuse(program))
+    return entry[1]
 
 
 def _byte_range(arg: tuple, ndim: int, itemsize: int) -> tuple[int, int]:

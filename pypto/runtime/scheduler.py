@@ -140,6 +140,9 @@ def _accumulators(entry):
 class Scheduler:
     """Orders and runs the tasks of one run: `start`, `submit`..., `wait`, and always `close`."""
 
+    engine = "python"
+    """Which scheduler ran (`native.NativeSchedule.engine` is "native")."""
+
     def __init__(
         self,
         cores: Sequence[SimCore],
@@ -385,8 +388,8 @@ class Scheduler:
     def _execute(self, task: Task, core: SimCore) -> KernelError | None:
         """Runs one task on `core`, timing it; returns the failure instead of raising it."""
         task.core_id = core.core_id
-        if core.block != (task.block_idx, task.block_num):
-            core.set_block(task.block_idx, task.block_num)
+        # Always written: the native scheduler may have run other blocks on this core.
+        core.set_block(task.block_idx, task.block_num)
         task.start_ns = time.perf_counter_ns()
         try:
             task.kernel(core.pointer, task.args)

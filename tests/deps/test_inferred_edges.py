@@ -9,6 +9,8 @@ import torch
 import pypto.language as pl
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.usefixtures("engine")  # both schedulers (conftest.py)
+
 R, C = 64, 128
 ROUNDS = 30000  # R*C*ROUNDS multiplies: tens of milliseconds per busy task
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 
 import pypto.language as pl
 from pypto.runtime import RunConfig
+
+pytestmark = pytest.mark.usefixtures("engine")  # both schedulers (conftest.py)
 
 TASKS, C = 10_000, 128
 
@@ -25,7 +28,7 @@ def one_task_per_row(x: pl.Tensor[[TASKS, C], pl.FP32], out: pl.Out[pl.Tensor[[T
     return out
 
 
-def test_ten_thousand_tasks_complete_with_correct_results(capsys):
+def test_ten_thousand_tasks_complete_with_correct_results(capsys, engine):
     x = torch.randn(TASKS, C)
     out = torch.zeros(TASKS, C)
     compiled = one_task_per_row.compile(x, out)  # build outside the timed run
@@ -36,4 +39,4 @@ def test_ten_thousand_tasks_complete_with_correct_results(capsys):
     assert torch.equal(out, expected)
     with capsys.disabled():
         print(f"\n{TASKS} tasks in {elapsed:.3f} s: {elapsed / TASKS * 1e6:.1f} us per task "
-              "(submit + schedule + run, 2 workers)")
+              f"(submit + schedule + run, 2 workers, {engine} scheduler)")

@@ -8,6 +8,8 @@ import torch
 import pypto.language as pl
 from pypto.runtime import RaceError, RunConfig
 
+pytestmark = pytest.mark.usefixtures("engine")  # both schedulers (conftest.py)
+
 R, C = 32, 128
 SEEDS = range(8)
 

@@ -14,6 +14,8 @@ from pypto.ir.nodes import AtScope, FuncCall
 from pypto.ir.types import TASK_ID, TupleType
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.usefixtures("engine")  # both schedulers (conftest.py)
+
 R, C = 32, 128
 
 

@@ -38,6 +38,7 @@ KERNEL_SIGNATURES = {
     "store_index": [tensor("y", "INT32", [1], "out"), scalar("index", "INT64")],
     "leave_unwritten": [tensor("f", F32, [], "out"), tensor("i", "INT32", [], "out")],
     "probe_core": [tensor("y", "INT32", [3], "out")],
+    "touch2": [tensor("a", F32, []), tensor("b", F32, [])],
 }
 
 
@@ -99,6 +100,9 @@ SCENARIOS: dict[str, Callable[[int], dict]] = {
     "bad_dep": lambda n: _scenario(["fill_value"], [tensor("out", F32, [n], "out")], [0]),
     "bad_view": lambda n: _scenario(["fill_value"], [tensor("out", F32, [n], "out")], [0]),
     "probe_core": lambda n: _scenario(["probe_core"], [tensor("out", "INT32", [3], "out")], [0]),
+    "script": lambda n: _scenario(
+        ["touch2"], [tensor("buf", F32, [n], "inout"), tensor("script", "INT64", [12 * 64])], [0]
+    ),
 }
 
 
@@ -155,3 +159,16 @@ def make_artifact(fixture_binaries, tmp_path) -> Callable[..., Path]:
         return root
 
     return make
+
+
+@pytest.fixture(params=["python", "native"])
+def engine(request, monkeypatch):
+    """Runs the test on each scheduler: the Python one (PYPTO_SCHEDULER=python) and the
+    native one wherever the run allows it (PYPTO_SCHEDULER=auto: seeded, race-detecting
+    and dumping runs stay on the Python scheduler)."""
+    from pypto.runtime import native
+
+    if request.param == "native" and native.unavailable_reason() is not None:
+        pytest.skip(f"native scheduler unavailable: {native.unavailable_reason()}")
+    monkeypatch.setenv("PYPTO_SCHEDULER", "python" if request.param == "python" else "auto")
+    return request.param

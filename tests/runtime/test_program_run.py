@@ -8,6 +8,8 @@ import torch
 from pypto.runtime import KernelError, OrchestrationError, RunConfig, load_artifact
 from pypto.runtime.scheduler import Edge
 
+pytestmark = pytest.mark.usefixtures("engine")  # both schedulers (conftest.py)
+
 
 @pytest.fixture
 def load(make_artifact):

@@ -1,0 +1,473 @@
+"""The native scheduler: the runtime's fast path, in C++ (pypto/sim/runtime/scheduler.cpp).
+
+The orchestration's `submit` / `dispatch` / `alloc_tensor` calls go straight to C++,
+which infers the same edges as `pypto.runtime.scheduler` and runs kernels on native
+worker threads without the GIL; one ctypes call runs a whole program.  The Python
+scheduler stays the reference and the instrumented path: `execution.ProgramRun` picks
+it when a run needs what only it offers (seeded schedules, the race detector, tensor
+dumps, deps.json / swimlane.json, kernels that are Python callables).
+`PYPTO_SCHEDULER=python|native|auto` (default auto) overrides the choice; `native`
+refuses, naming the reason, a run the native path cannot serve.
+
+The library is part of the runtime, not of an artifact: it is compiled once per
+installation with the host C++ compiler of the sim platforms ($PYPTO_CXX, else g++)
+into `<cache>/native/`, keyed by the digest of its source, the ABI header, the compiler
+and its flags, and loaded once per process.  Without a compiler every run takes the
+Python path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pypto.platform import get_platform
+from pypto.runtime.abi import MAX_RANK, PtoArg, PtoKernelFn, PtoOrchestrateFn
+from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError
+
+if TYPE_CHECKING:
+    from pypto.runtime.loader import LoadedProgram
+    from pypto.runtime.memory import SimCore
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+SOURCE = _PACKAGE / "sim" / "runtime" / "scheduler.cpp"
+"""The native scheduler's source."""
+_ABI_HEADER = _PACKAGE / "sim" / "include" / "pto" / "abi.h"
+_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-shared", "-pthread")
+_VERSION = 4  # PNR_VERSION in the source
+MODES = ("auto", "native", "python")
+"""Values of $PYPTO_SCHEDULER."""
+
+
+class PnrError(ctypes.Structure):
+    """What the native scheduler refused: a code and its numbers (see scheduler.cpp)."""
+
+    _fields_ = [("code", ctypes.c_int32), ("kernel", ctypes.c_int32),
+                ("position", ctypes.c_int32), ("pad", ctypes.c_int32),
+                ("a", ctypes.c_int64), ("b", ctypes.c_int64),
+                ("shape", ctypes.c_int64 * MAX_RANK)]
+
+
+class PnrTaskRecord(ctypes.Structure):
+    """One task as the native scheduler recorded it."""
+
+    _fields_ = [("task_id", ctypes.c_int64), ("kernel", ctypes.c_int32),
+                ("core_id", ctypes.c_int32), ("block_idx", ctypes.c_int64),
+                ("block_num", ctypes.c_int64), ("group", ctypes.c_int64),
+                ("start_ns", ctypes.c_int64), ("end_ns", ctypes.c_int64),
+                ("args", ctypes.c_void_p), ("pred_offset", ctypes.c_int64),
+                ("pred_count", ctypes.c_int64)]
+
+
+class PnrScratch(ctypes.Structure):
+    """One `alloc_tensor` of a native run."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p), ("ndim", ctypes.c_int32),
+                ("dtype", ctypes.c_int32), ("shape", ctypes.c_int64 * MAX_RANK)]
+
+
+class PnrEdge(ctypes.Structure):
+    """One edge: kind 0 RAW, 1 WAW (inferred), 2 explicit."""
+
+    _fields_ = [("src", ctypes.c_int64), ("dst", ctypes.c_int64),
+                ("kind", ctypes.c_int32), ("pad", ctypes.c_int32)]
+
+
+class PnrCall(ctypes.Structure):
+    """One call (`pnr_run`): the orchestration and its parameters, the data movement
+    (copies in, poison fills, copies out as flat (dst, src, bytes) / (dst, bytes, dtype)
+    triples), the cores, the device buffers ((start, end) pairs) and, once it ran, the
+    native run it made."""
+
+    _fields_ = [("orchestrate", ctypes.c_void_p), ("params", ctypes.c_void_p),
+                ("ncopy_in", ctypes.c_int32), ("nfill", ctypes.c_int32),
+                ("ncopy_out", ctypes.c_int32), ("ncores", ctypes.c_int32),
+                ("copy_in", ctypes.c_void_p), ("fill", ctypes.c_void_p),
+                ("copy_out", ctypes.c_void_p), ("cores", ctypes.c_void_p),
+                ("ranges", ctypes.c_void_p), ("nranges", ctypes.c_int64),
+                ("run", ctypes.c_void_p)]
+
+
+_lock = threading.Lock()
+_library: ctypes.CDLL | None = None
+_unavailable: str | None = None
+
+
+# os.environ's own bytes-keyed dict (CPython on POSIX): reading it skips the key
+# encoding of os.environ.get, which costs ~1 µs, a tenth of a warm call.
+_ENVIRON = getattr(os.environ, "_data", None)
+_MODE_KEY = os.fsencode("PYPTO_SCHEDULER")
+
+
+def mode() -> str:
+    """$PYPTO_SCHEDULER: `auto` (default), `native` or `python`."""
+    if _ENVIRON is not None and isinstance(_ENVIRON, dict):
+        raw = _ENVIRON.get(_MODE_KEY)
+        value = os.fsdecode(raw) if raw else "auto"
+    else:
+        value = os.environ.get("PYPTO_SCHEDULER", "auto") or "auto"
+    if value == "auto":
+        return value
+    if value not in MODES:
+        raise ValueError(f"PYPTO_SCHEDULER={value!r}: choose one of {', '.join(MODES)}")
+    return value
+
+
+def library() -> ctypes.CDLL | None:
+    """The native scheduler library, compiled on first use; None when it cannot be had
+    (`unavailable_reason()` says why).  Decided once per process."""
+    global _library, _unavailable
+    if _library is not None or _unavailable is not None:
+        return _library
+    with _lock:
+        if _library is None and _unavailable is None:
+            try:
+                _library = _load(_built_library())
+            except (OSError, PyptoRuntimeError, subprocess.SubprocessError) as exc:
+                _unavailable = str(exc)
+    return _library
+
+
+def unavailable_reason() -> str | None:
+    """Why the native scheduler cannot run here (None when it can)."""
+    library()
+    return _unavailable
+
+
+def library_key() -> tuple[str, Path]:
+    """(digest, compiler): what the cached library is keyed by."""
+    compiler = _compiler()
+    stat = compiler.stat()
+    digest = hashlib.sha256()
+    for part in (str(_VERSION).encode(), SOURCE.read_bytes(), _ABI_HEADER.read_bytes(),
+                 str(compiler).encode(), f"{stat.st_size}:{stat.st_mtime_ns}".encode(),
+                 " ".join(_FLAGS).encode()):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    return digest.hexdigest(), compiler
+
+
+def _compiler() -> Path:
+    settings = get_platform("a2a3sim").compiler
+    for var in settings.env:
+        value = os.environ.get(var)
+        if value:
+            found = shutil.which(value)
+            if found is None:
+                raise PyptoRuntimeError(f"{var}={value!r} names no executable program")
+            return Path(found)
+    found = shutil.which(settings.cxx)
+    if found is None:
+        raise PyptoRuntimeError(f"no host C++ compiler ({settings.cxx!r} on PATH) to build "
+                                "the native scheduler")
+    return Path(found)
+
+
+def _cache_root() -> Path:
+    # The artifact cache's root (pypto.toolchain.cache.default_cache_root, which the
+    # runtime may not import).
+    explicit = os.environ.get("PYPTO_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "pypto"
+
+
+def _built_library() -> Path:
+    key, compiler = library_key()
+    target = _cache_root() / "native" / f"scheduler-{key[:32]}.so"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".scheduler-", suffix=".so", dir=target.parent)
+    os.close(fd)
+    try:
+        command = [str(compiler), *_FLAGS, f"-I{_ABI_HEADER.parent.parent}", str(SOURCE),
+                   "-o", tmp]
+        proc = subprocess.run(command, capture_output=True, text=True, errors="replace",
+                              stdin=subprocess.DEVNULL, check=False)
+        if proc.returncode != 0:
+            raise PyptoRuntimeError(f"compiling the native scheduler failed: "
+                                    f"{proc.stderr.strip()[-2000:]}")
+        os.chmod(tmp, 0o755)  # mkstemp's file is private; the cache is shared
+        # Concurrent builders write the same bytes; the rename makes it appear whole.
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL)
+    p, i32, i64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
+    signatures = {
+        "pnr_version": (i32, []),
+        "pnr_sizes": (i32, [i32]),
+        "pnr_program_new": (p, [i32, p, p, p, p, p, p]),
+        "pnr_program_free": (None, [p]),
+        "pnr_run": (i32, [p, p]),
+        "pnr_run_status": (i32, [p]),
+        "pnr_run_error": (None, [p, ctypes.POINTER(PnrError)]),
+        "pnr_run_task_count": (i64, [p]),
+        "pnr_run_edge_count": (i64, [p]),
+        "pnr_run_tasks": (None, [p, p]),
+        "pnr_run_edges": (None, [p, p]),
+        "pnr_run_predecessors": (ctypes.POINTER(i64), [p]),
+        "pnr_run_scratch_count": (i64, [p]),
+        "pnr_run_scratch": (None, [p, p]),
+        "pnr_run_free": (None, [p]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    from pypto.runtime.abi import ABI_VERSION
+
+    if lib.pnr_version() != _VERSION * 1000 + ABI_VERSION:
+        raise PyptoRuntimeError(f"{path}: native scheduler version {lib.pnr_version()}, "
+                                f"expected {_VERSION * 1000 + ABI_VERSION}")
+    for which, struct in enumerate((PnrError, PnrTaskRecord, PnrEdge, PnrCall, PnrScratch)):
+        if lib.pnr_sizes(which) != ctypes.sizeof(struct):
+            raise PyptoRuntimeError(f"{path}: {struct.__name__} layout differs")
+    return lib
+
+
+class NativeProgram:
+    """A loaded program as the native scheduler sees it: kernel entry points and, per
+    kernel argument, whether it is a tensor.  One per `LoadedProgram` (see `for_program`)."""
+
+    def __init__(self, lib: ctypes.CDLL, program: LoadedProgram, addresses: list[int]) -> None:
+        import torch
+
+        from pypto.ir.dtypes import DataType
+
+        self.lib = lib
+        self.kernels = program.kernels
+        self.orchestration = program.orchestrate
+        self.orchestrate = ctypes.cast(program.orchestrate, ctypes.c_void_p).value
+        """The orchestration entry's address."""
+        specs = program.manifest.kernels
+        flags = [int(a.is_tensor) for spec in specs for a in spec.signature]
+        itemsize = (ctypes.c_int32 * 16)()
+        is_float = (ctypes.c_int32 * 16)()
+        poison = (ctypes.c_uint8 * 128)()
+        for dt in DataType:
+            itemsize[dt.code] = dt.itemsize
+            is_float[dt.code] = int(dt.is_float)
+            if dt.is_float:
+                # The bytes torch's fill_(nan) writes: what DeviceMemory.allocate poisons with.
+                nan = torch.full((1,), float("nan"), dtype=dt.to_torch()).view(torch.uint8)
+                for k, byte in enumerate(nan.tolist()):
+                    poison[8 * dt.code + k] = byte
+        self.handle = lib.pnr_program_new(
+            len(specs), (ctypes.c_void_p * max(1, len(specs)))(*addresses),
+            (ctypes.c_int32 * max(1, len(specs)))(*(len(s.signature) for s in specs)),
+            (ctypes.c_uint8 * max(1, len(flags)))(*flags), itemsize, poison, is_float)
+        weakref.finalize(self, lib.pnr_program_free, self.handle)
+
+
+_programs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def for_program(program: LoadedProgram) -> NativeProgram | str:
+    """The program's `NativeProgram`, or why the native scheduler cannot run it."""
+    cached = _programs.get(program)
+    if (cached is not None and cached.kernels is program.kernels
+            and cached.orchestration is program.orchestrate):
+        return cached
+    lib = library()
+    if lib is None:
+        return f"the native scheduler is unavailable ({_unavailable})"
+    addresses = []
+    for spec, kernel, binary in zip(program.manifest.kernels, program.kernels,
+                                    program._libraries):
+        # Only the kernels the artifact exports run natively; a Python callable put in
+        # their place (a test's failing kernel) needs the Python scheduler.
+        if not isinstance(kernel, PtoKernelFn):
+            return f"kernel {spec.name!r} is not the artifact's compiled kernel"
+        address = ctypes.cast(kernel, ctypes.c_void_p).value
+        try:
+            exported = ctypes.cast(binary[spec.name], ctypes.c_void_p).value
+        except AttributeError:
+            exported = None
+        if address != exported:
+            return f"kernel {spec.name!r} is not the artifact's compiled kernel"
+        addresses.append(address)
+    if not isinstance(program.orchestrate, PtoOrchestrateFn):
+        return "the orchestration is not the artifact's compiled entry"
+    native = NativeProgram(lib, program, addresses)
+    _programs[program] = native
+    return native
+
+
+class NativeSchedule:
+    """What a native run recorded, with the Python `Scheduler`'s reading surface:
+    `tasks` (`scheduler.Task`), `edges` (`scheduler.Edge`), `cores`, `created_ns`.
+    Tasks and edges are built from the native records on first access."""
+
+    engine = "native"
+    seed = None
+
+    def __init__(self, program: LoadedProgram, cores, created_ns: int) -> None:
+        self.program = program
+        self.cores = cores
+        self.created_ns = created_ns
+        self.handle: int | None = None
+        self._lib: ctypes.CDLL | None = None
+        self._tasks: list | None = None
+        self._edges: list | None = None
+
+    def attach(self, lib: ctypes.CDLL, handle: int) -> None:
+        """Takes ownership of the native run `handle` (freed with this object)."""
+        self._lib, self.handle = lib, handle
+
+    def __del__(self) -> None:
+        if self.handle is not None:
+            self._lib.pnr_run_free(self.handle)
+            self.handle = None
+
+    @property
+    def tasks(self) -> list:
+        """Every task in id order, as `scheduler.Task`."""
+        if self._tasks is None:
+            self._tasks = self._build_tasks()
+        return self._tasks
+
+    @property
+    def edges(self) -> list:
+        """Every edge in the order the Python scheduler records them."""
+        if self._edges is None:
+            from pypto.runtime.scheduler import Edge
+
+            edges = []
+            if self.handle is not None:
+                count = self._lib.pnr_run_edge_count(self.handle)
+                records = (PnrEdge * count)()
+                self._lib.pnr_run_edges(self.handle, records)
+                kinds = (("tensormap", "RAW"), ("tensormap", "WAW"), ("explicit", None))
+                edges = [Edge(e.src, e.dst, *kinds[e.kind]) for e in records]
+            self._edges = edges
+        return self._edges
+
+    def record_scratch(self, memory) -> None:
+        """Registers the run's scratch tensors in `memory` (a `DeviceMemory`), in
+        allocation order, as the Python scheduler's `alloc_tensor` does."""
+        from pypto.ir import dtypes
+
+        if self.handle is None:
+            return
+        count = self._lib.pnr_run_scratch_count(self.handle)
+        records = (PnrScratch * count)()
+        self._lib.pnr_run_scratch(self.handle, records)
+        for r in records:
+            dtype = dtypes.from_code(r.dtype)
+            shape = tuple(r.shape[: r.ndim])
+            numel = 1
+            for extent in shape:
+                numel *= extent
+            name = r.name.decode("utf-8", "replace") if r.name else None
+            memory.record(dtype, shape, r.data or 0, numel * dtype.itemsize, name, "scratch")
+
+    def _build_tasks(self) -> list:
+        from pypto.runtime.execution import decode_accesses
+        from pypto.runtime.scheduler import Task
+
+        if self.handle is None:
+            return []
+        lib, handle = self._lib, self.handle
+        count = lib.pnr_run_task_count(handle)
+        records = (PnrTaskRecord * count)()
+        lib.pnr_run_tasks(handle, records)
+        predecessors = lib.pnr_run_predecessors(handle)
+        specs = self.program.manifest.kernels
+        kernels = self.program.kernels
+        tasks = []
+        group_args: dict[int, tuple] = {}
+        for r in records:
+            spec = specs[r.kernel]
+            shared = group_args.get(r.group)
+            if shared is None:
+                nargs = len(spec.signature)
+                raw = ctypes.string_at(r.args, ctypes.sizeof(PtoArg) * nargs) if nargs else b""
+                shared = ((PtoArg * nargs).from_buffer_copy(raw),
+                          tuple(decode_accesses(spec, raw)))
+                group_args[r.group] = shared
+            ran = r.core_id >= 0
+            tasks.append(Task(
+                r.task_id, spec.name, kernels[r.kernel], shared[0], shared[1],
+                tuple(predecessors[r.pred_offset + k] for k in range(r.pred_count)),
+                r.block_idx, r.block_num, r.group, r.core_id if ran else None,
+                r.start_ns if ran else None, r.end_ns if ran else None))
+        return tasks
+
+
+def run_error(schedule: NativeSchedule, program: LoadedProgram) -> OrchestrationError:
+    """The error a failed native run reports, worded as the Python scheduler words it."""
+    lib, handle = schedule._lib, schedule.handle
+    error = PnrError()
+    lib.pnr_run_error(handle, ctypes.byref(error))
+    manifest = program.manifest
+    kernels = manifest.kernels
+    code, a, b = error.code, error.a, error.b
+    spec = kernels[error.kernel] if 0 <= error.kernel < len(kernels) else None
+    if code == 0:
+        status = lib.pnr_run_status(handle)
+        return OrchestrationError(
+            f"{manifest.orchestration_file}: {manifest.orchestration_entry} returned "
+            f"{status} for {manifest.entry!r}")
+    if code == 1:
+        return OrchestrationError(
+            f"{('submit', 'dispatch')[error.position]}: ndeps must be >= 0, got {a}")
+    if code == 2:
+        return OrchestrationError(f"dispatch: dependency range of {a} tasks")
+    if code == 3:
+        return OrchestrationError(
+            f"submit: kernel index {error.kernel} is out of range; "
+            f"the artifact has {len(kernels)} kernels")
+    if code == 4:
+        return OrchestrationError(
+            f"submit: kernel {spec.name!r} takes {len(spec.signature)} arguments, got {a}")
+    if code in (5, 6, 7, 8):
+        position = error.position
+        problem = {
+            5: lambda: f"expected a {spec.signature[position].kind}",
+            6: lambda: f"direction {a:#x}, ndim {b}",
+            7: lambda: f"dtype code {a}",
+            8: lambda: f"the view [{a:#x}, {b:#x}) lies outside device memory",
+        }[code]()
+        name = spec.signature[position].name
+        return OrchestrationError(
+            f"submit: kernel {spec.name!r} argument {position} ({name!r}) is invalid: {problem}")
+    if code == 9:
+        earlier = f"ids 0..{a - 1}" if a else "none yet"
+        return OrchestrationError(
+            f"task {a} ({spec.name}) depends on task {b}, which has not been submitted; "
+            f"a task can only depend on earlier tasks ({earlier})")
+    if code == 10:
+        return OrchestrationError(f"{spec.name}: an SPMD dispatch needs blocks >= 0")
+    if code == 11:
+        shape = list(error.shape[:a]) if 0 <= a <= MAX_RANK else None
+        return OrchestrationError(
+            f"alloc_tensor: invalid request (ndim {a}, dtype code {b}, shape {shape})")
+    if code == 12:
+        return OrchestrationError(f"alloc_tensor: cannot allocate {a} bytes of device memory")
+    if code == 13:
+        what = ("args", "deps")[error.position]
+        who = f"kernel {spec.name!r}" if spec is not None else "submit"
+        return OrchestrationError(f"{who}: {what} is a null pointer for {a} entries")
+    return OrchestrationError(f"the native scheduler refused the run (code {code})")
+
+
+def core_array(cores: tuple[SimCore, ...] | list[SimCore]) -> Any:
+    """`PtoCore *[]` of `cores`, for `pnr_run_new`."""
+    return (ctypes.c_void_p * len(cores))(*(c.address for c in cores))
