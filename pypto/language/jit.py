@@ -6,6 +6,7 @@ import ast
 import builtins
 import functools
 import inspect
+import operator
 import textwrap
 from collections import ChainMap
 
@@ -16,6 +17,7 @@ from ..ir.types import FunctionType, ScalarType, TensorType, TupleType
 from .parser import Callee, FunctionParser, SourceInfo, parse_signature
 
 _COMPILE_KEYS = ("platform", "dump_passes", "diagnostic_phase", "disabled_diagnostics")
+_COMPILE_FIELDS = operator.attrgetter(*_COMPILE_KEYS)
 
 
 def _arg_type(value):
@@ -145,15 +147,15 @@ class JitFunction:
 def _call_key(args, config) -> tuple:
     """The in-memory cache key of a call: each argument's specialisation plus the config
     fields that change what gets compiled."""
-    return (tuple(map(_spec, args)),) + tuple(
-        _hashable(getattr(config, k)) for k in _COMPILE_KEYS)
+    return tuple(map(_spec, args)), tuple(map(_hashable, _COMPILE_FIELDS(config)))
 
 
 def _spec(value):
+    # torch.Size and torch.dtype hash as they are: no tuple or string built per call.
     shape = getattr(value, "shape", None)
     if shape is not None:
-        return ("tensor", tuple(shape), str(value.dtype))
-    return (type(value).__name__,)
+        return shape, value.dtype
+    return type(value)
 
 
 def _hashable(value):
@@ -167,6 +169,8 @@ _DEFAULT_CONFIG = None
 
 def _config(config):
     global _DEFAULT_CONFIG
+    if config is None and _DEFAULT_CONFIG is not None:
+        return _DEFAULT_CONFIG  # the warm path: no import statement, no isinstance
     from ..runtime import RunConfig
 
     if config is None:

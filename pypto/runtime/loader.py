@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 from collections.abc import Sequence
@@ -107,10 +108,7 @@ class LoadedProgram:
         Python numbers.  Out/InOut results are copied back into the caller's tensors;
         the return value is the output tensor, or a tuple when there are several.
         """
-        # Imported here because torch costs about a second to import and only a run needs it.
-        from pypto.runtime.execution import ProgramRun
-
-        program_run = ProgramRun(self, config if config is not None else RunConfig())
+        program_run = _program_run()(self, config if config is not None else RunConfig())
         self.last_schedule = program_run.scheduler
         try:
             result = program_run.execute(args)
@@ -188,3 +186,12 @@ def _symbol(library: ctypes.CDLL, name: str, prototype: Any, path: Path) -> Any:
         return prototype((name, library))
     except AttributeError:
         raise ArtifactError(f"{path}: does not export the symbol {name!r}") from None
+
+
+@functools.cache
+def _program_run():
+    """`ProgramRun`, imported on the first run: torch costs about a second to import and
+    only a run needs it (and an import statement per warm call costs a microsecond)."""
+    from pypto.runtime.execution import ProgramRun
+
+    return ProgramRun
