@@ -32,7 +32,8 @@ _RESERVED = set(
     inline int long mutable namespace new noexcept not nullptr operator or private protected
     public register return short signed sizeof static struct switch template this throw true
     try typedef typeid typename union unsigned using virtual void volatile while xor
-    api args core params pto main pypto_deps pypto_blocks pypto_first pypto_dump""".split()
+    api args core params pto main pypto_deps pypto_blocks pypto_first pypto_dump pypto_origin
+    pypto_extent pypto_view""".split()
 )
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}
@@ -323,6 +324,8 @@ class _OrchestrationBuilder:
         # `pl.dump_tag(t)` sets a run-time flag per tagged name (slot of `pypto_dump[]`),
         # OR-ed into every later dispatch of `t`: "later" holds across loop iterations.
         self.dump_slots: dict[str, int] = {}
+        # Views the orchestration takes (`v = pl.slice(t, ...)`) → the tensor they view.
+        self.view_base: dict[str, str] = {}
         for name in _dump_tagged(fn.body):
             self.dump_slots.setdefault(name, len(self.dump_slots))
 
@@ -358,6 +361,9 @@ class _OrchestrationBuilder:
                 out.append({"kind": "alloc", "dst": self.local(s.targets[0]),
                             "name": s.targets[0].name, "dtype_code": t.dtype.code,
                             "shape": list(t.shape)})
+            elif isinstance(s, Assign) and isinstance(s.value, Call) and \
+                    s.value.op == "slice" and isinstance(s.targets[0].type, TensorType):
+                out.append(self.view(s.targets[0], s.value))
             elif isinstance(s, Assign) and isinstance(s.targets[0].type, ScalarType):
                 out.append({"kind": "scalar_assign", "dst": self.local(s.targets[0]),
                             "value": expr_model(s.value)})
@@ -367,6 +373,15 @@ class _OrchestrationBuilder:
                 raise LoweringError("this statement cannot run in an orchestration function",
                                     getattr(s, "span", None))
         return out
+
+    def view(self, dst: Var, call: Call) -> dict:
+        """`v = pl.slice(t, shape, offsets)`: a PtoTensor pointing into `t` with the window's
+        shape and `t`'s strides; no data moves, and the runtime sees only the window's bytes."""
+        src, offsets = call.args
+        self.view_base[dst.name] = self.view_base.get(src.name, src.name)
+        return {"kind": "view", "dst": self.local(dst), "src": ident(src.name),
+                "origin": [expr_model(o) for o in offsets.items],
+                "extent": list(dst.type.shape), "itemsize": dst.type.dtype.itemsize}
 
     def submit(self, call: FuncCall, targets) -> dict:
         """One dispatch: arguments with their access flags, deps, block count, task id."""
@@ -382,10 +397,11 @@ class _OrchestrationBuilder:
                 direction = "PTO_ACCUM" if p.var.name in accumulated else _DIRECTION[p.direction]
                 if call.manual or a.name in untracked:
                     direction += " | PTO_NO_DEP"
+                base = self.view_base.get(a.name, a.name)
                 if a.name in dumped:
                     direction += " | PTO_DUMP"
-                elif a.name in self.dump_slots:
-                    direction += f" | pypto_dump[{self.dump_slots[a.name]}]"
+                elif base in self.dump_slots:
+                    direction += f" | pypto_dump[{self.dump_slots[base]}]"
                 args.append({"kind": "tensor", "ident": ident(a.name), "direction": direction})
             else:
                 kind = "float" if p.var.type.dtype.is_float else "int"

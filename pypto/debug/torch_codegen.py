@@ -27,6 +27,7 @@ from ..ir.nodes import (
     Return,
     Var,
 )
+from ..ir.ops import get_op
 from ..ir.printer import INFIX
 from ..ir.types import ScalarType, TensorType, TileType
 from . import torch_runtime
@@ -153,6 +154,15 @@ class _Builder:
                 raise InternalError(f"pl.{e.op} has no torch semantics in "
                                     "pypto.debug.torch_runtime")
             attrs = [(k, _attr(v)) for k, v in e.attrs] + _type_facts(e)
-            return {"kind": "op", "fn": e.op, "args": [self.expr(a) for a in e.args],
-                    "attrs": attrs}
+            args = [self.expr(a) for a in e.args]
+            # An operand declared after an attribute (pl.slice's offsets follow its shape)
+            # is passed by name, so it cannot land in the attribute's place.
+            op = get_op(e.op)
+            operands = [p for p in op.params if p.kind != "attr" and p.name not in dict(e.attrs)]
+            first_attr = next((i for i, p in enumerate(op.params) if p.kind == "attr"),
+                              len(op.params))
+            named = [(p.name, a) for p, a in zip(operands, args)
+                     if op.params.index(p) > first_attr]
+            args = args[:len(args) - len(named)]
+            return {"kind": "op", "fn": e.op, "args": args, "attrs": attrs, "named": named}
         raise InternalError(f"torch_codegen: unexpected expression {e!r}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.errors import TypeCheckError
-from ..ir.nodes import Call, FuncCall, Function, Program, Var
+from ..ir.nodes import Assign, Call, FuncCall, Function, Program, Var
 from ..ir.types import AtomicType, Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
 from .manager import Pass
@@ -32,6 +32,29 @@ class _Access(IRVisitor):
         self.written: set[str] = set()
         self.read: set[str] = set()
         self.atomic: list[Call] = []
+        # Orchestration views (`v = pl.slice(t, ...)`): a task writing `v` writes `t`.
+        self.view_of: dict[str, str] = {}
+        self.orchestration = False
+
+    def visit_function(self, fn: Function) -> None:
+        self.orchestration = fn.func_type is FunctionType.Orchestration
+        super().visit_function(fn)
+
+    def visit_Assign(self, stmt: Assign) -> None:
+        value = stmt.value
+        if self.orchestration and isinstance(value, Call) and value.op == "slice" and \
+                isinstance(value.type, TensorType) and isinstance(value.args[0], Var):
+            base = value.args[0].name
+            self.view_of[stmt.targets[0].name] = self.view_of.get(base, base)
+            self.visit_expr(value.args[1])  # taking a view reads nothing but its offsets
+            return
+        super().visit_Assign(stmt)
+        if not isinstance(value, FuncCall):  # a task's result is the buffer it was given
+            for t in stmt.targets:
+                self.view_of.pop(t.name, None)
+
+    def _base(self, name: str) -> str:
+        return self.view_of.get(name, name)
 
     def visit_Call(self, expr: Call) -> None:
         if expr.op == "dump_tag":
@@ -52,10 +75,11 @@ class _Access(IRVisitor):
         dirs = self.directions.get(expr.callee, ())
         for arg, d in zip(expr.args, dirs):
             if isinstance(arg, Var):
-                if d is not Direction.In:
-                    self.written.add(arg.name)
-                if d is not Direction.Out:
-                    self.read.add(arg.name)
+                for name in {arg.name, self._base(arg.name)}:
+                    if d is not Direction.In:
+                        self.written.add(name)
+                    if d is not Direction.Out:
+                        self.read.add(name)
             else:
                 self.visit_expr(arg)
 

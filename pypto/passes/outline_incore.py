@@ -4,7 +4,9 @@ The kernel's parameters are the outer values the block reads (tensors and scalar
 in first-use order).  Tensors the block writes through `pl.assemble`/`pl.store` stay
 parameters; tensors it creates and that are used after the block get a scratch
 buffer allocated by the orchestration and passed in as an output.  The block is
-replaced by one call: one task per execution of the block.
+replaced by one call: one task per execution of the block.  Last, every kernel's tensor
+parameters are narrowed to the windows it touches (narrow_task_arguments.py), so tasks
+writing disjoint rows of one tensor get disjoint arguments.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..ir.ops import get_op
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, TensorType, TupleType
 from ..ir.visitor import defs, uses
 from .manager import Pass
+from .narrow_task_arguments import narrow_task_arguments
 from .properties import IRProperty
 
 WRITE_OPS = ("assemble", "store")
@@ -82,7 +85,8 @@ class OutlineIncoreScopes(Pass):
                 functions.append(new_fn)
             else:
                 functions.append(fn)
-        return program.with_functions(functions)
+        # Each task then gets the window of each tensor it touches, not the whole tensor.
+        return narrow_task_arguments(program.with_functions(functions))
 
 
 def _env(fn: Function) -> dict[str, Var]:

@@ -50,3 +50,20 @@ class RaceError(PyptoRuntimeError):
         if self.kind == "write-after-write":
             return None
         return self.later if self.kind == "read-after-write" else self.earlier
+
+
+# What the generated orchestration's non-zero return codes mean (orchestration.cpp.j2);
+# 1 and 2 follow a failed alloc_tensor / dispatch, whose own error is raised instead.
+_ORCHESTRATION_STATUS = {
+    3: "a task's window of a tensor lies outside the tensor (its loads or stores would "
+       "leave it); check the loop bounds and offsets around the `pl.at` blocks, which "
+       "decide each task's window",
+}
+
+
+def orchestration_failed(manifest, status: int) -> OrchestrationError:
+    """The error for an orchestration entry that returned `status` (non-zero)."""
+    what = f"{manifest.orchestration_file}: {manifest.orchestration_entry} returned {status} " \
+           f"for {manifest.entry!r}"
+    reason = _ORCHESTRATION_STATUS.get(status)
+    return OrchestrationError(f"{what}: {reason}" if reason else what)

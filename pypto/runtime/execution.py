@@ -30,7 +30,7 @@ from pypto.runtime.abi import (
     SubmitFn,
 )
 from pypto.runtime.config import RunConfig
-from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError
+from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
 from pypto.runtime.golden import GoldenCheck
 from pypto.runtime.manifest import KernelSpec, ParamSpec
 from pypto.runtime.memory import (
@@ -198,10 +198,7 @@ class ProgramRun:
             if self._failure is not None:
                 raise self._failure
             if status != 0:
-                raise OrchestrationError(
-                    f"{manifest.orchestration_file}: {manifest.orchestration_entry} returned "
-                    f"{status} for {manifest.entry!r}"
-                )
+                raise orchestration_failed(manifest, status)
             self.scheduler.wait()
         except BaseException:
             # Kernels hold raw pointers into device memory: no worker may outlive this run.
@@ -328,6 +325,7 @@ class ProgramRun:
 
 _TENSOR = int(ArgKind.TENSOR)
 _DIRECTIONS = {int(d): d for d in Direction}
+
 
 # A PtoArg's fields in order: kind, direction, tensor (data, shape[4], stride[4], ndim,
 # dtype), i, f.  Unpacking the bytes is several times cheaper than reading ctypes fields.

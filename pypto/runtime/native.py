@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.platform import get_platform
 from pypto.runtime.abi import MAX_RANK, PtoArg, PtoKernelFn, PtoOrchestrateFn
-from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError
+from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
 
 if TYPE_CHECKING:
     from pypto.runtime.loader import LoadedProgram
@@ -422,9 +422,7 @@ def run_error(schedule: NativeSchedule, program: LoadedProgram) -> Orchestration
     spec = kernels[error.kernel] if 0 <= error.kernel < len(kernels) else None
     if code == 0:
         status = lib.pnr_run_status(handle)
-        return OrchestrationError(
-            f"{manifest.orchestration_file}: {manifest.orchestration_entry} returned "
-            f"{status} for {manifest.entry!r}")
+        return orchestration_failed(manifest, status)
     if code == 1:
         return OrchestrationError(
             f"{('submit', 'dispatch')[error.position]}: ndeps must be >= 0, got {a}")
