@@ -56,6 +56,38 @@ CHANGES = [
         'half and ~3M floats on every rounding boundary)',
     ),
     (
+        'matmul 512³ FP32 / FP16 → FP32 (kernel time)',
+        '40-75 ms / 38-57 ms',
+        '8.1-8.5 ms / 5.2-14 ms',
+        'the i-k-j loop kept its row of sums in memory (a load and a store per multiply-'
+        'add) → a register-tiled micro-kernel (mr × nr sums in vector registers for the '
+        'whole K loop, operands packed once per call) in GCC generic vectors, SSE2 '
+        'everywhere and AVX2 / AVX-512F picked at run time (same file on every host); '
+        'still one rounded multiply and one rounded add per k for each c[i][j], never '
+        'fused (an empty asm keeps GCC from contracting them even without '
+        '-ffp-contract=off); then packing (strided scatter → rows interleaved mr at a '
+        'time) and `tmov` (an element loop → one memmove)',
+    ),
+    (
+        'add 4M FP16 (kernel time)',
+        '21-43 ms',
+        '5.0-8.8 ms',
+        'scalar widen/round per element → whole blocks widened, computed in float and '
+        'rounded back by F16C (`vcvtph2ps`/`vcvtps2ph` + canonical NaN) where the CPU '
+        'has it, else a branch-free SSE2 form; BF16 the same way (a shift and an RNE '
+        'add) instead of the generic converter (~20x); casts FP16/BF16 ↔ FP32 too. '
+        'Every form equals `convert<>` on all 2^16 inputs and all 2^32 floats (checked '
+        'once; tests/sim checks every input and each rounding boundary)',
+    ),
+    (
+        'softmax [4096, 1024] (kernel time)',
+        '27-68 ms',
+        '21-22 ms',
+        'one dependent add at a time in the row reductions → four rows reduced at once, '
+        'each still strictly left to right; broadcasts row by row over the vectorised '
+        'loops; what is left is libm `expf` per element',
+    ),
+    (
         'JIT warm call, [16, 32] add (second round)',
         '303-802 µs (118-171x torch)',
         '16-42 µs (7-15x)',
@@ -120,10 +152,18 @@ _NOTES = """
   numerics contract and exp is a libm call per element, which bounds softmax.  Exact
   FP16 costs what the FP16 rows show against their FP32 twins: every FP16 operand is
   widened to float and every result rounded back to FP16, bit-exactly, after each
-  instruction (now an inline ~1-2 ns conversion, before ~12 ns out of line; the FP16
-  add still costs a few times the FP32 add, as the conversions do not vectorise);
-  the FP16 matmul widens each operand once per tile and then runs the FP32 loop, so it
-  costs about what FP32 does.  BF16 and FP8 still take the generic out-of-line path.
+  instruction (F16C or SSE2 over whole blocks, ~0.1-0.8 ns an element; BF16 likewise;
+  FP8 still takes the generic out-of-line path); the FP16 matmul widens each operand
+  once per tile and then runs the FP32 kernel.  Matmul against torch: torch calls a
+  BLAS (oneDNN/MKL) that blocks K and sums partial products in an order of its own,
+  fuses multiply and add (FMA) and runs on both cores; the simulator must keep one
+  rounded multiply and one rounded add per k, in K order, per element (the numerics
+  contract), on one core: without FMA its peak is half the BLAS's on the same vector
+  unit, and half again against torch's two threads, before the copies the tile program
+  itself makes (tload / tmov of every operand tile, ~1/3 of the FP32 kernel's time at
+  its 32 × 32 × 512 tiles).
+  These VMs are shared: the torch peers moved 1-36 ms between runs, so read the kernel
+  times in the notes rather than the ratios.
 
 ## What the profile showed, and what changed (issue 9)
 
@@ -134,8 +174,9 @@ and loaded: take the ranges, not single numbers).
 
 ## Left to do
 
-- BF16/FP8 element-wise: the same inline treatment FP16 got (checked exhaustively the
-  same way); FP16 conversions in SIMD form would close the rest of the FP16 gap.
+- FP8 element-wise: the block treatment FP16/BF16 got (checked exhaustively the same
+  way).  Matmul: a K-blocked packing for K beyond ~2k (the packed panels then leave
+  L1/L2) and reading float operands in place instead of packing them.
 - A variant's first use costs ~1.1-1.4 ms, ~6x hashing its files alone: parsing the
   manifest and golden.json into their dataclasses and `Path.resolve` per binary in the
   loader; the no-op build's remaining time is SCons' own per-node work (~1000 file

@@ -22,7 +22,15 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.ops import get_op
-from ..ir.types import Direction, FunctionType, ScalarType, TaskIdType, TensorType, TileType
+from ..ir.types import (
+    INDEX,
+    Direction,
+    FunctionType,
+    ScalarType,
+    TaskIdType,
+    TensorType,
+    TileType,
+)
 from .environment import render
 from .sources import GeneratedSources, KernelSource, ParamSpec
 
@@ -176,6 +184,8 @@ class _KernelBuilder:
             if dst.name not in self.params:
                 self.scalars.setdefault(dst.name, {"ident": ident(dst.name),
                                                    "ctype": scalar_ctype(dst.type.dtype)})
+            if isinstance(call, Call) and call.op == "read":
+                return self._with_valid(self._form_read(get_op("read"), call, dst, s), dst)
             return {"kind": "scalar_assign", "dst": ident(dst.name), "value": expr_model(call),
                     "valid": None}
         if isinstance(call, Var) and isinstance(call.type, TileType):
@@ -286,6 +296,17 @@ class _KernelBuilder:
                 "acc": self.tile(acc) if acc is not None else None,
                 "a": self.tile(operands["lhs"]), "b": self.tile(operands["rhs"]),
                 "a_trans": call.attr("a_trans"), "b_trans": call.attr("b_trans")}
+
+    def _form_read(self, op, call, dst, s):
+        tile, indices = call.args
+        if not isinstance(tile.type, TileType):
+            raise InternalError(f"an element read of a tensor reached codegen: {s!r}")
+        if not isinstance(dst.type, ScalarType):
+            raise InternalError(f"an element read into a non-scalar: {s!r}")
+        # A rank-1 tile is a column of `rows` elements (cols = 1).
+        r, c = (tuple(indices.items) + (Const(0, INDEX),))[:2]
+        return {"kind": "read", "fn": op.isa, "dst": ident(dst.name), "tile": self.tile(tile),
+                "r": expr_model(r), "c": expr_model(c)}
 
     def _form_create(self, op, call, dst, s):
         return {"kind": "create", "dst": self.tile(dst)}

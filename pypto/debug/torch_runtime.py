@@ -105,18 +105,34 @@ def _float_once(x: torch.Tensor, fn) -> torch.Tensor:
     return fn(x.float()).to(x.dtype)
 
 
+def _libm(f: torch.Tensor, ufunc) -> torch.Tensor:
+    """`ufunc` (numpy's exp, log, sqrt) of an FP32 tensor as the simulator's libm call in
+    float gives it: computed in FP64 and rounded once to FP32, which is the correctly
+    rounded result (glibc's expf/logf/sqrtf are too, or within a hair of it).
+
+    Not torch: ATen hands contiguous float exp/log/sqrt to MKL VML, and oneMKL 2024.2
+    picks each VML function's kernel on its first call; when that first call runs on
+    several intra-op threads at once, one thread's chunk can go through the low-accuracy
+    AVX2 EP kernel despite VML_HA (pytorch/pytorch#188792), ~2000 ulp off.  A fresh
+    process's first 64x64 exp was split that way, so torch_codegen disagreed with the
+    simulator about 1 run in 12.  numpy's float64 ufuncs have no such dispatch.
+    """
+    with np.errstate(all="ignore"):  # inf, -inf and NaN are results here, not errors
+        values = np.asarray(ufunc(f.detach().to(torch.float64).numpy()), dtype=np.float32)
+    return torch.from_numpy(values)
+
+
 def exp(x):
-    return torch.exp(x)
+    return _float_once(x, lambda f: _libm(f, np.exp))
 
 
 def log(x):
-    return torch.log(x)
+    return _float_once(x, lambda f: _libm(f, np.log))
 
 
 def _sqrtf(f: torch.Tensor) -> torch.Tensor:
-    # torch's vectorised FP32 sqrt is not always correctly rounded (552.80536 gives
-    # 23.511812, not 23.511814); the FP64 root rounded to FP32 is, like the simulator's.
-    return torch.sqrt(f.double()).float()
+    # Correctly rounded, like the simulator's sqrtf (see _libm for why not torch.sqrt).
+    return _libm(f, np.sqrt)
 
 
 def sqrt(x):
@@ -277,7 +293,7 @@ def col_min(x, tmp_tile=None):
 
 
 def _expdif(x, v):
-    return (x.float() - v.float()).exp().to(x.dtype)
+    return _libm(x.float() - v.float(), np.exp).to(x.dtype)
 
 
 _EXPAND = {
@@ -549,3 +565,13 @@ def check(name: str, value, shape, dtype_name: str, where: str) -> None:
             f"{where}: `{name}` is {list(value.shape)} {value.dtype}, the IR says "
             f"{list(shape)} {want}"
         )
+
+
+# ----------------------------------------------------------------------------- element reads
+
+
+def read(x: torch.Tensor, indices):
+    """`t[i, j]`: one element as a Python number, as a kernel's scalar register holds it
+    (FP16/BF16 widen exactly; integers and bool become int)."""
+    value = x[tuple(int(i) for i in indices)].item()
+    return int(value) if isinstance(value, bool) else value

@@ -41,6 +41,7 @@ from ..ir.dtypes import DataType, from_torch
 from ..ir.errors import PyptoError, VerificationError
 from ..runtime.comparison import TensorComparison, Tolerance, compare_tensor
 from ..runtime.errors import RaceError
+from ..runtime.golden import poison_
 
 STEPS = {
     1: "golden tolerance vs input precision",
@@ -230,16 +231,17 @@ def _parameters(kernel: Any) -> list[str]:
 
 
 def _argument(kernel: Any, name: str, given: Mapping[str, Any], expected: Mapping[str, Any]):
-    """The value of parameter `name`: the golden's input, else a zero output buffer."""
+    """The value of parameter `name`: the golden's input, else an output buffer holding the
+    device's poison (so a kernel that reads an output before writing it shows up)."""
     if name in given:
         value = given[name]
         return value.clone() if isinstance(value, torch.Tensor) else value
     declared = _declared_tensor(kernel, name)
     if declared is not None:
         shape, dtype = declared
-        return torch.zeros(shape, dtype=dtype.to_torch())
+        return poison_(torch.empty(shape, dtype=dtype.to_torch()))
     if name in expected and expected[name].dtype != torch.float64:
-        return torch.zeros_like(expected[name])
+        return poison_(torch.empty_like(expected[name]))
     raise ValueError(f"no value for parameter `{name}` of `{kernel.__name__}`: the golden "
                      "records no such input, and its shape and dtype are not declared; pass "
                      "it with inputs=")

@@ -7,6 +7,33 @@ from typing import Any
 
 from pypto.ir.dtypes import DataType
 
+# ATen's float unary ops that call MKL VML (aten/src/ATen/cpu/vml.h).
+_VML_OPS = ("acos", "asin", "atan", "cos", "erf", "erfc", "erfinv", "exp", "log", "log10",
+            "log1p", "log2", "sin", "sqrt", "tan", "tanh", "trunc")
+_vml_settled = False
+
+
+def settle_vml_dispatch() -> None:
+    """Calls each MKL VML function of ATen once, on one element, in FP32 and FP64.
+
+    oneMKL (2024.2, as bundled with torch) picks a VML function's kernel on its first
+    call; when that first call runs on several intra-op threads at once, one thread's
+    chunk can go through a low-accuracy kernel despite VML_HA, ~1000s of ulp off
+    (pytorch/pytorch#188792).  A one-element call runs on the calling thread alone and
+    settles the choice, so a reference's first exp over a large tensor is accurate and
+    a regenerated golden byte-identical.  Once per process; cheap.
+    """
+    global _vml_settled
+    if _vml_settled:
+        return
+    import torch
+
+    for dtype in (torch.float32, torch.float64):
+        one = torch.full((1,), 0.5, dtype=dtype)
+        for name in _VML_OPS:
+            getattr(torch, name)(one)
+    _vml_settled = True
+
 
 class GoldenCaseError(ValueError):
     """A spec's input generator or reference failed, or returned something that does not
@@ -28,6 +55,7 @@ def run_reference(
     """
     import torch
 
+    settle_vml_dispatch()
     copies = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
     try:
         result = reference(**copies)

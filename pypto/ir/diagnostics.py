@@ -106,10 +106,31 @@ def unit_roundoff(dtype: DataType) -> float:
     return 2.0 ** -dtype.value.mantissa_bits
 
 
-def tolerance_too_tight(rtol: float, atol: float, input_dtypes, span: Span | None = None,
+def comparison_dtype(output: DataType | None, expected: DataType | None = None) -> DataType | None:
+    """The dtype whose rounding limits how closely a correct kernel can match a golden.
+
+    The comparison sets the kernel's output, rounded to `output`, beside the expected
+    values, rounded once to `expected` (None for values kept in float64, which limit
+    nothing): the coarser of the two float dtypes decides.  The inputs' dtypes do not
+    enter: the reference computes from the very values the kernel reads, so rounding
+    them is no difference between the two (an FP32 result of FP16 inputs can match to
+    FP32 precision).  None when neither is a float dtype: integers compare exactly.
+    """
+    floats = [d for d in (output, expected) if d is not None and d.is_float]
+    return max(floats, key=unit_roundoff) if floats else None
+
+
+def tolerance_too_tight(rtol: float, atol: float, limited_by, span: Span | None = None,
                         what: str = "the golden comparison") -> Diagnostic | None:
-    """Warn when rtol and atol are both below what the least precise float input carries."""
-    floats = [d for d in input_dtypes if d.is_float]
+    """Warn when rtol and atol are both below one rounding of the dtype limiting a comparison.
+
+    `limited_by` is that dtype (`comparison_dtype(output, expected)` for a golden
+    output), or several dtypes of which the coarsest counts; None and dtypes that are not
+    floats limit nothing.
+    """
+    if limited_by is None or isinstance(limited_by, DataType):
+        limited_by = [limited_by]
+    floats = [d for d in limited_by if d is not None and d.is_float]
     if not floats:
         return None
     coarse = max(floats, key=unit_roundoff)
@@ -119,8 +140,8 @@ def tolerance_too_tight(rtol: float, atol: float, input_dtypes, span: Span | Non
     return Diagnostic(
         DiagnosticCheck.GoldenToleranceTooTight,
         f"{what}: rtol={rtol:g}, atol={atol:g} is tighter than {coarse.name} can honour (one "
-        f"rounding is up to {limit:.1e} relative), so a correct kernel can fail it; use an "
-        f"exact tolerance if the result is bit-exact, or at least {limit:.0e} (precision "
-        "workflow, step 1)",
+        f"rounding to {coarse.name} is up to {limit:.1e} relative), so a correct kernel can "
+        f"fail it; use an exact tolerance if the result is bit-exact, or at least {limit:.0e} "
+        "(precision workflow, step 1)",
         span,
     )

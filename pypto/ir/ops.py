@@ -75,7 +75,7 @@ class OpDef:
 
     category: what passes do with it ("binary", "unary", "cast", "select", "expands",
     "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "movement",
-    "tile", "index", "orchestration").
+    "element", "tile", "index", "orchestration").
     emit: the templates/ops.cpp.j2 macro (operator form) that emits it in a kernel.
     isa: the simulator instruction (pypto/sim/include/pto/*.hpp) of its tile form;
     isa_scalar / isa_rscalar: of its scalar forms (tile op scalar, scalar op tile).
@@ -719,6 +719,37 @@ def _infer_set_validshape(args, attrs, span):
     return TileType(x.shape, x.dtype, valid_shape=valid)
 
 
+def _infer_read(args, attrs, span):
+    x, indices = args
+    xt = _block("read", x.type, "the value read from", span)
+    items = indices.items
+    if len(items) != len(xt.shape):
+        raise TypeCheckError(
+            f"pl.read: a value of rank {len(xt.shape)} needs {len(xt.shape)} indices, got "
+            f"{len(items)}",
+            span,
+            hint="give one index per dimension: t[i, j]",
+        )
+    for i in items:
+        t = i.type
+        if not isinstance(t, ScalarType) or t.dtype.is_float or t.dtype is DataType.BOOL:
+            raise TypeCheckError("pl.read: indices must be integers", span,
+                                 hint="index with integer constants, loop variables or "
+                                      "elements of integer tiles")
+    consts = [_const_value(i) for i in items]
+    for value, dim in zip(consts, xt.shape):
+        if value is not None and not 0 <= value < dim:
+            shown = _fmt_shape(["?" if v is None else v for v in consts])
+            kind = "tile" if isinstance(xt, TileType) else "tensor"
+            raise TypeCheckError(
+                f"pl.read: index {shown} is outside the {kind} {_fmt_shape(xt.shape)}",
+                span,
+                hint="every index must lie in [0, size); negative indices do not count "
+                     "from the end",
+            )
+    return ScalarType(xt.dtype)
+
+
 def _infer_create_tensor(args, attrs, span):
     return TensorType(tuple(attrs["shape"]), attrs["dtype"])
 
@@ -1236,6 +1267,27 @@ register(
         torch="x",
         emit="unary",
         isa="tmov",
+    )
+)
+
+# -- element reads
+register(
+    OpDef(
+        "read",
+        (OpParam("x", "value"), OpParam("indices", "index_list")),
+        _infer_read,
+        "element",
+        "One element of a tile (in a kernel) or a tensor (inside `pl.at` or a kernel) as a "
+        "scalar of its dtype; `t[i, j]` is sugar for it.  Indices are integer constants or "
+        "index expressions, one per dimension; a constant index outside the shape is a type "
+        "error.  The scalar feeds scalar forms (`pl.mul(x, t[0, 3])`), scalar arithmetic "
+        "and, when integer, loop bounds; FP16/BF16 elements widen exactly.  A tile is read "
+        "from Vec (padding included: the valid region is not checked); a tensor element is "
+        "read through a [1, 1] load.",
+        dtypes=ANY,
+        torch="x[indices].item()",
+        emit="read",
+        isa="tgetval",
     )
 )
 

@@ -406,6 +406,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             raise self.error(call,
                              f"pl.{fn.name} takes (stop), (start, stop) or (start, stop, step)")
         bounds = [self.scalar(a) for a in call.args]
+        for a, b in zip(call.args, bounds):
+            if b.type.dtype.is_float:
+                raise self.error(a, f"the loop bound `{ast.unparse(a)}` is a "
+                                 f"{b.type.dtype.name} scalar; loop bounds are integers",
+                                 hint="bound loops by integer constants, index expressions or "
+                                      "elements of integer tiles",
+                                 cls=TypeCheckError)
         if len(bounds) == 1:
             bounds = [Const(0, INDEX), bounds[0]]
         if len(bounds) == 2:
@@ -480,7 +487,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         raise self.error(node, f"`{ast.unparse(node)}` is not supported in a pypto kernel body")
 
     def _subscript_read(self, node: ast.Subscript):
-        """`t[r0:r1, c0:c1]` reads a window: `pl.slice(t, [r1 - r0, c1 - c0], [r0, c0])`."""
+        """`t[r0:r1, c0:c1]` reads a window: `pl.slice(t, [r1 - r0, c1 - c0], [r0, c0])`;
+        `t[i, j]` reads one element: `pl.read(t, [i, j])`."""
         base = self.expr(node.value)
         if not isinstance(base.type, (TensorType, TileType)):
             raise self.error(node, f"`{ast.unparse(node.value)}` is not a tensor or tile; only "
@@ -490,8 +498,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         if len(items) > len(shape):
             raise self.error(node, f"{len(items)} indices for a value of rank {len(shape)}")
         if not any(isinstance(i, ast.Slice) for i in items):
-            raise self.error(node, f"element reads like `{ast.unparse(node)}` are not supported "
-                             "yet", hint="read a [1, 1] window with slices: t[i:i+1, j:j+1]")
+            if len(items) != len(shape):
+                raise self.error(node, f"`{ast.unparse(node)}` gives {len(items)} of the "
+                                 f"{len(shape)} indices an element read needs",
+                                 hint="give one index per dimension: t[i, j]; a window is "
+                                      "written with slices: t[i:i+1, :]")
+            indices = ExprList(tuple(self.scalar(i) for i in items), self.source.span(node))
+            return self._call_op("read", [base, indices], {}, node)
         offsets, extents = [], []
         for dim, item in enumerate(items + [ast.Slice()] * (len(shape) - len(items))):
             if not isinstance(item, ast.Slice) or item.step is not None:

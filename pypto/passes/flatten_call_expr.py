@@ -2,13 +2,16 @@
 
 `y = pl.add(pl.exp(x), 1.0)` becomes `exp_0 = pl.exp(x); y = pl.add(exp_0, 1.0)`.  Later
 passes (tiling, cast legalisation, memory planning) then see one op per statement.
+Scalar index arithmetic stays nested, but an element read (`pl.read`, `t[i, j]`) is
+named too, wherever it appears (loop bounds included): it reads a buffer, so it is an
+instruction of its own, placed where the value is needed.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.nodes import Assign, Call, ExprList, Var
+from ..ir.nodes import Assign, Call, ExprList, For, Var
 from ..ir.types import FunctionType, ScalarType
 from ..ir.visitor import IRMutator
 from .manager import FunctionPass
@@ -38,10 +41,15 @@ class _Flattener(IRMutator):
         args = tuple(self._operand(a) for a in expr.args)
         return replace(expr, args=args)
 
+    def mutate_For(self, stmt: For):
+        # Bounds are evaluated once, before the loop: reads in them are named before it.
+        bounds = {k: self._operand(getattr(stmt, k)) for k in ("start", "stop", "step")}
+        return replace(stmt, **bounds, body=self.mutate_body(stmt.body))
+
     def _operand(self, arg):
         if isinstance(arg, ExprList):
             return replace(arg, items=tuple(self._operand(i) for i in arg.items))
-        if isinstance(arg, Call) and not isinstance(arg.type, ScalarType):
+        if isinstance(arg, Call) and (not isinstance(arg.type, ScalarType) or arg.op == "read"):
             inner = self.mutate_Call(arg)
             # Named after the operator, so messages about the value say what it is.
             var = Var(self.names.fresh(arg.op.rstrip("_")), inner.type, arg.span)

@@ -11,7 +11,9 @@ chunks are walked with `pl.range`:
   (R = M); a run with both must fit in one chunk, else the user is told to write tiles.
 A run holding `pl.matmul` is lowered whole-K instead (tensor_matmul.py).  Tensor
 slices are views: loads read through them (tensor_views.py).  Tensor values that never
-reach a `pl.assemble` are dead and dropped.
+reach a `pl.assemble` are dead and dropped.  An element read of a tensor (`x[i, j]`) is
+a [1, 1] load read at [0, 0]; met inside a run, it moves before the run unless it reads
+a tensor the run writes (then the run ends first, so the read sees its stores).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from dataclasses import replace
 from ..ir.errors import CapacityError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var
 from ..ir.ops import get_op, make_call
-from ..ir.types import INDEX, FunctionType, TensorType, TileType
-from ..ir.visitor import IRMutator
+from ..ir.types import INDEX, FunctionType, ScalarType, TensorType, TileType
+from ..ir.visitor import IRMutator, defs, uses
 from .legalize_tile_cast import cast_path
 from .manager import FunctionPass
 from .names import NameSupply
@@ -70,6 +72,9 @@ class TensorToTile(FunctionPass):
             if is_view(stmt):
                 body.append(stmt)  # a view moves no data: it does not end a run
                 continue
+            if run and _scalar_before_run(stmt, run, written):
+                body.append(stmt)  # `s = x[i, j]` of an input: read before the run loads
+                continue
             if run:
                 body.extend(_lower_run(run, names, backend))
                 run, written = [], set()
@@ -77,7 +82,18 @@ class TensorToTile(FunctionPass):
             body.append(_returned_params(stmt, params))
         if run:
             body.extend(_lower_run(run, names, backend))
-        return fold_views(_TileWrites().mutate_function(replace(fn, body=tuple(body))))
+        fn = _TileWrites().mutate_function(replace(fn, body=tuple(body)))
+        return fold_views(_TensorReads(fn, names).mutate_function(fn))
+
+
+def _scalar_before_run(stmt, run: list, written: set[str]) -> bool:
+    """Whether a scalar statement met inside a run can move before it: it reads nothing
+    the run writes and binds no name the run reads, so the run need not end (which would
+    drop the run's values that no write has consumed yet)."""
+    if not (isinstance(stmt, Assign) and all(isinstance(t.type, ScalarType)
+                                             for t in stmt.targets)):
+        return False
+    return not (set(uses(stmt)) & written) and not (set(defs(stmt)) & set(uses(run)))
 
 
 class _Renamed(IRMutator):
@@ -158,6 +174,43 @@ class _TileWrites(IRMutator):
             return make_call("store", src, offsets, dst, span=expr.span,
                              atomic=expr.attr("atomic"))
         return expr
+
+
+class _TensorReads(IRMutator):
+    """`s = pl.read(x, [i, j])` of a tensor: a [1, 1] tile loaded at [i, j], read at [0, 0]."""
+
+    def __init__(self, fn, names: NameSupply):
+        self.names = names
+        self.readable = {p.var.name for p in fn.params} | {
+            name for name, view in _views(fn.body)}
+
+    def mutate_Assign(self, stmt: Assign):
+        call = stmt.value
+        if not (isinstance(call, Call) and call.op == "read"
+                and isinstance(call.args[0].type, TensorType)):
+            return stmt
+        tensor, indices = call.args
+        if tensor.name not in self.readable:
+            raise LoweringError(
+                f"`{tensor.name}` is a tensor computed in the kernel; only elements of tensors "
+                "passed to it (or of tiles) can be read",
+                stmt.span,
+                hint="write the value to an output first, or compute on tiles and read the tile",
+            )
+        load = make_call("load", tensor, indices, span=call.span,
+                         shapes=(1,) * len(indices.items))
+        tile = Var(self.names.fresh(f"{tensor.name}_elem"), load.type, call.span)
+        zeros = ExprList(tuple(Const(0, INDEX) for _ in indices.items), indices.span)
+        read = make_call("read", tile, zeros, span=call.span)
+        return [Assign((tile,), load, stmt.span), replace(stmt, value=read)]
+
+
+def _views(body):
+    for stmt in body:
+        if isinstance(stmt, For):
+            yield from _views(stmt.body)
+        elif is_view(stmt):
+            yield stmt.targets[0].name, stmt
 
 
 def _reject_nested(stmt) -> None:

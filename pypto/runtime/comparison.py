@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import dtypes
-from pypto.ir.diagnostics import PyptoWarning, tolerance_too_tight
+from pypto.ir.diagnostics import PyptoWarning, comparison_dtype, tolerance_too_tight
 
 FP64 = "FP64"
 """The dtype name of float64 expected values (no kernel takes them)."""
@@ -62,17 +62,22 @@ class Tolerance:
         return {"policy": self.policy, "rtol": self.rtol, "atol": self.atol, "reason": self.reason}
 
 
-def warn_if_too_tight(tolerance: Tolerance, dtype_names, what: str) -> None:
+def warn_if_too_tight(tolerance: Tolerance, output: str | None, expected: str, what: str) -> None:
     """Warns (GoldenToleranceTooTight) when a close tolerance is finer than one rounding of
-    the least precise float among `dtype_names` (the inputs' and the output's)."""
+    the dtype that limits the comparison: the coarser of the output's (`output`, a dtype
+    name, None where the kernel is not known) and the expected tensor's (`expected`; FP64
+    limits nothing).  The inputs' dtypes do not count: see `comparison_dtype`."""
     if tolerance.policy == "exact":
         return
-    found = tolerance_too_tight(
-        tolerance.rtol, tolerance.atol,
-        [dtypes.from_name(n) for n in dtype_names if n != FP64], what=what)
+    limit = comparison_dtype(_dtype_or_none(output), _dtype_or_none(expected))
+    found = tolerance_too_tight(tolerance.rtol, tolerance.atol, limit, what=what)
     if found is not None:
         warnings.warn(f"[{found.check.value}] {found.message}", GoldenToleranceWarning,
                       stacklevel=3)
+
+
+def _dtype_or_none(name: str | None) -> dtypes.DataType | None:
+    return None if name is None or name == FP64 else dtypes.from_name(name)
 
 
 @dataclass(frozen=True)

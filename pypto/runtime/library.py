@@ -163,23 +163,11 @@ def check_artifact(
 ) -> list[CheckRow]:
     """Runs the artifact on its golden's recorded inputs and compares every output with
     the golden's tolerance (the RunConfig default where the golden records none)."""
-    import torch
 
     record = GoldenRecord.read(golden_dir)
     if program is None:
         program = load_artifact(artifact_dir, platform=platform)
-    recorded = record.load_inputs()
-    args = []
-    for param in program.manifest.params:
-        if param.direction.reads:
-            if param.name not in recorded:
-                raise ArtifactError(
-                    f"{record.path}: records no input {param.name!r}, which the kernel reads"
-                )
-            value = recorded[param.name]
-            args.append(value.clone() if isinstance(value, torch.Tensor) else value)
-        else:
-            args.append(torch.zeros(param.shape, dtype=param.dtype.to_torch()))
+    args = record.run_arguments(program.manifest.params)
     config = RunConfig(platform=program.platform)
     program.run(args, config)
     outputs = {p.name: a for p, a in zip(program.manifest.params, args) if p.direction.writes}

@@ -39,6 +39,7 @@ NEUTRAL_ENV_VARS: tuple[str, ...] = (
     "PYPTO_VERIFY_LEVEL",  # checks the IR between passes, never changes it
     "PYPTO_WORK_DIR",  # where a run writes dfx_outputs/; read by the runtime only
     "PYPTO_DUMP_BUDGET",  # bytes a run's tensor dump may write; read by the runtime only
+    "PYPTO_SCHEDULER",  # which scheduler runs the tasks (same edges, same results); runtime only
     "PATH",  # finds the compiler, whose identity is keyed
 )
 

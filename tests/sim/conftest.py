@@ -34,6 +34,11 @@ SIGNATURES = {
     "sim_tfillpad_f32": [c_ptr, c_ptr] + [c_i32] * 4 + [c_int],
     "sim_reduce": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_i32, c_i32],
     "sim_matmul": [c_int, c_ptr, c_ptr, c_ptr, c_ptr, c_i32, c_i32, c_i32, c_int, c_int],
+    "sim_matmul_kernel": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_ptr, c_i32, c_i32, c_i32, c_int,
+                          c_int],
+    "sim_elementwise_reference": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_double, c_i64],
+    "sim_expand": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_i32, c_i32],
+    "sim_fast_narrow": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_i64, c_ptr, c_ptr, c_ptr, c_i64],
 }
 
 

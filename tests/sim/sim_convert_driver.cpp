@@ -34,4 +34,30 @@ void sim_f16_inline(const uint16_t *halves, float *widen, int64_t n_halves, cons
     for (int64_t i = 0; i < n_floats; ++i) rounded[i] = pto::detail::f16_round(floats[i]).bits;
 }
 
+// The fast FP16 (dtype PTO_FP16) or BF16 (PTO_BF16) conversions, scalar and over arrays:
+// widen_s[i] / widen_v[i] = halves[i] widened, round_s[i] / round_v[i] = floats[i] rounded.
+// f16c = 0 keeps the FP16 arrays on the portable loop where the CPU has F16C.
+int sim_fast_narrow(int dtype, int f16c, const uint16_t *halves, float *widen_s, float *widen_v, int64_t n_halves,
+                    const float *floats, uint16_t *round_s, uint16_t *round_v, int64_t n_floats) {
+    using namespace pto::detail;
+    auto run = [&](auto z, auto widen, auto round, auto widen_n, auto round_n) {
+        typedef decltype(z) T;
+        const T *h = reinterpret_cast<const T *>(halves);
+        for (int64_t i = 0; i < n_halves; ++i) widen_s[i] = widen(h[i]);
+        widen_n(widen_v, h, n_halves);
+        for (int64_t i = 0; i < n_floats; ++i) round_s[i] = round(floats[i]).bits;
+        round_n(reinterpret_cast<T *>(round_v), floats, n_floats);
+    };
+    const bool fast = f16c != 0;
+    if (dtype == PTO_FP16)
+        run(pto::f16(), f16_widen, f16_round,
+            [fast](float *d, const pto::f16 *x, int64_t n) { f16_widen_n(d, x, n, fast); },
+            [fast](pto::f16 *d, const float *x, int64_t n) { f16_round_n(d, x, n, fast); });
+    else if (dtype == PTO_BF16)
+        run(pto::bf16(), bf16_widen, bf16_round, bf16_widen_n, bf16_round_n);
+    else
+        return -1;
+    return 0;
+}
+
 }  // extern "C"

@@ -203,4 +203,98 @@ int sim_matmul(int kind, void *c, const void *acc, const void *a, const void *b,
     }
 }
 
+// The float matmul of sim_matmul (kinds 0-3) on the widest micro-kernel among the first
+// widest + 1 of base, AVX2, AVX-512F that the CPU runs; returns that kernel's width in
+// columns (8, 16, 32), or -1 for an unknown kind.
+int sim_matmul_kernel(int widest, int kind, void *c, const void *acc, const void *a, const void *b, int32_t m,
+                      int32_t n, int32_t k, int ta, int tb) {
+    const detail::MmKernel kern = detail::mm_kernel(widest);
+    auto run = [&](auto zd, auto zt) {
+        typedef decltype(zd) D;
+        typedef decltype(zt) T;
+        Tile<D> ct = tile_over<D>(c, m, n, m, n);
+        Tile<T> at = ta ? tile_over<T>(a, k, m, k, m) : tile_over<T>(a, m, k, m, k);
+        Tile<T> bt = tb ? tile_over<T>(b, n, k, n, k) : tile_over<T>(b, k, n, k, n);
+        Tile<D> acc_t = tile_over<D>(acc, m, n, m, n);
+        detail::matmul_float<D, T>(ct, acc ? &acc_t : nullptr, at, bt, ta != 0, tb != 0, kern);
+    };
+    switch (kind) {
+    case 0: run(float(), f16()); break;
+    case 1: run(float(), bf16()); break;
+    case 2: run(float(), float()); break;
+    case 3: run(f16(), f16()); break;
+    default: return -1;
+    }
+    return int(kern.nr);
+}
+
+// The definition the tile instructions' fast paths must equal: dst[i] = elem<Op>(a[i], b[i])
+// (binary op codes of sim_binary), elem<Op>(a[i], s) (scalar codes of sim_scalar, + 8) or
+// elem<Op>(a[i]) (unary codes of sim_unary, + 16), one element at a time, for FP16 / BF16.
+int sim_elementwise_reference(int dtype, int op, void *dst, const void *a, const void *b, double s, int64_t n) {
+    auto run = [&](auto z) {
+        typedef decltype(z) T;
+        T *d = static_cast<T *>(dst);
+        const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
+        const T st = convert<T>(s, RoundMode::Rint);
+        for (int64_t i = 0; i < n; ++i) {
+            using namespace detail;
+            switch (op) {
+            case 0: d[i] = elem<OpAdd>(x[i], y[i]); break;
+            case 1: d[i] = elem<OpSub>(x[i], y[i]); break;
+            case 2: d[i] = elem<OpMul>(x[i], y[i]); break;
+            case 3: d[i] = elem<OpDiv>(x[i], y[i]); break;
+            case 4: d[i] = elem<OpMax>(x[i], y[i]); break;
+            case 5: d[i] = elem<OpMin>(x[i], y[i]); break;
+            case 8: d[i] = elem<OpAdd>(x[i], st); break;
+            case 9: d[i] = elem<OpSub>(x[i], st); break;
+            case 10: d[i] = elem<OpMul>(x[i], st); break;
+            case 11: d[i] = elem<OpDiv>(x[i], st); break;
+            case 12: d[i] = elem<OpMax>(x[i], st); break;
+            case 13: d[i] = elem<OpMin>(x[i], st); break;
+            case 14: d[i] = elem<OpSub>(st, x[i]); break;
+            case 15: d[i] = elem<OpDiv>(st, x[i]); break;
+            case 16: d[i] = elem<OpExp>(x[i]); break;
+            case 17: d[i] = elem<OpLog>(x[i]); break;
+            case 18: d[i] = elem<OpSqrt>(x[i]); break;
+            case 19: d[i] = elem<OpRsqrt>(x[i]); break;
+            case 20: d[i] = elem<OpRecip>(x[i]); break;
+            case 21: d[i] = elem<OpNeg>(x[i]); break;
+            case 22: d[i] = elem<OpAbs>(x[i]); break;
+            case 23: d[i] = elem<OpRelu>(x[i]); break;
+            }
+        }
+    };
+    if (dtype == PTO_FP16) run(f16());
+    else if (dtype == PTO_BF16) run(bf16());
+    else return -1;
+    return 0;
+}
+
+// Broadcasts of rows x cols tiles: op 0 row_expand, 1 row_expand_add, 2 row_expand_mul,
+// 3 row_expand_expdif (v rows x 1), 4 col_expand, 5 col_expand_sub, 6 col_expand_div,
+// 7 col_expand_expdif (v 1 x cols).
+int sim_expand(int dtype, int op, void *dst, const void *x, const void *v, int32_t rows, int32_t cols) {
+    int rc = 0;
+    const int outer = with_arith_type(dtype, [&](auto z) {
+        typedef decltype(z) T;
+        if constexpr (detail::Num<T>::is_float) {
+            Tile<T> d = tile_over<T>(dst, rows, cols, rows, cols), xt = tile_over<T>(x, rows, cols, rows, cols);
+            Tile<T> rv = tile_over<T>(v, rows, 1, rows, 1), cv = tile_over<T>(v, 1, cols, 1, cols);
+            switch (op) {
+            case 0: trowexpand(d, xt, rv); return;
+            case 1: trowexpandadd(d, xt, rv); return;
+            case 2: trowexpandmul(d, xt, rv); return;
+            case 3: trowexpandexpdif(d, xt, rv); return;
+            case 4: tcolexpand(d, xt, cv); return;
+            case 5: tcolexpandsub(d, xt, cv); return;
+            case 6: tcolexpanddiv(d, xt, cv); return;
+            case 7: tcolexpandexpdif(d, xt, cv); return;
+            }
+        }
+        rc = -1;
+    });
+    return outer ? outer : rc;
+}
+
 }  // extern "C"

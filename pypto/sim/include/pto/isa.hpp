@@ -67,27 +67,47 @@ template <> inline bool pad_min<bool>() { return false; }
 namespace detail {
 
 // How an element type computes: float-like types widen to float and round back.
+// load_n / store_n do the same to arrays (equal to load / store element by element).
 template <class T> struct Num { static constexpr bool is_float = false; };
 template <> struct Num<float> {
     static constexpr bool is_float = true;
     static float load(float x) { return x; }
     static float store(float x) { return x; }
+    static void load_n(float *dst, const float *src, int64_t n) { __builtin_memmove(dst, src, sizeof(float) * n); }
+    static void store_n(float *dst, const float *src, int64_t n) { __builtin_memmove(dst, src, sizeof(float) * n); }
 };
 // Out of line: inlining the conversions into every instruction made kernels compile ~2x slower.
 template <class T> struct NarrowFloat {
     static constexpr bool is_float = true;
     __attribute__((noinline)) static float load(T x) { return to_float(x); }
     __attribute__((noinline)) static T store(float x) { return from_float<T>(x, RoundMode::Rint); }
+    static void load_n(float *dst, const T *src, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = load(src[i]);
+    }
+    static void store_n(T *dst, const float *src, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = store(src[i]);
+    }
 };
-// FP16, the common narrow type, has an exact inline path (numerics.hpp: f16_widen/f16_round).
+// FP16 and BF16 have exact inline paths (numerics.hpp: f16_widen/f16_round, ...).
 template <> struct Num<f16> {
     static constexpr bool is_float = true;
     static float load(f16 x) { return f16_widen(x); }
     static f16 store(float x) { return f16_round(x); }
+    __attribute__((noinline)) static void load_n(float *dst, const f16 *src, int64_t n) { f16_widen_n(dst, src, n); }
+    __attribute__((noinline)) static void store_n(f16 *dst, const float *src, int64_t n) { f16_round_n(dst, src, n); }
 };
-template <> struct Num<bf16> : NarrowFloat<bf16> {};
+template <> struct Num<bf16> {
+    static constexpr bool is_float = true;
+    static float load(bf16 x) { return bf16_widen(x); }
+    static bf16 store(float x) { return bf16_round(x); }
+    __attribute__((noinline)) static void load_n(float *dst, const bf16 *src, int64_t n) { bf16_widen_n(dst, src, n); }
+    __attribute__((noinline)) static void store_n(bf16 *dst, const float *src, int64_t n) { bf16_round_n(dst, src, n); }
+};
 template <> struct Num<fp8e4m3fn> : NarrowFloat<fp8e4m3fn> {};
 template <> struct Num<fp8e5m2> : NarrowFloat<fp8e5m2> {};
+
+// A narrow float type (f16, bf16, fp8): computes in float, stored narrower.
+template <class T> constexpr bool kNarrow = Num<T>::is_float && !__is_same(T, float);
 
 // Integer arithmetic goes through uint64_t so overflow wraps instead of being UB.
 template <class I> inline I wrap_neg(I a) { return I(uint64_t(0) - uint64_t(a)); }
@@ -215,23 +235,72 @@ template <class T, class F> inline void map_n(T *dst, const T *a, int64_t n, F f
     for (; i < n; ++i) dst[i] = f(a[i]);
 }
 
+// Narrow floats element-wise, in blocks: widen the block's sources to float, run the
+// float loop, round the block back.  Each element sees store(f(load(a), load(b))), as in
+// elem<>, and a block's sources are read before its dst is written.
+constexpr int64_t kBlock = 256;
+
+template <class T, class F> inline void zip_narrow(T *dst, const T *a, const T *b, int64_t n, F f) {
+    float x[kBlock], y[kBlock];
+    for (int64_t i = 0; i < n; i += kBlock) {
+        const int64_t len = n - i < kBlock ? n - i : kBlock;
+        Num<T>::load_n(x, a + i, len);
+        Num<T>::load_n(y, b + i, len);
+        zip_n(x, x, y, len, f);
+        Num<T>::store_n(dst + i, x, len);
+    }
+}
+
+template <class T, class F> inline void map_narrow(T *dst, const T *a, int64_t n, F f) {
+    float x[kBlock];
+    for (int64_t i = 0; i < n; i += kBlock) {
+        const int64_t len = n - i < kBlock ? n - i : kBlock;
+        Num<T>::load_n(x, a + i, len);
+        map_n(x, x, len, f);
+        Num<T>::store_n(dst + i, x, len);
+    }
+}
+
 // Same-shape tiles are row-major with one row stride, so whole tiles are flat arrays.
 template <class T> inline bool flat(Tile<T> dst, Tile<T> a) { return a.cols == dst.cols && a.rows >= dst.rows; }
 
+// dst[i] = elem<Op>(a[i], b[i]) over n contiguous elements.
+template <class Op, class T> inline void zip_elem(T *dst, const T *a, const T *b, int64_t n) {
+    if constexpr (kNarrow<T>) return zip_narrow(dst, a, b, n, [](float x, float y) { return Op::f(x, y); });
+    zip_n(dst, a, b, n, [](T x, T y) { return elem<Op>(x, y); });
+}
+
+// dst[i] = elem<Op>(a[i], s) (elem<Op>(s, a[i]) when Reversed) over n contiguous elements.
+template <class Op, bool Reversed, class T> inline void map_elem(T *dst, const T *a, T s, int64_t n) {
+    if constexpr (kNarrow<T>) {
+        const float sf = Num<T>::load(s);
+        map_narrow(dst, a, n, [sf](float x) { return Reversed ? Op::f(sf, x) : Op::f(x, sf); });
+    } else {
+        map_n(dst, a, n, [s](T x) { return Reversed ? elem<Op>(s, x) : elem<Op>(x, s); });
+    }
+}
+
 template <class Op, class T> inline void binary(Tile<T> dst, Tile<T> a, Tile<T> b) {
-    if (flat(dst, a) && flat(dst, b))
-        return zip_n(dst.data, a.data, b.data, int64_t(dst.rows) * dst.cols, [](T x, T y) { return elem<Op>(x, y); });
+    if (flat(dst, a) && flat(dst, b)) return zip_elem<Op>(dst.data, a.data, b.data, int64_t(dst.rows) * dst.cols);
     for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c), at(b, r, c)); });
 }
 
 template <class Op, class T> inline void unary(Tile<T> dst, Tile<T> a) {
-    if (flat(dst, a)) return map_n(dst.data, a.data, int64_t(dst.rows) * dst.cols, [](T x) { return elem<Op>(x); });
+    if (flat(dst, a)) {
+        const int64_t n = int64_t(dst.rows) * dst.cols;
+        if constexpr (kNarrow<T>) return map_narrow(dst.data, a.data, n, [](float x) { return Op::f(x); });
+        return map_n(dst.data, a.data, n, [](T x) { return elem<Op>(x); });
+    }
     for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c)); });
 }
 
 template <class Op, class T> inline void unary_float(Tile<T> dst, Tile<T> a) {
-    if (flat(dst, a))
-        return map_n(dst.data, a.data, int64_t(dst.rows) * dst.cols, [](T x) { return elem_float_only<Op>(x); });
+    static_assert(Num<T>::is_float, "this instruction exists for float tiles only");
+    if (flat(dst, a)) {
+        const int64_t n = int64_t(dst.rows) * dst.cols;
+        if constexpr (kNarrow<T>) return map_narrow(dst.data, a.data, n, [](float x) { return Op::f(x); });
+        return map_n(dst.data, a.data, n, [](T x) { return elem_float_only<Op>(x); });
+    }
     for_each(dst, [&](int32_t r, int32_t c) { return elem_float_only<Op>(at(a, r, c)); });
 }
 
@@ -239,8 +308,8 @@ template <class Op, class T, class S> inline void scalar(Tile<T> dst, Tile<T> a,
     const T st = convert<T>(s, RoundMode::Rint);
     if (flat(dst, a)) {
         const int64_t n = int64_t(dst.rows) * dst.cols;
-        if (reversed) return map_n(dst.data, a.data, n, [st](T x) { return elem<Op>(st, x); });
-        return map_n(dst.data, a.data, n, [st](T x) { return elem<Op>(x, st); });
+        if (reversed) return map_elem<Op, true>(dst.data, a.data, st, n);
+        return map_elem<Op, false>(dst.data, a.data, st, n);
     }
     for_each(dst, [&](int32_t r, int32_t c) {
         return reversed ? elem<Op>(st, at(a, r, c)) : elem<Op>(at(a, r, c), st);
@@ -420,7 +489,14 @@ template <class T> inline void tsel(Tile<T> d, Tile<bool> mask, Tile<T> a, Tile<
 
 namespace detail {
 // Out of line, once per type pair: a kernel with many casts compiles ~3x faster.
+// Widening FP16/BF16 is exact under every mode, and rounding float to them by Rint is
+// the hot path's store_n: both take the array conversions of numerics.hpp.
 template <class D, class S> __attribute__((noinline)) void convert_n(D *dst, const S *src, int64_t n, RoundMode m) {
+    if constexpr (__is_same(D, float) && (__is_same(S, f16) || __is_same(S, bf16))) {
+        return Num<S>::load_n(dst, src, n);
+    } else if constexpr (__is_same(S, float) && (__is_same(D, f16) || __is_same(D, bf16))) {
+        if (m == RoundMode::Rint || m == RoundMode::None) return Num<D>::store_n(dst, src, n);
+    }
     for (int64_t i = 0; i < n; ++i) dst[i] = convert<D>(src[i], m);
 }
 }  // namespace detail
@@ -445,6 +521,10 @@ template <class T> inline void tfillpad(Tile<T> dst, Tile<T> src, T pad) {
 
 /* Copies a tile into another of the same shape (any two buffers: TMOV). */
 template <class T> inline void tmov(Tile<T> dst, Tile<T> src) {
+    if (detail::flat(dst, src)) {  // the same row stride: one copy of the whole tile
+        __builtin_memmove(dst.data, src.data, sizeof(T) * int64_t(dst.rows) * dst.cols);
+        return;
+    }
     detail::for_each(dst, [&](int32_t r, int32_t c) { return detail::at(src, r, c); });
 }
 
@@ -483,5 +563,6 @@ template <class T> inline void tconcat(Tile<T> dst, Tile<T> a, Tile<T> b) {
 
 #include "reduce.hpp"
 #include "matmul.hpp"
+#include "scalar.hpp"  // tgetval: pl.read of one element
 
 #endif /* PTO_ISA_HPP */

@@ -271,6 +271,150 @@ inline f16 f16_round(float f) {
     }
     return f16{uint16_t(o | (sign >> 16))};
 }
+
+/* BF16 <-> float on the hot path, equal to convert<> like the FP16 pair above: widening
+ * is a shift (NaN -> the canonical float NaN); rounding is RNE on the low 16 bits, which
+ * carries into the exponent and on to inf exactly as IEEE overflow does. */
+inline float bf16_widen(bf16 h) {
+    const uint32_t out = (h.bits & 0x7fffu) > 0x7f80u ? 0x7fc00000u : uint32_t(h.bits) << 16;
+    float r;
+    memcpy(&r, &out, 4);
+    return r;
+}
+
+inline bf16 bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{0x7fc0};
+    return bf16{uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+
+/* The same four conversions over arrays, four elements at a time in GCC's generic
+ * vectors (SSE2 on x86-64, NEON on aarch64): the scalar functions above, branch-free,
+ * lane by lane (tests/sim checks them against convert<> on every half and bfloat16 and
+ * on every rounding boundary of every float binade). */
+typedef uint32_t U32x4 __attribute__((vector_size(16)));
+typedef int32_t I32x4 __attribute__((vector_size(16)));
+typedef float F32x4 __attribute__((vector_size(16)));
+typedef uint16_t U16x4 __attribute__((vector_size(8)));
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* Where the CPU has F16C (every x86-64 since 2013), eight at a time by its conversion
+ * instructions: vcvtph2ps is exact and vcvtps2ph with immediate 0 rounds to nearest even,
+ * overflowing to inf from 65520 and producing subnormals as IEEE says; both keep NaN
+ * payloads, so NaN lanes are replaced by the canonical NaN afterwards.  GCC builtins
+ * rather than <immintrin.h>, which would add to every kernel's compile time. */
+typedef short I16x8 __attribute__((vector_size(16)));
+typedef int32_t I32x8 __attribute__((vector_size(32)));
+typedef float F32x8 __attribute__((vector_size(32)));
+
+__attribute__((target("avx2,f16c"))) inline int64_t f16_widen_f16c(float *dst, const f16 *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        I16x8 h;
+        memcpy(&h, src + i, sizeof h);
+        const F32x8 f = __builtin_ia32_vcvtph2ps256(h);
+        I32x8 bits;
+        memcpy(&bits, &f, sizeof bits);
+        bits = f != f ? I32x8{} + 0x7fc00000 : bits;
+        memcpy(dst + i, &bits, sizeof bits);
+    }
+    return i;
+}
+
+__attribute__((target("avx2,f16c"))) inline int64_t f16_round_f16c(f16 *dst, const float *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        F32x8 f;
+        memcpy(&f, src + i, sizeof f);
+        I16x8 h = __builtin_ia32_vcvtps2ph256(f, 0);
+        const I16x8 nan = __builtin_convertvector(f != f, I16x8);
+        h = nan ? I16x8{} + 0x7e00 : h;
+        memcpy(dst + i, &h, sizeof h);
+    }
+    return i;
+}
+
+inline bool cpu_has_f16c() {
+    static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"));
+    return yes;
+}
+#endif
+
+// f16c = false: the portable loop alone (tests check both).
+inline void f16_widen_n(float *dst, const f16 *src, int64_t n, bool f16c = true) {
+    int64_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (f16c && cpu_has_f16c()) i = f16_widen_f16c(dst, src, n);
+#endif
+    (void)f16c;
+    for (; i + 4 <= n; i += 4) {
+        U16x4 h;
+        memcpy(&h, src + i, sizeof h);
+        const I32x4 w = __builtin_convertvector(h, I32x4);
+        const I32x4 sign = (w & 0x8000) << 16, em = w & 0x7fff;
+        const F32x4 sub_f = __builtin_convertvector(em, F32x4) * 5.9604644775390625e-8f;  // exact
+        I32x4 sub;
+        memcpy(&sub, &sub_f, sizeof sub);
+        const I32x4 finite = (em >= 0x0400 ? (em << 13) + 0x38000000 : sub) | sign;
+        const I32x4 special = em == 0x7c00 ? (sign | 0x7f800000) : I32x4{} + 0x7fc00000;
+        const I32x4 out = em >= 0x7c00 ? special : finite;
+        memcpy(dst + i, &out, sizeof out);
+    }
+    for (; i < n; ++i) dst[i] = f16_widen(src[i]);
+}
+
+inline void f16_round_n(f16 *dst, const float *src, int64_t n, bool f16c = true) {
+    int64_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (f16c && cpu_has_f16c()) i = f16_round_f16c(dst, src, n);
+#endif
+    (void)f16c;
+    for (; i + 4 <= n; i += 4) {
+        I32x4 u;
+        memcpy(&u, src + i, sizeof u);
+        const I32x4 sign = (u >> 16) & 0x8000;
+        u &= 0x7fffffff;
+        F32x4 g;
+        memcpy(&g, &u, sizeof g);
+        g += 0.5f;  // below 2^-14: RNE to a multiple of 2^-24 by a float add
+        I32x4 small;
+        memcpy(&small, &g, sizeof small);
+        small -= 0x3f000000;
+        const U32x4 uu = (U32x4)u;
+        const I32x4 normal = (I32x4)((uu + 0xc8000fffu + ((uu >> 13) & 1u)) >> 13);
+        const I32x4 big = u > 0x7f800000 ? I32x4{} + 0x7e00 : (0x7c00 | sign);
+        const I32x4 out = u >= 0x47800000 ? big : ((u < 0x38800000 ? small : normal) | sign);
+        const U16x4 o = __builtin_convertvector(out, U16x4);
+        memcpy(dst + i, &o, sizeof o);
+    }
+    for (; i < n; ++i) dst[i] = f16_round(src[i]);
+}
+
+inline void bf16_widen_n(float *dst, const bf16 *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        U16x4 h;
+        memcpy(&h, src + i, sizeof h);
+        const I32x4 w = __builtin_convertvector(h, I32x4);
+        const I32x4 out = (w & 0x7fff) > 0x7f80 ? I32x4{} + 0x7fc00000 : w << 16;
+        memcpy(dst + i, &out, sizeof out);
+    }
+    for (; i < n; ++i) dst[i] = bf16_widen(src[i]);
+}
+
+inline void bf16_round_n(bf16 *dst, const float *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        U32x4 u;
+        memcpy(&u, src + i, sizeof u);
+        const I32x4 nan = (I32x4)(u & 0x7fffffffu) > 0x7f800000;
+        const U32x4 out = nan ? U32x4{} + 0x7fc0u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        const U16x4 o = __builtin_convertvector(out, U16x4);
+        memcpy(dst + i, &o, sizeof o);
+    }
+    for (; i < n; ++i) dst[i] = bf16_round(src[i]);
+}
 }  // namespace detail
 
 /* One conversion instruction: x rounded once into D by mode (see the header comment). */

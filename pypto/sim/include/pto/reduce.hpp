@@ -19,20 +19,34 @@
 namespace pto {
 namespace detail {
 
+// Rows are reduced kRows at a time, one accumulator each: every row is still its own
+// sequential chain, but the chains overlap in the CPU instead of waiting on each other.
+constexpr int32_t kRows = 4;
+
 template <class Op, class T> inline void row_reduce(Tile<T> dst, Tile<T> src) {
-    for (int32_t r = 0; r < src.rows; ++r) {
+    int32_t r = 0;
+    for (; r + kRows <= src.rows; r += kRows) {
+        const T *x = src.data + int64_t(r) * src.cols;
+        T acc[kRows];
+#pragma GCC unroll 4
+        for (int32_t g = 0; g < kRows; ++g) acc[g] = x[int64_t(g) * src.cols];
+        for (int32_t c = 1; c < src.cols; ++c)
+#pragma GCC unroll 4
+            for (int32_t g = 0; g < kRows; ++g) acc[g] = elem<Op>(acc[g], x[int64_t(g) * src.cols + c]);
+#pragma GCC unroll 4
+        for (int32_t g = 0; g < kRows; ++g) ref(dst, r + g, 0) = acc[g];
+    }
+    for (; r < src.rows; ++r) {
         T acc = at(src, r, 0);
         for (int32_t c = 1; c < src.cols; ++c) acc = elem<Op>(acc, at(src, r, c));
         ref(dst, r, 0) = acc;
     }
 }
 
+// Row by row: dst[0][c] = op(dst[0][c], x[r][c]) keeps each column's sequential order.
 template <class Op, class T> inline void col_reduce(Tile<T> dst, Tile<T> src) {
-    for (int32_t c = 0; c < src.cols; ++c) {
-        T acc = at(src, 0, c);
-        for (int32_t r = 1; r < src.rows; ++r) acc = elem<Op>(acc, at(src, r, c));
-        ref(dst, 0, c) = acc;
-    }
+    for (int32_t c = 0; c < src.cols; ++c) ref(dst, 0, c) = at(src, 0, c);
+    for (int32_t r = 1; r < src.rows; ++r) zip_elem<Op>(dst.data, dst.data, src.data + int64_t(r) * src.cols, src.cols);
 }
 
 struct OpExpDif { static float f(float a, float b) { return __builtin_expf(a - b); } };
@@ -41,9 +55,15 @@ struct OpSecond {
     template <class I> static I i(I, I b) { return b; }
 };
 
-// dst[r][c] = op(x[r][c], v[r][0]) (Row) or op(x[r][c], v[0][c]) (column).
+// dst[r][c] = op(x[r][c], v[r][0]) (Row) or op(x[r][c], v[0][c]) (column), row by row
+// (reading x[r][:] and v before writing dst[r][:], so dst may be x).
 template <class Op, bool Row, class T> inline void expand(Tile<T> dst, Tile<T> x, Tile<T> v) {
-    for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(x, r, c), Row ? at(v, r, 0) : at(v, 0, c)); });
+    for (int32_t r = 0; r < dst.rows; ++r) {
+        T *out = dst.data + int64_t(r) * dst.cols;
+        const T *in = x.data + int64_t(r) * x.cols;
+        if constexpr (Row) map_elem<Op, false>(out, in, at(v, r, 0), dst.cols);
+        else zip_elem<Op>(out, in, v.data, dst.cols);
+    }
 }
 
 }  // namespace detail
@@ -61,9 +81,10 @@ template <class T> inline void tcolsum(Tile<T> d, Tile<T> x, Tile<T> tmp) {
         for (int32_t c = 0; c < x.cols; ++c) detail::ref(tmp, r, c) = detail::at(x, r, c);
     for (int32_t n = x.rows; n > 1;) {
         const int32_t half = (n + 1) / 2;
-        for (int32_t i = 0; i < n - half; ++i)
-            for (int32_t c = 0; c < x.cols; ++c)
-                detail::ref(tmp, i, c) = detail::elem<detail::OpAdd>(detail::at(tmp, i, c), detail::at(tmp, i + half, c));
+        for (int32_t i = 0; i < n - half; ++i) {
+            T *row = tmp.data + int64_t(i) * tmp.cols;
+            detail::zip_elem<detail::OpAdd>(row, row, tmp.data + int64_t(i + half) * tmp.cols, x.cols);
+        }
         n = half;
     }
     for (int32_t c = 0; c < x.cols; ++c) detail::ref(d, 0, c) = detail::at(tmp, 0, c);
