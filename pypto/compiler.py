@@ -158,7 +158,8 @@ def build_program(program: Program, options: CompileOptions,
     key = artifact_key(program.as_python(), options, platform, toolchain)
 
     def build(out: Path) -> None:
-        sources = replace(generate(lowered.program), extra_files=dict(lowered.files))
+        sources = replace(generate(lowered.program, program),
+                          extra_files=dict(lowered.files))
         build_artifact(sources, platform, toolchain, key, out)
 
     if output_dir is None:

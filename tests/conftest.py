@@ -25,6 +25,15 @@ def isolated_cache(tmp_path_factory):
         os.environ["PYPTO_CACHE_DIR"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def accurate_torch_references():
+    """Settles MKL VML's kernel choice before any test's torch reference runs (its first
+    call on several threads may pick a low-accuracy kernel: docs/numerics.md)."""
+    from pypto.golden.reference import settle_vml_dispatch
+
+    settle_vml_dispatch()
+
+
 @pytest.fixture
 def run_script(tmp_path):
     """Write `code` to a file and run it with this Python; returns the CompletedProcess."""

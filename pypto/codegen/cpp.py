@@ -6,6 +6,8 @@ the text itself comes only from `templates/`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import (
@@ -329,7 +331,20 @@ def kernel_source(fn: Function) -> KernelSource:
         "body": body,
     }
     return KernelSource(fn.name, render("kernel.cpp.j2", k=model), "vector",
-                        tuple(_param_spec(p) for p in fn.params))
+                        tuple(_param_spec(p) for p in fn.params), _on_chip_high_water(builder))
+
+
+def _on_chip_high_water(builder: _KernelBuilder) -> dict[str, int]:
+    """Bytes of each on-chip space the kernel's tiles can touch: the end of the highest
+    C++ tile (`rows * cols` elements at its address) per space, 0 where none lives."""
+    itemsize = {dt.cpp_type: dt.itemsize for dt in DataType}
+    marks = dict.fromkeys(_SPACE, 0)
+    space_name = {v: k for k, v in _SPACE.items()}
+    for t in builder.tiles.values():
+        space = space_name[t["space"]]
+        end = t["addr"] + t["rows"] * t["cols"] * itemsize[t["elem"]]
+        marks[space] = max(marks[space], end)
+    return marks
 
 
 # ----------------------------------------------------------------------------- orchestration
@@ -505,8 +520,13 @@ def _returned_params(fn: Function) -> list[int]:
     return []
 
 
-def generate(program: Program) -> GeneratedSources:
-    """C++ sources for a fully lowered program (passes already ran)."""
+def generate(program: Program, frontend: Program | None = None) -> GeneratedSources:
+    """C++ sources for a fully lowered program (passes already ran).
+
+    `frontend`, the program before the passes, supplies the directions the user declared
+    for the entry's parameters (the passes only ever widen them); the manifest records
+    them so the runtime can tell an output the program reads from an input.
+    """
     entry = program.entry_function
     if entry.func_type is not FunctionType.Orchestration:
         raise InternalError("the entry of a lowered program must be an orchestration function")
@@ -523,6 +543,9 @@ def generate(program: Program) -> GeneratedSources:
         "body": body,
     }
     params = tuple(_param_spec(p) for p in entry.params)
+    if frontend is not None:
+        declared = {p.var.name: p.direction.value for p in frontend.entry_function.params}
+        params = tuple(replace(p, declared=declared.get(p.name, p.direction)) for p in params)
     return GeneratedSources(
         entry=entry.name,
         params=params,

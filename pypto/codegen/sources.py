@@ -14,15 +14,22 @@ class ParamSpec:
     dtype: str  # DataType name, e.g. "FP16"
     direction: str = "in"  # "in" | "out" | "inout"; scalars are always "in"
     shape: tuple[int, ...] = ()
+    # What the user declared (entry parameters only; None: not recorded).  The runtime
+    # gives a parameter declared "out" the device's poison even where `direction` says
+    # the program reads it (DeriveCallDirections widened it to "inout").
+    declared: str | None = None
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "name": self.name,
             "kind": self.kind,
             "dtype": self.dtype,
             "direction": self.direction,
             "shape": list(self.shape),
         }
+        if self.declared is not None:
+            out["declared_direction"] = self.declared
+        return out
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,10 @@ class KernelSource:
     cpp: str
     core_type: str  # "vector" | "cube"
     signature: tuple[ParamSpec, ...]
+    # On-chip high-water mark per memory space ("Vec", "Mat", ...): the end of the highest
+    # tile AllocateMemoryAddr placed there, in bytes (0: the space is unused).  The
+    # runtime poisons [0, mark) of each core before a run instead of whole buffers.
+    on_chip: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

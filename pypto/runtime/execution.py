@@ -173,7 +173,7 @@ class ProgramRun:
                     self.memory.adopt(value, spec.dtype, spec.name, "resident")
                     tensor_arg(params[index], value, spec.dtype, spec.direction)
                     continue
-                if spec.direction.reads:
+                if spec.copies_in:
                     # A fresh contiguous copy: poisoning it first would be overwritten anyway.
                     buffer = value.clone(memory_format=torch.contiguous_format)
                     self.memory.adopt(buffer, spec.dtype, spec.name, "param")
@@ -192,6 +192,10 @@ class ProgramRun:
             from pypto.runtime.dump import ArgsDumpCollector
 
             self._dump = ArgsDumpCollector.for_run(self)
+        # Every run starts from the same on-chip state, whatever ran on these cores before.
+        poison = self._reuse.on_chip_poison
+        for core in self.cores:
+            core.poison(poison)
         self.scheduler.start()
         try:
             status = self.program.orchestrate(ctypes.byref(self._api), params)
@@ -397,11 +401,12 @@ def _native_for(reuse: RunReuse, config: RunConfig) -> native.NativeProgram | No
 
 
 class RunReuse:
-    """What the plain calls of one program reuse: simulated cores (zeroed when created;
-    like a ChipWorker's and the device's, their on-chip buffers keep what the previous
-    run left), device buffers for the parameters (`memory.ParamBuffers`, refilled per
-    call) and the argument checks.  Each run takes its own from a pool and gives them
-    back when it ends, so concurrent calls never share a buffer or a core."""
+    """What the plain calls of one program reuse: simulated cores (every run poisons the
+    on-chip bytes its kernels can touch first, `Manifest.on_chip_poison`, so what the
+    previous run left is never seen), device buffers for the parameters
+    (`memory.ParamBuffers`, refilled per call) and the argument checks.  Each run takes
+    its own from a pool and gives them back when it ends, so concurrent calls never share
+    a buffer or a core."""
 
     def __init__(self, program: LoadedProgram) -> None:
         self.program = program
@@ -409,6 +414,8 @@ class RunReuse:
         self._core_arrays: dict[int, tuple[Sequence[SimCore], Any]] = {}
         self._buffers: list[ParamBuffers] = []
         self._engine: native.NativeProgram | str | None = None
+        self.on_chip_poison = program.manifest.on_chip_poison
+        """Bytes of each on-chip space a run poisons on its cores (ON_CHIP_SPACES order)."""
         params = program.manifest.params
         self._tensor_checks = []
         self._scalar_checks = []
@@ -446,7 +453,7 @@ class RunReuse:
         return engine
 
     def take_cores(self, workers: int | None) -> list[SimCore]:
-        """A set of cores for one run: a pooled one zeroed again, else fresh ones."""
+        """A set of cores for one run: a pooled one, else fresh ones (each run poisons them)."""
         count = workers if workers is not None else default_workers(self.program.manifest.cores)
         pool = self._core_sets.get(count)
         if pool:
@@ -474,7 +481,8 @@ class RunReuse:
                 return self._buffers.pop()
             except IndexError:  # another thread took the last one
                 pass
-        return ParamBuffers(self.program.manifest.params, engine.orchestrate)
+        return ParamBuffers(self.program.manifest.params, engine.orchestrate,
+                            self.on_chip_poison)
 
     def give_back_buffers(self, buffers: ParamBuffers) -> None:
         """Returns `buffers` once their run has ended (no task runs any more)."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto.ir import dtypes
+from pypto.runtime.abi import Direction
 from pypto.runtime.comparison import (
     FP64,
     GoldenReport,
@@ -244,9 +245,12 @@ class GoldenRecord:
         return differing
 
     def declared_out(self, param: Any) -> bool:
-        """Whether `param` (a manifest `ParamSpec`) is an output only for this golden: it
-        records the parameter's expected value and no input, as it does for a parameter
-        declared `pl.Out` even where the compiler widened it to InOut."""
+        """Whether `param` (a manifest `ParamSpec`) was declared `pl.Out`, even where the
+        compiler widened it to InOut.  Manifests from schema 1.2 record the declaration;
+        for older ones it is inferred from this golden: an expected value and no input."""
+        declared = getattr(param, "declared", None)
+        if declared is not None:
+            return declared is Direction.OUT
         recorded_inputs = {t.name for t in self.inputs} | set(self.scalars)
         return param.name in self.output_names and param.name not in recorded_inputs
 

@@ -16,8 +16,10 @@ from pypto.runtime.errors import ArtifactError
 MANIFEST_NAME = "manifest.json"
 SCHEMA_MAJOR = 1
 """Major version of the manifest schema this runtime reads."""
-DIGEST_SCHEMA = "1.1"
-"""The schema version whose manifests must carry `manifest_sha256` (the one pypto writes)."""
+DIGEST_SCHEMAS = ("1.1", "1.2")
+"""The schema versions pypto writes, whose manifests must carry `manifest_sha256` (1.1
+added it; 1.2 added `declared_direction` per entry parameter and `on_chip` per kernel).
+A newer minor version, which this runtime does not know, loads by the fields it knows."""
 
 ON_CHIP_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
 """The per-core on-chip buffers, in `PtoCore` field order."""
@@ -32,11 +34,21 @@ class ParamSpec:
     dtype: DataType
     direction: Direction
     shape: tuple[int, ...]
+    declared: Direction | None = None
+    """The direction the user declared (manifests before 1.2 do not record it: None)."""
 
     @property
     def is_tensor(self) -> bool:
         """True for tensor parameters, False for scalars."""
         return self.kind == "tensor"
+
+    @property
+    def copies_in(self) -> bool:
+        """Whether a run binds the caller's data: the program reads the parameter and the
+        user did not declare it `pl.Out`.  A declared Out the compiler widened to InOut
+        (split-K: a zeroing task writes it, atomic-add tasks read it back) gets the
+        device's poison instead, as an Out buffer reaches a device uninitialised."""
+        return self.direction.reads and self.declared is not Direction.OUT
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,9 @@ class KernelSpec:
     sha256: str
     core_type: str
     signature: tuple[ParamSpec, ...]
+    on_chip: tuple[int, ...] | None = None
+    """High-water mark in bytes per on-chip space (ON_CHIP_SPACES order): what the
+    kernel's tiles can touch; None when the manifest (before 1.2) does not record it."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,18 @@ class Manifest:
     orchestration_entry: str
     capacities: dict[str, int]  # on-chip bytes per core, keyed by ON_CHIP_SPACES
     cores: int
+
+    @property
+    def on_chip_poison(self) -> tuple[int, ...]:
+        """Bytes [0, n) of each on-chip space (ON_CHIP_SPACES order) a run poisons on each
+        core before any task: the highest mark of any kernel, or the whole buffer where a
+        kernel does not record its marks."""
+        capacities = tuple(self.capacities[space] for space in ON_CHIP_SPACES)
+        marks = [0] * len(ON_CHIP_SPACES)
+        for kernel in self.kernels:
+            used = kernel.on_chip if kernel.on_chip is not None else capacities
+            marks = [max(m, u) for m, u in zip(marks, used)]
+        return tuple(min(m, c) for m, c in zip(marks, capacities))
 
     @classmethod
     def read(cls, artifact_dir: Path, *, platform: str | None = None) -> Manifest:
@@ -157,7 +184,7 @@ def _check_digest(path: Path, raw: dict[str, Any], schema: str) -> None:
     record it (so damage to the field's own name is caught too)."""
     recorded = raw.get("manifest_sha256")
     if recorded is None:
-        if schema == DIGEST_SCHEMA:
+        if schema in DIGEST_SCHEMAS:
             raise ArtifactError(
                 f"{path}: manifest lacks 'manifest_sha256', which schema {schema} records; "
                 "the manifest was damaged after the build, rebuild the artifact"
@@ -215,12 +242,21 @@ def _param(reader: _FieldReader) -> ParamSpec:
         direction = Direction.from_manifest(direction_name)
     except KeyError:
         raise reader.fail(f"direction should be in/out/inout, found {direction_name!r}") from None
+    declared = None
+    if "declared_direction" in reader.obj:
+        declared_name = reader.get("declared_direction", str)
+        try:
+            declared = Direction.from_manifest(declared_name)
+        except KeyError:
+            raise reader.fail(
+                f"declared_direction should be in/out/inout, found {declared_name!r}"
+            ) from None
     shape = reader.get("shape", list, [])
     if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise reader.fail(f"shape should be non-negative integers, found {shape!r}")
     if len(shape) > MAX_RANK:
         raise reader.fail(f"rank {len(shape)} exceeds the ABI's maximum of {MAX_RANK}")
-    return ParamSpec(reader.get("name", str), kind, dtype, direction, tuple(shape))
+    return ParamSpec(reader.get("name", str), kind, dtype, direction, tuple(shape), declared)
 
 
 def _kernel(reader: _FieldReader) -> KernelSpec:
@@ -228,10 +264,17 @@ def _kernel(reader: _FieldReader) -> KernelSpec:
         _param(reader.nested(f"signature[{i}]", p))
         for i, p in enumerate(reader.get("signature", list))
     )
+    on_chip = None
+    if "on_chip" in reader.obj:
+        marks = reader.nested("on_chip", reader.get("on_chip", dict))
+        on_chip = tuple(marks.get(space, int, 0) for space in ON_CHIP_SPACES)
+        if any(mark < 0 for mark in on_chip):
+            raise reader.fail(f"on_chip marks should be non-negative, found {marks.obj!r}")
     return KernelSpec(
         name=reader.get("name", str),
         file=reader.get("file", str),
         sha256=reader.get("sha256", str),
         core_type=reader.get("core_type", str),
         signature=signature,
+        on_chip=on_chip,
     )

@@ -18,6 +18,11 @@ from pypto.runtime.manifest import ON_CHIP_SPACES
 POISON_BYTE = 0xA5
 """Fill byte of uninitialised integer and bool buffers (floats get NaN)."""
 
+ON_CHIP_POISON_BYTE = 0xFF
+"""Fill byte of on-chip memory at the start of every run.  On-chip buffers are untyped,
+so one byte serves every tile dtype at any offset: all-ones is NaN in FP32, FP16, BF16,
+FP8E4M3FN and FP8E5M2 (as an unwritten Out's NaN) and -1 / all bits set in integers."""
+
 ON_CHIP_ALIGNMENT = 64
 """Byte alignment of every on-chip buffer, as the device guarantees for its SRAMs."""
 
@@ -185,7 +190,7 @@ class ParamBuffers:
     scheduler does the copies and fills of contiguous tensors itself, torch the others.
     A set of buffers holds one run's data at a time."""
 
-    def __init__(self, params: Sequence, orchestrate: int) -> None:
+    def __init__(self, params: Sequence, orchestrate: int, on_chip: Sequence[int]) -> None:
         from pypto.runtime.native import PnrCall
 
         self.specs = tuple(params)
@@ -203,7 +208,7 @@ class ParamBuffers:
             tensor_arg(self.params[index], buffer, spec.dtype, spec.direction)
             nbytes = buffer.numel() * buffer.element_size()
             entry = (index, buffer, nbytes)
-            (copy_in if spec.direction.reads else fill).append(entry)
+            (copy_in if spec.copies_in else fill).append(entry)
             if spec.direction.writes:
                 copy_out.append(entry)
             if nbytes:
@@ -227,6 +232,9 @@ class ParamBuffers:
                             len(copy_out), 0, ctypes.addressof(self._in_array),
                             ctypes.addressof(self._fill_array), ctypes.addressof(self._out_array),
                             None, ctypes.addressof(self.ranges), self.nranges)
+        # Bytes of each on-chip space every core used gets poisoned before its first task.
+        for k, size in enumerate(on_chip):
+            self.call.on_chip[k] = size
         self._cores = None
         self._address = ctypes.addressof(self.call)
         self._by_torch: list[tuple[int, torch.Tensor]] = []
@@ -333,7 +341,8 @@ assert PtoCore.block_num.offset + 4 == _CORE_FIELDS.size
 
 
 class SimCore:
-    """One simulated core: zero-initialised, 64-byte aligned on-chip buffers and an id."""
+    """One simulated core: 64-byte aligned on-chip buffers and an id.  New buffers read
+    zero; every run poisons what its kernels can touch first (`poison`)."""
 
     def __init__(self, core_id: int, capacities: Mapping[str, int]) -> None:
         self.core_id = core_id
@@ -350,13 +359,21 @@ class SimCore:
         base = ctypes.addressof(ctypes.c_uint8.from_buffer(self._storage))
         self.struct = PtoCore()
         # The five buffer pointers then core_id, block_idx, block_num, in one write.
-        _CORE_FIELDS.pack_into(self.struct, 0, *(base + o for o in offsets), core_id, 0, 1)
+        self._buffers = tuple(base + o for o in offsets)
+        _CORE_FIELDS.pack_into(self.struct, 0, *self._buffers, core_id, 0, 1)
         self.pointer = ctypes.pointer(self.struct)
         """`PtoCore *` to pass to kernels."""
         self.address = ctypes.addressof(self.struct)
         """The `PtoCore`'s address, for the native scheduler."""
         self.block = (0, 1)
         """(block_idx, block_num) the struct holds: the SPMD block of the running task."""
+
+    def poison(self, sizes: Sequence[int]) -> None:
+        """Fills bytes [0, sizes[k]) of each on-chip buffer (ON_CHIP_SPACES order) with
+        ON_CHIP_POISON_BYTE: a run starts from this state, whatever ran on the core before."""
+        for address, size in zip(self._buffers, sizes):
+            if size:
+                ctypes.memset(address, ON_CHIP_POISON_BYTE, size)
 
     def set_block(self, block_idx: int, block_num: int) -> None:
         """Tells the next kernel which block of its SPMD dispatch it runs."""

@@ -42,7 +42,7 @@ SOURCE = _PACKAGE / "sim" / "runtime" / "scheduler.cpp"
 """The native scheduler's source."""
 _ABI_HEADER = _PACKAGE / "sim" / "include" / "pto" / "abi.h"
 _FLAGS = ("-O2", "-std=c++17", "-fPIC", "-shared", "-pthread")
-_VERSION = 4  # PNR_VERSION in the source
+_VERSION = 5  # PNR_VERSION in the source
 MODES = ("auto", "native", "python")
 """Values of $PYPTO_SCHEDULER."""
 
@@ -84,8 +84,9 @@ class PnrEdge(ctypes.Structure):
 class PnrCall(ctypes.Structure):
     """One call (`pnr_run`): the orchestration and its parameters, the data movement
     (copies in, poison fills, copies out as flat (dst, src, bytes) / (dst, bytes, dtype)
-    triples), the cores, the device buffers ((start, end) pairs) and, once it ran, the
-    native run it made."""
+    triples), the cores, the device buffers ((start, end) pairs), once it ran, the
+    native run it made, and the bytes of each on-chip space (ON_CHIP_SPACES order)
+    poisoned on each core before the first task the run gives it."""
 
     _fields_ = [("orchestrate", ctypes.c_void_p), ("params", ctypes.c_void_p),
                 ("ncopy_in", ctypes.c_int32), ("nfill", ctypes.c_int32),
@@ -93,7 +94,7 @@ class PnrCall(ctypes.Structure):
                 ("copy_in", ctypes.c_void_p), ("fill", ctypes.c_void_p),
                 ("copy_out", ctypes.c_void_p), ("cores", ctypes.c_void_p),
                 ("ranges", ctypes.c_void_p), ("nranges", ctypes.c_int64),
-                ("run", ctypes.c_void_p)]
+                ("run", ctypes.c_void_p), ("on_chip", ctypes.c_uint64 * 5)]
 
 
 _lock = threading.Lock()

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 MANIFEST_NAME = "manifest.json"
 # 1.1 added manifest_sha256: the digest of the manifest itself, so a manifest damaged on
-# disk is refused instead of mapping binaries with wrong shapes or capacities.
-MANIFEST_SCHEMA_VERSION = "1.1"
+# disk is refused instead of mapping binaries with wrong shapes or capacities.  1.2 added
+# each entry parameter's declared_direction and each kernel's on_chip high-water marks.
+MANIFEST_SCHEMA_VERSION = "1.2"
 # Must equal PTO_ABI_VERSION in pypto/sim/include/pto/abi.h; a test holds them together.
 ABI_VERSION = 3
 ORCHESTRATION_ENTRY = "pypto_orchestrate"
@@ -144,6 +145,9 @@ def _manifest(
             "sha256": digests[unit.binary],
             "core_type": kernel.core_type,
             "signature": [param.to_json() for param in kernel.signature],
+            # Absent when codegen did not say: the runtime then poisons whole buffers.
+            **({"on_chip": {space: kernel.on_chip.get(space, 0) for space in SPACES}}
+               if kernel.on_chip else {}),
         }
         for kernel, unit in zip(sources.kernels, units[:-1], strict=True)
     ]

@@ -39,6 +39,8 @@ KERNEL_SIGNATURES = {
     "leave_unwritten": [tensor("f", F32, [], "out"), tensor("i", "INT32", [], "out")],
     "probe_core": [tensor("y", "INT32", [3], "out")],
     "touch2": [tensor("a", F32, []), tensor("b", F32, [])],
+    "read_vec": [tensor("y", "INT32", [16], "out")],
+    "scribble_vec": [tensor("y", "INT32", [16], "inout")],
 }
 
 
@@ -100,6 +102,9 @@ SCENARIOS: dict[str, Callable[[int], dict]] = {
     "bad_dep": lambda n: _scenario(["fill_value"], [tensor("out", F32, [n], "out")], [0]),
     "bad_view": lambda n: _scenario(["fill_value"], [tensor("out", F32, [n], "out")], [0]),
     "probe_core": lambda n: _scenario(["probe_core"], [tensor("out", "INT32", [3], "out")], [0]),
+    "on_chip": lambda n: _scenario(
+        ["read_vec", "scribble_vec"], [tensor("out", "INT32", [16], "out")], [0]
+    ),
     "script": lambda n: _scenario(
         ["touch2"], [tensor("buf", F32, [n], "inout"), tensor("script", "INT64", [12 * 64])], [0]
     ),
@@ -110,12 +115,14 @@ SCENARIOS: dict[str, Callable[[int], dict]] = {
 def make_artifact(fixture_binaries, tmp_path) -> Callable[..., Path]:
     """Factory: a fresh artifact directory for one scenario, with a correct manifest.
 
-    `make_artifact("pipeline", n=4)`; keyword arguments override top-level manifest fields.
+    `make_artifact("pipeline", n=4)`; keyword arguments override top-level manifest fields,
+    `on_chip={"Vec": 64}` records those on-chip high-water marks for every kernel.
     """
     platform = get_platform("a2a3sim")
     counter = iter(range(1_000_000))
 
-    def make(scenario: str, n: int = 4, **manifest_overrides) -> Path:
+    def make(scenario: str, n: int = 4, on_chip: dict | None = None,
+             **manifest_overrides) -> Path:
         spec = SCENARIOS[scenario](n)
         root = tmp_path / f"{scenario}{next(counter)}"
         (root / "kernels").mkdir(parents=True)
@@ -131,6 +138,7 @@ def make_artifact(fixture_binaries, tmp_path) -> Callable[..., Path]:
                     "sha256": sha256(binary),
                     "core_type": "vector",
                     "signature": KERNEL_SIGNATURES[name],
+                    **({"on_chip": on_chip} if on_chip is not None else {}),
                 }
             )
         shutil.copyfile(fixture_binaries[f"orch_{scenario}"], root / "orchestration.so")

@@ -96,7 +96,7 @@ def test_manifest_records_the_artifact(artifact, sim):
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     assert manifest == {
         "manifest_sha256": hashlib.sha256(canonical.encode()).hexdigest(),
-        "schema_version": "1.1",
+        "schema_version": "1.2",
         "pypto_version": pypto.__version__,
         "platform": "a2a3sim",
         "backend": "Ascend910B",

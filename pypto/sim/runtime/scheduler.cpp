@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#define PNR_VERSION 4
+#define PNR_VERSION 5
 
 namespace {
 
@@ -93,7 +93,9 @@ struct PnrEdge {
 
 /* One plain call's data movement, done here rather than by a torch op apiece:
  * `copy_in` before the orchestration, `fill` (poison) too, `copy_out` after a run
- * that succeeded.  Each entry is (dst, src, bytes) or, for fills, (dst, bytes, dtype). */
+ * that succeeded.  Each entry is (dst, src, bytes) or, for fills, (dst, bytes, dtype).
+ * `on_chip`: bytes [0, n) of each on-chip space (vec, mat, left, right, acc) poisoned
+ * with ON_CHIP_POISON on each core before the first task the run gives it. */
 struct PnrCall {
     PtoOrchestrateFn orchestrate;
     const PtoArg *params;
@@ -108,7 +110,11 @@ struct PnrCall {
     const uint64_t *ranges; /* device buffers: [start, end) pairs */
     int64_t nranges;
     void *run; /* out: the run, for pnr_run_* (free it with pnr_run_free) */
+    uint64_t on_chip[5];
 };
+
+/* memory.ON_CHIP_POISON_BYTE: NaN in every float format, at any offset. */
+constexpr int ON_CHIP_POISON = 0xFF;
 
 int64_t now_ns() {
     struct timespec ts;
@@ -193,7 +199,12 @@ Pool &pool() {
 struct Run {
     const Program *program;
     std::vector<PtoCore *> cores;
-    std::vector<PtoCore *> free_cores;
+    std::vector<int32_t> free_cores;  /* indices into cores */
+    /* Per core: poisoned already in this run.  A core's on-chip memory is seen only by
+     * the tasks it runs, so poisoning it before its first task is the same as poisoning
+     * every core up front, and a run that uses one core pays for one. */
+    std::vector<uint8_t> poisoned;
+    uint64_t on_chip[5] = {};
     std::vector<std::pair<uint64_t, uint64_t>> ranges; /* device buffers, sorted */
     std::vector<void *> scratch;
     std::deque<std::string> scratch_names;
@@ -355,8 +366,9 @@ struct Run {
     int64_t submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
                    std::vector<int64_t> &explicit_deps, int64_t blocks);
     int32_t alloc_tensor(PtoTensor *t, const char *name);
-    bool take(Task *&task, PtoCore *&core);
-    void finish(Task *task, PtoCore *core);
+    bool take(Task *&task, int32_t &slot, bool &fresh);
+    void execute(Task *task, int32_t slot, bool fresh);
+    void finish(Task *task, int32_t slot);
 };
 
 /* Poison, as DeviceMemory.allocate: NaN for floats, 0xA5 bytes otherwise. */
@@ -597,17 +609,26 @@ int32_t Run::alloc_tensor(PtoTensor *t, const char *name) {
     return 0;
 }
 
-bool Run::take(Task *&task, PtoCore *&core) {
+bool Run::take(Task *&task, int32_t &slot, bool &fresh) {
     if (ready.empty() || free_cores.empty() || closing) return false;
     ++running;
     task = &tasks[size_t(ready.front())];
     ready.pop_front();
-    core = free_cores.back();
+    slot = free_cores.back();
     free_cores.pop_back();
+    fresh = !poisoned[size_t(slot)];
+    poisoned[size_t(slot)] = 1;
     return true;
 }
 
-void execute(Task *task, PtoCore *core) {
+/* Runs `task` on core `slot` (outside the pool's lock: the core is this thread's). */
+void Run::execute(Task *task, int32_t slot, bool fresh) {
+    PtoCore *core = cores[size_t(slot)];
+    if (fresh) {
+        uint8_t *buffers[5] = {core->vec, core->mat, core->left, core->right, core->acc};
+        for (int k = 0; k < 5; ++k)
+            if (on_chip[k]) memset(buffers[k], ON_CHIP_POISON, size_t(on_chip[k]));
+    }
     task->core_id = core->core_id;
     core->block_idx = int32_t(task->block_idx);
     core->block_num = int32_t(task->block_num);
@@ -616,10 +637,10 @@ void execute(Task *task, PtoCore *core) {
     task->end_ns = now_ns();
 }
 
-void Run::finish(Task *task, PtoCore *core) {
+void Run::finish(Task *task, int32_t slot) {
     Pool &p = pool();
     --running;
-    free_cores.push_back(core);
+    free_cores.push_back(slot);
     task->finished = true;
     ++completed;
     int64_t released = 0;
@@ -658,9 +679,10 @@ void Pool::serve() {
     for (;;) {
         Run *owner = nullptr;
         Task *task = nullptr;
-        PtoCore *core = nullptr;
+        int32_t slot = -1;
+        bool fresh = false;
         for (Run *run : runs) {
-            if (run->take(task, core)) {
+            if (run->take(task, slot, fresh)) {
                 owner = run;
                 break;
             }
@@ -672,9 +694,9 @@ void Pool::serve() {
             continue;
         }
         guard.unlock();
-        execute(task, core);
+        owner->execute(task, slot, fresh);
         guard.lock();
-        owner->finish(task, core);
+        owner->finish(task, slot);
     }
 }
 
@@ -741,15 +763,16 @@ int32_t run_call(Run *run, const PnrCall *call) {
         /* The orchestrating thread runs ready tasks too instead of sleeping. */
         while (!(failed ? run->running == 0 : run->completed == int64_t(run->tasks.size()))) {
             Task *task = nullptr;
-            PtoCore *core = nullptr;
-            if (!run->take(task, core)) {
+            int32_t slot = -1;
+            bool fresh = false;
+            if (!run->take(task, slot, fresh)) {
                 p.progress.wait(guard);
                 continue;
             }
             guard.unlock();
-            execute(task, core);
+            run->execute(task, slot, fresh);
             guard.lock();
-            run->finish(task, core);
+            run->finish(task, slot);
         }
         p.detach(run);
     }
@@ -804,7 +827,9 @@ int32_t pnr_run(void *program, PnrCall *call) {
     call->run = run;
     run->program = static_cast<Program *>(program);
     run->cores.assign(call->cores, call->cores + call->ncores);
-    for (int32_t i = call->ncores - 1; i >= 0; --i) run->free_cores.push_back(call->cores[i]);
+    for (int32_t i = call->ncores - 1; i >= 0; --i) run->free_cores.push_back(i);
+    run->poisoned.assign(size_t(call->ncores), 0);
+    memcpy(run->on_chip, call->on_chip, sizeof run->on_chip);
     for (int64_t i = 0; i < call->nranges; ++i)
         if (call->ranges[2 * i + 1] > call->ranges[2 * i])
             run->ranges.push_back({call->ranges[2 * i], call->ranges[2 * i + 1]});
