@@ -17,6 +17,21 @@ def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+BLOCKS = 8
+
+
+@pl.jit
+def add_blocks(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """out = a + b as BLOCKS tasks over row blocks, as a multi-core kernel is written: each
+    task is given its rows only, so the tasks run at once on the simulated cores."""
+    R: pl.constexpr = a.shape[0] // BLOCKS
+    pl.static_assert(a.shape[0] % BLOCKS == 0, "rows must divide into BLOCKS blocks")
+    for i in pl.parallel(BLOCKS):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[i * R:(i + 1) * R, :] = pl.add(a[i * R:(i + 1) * R, :], b[i * R:(i + 1) * R, :])
+    return out
+
+
 @pl.jit
 def softmax(x: pl.Tensor, out: pl.Out[pl.Tensor]):
     """Row softmax from primitives: max, exp(x - max), sum, divide."""

@@ -174,6 +174,12 @@ and loaded: take the ranges, not single numbers).
 
 ## Left to do
 
+- Element-wise FP32 add as a multi-core kernel (the `tasks` row) runs at ~2.3-3x
+  torch.add on these 2 host cores, above the 2x target: every element crosses memory
+  three times, as on the device (global memory → on-chip tile, the add, tile → global
+  memory), where torch streams it once.  Fusing the copies into the instruction (a sim
+  fast path for load-op-store chains) would close most of it; the one-task row shows one
+  core's rate.
 - FP8 element-wise: the block treatment FP16/BF16 got (checked exhaustively the same
   way).  Matmul: a K-blocked packing for K beyond ~2k (the packed panels then leave
   L1/L2) and reading float operands in place instead of packing them.

@@ -776,12 +776,35 @@ def _value_node(node: ast.stmt) -> ast.AST:
 
 
 def _fold_sub(stop, start):
-    if isinstance(stop, Const) and isinstance(start, Const):
-        return stop.value - start.value
-    if (isinstance(stop, Call) and stop.op == "add" and len(stop.args) == 2
-            and stop.args[0] == start and isinstance(stop.args[1], Const)):
-        return stop.args[1].value
-    return None
+    """`stop - start` when it is a constant: both are affine in the same index variables
+    (`(i + 1) * R` against `i * R`), else None."""
+    a, b = _affine(stop), _affine(start)
+    if a is None or b is None:
+        return None
+    terms = {k: a.get(k, 0) - b.get(k, 0) for k in a.keys() | b.keys()}
+    if any(coef for name, coef in terms.items() if name is not None):
+        return None
+    return terms.get(None, 0)
+
+
+def _affine(e) -> dict | None:
+    """An integer index expression as {variable name: coefficient, None: constant}, or
+    None when it is not affine (a product of two variables, a division, a float)."""
+    if isinstance(e, Const):
+        return {None: e.value} if isinstance(e.value, int) else None
+    if isinstance(e, Var):
+        return {e.name: 1}
+    if not isinstance(e, Call) or len(e.args) != 2 or e.op not in ("add", "sub", "mul"):
+        return None
+    lhs, rhs = _affine(e.args[0]), _affine(e.args[1])
+    if lhs is None or rhs is None:
+        return None
+    if e.op == "mul":
+        scale, other = (lhs[None], rhs) if lhs.keys() == {None} else \
+            (rhs[None], lhs) if rhs.keys() == {None} else (None, None)
+        return None if scale is None else {k: v * scale for k, v in other.items()}
+    sign = 1 if e.op == "add" else -1
+    return {k: lhs.get(k, 0) + sign * rhs.get(k, 0) for k in lhs.keys() | rhs.keys()}
 
 
 def _shape_text(shape) -> str:
