@@ -22,16 +22,3 @@ def read_dfx(work_dir):
         return json.loads((work_dir / "dfx_outputs" / name).read_text())
 
     return read
-
-
-@pytest.fixture(params=["python", "native"])
-def engine(request, monkeypatch):
-    """Runs the test on each scheduler: the Python one (PYPTO_SCHEDULER=python) and the
-    native one wherever the run allows it (PYPTO_SCHEDULER=auto: seeded, race-detecting
-    and dumping runs stay on the Python scheduler)."""
-    from pypto.runtime import native
-
-    if request.param == "native" and native.unavailable_reason() is not None:
-        pytest.skip(f"native scheduler unavailable: {native.unavailable_reason()}")
-    monkeypatch.setenv("PYPTO_SCHEDULER", "python" if request.param == "python" else "auto")
-    return request.param

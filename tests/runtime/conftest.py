@@ -167,16 +167,3 @@ def make_artifact(fixture_binaries, tmp_path) -> Callable[..., Path]:
         return root
 
     return make
-
-
-@pytest.fixture(params=["python", "native"])
-def engine(request, monkeypatch):
-    """Runs the test on each scheduler: the Python one (PYPTO_SCHEDULER=python) and the
-    native one wherever the run allows it (PYPTO_SCHEDULER=auto: seeded, race-detecting
-    and dumping runs stay on the Python scheduler)."""
-    from pypto.runtime import native
-
-    if request.param == "native" and native.unavailable_reason() is not None:
-        pytest.skip(f"native scheduler unavailable: {native.unavailable_reason()}")
-    monkeypatch.setenv("PYPTO_SCHEDULER", "python" if request.param == "python" else "auto")
-    return request.param
