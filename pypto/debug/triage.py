@@ -41,7 +41,7 @@ from ..ir.dtypes import DataType, from_torch
 from ..ir.errors import PyptoError, VerificationError
 from ..runtime.comparison import TensorComparison, Tolerance, compare_tensor
 from ..runtime.errors import RaceError
-from ..runtime.golden import poison_
+from ..runtime.memory import poison_
 
 STEPS = {
     1: "golden tolerance vs input precision",

@@ -269,6 +269,8 @@ class GoldenRecord:
         """
         import torch
 
+        from pypto.runtime.memory import poison_
+
         recorded = self.load_inputs()
         args = []
         for param in params:
@@ -571,20 +573,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
 # --------------------------------------------------------------------------- run hook
 
 
-def poison_(tensor: Any) -> Any:
-    """Fills `tensor` in place with what an uninitialised device buffer holds (NaN in
-    floats, 0xA5 bytes otherwise, as the simulator fills Out buffers) and returns it."""
-    import torch
-
-    from pypto.runtime.memory import POISON_BYTE
-
-    if tensor.dtype.is_floating_point:
-        return tensor.fill_(float("nan"))
-    block = torch.empty(tensor.shape, dtype=tensor.dtype)
-    block.reshape(-1).view(torch.uint8).fill_(POISON_BYTE)
-    return tensor.copy_(block)
-
-
 class GoldenCheck:
     """Checks one run against `RunConfig.golden_data_dir` (used by `ProgramRun`).
 
@@ -625,6 +613,8 @@ class GoldenCheck:
             # Now the output's dtype is known: write_golden saw only the expected tensor's.
             warn_if_too_tight(record.tolerance_for(info.name, default), dtype_names[info.name],
                               info.dtype, f"output {info.name!r}")
+        from pypto.runtime.memory import poison_
+
         for param, value in zip(params, args):
             if param.direction.reads and record.declared_out(param):
                 poison_(value)

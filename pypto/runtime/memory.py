@@ -26,6 +26,20 @@ FP8E4M3FN and FP8E5M2 (as an unwritten Out's NaN) and -1 / all bits set in integ
 ON_CHIP_ALIGNMENT = 64
 """Byte alignment of every on-chip buffer, as the device guarantees for its SRAMs."""
 
+def poison_(tensor: torch.Tensor) -> torch.Tensor:
+    """Fills `tensor` in place with what uninitialised device memory holds here (NaN in
+    floats, POISON_BYTE bytes otherwise) and returns it: an output no task wrote is then
+    visible instead of accidentally plausible."""
+    if tensor.is_floating_point():
+        return tensor.fill_(float("nan"))
+    if tensor.is_contiguous():
+        tensor.reshape(-1).view(torch.uint8).fill_(POISON_BYTE)
+        return tensor
+    block = torch.empty(tensor.shape, dtype=tensor.dtype)
+    block.reshape(-1).view(torch.uint8).fill_(POISON_BYTE)
+    return tensor.copy_(block)
+
+
 ITEMSIZE_BY_CODE = {dt.code: dt.itemsize for dt in DataType}
 """Element size in bytes for every valid `PtoDType` code."""
 
@@ -123,11 +137,7 @@ class DeviceMemory:
         The device hands out uninitialised memory; poison makes an output that no task
         wrote visible instead of accidentally plausible.
         """
-        buffer = torch.empty(tuple(shape), dtype=dtype.to_torch())
-        if dtype.is_float:
-            buffer.fill_(float("nan"))
-        else:
-            buffer.reshape(-1).view(torch.uint8).fill_(POISON_BYTE)
+        buffer = poison_(torch.empty(tuple(shape), dtype=dtype.to_torch()))
         self.adopt(buffer, dtype, name, origin)
         return buffer
 

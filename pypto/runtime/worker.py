@@ -78,7 +78,7 @@ class ChipWorker:
         """
         import torch
 
-        from pypto.runtime.memory import POISON_BYTE
+        from pypto.runtime.memory import poison_
 
         self._check_open()
         if dtype is None:
@@ -87,11 +87,7 @@ class ChipWorker:
             data_type = dtype
         else:
             data_type = dtypes.from_torch(dtype)
-        tensor = torch.empty(tuple(shape), dtype=data_type.to_torch())
-        if data_type.is_float:
-            tensor.fill_(float("nan"))
-        else:
-            tensor.reshape(-1).view(torch.uint8).fill_(POISON_BYTE)
+        tensor = poison_(torch.empty(tuple(shape), dtype=data_type.to_torch()))
         if tensor.numel() == 0:
             raise ValueError("alloc_tensor: a resident tensor needs at least one element")
         self._resident[tensor.data_ptr()] = tensor
