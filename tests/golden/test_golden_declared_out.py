@@ -6,48 +6,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+from split_k_programs import K, M, N, split_k, split_k_unzeroed
 
-import pypto.language as pl
 from pypto.golden import Exact, record_golden
 from pypto.runtime import GoldenMismatchError, GoldenRecord, RunConfig
 from pypto.runtime.abi import Direction
 from pypto.runtime.loader import load_artifact
 from pypto.spec import Kernel
 
-M, K, N, SPLITS = 16, 64, 16, 2
-KC = K // SPLITS
 PLATFORM = "a2a3sim"
-
-
-@pl.jit.incore
-def zero_c(c: pl.Out[pl.Tensor]):
-    c = pl.store(pl.full(c.shape, pl.FP32, 0.0), [0, 0], c)
-    return c
-
-
-@pl.jit.incore
-def add_part(a: pl.Tensor, b: pl.Tensor, c: pl.InOut[pl.Tensor], k0: pl.Scalar[pl.INT64]):
-    ta = pl.load(a, [0, k0], [M, KC], target_memory=pl.Mem.Mat)
-    tb = pl.load(b, [k0, 0], [KC, N], target_memory=pl.Mem.Mat)
-    acc = pl.matmul(pl.move(ta, pl.Mem.Left), pl.move(tb, pl.Mem.Right))
-    c = pl.store(acc, [0, 0], c, atomic=pl.AtomicType.Add)
-    return c
-
-
-@pl.jit
-def split_k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    c = zero_c(c)
-    for s in pl.parallel(SPLITS):
-        c = add_part(a, b, c, s * KC)
-    return c
-
-
-@pl.jit
-def split_k_unzeroed(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    # The bug the poison exists for: accumulating into an output nobody initialised.
-    for s in pl.parallel(SPLITS):
-        c = add_part(a, b, c, s * KC)
-    return c
 
 
 def _inputs(rng, v):

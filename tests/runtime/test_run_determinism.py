@@ -9,6 +9,7 @@ import json
 
 import pytest
 import torch
+from split_k_programs import K, M, N, split_k, split_k_unzeroed
 
 import pypto.language as pl
 from pypto.runtime import ChipWorker, RunConfig, load_artifact
@@ -21,40 +22,7 @@ pytestmark = [
 ]
 
 PLATFORM = "a2a3sim"
-M, K, N, SPLITS = 16, 64, 16, 2
-KC = K // SPLITS
 ALL_ONES = -1  # an INT32 of four 0xFF bytes: the on-chip poison
-
-
-@pl.jit.incore
-def zero_c(c: pl.Out[pl.Tensor]):
-    c = pl.store(pl.full(c.shape, pl.FP32, 0.0), [0, 0], c)
-    return c
-
-
-@pl.jit.incore
-def add_part(a: pl.Tensor, b: pl.Tensor, c: pl.InOut[pl.Tensor], k0: pl.Scalar[pl.INT64]):
-    ta = pl.load(a, [0, k0], [M, KC], target_memory=pl.Mem.Mat)
-    tb = pl.load(b, [k0, 0], [KC, N], target_memory=pl.Mem.Mat)
-    acc = pl.matmul(pl.move(ta, pl.Mem.Left), pl.move(tb, pl.Mem.Right))
-    c = pl.store(acc, [0, 0], c, atomic=pl.AtomicType.Add)
-    return c
-
-
-@pl.jit
-def split_k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    c = zero_c(c)
-    for s in pl.parallel(SPLITS):
-        c = add_part(a, b, c, s * KC)
-    return c
-
-
-@pl.jit
-def split_k_unzeroed(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    # Reads its output before anything wrote it: garbage on a device.
-    for s in pl.parallel(SPLITS):
-        c = add_part(a, b, c, s * KC)
-    return c
 
 
 @pl.jit.incore
