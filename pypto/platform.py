@@ -23,6 +23,19 @@ KINDS = ("sim", "device")
 _DEFAULT_BUILD_RULES = Path(__file__).resolve().parent.parent / "build_rules"
 
 
+def default_cache_root() -> Path:
+    """$PYPTO_CACHE_DIR, else $XDG_CACHE_HOME/pypto, else ~/.cache/pypto: the artifact
+    cache's root, and where the runtime builds its native scheduler (so here, where both
+    the toolchain and the runtime may look)."""
+    explicit = os.environ.get("PYPTO_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    # The XDG spec says to ignore a relative XDG_CACHE_HOME.
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "pypto"
+
+
 class BuildRuleError(ValueError):
     """A file under build_rules/ is missing or malformed; the message names file and key."""
 

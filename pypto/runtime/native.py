@@ -29,7 +29,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto.platform import get_platform
+from pypto.platform import default_cache_root, get_platform
 from pypto.runtime.abi import MAX_RANK, PtoArg, PtoKernelFn, PtoOrchestrateFn
 from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
 
@@ -172,20 +172,9 @@ def _compiler() -> Path:
     return Path(found)
 
 
-def _cache_root() -> Path:
-    # The artifact cache's root (pypto.toolchain.cache.default_cache_root, which the
-    # runtime may not import).
-    explicit = os.environ.get("PYPTO_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "pypto"
-
-
 def _built_library() -> Path:
     key, compiler = library_key()
-    target = _cache_root() / "native" / f"scheduler-{key[:32]}.so"
+    target = default_cache_root() / "native" / f"scheduler-{key[:32]}.so"
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

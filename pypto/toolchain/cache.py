@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from pypto.platform import default_cache_root
 from pypto.toolchain.build import MANIFEST_NAME, manifest_digest
 
 DEFAULT_LOCK_TIMEOUT_S = 600.0
@@ -39,17 +40,6 @@ class CacheLockTimeoutError(TimeoutError):
 
 class CorruptCacheEntryWarning(UserWarning):
     """A cache entry was damaged on disk; it was moved to `<root>/quarantine/` and rebuilt."""
-
-
-def default_cache_root() -> Path:
-    """$PYPTO_CACHE_DIR, else $XDG_CACHE_HOME/pypto, else ~/.cache/pypto."""
-    explicit = os.environ.get("PYPTO_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    # The XDG spec says to ignore a relative XDG_CACHE_HOME.
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "pypto"
 
 
 class ArtifactCache:
