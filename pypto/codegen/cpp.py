@@ -448,7 +448,9 @@ class _OrchestrationBuilder:
             tid = self.local(targets[-1]) if targets else None
             targets = targets[:-1]
         results = []
-        returns = _returned_params(callee)
+        returns = callee.returned_params()
+        if -1 in returns:
+            raise InternalError(f"kernel {callee.name!r} returns a value that is no parameter")
         for target, param_index in zip(targets, returns):
             src = call.args[param_index]
             dst = self.local(target)
@@ -509,15 +511,6 @@ def accumulated_params(fn: Function) -> set[str]:
 
     walk(fn.body)
     return atomic - other
-
-
-def _returned_params(fn: Function) -> list[int]:
-    """For each value a kernel returns, the index of the parameter buffer it is."""
-    names = [p.var.name for p in fn.params]
-    for s in fn.body:
-        if isinstance(s, Return):
-            return [names.index(v.name) for v in s.values]
-    return []
 
 
 def generate(program: Program, frontend: Program | None = None) -> GeneratedSources:

@@ -183,6 +183,15 @@ class Function:
                 return p
         return None
 
+    def returned_params(self) -> list[int]:
+        """For each value the function returns, the index of the parameter it is (-1 for
+        a value that is no parameter); empty without a return statement."""
+        names = [p.var.name for p in self.params]
+        for s in self.body:
+            if isinstance(s, Return):
+                return [names.index(v.name) if v.name in names else -1 for v in s.values]
+        return []
+
 
 @dataclass(frozen=True)
 class Program:

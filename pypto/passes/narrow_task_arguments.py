@@ -127,15 +127,6 @@ def _call_sites(program: Program) -> dict[str, list[tuple[FuncCall, tuple]]]:
     return found
 
 
-def returned_params(fn: Function) -> list[int]:
-    """For each value the kernel returns, the index of the parameter it is."""
-    names = [p.var.name for p in fn.params]
-    for s in fn.body:
-        if isinstance(s, Return):
-            return [names.index(v.name) if v.name in names else -1 for v in s.values]
-    return []
-
-
 class _Accesses(IRVisitor):
     """The windows (offsets, extents) through which a kernel touches each tensor parameter;
     a parameter touched any other way is `whole`."""
@@ -235,7 +226,7 @@ def _plan(fn: Function, sites) -> dict[int, Window]:
     access = _Accesses(tensors)
     access.visit_function(fn)
     whole = access.whole | _rebound(fn, tensors)
-    returned = returned_params(fn)
+    returned = fn.returned_params()
     plan: dict[int, Window] = {}
     for index, p in enumerate(fn.params):
         name = p.var.name
@@ -291,7 +282,7 @@ def _narrow_kernel(fn: Function, plan: dict[int, Window]) -> Function:
         for p in fn.params
     )
     returns = list(fn.returns)
-    for position, index in enumerate(returned_params(fn)):
+    for position, index in enumerate(fn.returned_params()):
         if index in plan and position < len(returns):
             returns[position] = types[fn.params[index].var.name]
     return replace(fn, params=params, body=body, returns=tuple(returns))
@@ -380,7 +371,7 @@ class _CallSites(IRMutator):
         )
         if isinstance(stmt, ExprStmt):
             return out + [replace(stmt, value=new_call)]
-        returned = returned_params(kernel)
+        returned = kernel.returned_params()
         new_targets = list(targets)
         for position, index in enumerate(returned):
             if index in views and position < len(new_targets):
@@ -390,7 +381,7 @@ class _CallSites(IRMutator):
     @staticmethod
     def _result_type(call: FuncCall, kernel: Function, views: dict[int, Var]):
         items = list(call.type.items) if isinstance(call.type, TupleType) else [call.type]
-        for position, index in enumerate(returned_params(kernel)):
+        for position, index in enumerate(kernel.returned_params()):
             if index in views and position < len(items):
                 items[position] = views[index].type
         if isinstance(call.type, TupleType):
