@@ -37,6 +37,7 @@ SIGNATURES = {
     "sim_matmul_kernel": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_ptr, c_i32, c_i32, c_i32, c_int,
                           c_int],
     "sim_elementwise_reference": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_double, c_i64],
+    "sim_binary_portable_fp32": [c_int, c_ptr, c_ptr, c_ptr, c_i64],
     "sim_expand": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_i32, c_i32],
     "sim_fast_narrow": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_i64, c_ptr, c_ptr, c_ptr, c_i64],
 }

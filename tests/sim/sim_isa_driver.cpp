@@ -230,8 +230,10 @@ int sim_matmul_kernel(int widest, int kind, void *c, const void *acc, const void
 
 // The definition the tile instructions' fast paths must equal: dst[i] = elem<Op>(a[i], b[i])
 // (binary op codes of sim_binary), elem<Op>(a[i], s) (scalar codes of sim_scalar, + 8) or
-// elem<Op>(a[i]) (unary codes of sim_unary, + 16), one element at a time, for FP16 / BF16.
+// elem<Op>(a[i]) (unary codes of sim_unary, + 16), one element at a time, for FP16 / BF16 /
+// FP32 and (no float-only unary ops) INT8 / INT32.
 int sim_elementwise_reference(int dtype, int op, void *dst, const void *a, const void *b, double s, int64_t n) {
+    int rc = 0;
     auto run = [&](auto z) {
         typedef decltype(z) T;
         T *d = static_cast<T *>(dst);
@@ -239,6 +241,15 @@ int sim_elementwise_reference(int dtype, int op, void *dst, const void *a, const
         const T st = convert<T>(s, RoundMode::Rint);
         for (int64_t i = 0; i < n; ++i) {
             using namespace detail;
+            if constexpr (Num<T>::is_float) {
+                switch (op) {
+                case 16: d[i] = elem<OpExp>(x[i]); continue;
+                case 17: d[i] = elem<OpLog>(x[i]); continue;
+                case 18: d[i] = elem<OpSqrt>(x[i]); continue;
+                case 19: d[i] = elem<OpRsqrt>(x[i]); continue;
+                case 20: d[i] = elem<OpRecip>(x[i]); continue;
+                }
+            }
             switch (op) {
             case 0: d[i] = elem<OpAdd>(x[i], y[i]); break;
             case 1: d[i] = elem<OpSub>(x[i], y[i]); break;
@@ -254,20 +265,41 @@ int sim_elementwise_reference(int dtype, int op, void *dst, const void *a, const
             case 13: d[i] = elem<OpMin>(x[i], st); break;
             case 14: d[i] = elem<OpSub>(st, x[i]); break;
             case 15: d[i] = elem<OpDiv>(st, x[i]); break;
-            case 16: d[i] = elem<OpExp>(x[i]); break;
-            case 17: d[i] = elem<OpLog>(x[i]); break;
-            case 18: d[i] = elem<OpSqrt>(x[i]); break;
-            case 19: d[i] = elem<OpRsqrt>(x[i]); break;
-            case 20: d[i] = elem<OpRecip>(x[i]); break;
             case 21: d[i] = elem<OpNeg>(x[i]); break;
             case 22: d[i] = elem<OpAbs>(x[i]); break;
             case 23: d[i] = elem<OpRelu>(x[i]); break;
+            default: rc = -1; return;
             }
         }
     };
-    if (dtype == PTO_FP16) run(f16());
-    else if (dtype == PTO_BF16) run(bf16());
-    else return -1;
+    switch (dtype) {
+    case PTO_FP16: run(f16()); break;
+    case PTO_BF16: run(bf16()); break;
+    case PTO_FP32: run(float()); break;
+    case PTO_INT8: run(int8_t()); break;
+    case PTO_INT32: run(int32_t()); break;
+    default: return -1;
+    }
+    return rc;
+}
+
+// The portable (pre-AVX2) loop of binary FP32 instructions, which x86-64 CPUs with AVX2 never
+// take inside tadd & co: dst[i] = elem<Op>(a[i], b[i]) over n elements (sim_binary's codes).
+int sim_binary_portable_fp32(int op, float *dst, const float *a, const float *b, int64_t n) {
+    using namespace detail;
+    auto run = [&](auto o) {
+        typedef decltype(o) Op;
+        zip_chunks(dst, a, b, n, [](float x, float y) { return elem<Op>(x, y); });
+    };
+    switch (op) {
+    case 0: run(OpAdd()); break;
+    case 1: run(OpSub()); break;
+    case 2: run(OpMul()); break;
+    case 3: run(OpDiv()); break;
+    case 4: run(OpMax()); break;
+    case 5: run(OpMin()); break;
+    default: return -1;
+    }
     return 0;
 }
 

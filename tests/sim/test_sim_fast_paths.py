@@ -1,9 +1,10 @@
 """The simulator's fast paths compute exactly what its definitions do, bit for bit.
 
-The vectorised FP16/BF16 conversions equal `convert<>`; element-wise instructions on
-narrow tiles (widened and rounded a block at a time) equal `elem<>` applied element by
-element; the register-tiled matmul of every vector width equals the K-order model; row
-reductions done several rows at a time keep each row's sequential order.
+The vectorised FP16/BF16 conversions equal `convert<>`; element-wise instructions (narrow
+tiles widened and rounded a block at a time, FP32 and integer tiles a vector chunk at a
+time, AVX2 or portable) equal `elem<>` applied element by element; the register-tiled
+matmul of every vector width equals the K-order model; row reductions done several rows
+at a time keep each row's sequential order.
 """
 
 from __future__ import annotations
@@ -76,9 +77,15 @@ def test_fast_conversions_equal_the_generic_one_on_every_half_and_rounding_bound
     np.testing.assert_array_equal(round_v, want_round)
 
 
-def random_bits(rng, n: int) -> np.ndarray:
-    """Arbitrary 16-bit patterns: NaN payloads, infinities, subnormals and zeros included."""
-    return rng.integers(0, 1 << 16, n).astype(np.uint16)
+BITS = {DT.FP16: np.uint16, DT.BF16: np.uint16, DT.FP32: np.uint32, DT.INT8: np.uint8,
+        DT.INT32: np.uint32}
+
+
+def random_bits(rng, n: int, dtype: DT = DT.FP16) -> np.ndarray:
+    """Arbitrary bit patterns of `dtype`'s width: for floats NaN payloads, infinities,
+    subnormals and zeros included."""
+    width = BITS[dtype]
+    return rng.integers(0, np.iinfo(width).max, n, dtype=width, endpoint=True)
 
 
 def reference(sim, dtype: DT, op: int, a, b=None, s: float = 0.0) -> np.ndarray:
@@ -88,29 +95,49 @@ def reference(sim, dtype: DT, op: int, a, b=None, s: float = 0.0) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("dtype", [DT.FP16, DT.BF16])
-def test_narrow_elementwise_instructions_equal_elem_applied_element_by_element(sim, dtype):
+@pytest.mark.parametrize("dtype", [DT.FP16, DT.BF16, DT.FP32, DT.INT8, DT.INT32])
+def test_elementwise_instructions_equal_elem_applied_element_by_element(sim, dtype):
+    """Narrow floats go a block at a time through float, FP32 and integers a vector chunk at a
+    time (AVX2 for floats where the CPU has it): every path equals elem<> bit for bit."""
     rng = np.random.default_rng(20)
-    a, b = random_bits(rng, ROWS * COLS), random_bits(rng, ROWS * COLS)
+    a, b = random_bits(rng, ROWS * COLS, dtype), random_bits(rng, ROWS * COLS, dtype)
     for op, code in BINARY.items():
         out = np.zeros_like(a)
         assert sim.sim_binary(dtype.code, code, ptr(out), ptr(a), ptr(b), ROWS, COLS, ROWS,
                               COLS) == 0
         np.testing.assert_array_equal(out, reference(sim, dtype, code, a, b), err_msg=op)
-    for op, code in SCALAR.items():
-        out = np.zeros_like(a)
-        assert sim.sim_scalar(dtype.code, code, ptr(out), ptr(a), 0.3, ROWS, COLS) == 0
-        np.testing.assert_array_equal(out, reference(sim, dtype, 8 + code, a, s=0.3), err_msg=op)
+    for s in (0.3, -7.0):
+        for op, code in SCALAR.items():
+            out = np.zeros_like(a)
+            assert sim.sim_scalar(dtype.code, code, ptr(out), ptr(a), s, ROWS, COLS) == 0
+            np.testing.assert_array_equal(out, reference(sim, dtype, 8 + code, a, s=s),
+                                          err_msg=op)
     for op, code in UNARY.items():
+        if not dtype.is_float and op not in ("neg", "abs", "relu"):
+            continue
         out = np.zeros_like(a)
         assert sim.sim_unary(dtype.code, code, ptr(out), ptr(a), ROWS, COLS) == 0
         np.testing.assert_array_equal(out, reference(sim, dtype, 16 + code, a), err_msg=op)
 
 
-@pytest.mark.parametrize("dtype", [DT.FP16, DT.BF16])
-def test_in_place_narrow_instructions_read_each_block_before_writing_it(sim, dtype):
+def test_portable_fp32_loop_equals_elem_and_works_in_place(sim):
+    """The loop CPUs without AVX2 take: the same bits as elem<>, also with dst == a."""
+    rng = np.random.default_rng(23)
+    a, b = random_bits(rng, ROWS * COLS, DT.FP32), random_bits(rng, ROWS * COLS, DT.FP32)
+    for op, code in BINARY.items():
+        want = reference(sim, DT.FP32, code, a, b)
+        out = np.zeros_like(a)
+        assert sim.sim_binary_portable_fp32(code, ptr(out), ptr(a), ptr(b), a.size) == 0
+        np.testing.assert_array_equal(out, want, err_msg=op)
+        inplace = a.copy()
+        assert sim.sim_binary_portable_fp32(code, ptr(inplace), ptr(inplace), ptr(b), a.size) == 0
+        np.testing.assert_array_equal(inplace, want, err_msg=op)
+
+
+@pytest.mark.parametrize("dtype", [DT.FP16, DT.BF16, DT.FP32])
+def test_in_place_instructions_read_each_chunk_before_writing_it(sim, dtype):
     rng = np.random.default_rng(21)
-    a, b = random_bits(rng, ROWS * COLS), random_bits(rng, ROWS * COLS)
+    a, b = random_bits(rng, ROWS * COLS, dtype), random_bits(rng, ROWS * COLS, dtype)
     want = reference(sim, dtype, BINARY["mul"], a, b)
     assert sim.sim_binary(dtype.code, BINARY["mul"], ptr(a), ptr(a), ptr(b), ROWS, COLS, ROWS,
                           COLS) == 0

@@ -207,32 +207,82 @@ template <class T, class F> inline void for_each(Tile<T> dst, F f) {
 template <class T> inline T at(Tile<T> t, int32_t r, int32_t c) { return t.data[int64_t(r) * t.cols + c]; }
 template <class T> inline T &ref(Tile<T> t, int32_t r, int32_t c) { return t.data[int64_t(r) * t.cols + c]; }
 
-// Elements per chunk of the element-wise loops below: each chunk reads its sources into
-// locals before writing dst, so a dst that is one of its sources (the only aliasing
-// allowed) stays correct, and GCC's -O2 (which vectorises only fixed trip counts)
-// turns a chunk of floats into vector instructions: same IEEE operations, same bits.
-constexpr int64_t kChunk = 8;
+// The element-wise loops below work in chunks of 32 bytes: each chunk of the sources is
+// read into registers (GCC's generic vectors) before dst is written, so a dst that is one
+// of its sources (the only aliasing allowed) stays correct, and GCC's -O2 turns a chunk
+// of arithmetic into vector instructions: the same IEEE operations, the same bits.
+// Element types without a vector type (bool, the narrow float classes) chunk into arrays.
+template <class T, bool = !__is_class(T) && !__is_same(T, bool)> struct ChunkOf {
+    struct type {
+        T v[32 / sizeof(T)];
+        T &operator[](int k) { return v[k]; }
+    };
+};
+template <class T> struct ChunkOf<T, true> { typedef T type __attribute__((vector_size(32))); };
 
 // dst[i] = f(a[i], b[i]) over n contiguous elements.
-template <class T, class F> inline void zip_n(T *dst, const T *a, const T *b, int64_t n, F f) {
-    int64_t i = 0;
-    for (; i + kChunk <= n; i += kChunk) {
-        T x[kChunk], y[kChunk];
-        for (int64_t k = 0; k < kChunk; ++k) { x[k] = a[i + k]; y[k] = b[i + k]; }
-        for (int64_t k = 0; k < kChunk; ++k) dst[i + k] = f(x[k], y[k]);
+template <class T, class F>
+inline __attribute__((always_inline)) void zip_chunks(T *dst, const T *a, const T *b, int64_t n, F f) {
+    typedef typename ChunkOf<T>::type V;
+    constexpr int64_t K = sizeof(V) / sizeof(T);
+    const int64_t whole = n - n % K;
+    for (int64_t i = 0; i < whole; i += K) {
+        V x, y, z;
+        __builtin_memcpy(&x, a + i, sizeof x);
+        __builtin_memcpy(&y, b + i, sizeof y);
+#pragma GCC unroll 32
+        for (int k = 0; k < int(K); ++k) z[k] = f(x[k], y[k]);
+        __builtin_memcpy(dst + i, &z, sizeof z);
     }
-    for (; i < n; ++i) dst[i] = f(a[i], b[i]);
+    for (int64_t i = whole; i < n; ++i) dst[i] = f(a[i], b[i]);
 }
 
 // dst[i] = f(a[i]) over n contiguous elements.
-template <class T, class F> inline void map_n(T *dst, const T *a, int64_t n, F f) {
-    int64_t i = 0;
-    for (; i + kChunk <= n; i += kChunk) {
-        T x[kChunk];
-        for (int64_t k = 0; k < kChunk; ++k) x[k] = a[i + k];
-        for (int64_t k = 0; k < kChunk; ++k) dst[i + k] = f(x[k]);
+template <class T, class F> inline __attribute__((always_inline)) void map_chunks(T *dst, const T *a, int64_t n, F f) {
+    typedef typename ChunkOf<T>::type V;
+    constexpr int64_t K = sizeof(V) / sizeof(T);
+    const int64_t whole = n - n % K;
+    for (int64_t i = 0; i < whole; i += K) {
+        V x, z;
+        __builtin_memcpy(&x, a + i, sizeof x);
+#pragma GCC unroll 32
+        for (int k = 0; k < int(K); ++k) z[k] = f(x[k]);
+        __builtin_memcpy(dst + i, &z, sizeof z);
     }
-    for (; i < n; ++i) dst[i] = f(a[i]);
+    for (int64_t i = whole; i < n; ++i) dst[i] = f(a[i]);
+}
+
+// The float loops (FP32 tiles, and narrow floats, which compute in float) also compiled
+// for AVX2, taken where the running CPU has it (x86-64): a chunk of 8 floats is one
+// 256-bit instruction instead of two 128-bit ones, ~3x faster on cache-resident tiles;
+// integer tiles keep one copy, which keeps kernels' compile time down.  AVX2 brings no
+// FMA, and lanes do the same IEEE operations at any width: the bits do not change, and
+// the artifact is the same file on every host.
+#if defined(__x86_64__)
+template <class T, class F>
+__attribute__((noinline, target("avx2"))) void zip_chunks_avx2(T *dst, const T *a, const T *b, int64_t n, F f) {
+    zip_chunks(dst, a, b, n, f);
+}
+template <class T, class F>
+__attribute__((noinline, target("avx2"))) void map_chunks_avx2(T *dst, const T *a, int64_t n, F f) {
+    map_chunks(dst, a, n, f);
+}
+#endif
+
+template <class T, class F> inline void zip_n(T *dst, const T *a, const T *b, int64_t n, F f) {
+#if defined(__x86_64__)
+    if constexpr (__is_same(T, float))
+        if (__builtin_cpu_supports("avx2")) return zip_chunks_avx2(dst, a, b, n, f);
+#endif
+    zip_chunks(dst, a, b, n, f);
+}
+
+template <class T, class F> inline void map_n(T *dst, const T *a, int64_t n, F f) {
+#if defined(__x86_64__)
+    if constexpr (__is_same(T, float))
+        if (__builtin_cpu_supports("avx2")) return map_chunks_avx2(dst, a, n, f);
+#endif
+    map_chunks(dst, a, n, f);
 }
 
 // Narrow floats element-wise, in blocks: widen the block's sources to float, run the
@@ -266,8 +316,8 @@ template <class T> inline bool flat(Tile<T> dst, Tile<T> a) { return a.cols == d
 
 // dst[i] = elem<Op>(a[i], b[i]) over n contiguous elements.
 template <class Op, class T> inline void zip_elem(T *dst, const T *a, const T *b, int64_t n) {
-    if constexpr (kNarrow<T>) return zip_narrow(dst, a, b, n, [](float x, float y) { return Op::f(x, y); });
-    zip_n(dst, a, b, n, [](T x, T y) { return elem<Op>(x, y); });
+    if constexpr (kNarrow<T>) zip_narrow(dst, a, b, n, [](float x, float y) { return Op::f(x, y); });
+    else zip_n(dst, a, b, n, [](T x, T y) { return elem<Op>(x, y); });
 }
 
 // dst[i] = elem<Op>(a[i], s) (elem<Op>(s, a[i]) when Reversed) over n contiguous elements.
@@ -288,8 +338,9 @@ template <class Op, class T> inline void binary(Tile<T> dst, Tile<T> a, Tile<T> 
 template <class Op, class T> inline void unary(Tile<T> dst, Tile<T> a) {
     if (flat(dst, a)) {
         const int64_t n = int64_t(dst.rows) * dst.cols;
-        if constexpr (kNarrow<T>) return map_narrow(dst.data, a.data, n, [](float x) { return Op::f(x); });
-        return map_n(dst.data, a.data, n, [](T x) { return elem<Op>(x); });
+        if constexpr (kNarrow<T>) map_narrow(dst.data, a.data, n, [](float x) { return Op::f(x); });
+        else map_n(dst.data, a.data, n, [](T x) { return elem<Op>(x); });
+        return;
     }
     for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c)); });
 }
@@ -298,8 +349,9 @@ template <class Op, class T> inline void unary_float(Tile<T> dst, Tile<T> a) {
     static_assert(Num<T>::is_float, "this instruction exists for float tiles only");
     if (flat(dst, a)) {
         const int64_t n = int64_t(dst.rows) * dst.cols;
-        if constexpr (kNarrow<T>) return map_narrow(dst.data, a.data, n, [](float x) { return Op::f(x); });
-        return map_n(dst.data, a.data, n, [](T x) { return elem_float_only<Op>(x); });
+        if constexpr (kNarrow<T>) map_narrow(dst.data, a.data, n, [](float x) { return Op::f(x); });
+        else map_n(dst.data, a.data, n, [](T x) { return elem_float_only<Op>(x); });
+        return;
     }
     for_each(dst, [&](int32_t r, int32_t c) { return elem_float_only<Op>(at(a, r, c)); });
 }
