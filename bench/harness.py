@@ -67,6 +67,30 @@ def median_time(fn: Callable[[], object], runs: int, *, inner: int = 1,
     return statistics.median(samples)
 
 
+def paired_medians(ours: Callable[[], object], peer: Callable[[], object], runs: int,
+                   *, pause_s: float = 0.01) -> tuple[float, float]:
+    """Medians over `runs` of the wall time of one call of `ours` and of `peer`, timed in
+    alternation (ours, peer, ours, ...) so that a change in the machine's load while they
+    run weighs on both sides of the ratio alike.  Each is called once untimed first.
+
+    Each timed call starts `pause_s` after the previous one ended: torch's OpenMP threads
+    keep spinning for a few milliseconds after a parallel op (and the simulator's workers
+    hold their cores briefly too), which would otherwise bill one side's idle threads to
+    the other (measured: an 8-task add right after torch.add took 1.6x as long as after a
+    10 ms pause, on 2 cores).
+    """
+    ours()
+    peer()
+    ours_s, peer_s = [], []
+    for _ in range(max(1, runs)):
+        for fn, samples in ((ours, ours_s), (peer, peer_s)):
+            time.sleep(pause_s)
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+    return statistics.median(ours_s), statistics.median(peer_s)
+
+
 def calibrate(fn: Callable[[], object], budget_s: float = 0.05) -> int:
     """How many calls of `fn` fill about `budget_s` (at least 1), after one warm-up call."""
     fn()

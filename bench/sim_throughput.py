@@ -7,6 +7,7 @@ activations would be: the kernel and its dispatch only) and as a plain call (whi
 copies every input into fresh device memory, poisons the outputs and copies them back).
 Two more rows price the simulator's exact FP16 arithmetic: the same add and matmul
 with FP32 inputs.  Target: element-wise within 2x of torch; the others are reported.
+Ours and torch are timed in alternation (`paired_medians`), nine times at least.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import functools
 import warnings
 
-from bench.harness import Row, Settings, median_time
+from bench.harness import Row, Settings, paired_medians
 
 
 def _problems(quick: bool):
@@ -61,7 +62,7 @@ def measure(settings: Settings) -> list[Row]:
 
     warnings.simplefilter("ignore")
     rows = []
-    runs = max(3, settings.runs)
+    runs = settings.runs if settings.quick else max(9, settings.runs)
     with ChipWorker(RunConfig()) as worker:
         for label, kernel, args, peer_fn, peer_name in _problems(settings.quick):
             compiled = kernel.compile(*args)
@@ -72,8 +73,7 @@ def measure(settings: Settings) -> list[Row]:
                 resident.append(tensor)
             step = worker.register(compiled)
             step(*resident)
-            peer = median_time(peer_fn, runs)
-            ours = median_time(functools.partial(step, *resident), runs)
+            ours, peer = paired_medians(functools.partial(step, *resident), peer_fn, runs)
             schedule = compiled_schedule(step)
             kernel_s = sum(t.end_ns - t.start_ns for t in schedule.tasks) / 1e9 if schedule else 0
             rows.append(Row("simulator", f"{label} (resident)", ours, peer, peer_name,
@@ -83,8 +83,7 @@ def measure(settings: Settings) -> list[Row]:
                                  f"kernel time {kernel_s * 1e3:.1f} ms"))
             if "exact" in label or "no FP16" in label:
                 continue
-            compiled(*args)
-            ours = median_time(functools.partial(compiled, *args), runs)
+            ours, peer = paired_medians(functools.partial(compiled, *args), peer_fn, runs)
             rows.append(Row("simulator", f"{label} (plain call)", ours, peer, peer_name,
                             note="copies inputs in and outputs back each call"))
             for tensor in resident:
