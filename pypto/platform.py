@@ -3,13 +3,15 @@
 A *backend* is an NPU generation (`Ascend910B`, `Ascend950`): capacities, cast table,
 atomic dtypes, core counts.  A *platform* is what a user names (`a2a3sim`, `a5`, ...): a
 backend plus how generated C++ is compiled for it.  This module imports only the standard
-library because `pypto.runtime` uses it.
+library because `pypto.runtime` uses it: to read platforms, and to find the compiler that
+builds its native scheduler without importing `pypto.toolchain`.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import shutil
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,11 @@ def default_cache_root() -> Path:
 
 class BuildRuleError(ValueError):
     """A file under build_rules/ is missing or malformed; the message names file and key."""
+
+
+class CompilerNotFoundError(RuntimeError):
+    """A platform's compiler is not installed, or not where configuration points; the
+    message says where it looked and what to do."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,63 @@ def get_backend(name: str) -> Backend:
     if name not in known:
         raise ValueError(f"unknown backend {name!r}; choose one of: {', '.join(known)}")
     return _load_backend(rules, name)
+
+
+def locate_compiler(platform: Platform) -> Path:
+    """The compiler of `platform`'s `[compiler]` table, first match wins: the program named
+    by a set variable in `env`, an executable `<home_env root>/<home_relpath>`, `cxx` on
+    PATH.  Raises CompilerNotFoundError when none is found or a set `env` variable is wrong."""
+    settings = platform.compiler
+    looked: list[str] = []
+    for var in settings.env:
+        value = os.environ.get(var)
+        if not value:
+            looked.append(f"${var} (unset)")
+            continue
+        found = shutil.which(value)
+        if found is None:
+            # An explicit setting that is wrong must not silently fall back to another compiler.
+            raise CompilerNotFoundError(
+                f"{var}={value!r} names no executable program; point it at the compiler "
+                f"for platform {platform.name!r} or unset it"
+            )
+        return Path(found)
+    for var in settings.home_env:
+        root = os.environ.get(var)
+        if not root:
+            looked.append(f"${var}/... ({var} unset)")
+            continue
+        for relpath in settings.home_relpaths:
+            candidate = Path(root) / relpath
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+            looked.append(str(candidate))
+    found = shutil.which(settings.cxx)
+    if found is not None:
+        return Path(found)
+    looked.append(f"{settings.cxx!r} on PATH")
+    raise CompilerNotFoundError(_missing_compiler_message(platform, looked))
+
+
+def _missing_compiler_message(platform: Platform, looked: list[str]) -> str:
+    settings = platform.compiler
+    remedy = [settings.install_hint]
+    if settings.env:
+        remedy.append(f"set {' or '.join(settings.env)} to the compiler")
+    if settings.home_env:
+        remedy.append(f"set {' or '.join(settings.home_env)} to its install root")
+    message = (
+        f"platform {platform.name!r} needs the compiler {settings.cxx!r}, which was not found; "
+        f"looked at: {', '.join(looked)}. To fix: {'; or '.join(remedy)}."
+    )
+    sims = [
+        name
+        for name in platform_names()
+        if get_platform(name).is_sim and get_platform(name).backend.name == platform.backend.name
+    ]
+    if not platform.is_sim and sims:
+        message += f" Or use platform={sims[0]!r} to run on the host simulator."
+    return message
 
 
 class _Rule:

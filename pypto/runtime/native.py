@@ -21,7 +21,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -29,7 +28,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto.platform import default_cache_root, get_platform
+from pypto.platform import CompilerNotFoundError, default_cache_root, get_platform, locate_compiler
 from pypto.runtime.abi import MAX_RANK, PtoArg, PtoKernelFn, PtoOrchestrateFn
 from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
 
@@ -157,19 +156,11 @@ def library_key() -> tuple[str, Path]:
 
 
 def _compiler() -> Path:
-    settings = get_platform("a2a3sim").compiler
-    for var in settings.env:
-        value = os.environ.get(var)
-        if value:
-            found = shutil.which(value)
-            if found is None:
-                raise PyptoRuntimeError(f"{var}={value!r} names no executable program")
-            return Path(found)
-    found = shutil.which(settings.cxx)
-    if found is None:
-        raise PyptoRuntimeError(f"no host C++ compiler ({settings.cxx!r} on PATH) to build "
-                                "the native scheduler")
-    return Path(found)
+    # The sim platforms share one host compiler; the scheduler is built with a2a3sim's.
+    try:
+        return locate_compiler(get_platform("a2a3sim"))
+    except CompilerNotFoundError as exc:
+        raise PyptoRuntimeError(f"cannot build the native scheduler: {exc}") from None
 
 
 def _built_library() -> Path:

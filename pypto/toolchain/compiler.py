@@ -7,13 +7,12 @@ import hashlib
 import json
 import os
 import shlex
-import shutil
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pypto.platform import CORE_TYPES, Platform, get_platform, platform_names
+from pypto.platform import CORE_TYPES, CompilerNotFoundError, Platform, locate_compiler
 
 
 class ToolchainNotFoundError(RuntimeError):
@@ -44,7 +43,11 @@ class Toolchain:
     @classmethod
     def for_platform(cls, platform: Platform) -> Toolchain:
         """Locates the platform's compiler; raises ToolchainNotFoundError at once if missing."""
-        return cls(platform, _locate_compiler(platform))
+        try:
+            compiler = locate_compiler(platform)
+        except CompilerNotFoundError as e:
+            raise ToolchainNotFoundError(str(e)) from None
+        return cls(platform, compiler)
 
     @property
     def binary_suffix(self) -> str:
@@ -144,57 +147,3 @@ def _version_line(compiler: str) -> str:
             f"'{compiler} --version' failed (exit status {proc.returncode}): {proc.stderr.strip()}"
         )
     return lines[0].strip()
-
-
-def _locate_compiler(platform: Platform) -> Path:
-    settings = platform.compiler
-    looked: list[str] = []
-    for var in settings.env:
-        value = os.environ.get(var)
-        if not value:
-            looked.append(f"${var} (unset)")
-            continue
-        found = shutil.which(value)
-        if found is None:
-            # An explicit setting that is wrong must not silently fall back to another compiler.
-            raise ToolchainNotFoundError(
-                f"{var}={value!r} names no executable program; point it at the compiler "
-                f"for platform {platform.name!r} or unset it"
-            )
-        return Path(found)
-    for var in settings.home_env:
-        root = os.environ.get(var)
-        if not root:
-            looked.append(f"${var}/... ({var} unset)")
-            continue
-        for relpath in settings.home_relpaths:
-            candidate = Path(root) / relpath
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return candidate
-            looked.append(str(candidate))
-    found = shutil.which(settings.cxx)
-    if found is not None:
-        return Path(found)
-    looked.append(f"{settings.cxx!r} on PATH")
-    raise ToolchainNotFoundError(_missing_compiler_message(platform, looked))
-
-
-def _missing_compiler_message(platform: Platform, looked: list[str]) -> str:
-    settings = platform.compiler
-    remedy = [settings.install_hint]
-    if settings.env:
-        remedy.append(f"set {' or '.join(settings.env)} to the compiler")
-    if settings.home_env:
-        remedy.append(f"set {' or '.join(settings.home_env)} to its install root")
-    message = (
-        f"platform {platform.name!r} needs the compiler {settings.cxx!r}, which was not found; "
-        f"looked at: {', '.join(looked)}. To fix: {'; or '.join(remedy)}."
-    )
-    sims = [
-        name
-        for name in platform_names()
-        if get_platform(name).is_sim and get_platform(name).backend.name == platform.backend.name
-    ]
-    if not platform.is_sim and sims:
-        message += f" Or use platform={sims[0]!r} to run on the host simulator."
-    return message
