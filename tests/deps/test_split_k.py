@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 import torch
+from split_k_programs import SPLITS, add_part, split_k, zero_c
 
 import pypto.language as pl
 from pypto.ir.errors import TypeCheckError
@@ -14,33 +15,8 @@ from pypto.runtime import RunConfig
 # N = 64 FP32 rows are narrower than the backend's preferred 512 B: expected hints.
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
 
-M, N, K, SPLITS = 64, 64, 512, 4
-KC = K // SPLITS
+M, N, K = 64, 64, 512  # random FP32 inputs: the order of the atomic adds shows in the bits
 SEEDS = range(8)
-
-
-@pl.jit.incore
-def zero_init(c: pl.Out[pl.Tensor[[M, N], pl.FP32]]):
-    c = pl.store(pl.full([M, N], pl.FP32, 0.0), [0, 0], c)
-    return c
-
-
-@pl.jit.incore
-def partial_product(a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
-                    c: pl.Out[pl.Tensor[[M, N], pl.FP32]], k0: pl.Scalar[pl.INT64]):
-    ta = pl.load(a, [0, k0], [M, KC], target_memory=pl.Mem.Mat)
-    tb = pl.load(b, [k0, 0], [KC, N], target_memory=pl.Mem.Mat)
-    acc = pl.matmul(pl.move(ta, pl.Mem.Left), pl.move(tb, pl.Mem.Right))
-    c = pl.store(acc, [0, 0], c, atomic=pl.AtomicType.Add)
-    return c
-
-
-@pl.jit
-def split_k(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
-    c = zero_init(c)
-    for s in pl.parallel(SPLITS):  # one task per split: they accumulate concurrently
-        c = partial_product(a, b, c, s * KC)
-    return c
 
 
 def inputs():
@@ -78,7 +54,8 @@ def test_the_same_seed_gives_identical_bits(seed):
 def test_the_accumulators_wait_for_the_zero_init_and_not_for_each_other(read_dfx):
     run(1, enable_dep_gen=True)
     deps = read_dfx("deps.json")
-    assert [t["kernel"] for t in deps["tasks"]] == ["zero_init"] + ["partial_product"] * SPLITS
+    kernels = [zero_c.__name__] + [add_part.__name__] * SPLITS
+    assert [t["kernel"] for t in deps["tasks"]] == kernels
     assert [a["direction"] for a in deps["tasks"][1]["args"] if a["kind"] == "tensor"] == [
         "in", "in", "accum"]
     assert [(e["src"], e["dst"], e["kind"]) for e in deps["edges"]] == [
@@ -89,9 +66,10 @@ def test_a_reader_of_the_sum_waits_for_every_accumulator(read_dfx):
     @pl.jit
     def split_k_then_scale(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor],
                            d: pl.Out[pl.Tensor]):
-        c = zero_init(c)
+        c = zero_c(c)
+        kc: pl.constexpr = K // SPLITS
         for s in pl.parallel(SPLITS):
-            c = partial_product(a, b, c, s * KC)
+            c = add_part(a, b, c, s * kc)
         with pl.at(level=pl.Level.CORE_GROUP):
             d[:] = pl.mul(c, 2.0)
         return c, d

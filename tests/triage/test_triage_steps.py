@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from split_k_programs import split_k
 
 import pypto.language as pl
 from pypto import compiler, passes
@@ -83,33 +84,7 @@ def test_the_cli_exits_with_the_step_for_a_file_and_callable(fp16_case, tmp_path
 
 # --------------------------------------------------------------------------- step 2
 
-M, N, K, SPLITS = 64, 64, 512, 4
-KC = K // SPLITS
-
-
-@pl.jit.incore
-def zero_init(c: pl.Out[pl.Tensor[[M, N], pl.FP32]]):
-    c = pl.store(pl.full([M, N], pl.FP32, 0.0), [0, 0], c)
-    return c
-
-
-@pl.jit.incore
-def partial_product(a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
-                    c: pl.Out[pl.Tensor[[M, N], pl.FP32]], k0: pl.Scalar[pl.INT64]):
-    ta = pl.load(a, [0, k0], [M, KC], target_memory=pl.Mem.Mat)
-    tb = pl.load(b, [k0, 0], [KC, N], target_memory=pl.Mem.Mat)
-    acc = pl.matmul(pl.move(ta, pl.Mem.Left), pl.move(tb, pl.Mem.Right))
-    c = pl.store(acc, [0, 0], c, atomic=pl.AtomicType.Add)
-    return c
-
-
-@pl.jit
-def split_k(a: pl.Tensor[[M, K], pl.FP32], b: pl.Tensor[[K, N], pl.FP32],
-            c: pl.Out[pl.Tensor[[M, N], pl.FP32]]):
-    c = zero_init(c)
-    for s in pl.parallel(SPLITS):  # the partial products accumulate in any order
-        c = partial_product(a, b, c, s * KC)
-    return c
+M, N, K = 64, 64, 512  # random FP32 inputs: the order of the atomic adds shows in the bits
 
 
 @pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
