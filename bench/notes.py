@@ -127,6 +127,20 @@ CHANGES = [
         'declared when asked; pathlib in the spec index → strings, memoised closures; '
         '`implicit_cache`',
     ),
+    (
+        'add 4M FP32 as 8 tasks (resident, per 512 × 1024 task)',
+        '0.63-0.75 ms a task; 2.1-2.6x torch.add',
+        '0.39-0.44 ms a task; 1.5-1.7x',
+        'the add itself was a third of a task: its chunk loop copied each 8-float chunk '
+        'to the stack in 16-byte halves and read it back in 32-byte loads (a store-'
+        'forwarding stall), in SSE2 → chunks of 32 bytes held in GCC vector registers, '
+        'and the float loops also built for AVX2 and taken where the CPU has it (no FMA, '
+        'same IEEE operations: tests/sim checks FP32, FP16, BF16, INT8, INT32 and the '
+        'portable loop against `elem<>`); ~3x on the add, kernels compile ~10% slower. '
+        'The benchmark also timed torch right before us: torch\'s OpenMP threads spin '
+        'for a few ms after each op and took the cores from the next call (1.6x on ours) '
+        '→ ours and torch alternate with a 10 ms pause between calls',
+    ),
 ]
 
 _NOTES = """
@@ -148,7 +162,12 @@ _NOTES = """
   (kernel and dispatch only); "plain call" also copies inputs into fresh device memory,
   poisons the outputs with NaN and copies them back, which on these VMs costs page
   faults on every fresh buffer.  torch uses both host cores for element-wise work; the
-  simulated kernels here are one task on one core.  Row reductions are sequential by the
+  simulated kernels here are one task on one core, except the `tasks` add, written as a
+  multi-core kernel would be (8 row blocks, run at once on the simulated cores).  Its
+  remaining gap is the tile program itself: every element crosses memory three times, as
+  on the device (global memory → on-chip tile, the add, tile → global memory), where
+  torch streams it once.  Ours and torch are timed in alternation, 10 ms apart, nine runs
+  at least; the ratio is of the two medians.  Row reductions are sequential by the
   numerics contract and exp is a libm call per element, which bounds softmax.  Exact
   FP16 costs what the FP16 rows show against their FP32 twins: every FP16 operand is
   widened to float and every result rounded back to FP16, bit-exactly, after each
@@ -174,12 +193,6 @@ and loaded: take the ranges, not single numbers).
 
 ## Left to do
 
-- Element-wise FP32 add as a multi-core kernel (the `tasks` row) runs at ~2.3-3x
-  torch.add on these 2 host cores, above the 2x target: every element crosses memory
-  three times, as on the device (global memory → on-chip tile, the add, tile → global
-  memory), where torch streams it once.  Fusing the copies into the instruction (a sim
-  fast path for load-op-store chains) would close most of it; the one-task row shows one
-  core's rate.
 - FP8 element-wise: the block treatment FP16/BF16 got (checked exhaustively the same
   way).  Matmul: a K-blocked packing for K beyond ~2k (the packed panels then leave
   L1/L2) and reading float operands in place instead of packing them.
@@ -188,9 +201,11 @@ and loaded: take the ranges, not single numbers).
   loader; the no-op build's remaining time is SCons' own per-node work (~1000 file
   nodes, 400 `.sconsign` directory entries rewritten on every run) and importing
   `pypto.toolchain` and `pypto.platform` (~30 ms) for the compiler digest.
-- On-chip buffers of reused cores keep what the previous run left (as on a device);
-  a deterministic reset costs 8-16 µs per call with madvise, or needs each kernel's
-  on-chip high-water mark in the manifest to clear only what it uses.
+- Softmax is bound by libm `expf`, one call per element (the numerics contract names
+  it); a vectorised exp would need to be bit-identical to it, or the contract changed.
+- Kernels compile ~1.6-1.8x slower with the sim headers' fast paths (FP16 and matmul
+  kernels ~0.2-0.33 s each): a precompiled sim library with explicit instantiations would
+  take that out of every kernel, at the price of kernels that are no longer self-contained.
 """
 
 

@@ -32,8 +32,9 @@ def markdown(rows: Sequence[Row], machine: dict[str, str], settings: Settings,
         "# Performance",
         "",
         "Written by `python -m bench` (also `pypto bench`); do not edit by hand, rerun it.",
-        (f"Every number is a median of {settings.runs} runs{quick}, and every ratio is against "
-        "a peer measured in the same run on the same machine:"),
+        (f"Every number is a median of {settings.runs} runs or more{quick} (the simulator's "
+         "rows time ours and the peer in alternation), and every ratio is against a peer "
+         "measured in the same run on the same machine:"),
         "these machines are shared and noisy, so compare ratios across runs, not times.",
         "",
         "## Machine",
