@@ -4,7 +4,8 @@
 out of tolerance, asks the questions of docs/precision-workflow.md in order, stopping at
 the first step whose answer explains the difference:
 
-1. Is the golden's tolerance one the input dtypes can honour?  (`GoldenToleranceTooTight`;
+1. Is the golden's tolerance one the comparison's dtype can honour (the coarser of the
+   output's and the expected tensor's: `comparison_dtype`)?  (`GoldenToleranceTooTight`;
    explains it when the run passes at a tolerance of a few roundings of that dtype.)
 2. Do runs with different `schedule_seed`s differ?  Last-bit variation with an error of
    the same size is accumulation order (split-K, atomic adds): expected.  Larger
@@ -36,15 +37,21 @@ from typing import Any
 
 import torch
 
-from ..ir.diagnostics import DiagnosticCheck, DiagnosticPhase, tolerance_too_tight, unit_roundoff
-from ..ir.dtypes import DataType, from_torch
+from ..ir.diagnostics import (
+    DiagnosticCheck,
+    DiagnosticPhase,
+    comparison_dtype,
+    tolerance_too_tight,
+    unit_roundoff,
+)
+from ..ir.dtypes import from_torch
 from ..ir.errors import PyptoError, VerificationError
 from ..runtime.comparison import TensorComparison, Tolerance, compare_tensor
 from ..runtime.errors import RaceError
 from ..runtime.memory import poison_
 
 STEPS = {
-    1: "golden tolerance vs input precision",
+    1: "golden tolerance vs output precision",
     2: "run-to-run differences (schedule seeds, race detector)",
     3: "compiler verification (ROUNDTRIP) and diagnostics",
     4: "pass bisection (validate_ir on every pass dump)",
@@ -111,7 +118,6 @@ class _Case:
     args: list[Any]
     expected: dict[str, torch.Tensor]
     tolerances: dict[str, Tolerance]
-    input_dtypes: list[DataType]
     platform: str
 
     def fresh_args(self) -> list[Any]:
@@ -153,9 +159,7 @@ def triage(kernel: Any, golden: str | os.PathLike, *, inputs: Mapping[str, Any] 
         base = record.tolerances.get(name, DEFAULT_TOLERANCE)
         tolerances[name] = Tolerance(base.rtol if rtol is None else rtol,
                                      base.atol if atol is None else atol, base.reason)
-    input_dtypes = [from_torch(v.dtype) for k, v in given.items()
-                    if isinstance(v, torch.Tensor) and k in names]
-    case = _Case(kernel, names, args, expected, tolerances, input_dtypes, platform)
+    case = _Case(kernel, names, args, expected, tolerances, platform)
     directory = Path(work_dir) if work_dir is not None else Path(
         tempfile.mkdtemp(prefix="pypto-triage-"))
     return _Triage(case, seeds, directory, out).walk(f"golden {record.directory}")
@@ -354,24 +358,25 @@ class _Triage:
         for comparison in baseline:
             name = comparison.name
             tolerance = case.tolerances[name]
-            dtypes = case.input_dtypes + [from_torch(self.runs[0][name].dtype)]
-            floats = [d for d in dtypes if d.is_float]
-            if tolerance.policy == "exact" or not floats:
+            expected = case.expected[name].dtype
+            limit = comparison_dtype(from_torch(self.runs[0][name].dtype),
+                                     None if expected == torch.float64 else from_torch(expected))
+            if tolerance.policy == "exact" or limit is None:
                 lines.append(f"`{name}`: {tolerance.describe()}; nothing to check against "
                              "the dtypes")
                 honest[name] = tolerance
                 continue
-            found = tolerance_too_tight(tolerance.rtol, tolerance.atol, dtypes,
+            found = tolerance_too_tight(tolerance.rtol, tolerance.atol, limit,
                                         what=f"output `{name}`")
             if found is None:
-                lines.append(f"`{name}`: {tolerance.describe()} is one the inputs "
-                             f"({', '.join(sorted({d.name for d in floats}))}) can honour")
+                lines.append(f"`{name}`: {tolerance.describe()} is one {limit.name} (the "
+                             "comparison's dtype) can honour")
                 honest[name] = tolerance
                 continue
             too_tight = True
-            limit = HONEST_ROUNDINGS * max(unit_roundoff(d) for d in floats)
-            honest[name] = Tolerance(max(tolerance.rtol, limit), max(tolerance.atol, limit),
-                                     "step 1: a few roundings of the input dtype")
+            roundings = HONEST_ROUNDINGS * unit_roundoff(limit)
+            honest[name] = Tolerance(max(tolerance.rtol, roundings), max(tolerance.atol, roundings),
+                                     f"step 1: a few roundings of {limit.name}")
             lines.append(f"[{found.check.value}] {found.message}")
         if not too_tight:
             self._record(1, False, lines)
@@ -381,7 +386,7 @@ class _Triage:
             worst = max(c.max_abs for c in baseline)
             lines.append(f"at {_describe_tolerances(honest)} the run matches (max abs error "
                          f"{worst:.3g}): the golden's tolerance, not the kernel, is wrong; "
-                         "record the golden with a tolerance the inputs can honour")
+                         "record the golden with a tolerance its dtypes can honour")
             self._record(1, True, lines)
             return True
         lines.append(f"continuing with {_describe_tolerances(honest)}"

@@ -1,6 +1,7 @@
 """`pypto triage` on four planted mismatches reports the step of the precision page that
 explains each: a too-tight tolerance (1), split-K last bits (2), a pass that corrupts the
-IR (4, named) and a missing write-after-read edge (5, ordering)."""
+IR (4, named) and a missing write-after-read edge (5, ordering); and step 1 does not blame
+a tolerance the comparison's dtype can honour."""
 
 from __future__ import annotations
 
@@ -79,7 +80,39 @@ def test_the_cli_exits_with_the_step_for_a_file_and_callable(fp16_case, tmp_path
     code = pypto_cli(["triage", f"{source}:add16", "--golden", str(golden), "--seeds", "2",
                   "--work-dir", str(tmp_path / "cli")])
     assert code == 1
-    assert "result: step 1 (golden tolerance vs input precision)" in capsys.readouterr().out
+    assert "result: step 1 (golden tolerance vs output precision)" in capsys.readouterr().out
+
+
+WIDENING_ADD = '''
+import pypto.language as pl
+
+
+@pl.jit
+def add16to32(a: pl.Tensor[[32, 128], pl.FP16], b: pl.Tensor[[32, 128], pl.FP16],
+              out: pl.Out[pl.Tensor[[32, 128], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(pl.cast(a, pl.FP32), pl.cast(b, pl.FP32))
+    return out
+'''
+
+
+def test_fp16_inputs_with_an_fp32_result_honour_1e_5_so_step_1_does_not_blame_it(tmp_path):
+    """The comparison is held in FP32 (output and expected): 1e-5 is honest there, FP16
+    inputs or not, so a golden off by 1e-4 is not put down to its tolerance."""
+    from pypto.debug.triage import load_callable
+
+    g = torch.Generator().manual_seed(2)
+    a, b = torch.randn(R, C, generator=g).half(), torch.randn(R, C, generator=g).half()
+    golden = write(tmp_path / "golden", {"a": a, "b": b},
+                   {"out": (a.float() + b.float()) * (1 + 1e-4)}, rtol=1e-5, atol=1e-5)
+    source = tmp_path / "widening_add.py"
+    source.write_text(textwrap.dedent(WIDENING_ADD))
+    report, text = walk(load_callable(source, "add16to32"), golden, tmp_path, seeds=2)
+    first = report.findings[0]
+    assert first.step == 1 and not first.explains
+    assert "FP32 (the comparison's dtype) can honour" in text
+    assert "[GoldenToleranceTooTight]" not in text
+    assert report.step != 1
 
 
 # --------------------------------------------------------------------------- step 2
