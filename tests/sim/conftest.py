@@ -13,7 +13,8 @@ from pypto.sim import INCLUDE_DIR
 
 HERE = Path(__file__).resolve().parent
 # The flags generated kernels are compiled with, plus warnings that must stay quiet.
-CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror"]
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-shared", "-ffp-contract=off",
+            "-Wall", "-Wextra", "-Werror"]
 
 c_i32, c_i64, c_int, c_double = ctypes.c_int32, ctypes.c_int64, ctypes.c_int, ctypes.c_double
 c_ptr = ctypes.c_void_p
