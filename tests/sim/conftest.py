@@ -39,6 +39,7 @@ SIGNATURES = {
                           c_int],
     "sim_elementwise_reference": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_double, c_i64],
     "sim_binary_portable_fp32": [c_int, c_ptr, c_ptr, c_ptr, c_i64],
+    "sim_unary_portable_fp32": [c_int, c_ptr, c_ptr, c_i64],
     "sim_expand": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_i32, c_i32],
     "sim_fast_narrow": [c_int, c_int, c_ptr, c_ptr, c_ptr, c_i64, c_ptr, c_ptr, c_ptr, c_i64],
 }

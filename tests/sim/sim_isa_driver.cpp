@@ -303,6 +303,27 @@ int sim_binary_portable_fp32(int op, float *dst, const float *a, const float *b,
     return 0;
 }
 
+// The portable loop of unary FP32 instructions (sim_unary's codes), as sim_binary_portable_fp32.
+int sim_unary_portable_fp32(int op, float *dst, const float *a, int64_t n) {
+    using namespace detail;
+    auto run = [&](auto o) {
+        typedef decltype(o) Op;
+        map_chunks(dst, a, n, [](float x) { return elem<Op>(x); });
+    };
+    switch (op) {
+    case 0: run(OpExp()); break;
+    case 1: run(OpLog()); break;
+    case 2: run(OpSqrt()); break;
+    case 3: run(OpRsqrt()); break;
+    case 4: run(OpRecip()); break;
+    case 5: run(OpNeg()); break;
+    case 6: run(OpAbs()); break;
+    case 7: run(OpRelu()); break;
+    default: return -1;
+    }
+    return 0;
+}
+
 // Broadcasts of rows x cols tiles: op 0 row_expand, 1 row_expand_add, 2 row_expand_mul,
 // 3 row_expand_expdif (v rows x 1), 4 col_expand, 5 col_expand_sub, 6 col_expand_div,
 // 7 col_expand_expdif (v 1 x cols).

@@ -120,8 +120,8 @@ def test_elementwise_instructions_equal_elem_applied_element_by_element(sim, dty
         np.testing.assert_array_equal(out, reference(sim, dtype, 16 + code, a), err_msg=op)
 
 
-def test_portable_fp32_loop_equals_elem_and_works_in_place(sim):
-    """The loop CPUs without AVX2 take: the same bits as elem<>, also with dst == a."""
+def test_portable_fp32_loops_equal_elem_and_work_in_place(sim):
+    """The loops CPUs without AVX2 take: the same bits as elem<>, also with dst == a."""
     rng = np.random.default_rng(23)
     a, b = random_bits(rng, ROWS * COLS, DT.FP32), random_bits(rng, ROWS * COLS, DT.FP32)
     for op, code in BINARY.items():
@@ -131,6 +131,11 @@ def test_portable_fp32_loop_equals_elem_and_works_in_place(sim):
         np.testing.assert_array_equal(out, want, err_msg=op)
         inplace = a.copy()
         assert sim.sim_binary_portable_fp32(code, ptr(inplace), ptr(inplace), ptr(b), a.size) == 0
+        np.testing.assert_array_equal(inplace, want, err_msg=op)
+    for op, code in UNARY.items():
+        want = reference(sim, DT.FP32, 16 + code, a)
+        inplace = a.copy()
+        assert sim.sim_unary_portable_fp32(code, ptr(inplace), ptr(inplace), a.size) == 0
         np.testing.assert_array_equal(inplace, want, err_msg=op)
 
 
