@@ -231,7 +231,7 @@ int sim_matmul_kernel(int widest, int kind, void *c, const void *acc, const void
 // The definition the tile instructions' fast paths must equal: dst[i] = elem<Op>(a[i], b[i])
 // (binary op codes of sim_binary), elem<Op>(a[i], s) (scalar codes of sim_scalar, + 8) or
 // elem<Op>(a[i]) (unary codes of sim_unary, + 16), one element at a time, for FP16 / BF16 /
-// FP32 and (no float-only unary ops) INT8 / INT32.
+// FP32 and (no float-only unary ops) INT8 / INT32 / INT64 / UINT8.
 int sim_elementwise_reference(int dtype, int op, void *dst, const void *a, const void *b, double s, int64_t n) {
     int rc = 0;
     auto run = [&](auto z) {
@@ -278,6 +278,8 @@ int sim_elementwise_reference(int dtype, int op, void *dst, const void *a, const
     case PTO_FP32: run(float()); break;
     case PTO_INT8: run(int8_t()); break;
     case PTO_INT32: run(int32_t()); break;
+    case PTO_INT64: run(int64_t()); break;
+    case PTO_UINT8: run(uint8_t()); break;
     default: return -1;
     }
     return rc;

@@ -78,7 +78,7 @@ def test_fast_conversions_equal_the_generic_one_on_every_half_and_rounding_bound
 
 
 BITS = {DT.FP16: np.uint16, DT.BF16: np.uint16, DT.FP32: np.uint32, DT.INT8: np.uint8,
-        DT.INT32: np.uint32}
+        DT.INT32: np.uint32, DT.INT64: np.uint64, DT.UINT8: np.uint8}
 
 
 def random_bits(rng, n: int, dtype: DT = DT.FP16) -> np.ndarray:
@@ -95,7 +95,8 @@ def reference(sim, dtype: DT, op: int, a, b=None, s: float = 0.0) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("dtype", [DT.FP16, DT.BF16, DT.FP32, DT.INT8, DT.INT32])
+@pytest.mark.parametrize("dtype", [DT.FP16, DT.BF16, DT.FP32, DT.INT8, DT.INT32, DT.INT64,
+                                   DT.UINT8])
 def test_elementwise_instructions_equal_elem_applied_element_by_element(sim, dtype):
     """Narrow floats go a block at a time through float, FP32 and integers a vector chunk at a
     time (AVX2 for floats where the CPU has it): every path equals elem<> bit for bit."""
