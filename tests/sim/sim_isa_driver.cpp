@@ -291,7 +291,7 @@ int sim_binary_portable_fp32(int op, float *dst, const float *a, const float *b,
     using namespace detail;
     auto run = [&](auto o) {
         typedef decltype(o) Op;
-        zip_chunks(dst, a, b, n, [](float x, float y) { return elem<Op>(x, y); });
+        zip_chunks<kWide<Op, float>>(dst, a, b, n, [](float x, float y) { return elem<Op>(x, y); });
     };
     switch (op) {
     case 0: run(OpAdd()); break;
@@ -310,7 +310,7 @@ int sim_unary_portable_fp32(int op, float *dst, const float *a, int64_t n) {
     using namespace detail;
     auto run = [&](auto o) {
         typedef decltype(o) Op;
-        map_chunks(dst, a, n, [](float x) { return elem<Op>(x); });
+        map_chunks<kWide<Op, float>>(dst, a, n, [](float x) { return elem<Op>(x); });
     };
     switch (op) {
     case 0: run(OpExp()); break;

@@ -207,82 +207,114 @@ template <class T, class F> inline void for_each(Tile<T> dst, F f) {
 template <class T> inline T at(Tile<T> t, int32_t r, int32_t c) { return t.data[int64_t(r) * t.cols + c]; }
 template <class T> inline T &ref(Tile<T> t, int32_t r, int32_t c) { return t.data[int64_t(r) * t.cols + c]; }
 
-// The element-wise loops below work in chunks of 32 bytes: each chunk of the sources is
-// read into registers (GCC's generic vectors) before dst is written, so a dst that is one
-// of its sources (the only aliasing allowed) stays correct, and GCC's -O2 turns a chunk
-// of arithmetic into vector instructions: the same IEEE operations, the same bits.
-// Element types without a vector type (bool, the narrow float classes) chunk into arrays.
-template <class T, bool = !__is_class(T) && !__is_same(T, bool)> struct ChunkOf {
-    struct type {
-        T v[32 / sizeof(T)];
-        T &operator[](int k) { return v[k]; }
-    };
-};
-template <class T> struct ChunkOf<T, true> { typedef T type __attribute__((vector_size(32))); };
+// Which instructions' float form is straight-line arithmetic, which GCC turns into
+// vector instructions (the rest call libm or branch on NaN, and are left to scalar code).
+template <class Op> struct Wide { static constexpr bool value = false; };
+template <> struct Wide<OpAdd> { static constexpr bool value = true; };
+template <> struct Wide<OpSub> { static constexpr bool value = true; };
+template <> struct Wide<OpMul> { static constexpr bool value = true; };
+template <> struct Wide<OpDiv> { static constexpr bool value = true; };
+template <> struct Wide<OpRecip> { static constexpr bool value = true; };
+template <> struct Wide<OpNeg> { static constexpr bool value = true; };
+template <> struct Wide<OpAbs> { static constexpr bool value = true; };
+template <> struct Wide<OpRelu> { static constexpr bool value = true; };
+// An element-wise loop over T takes the wide path for Op (float-like T only).
+template <class Op, class T> constexpr bool kWide = Wide<Op>::value && Num<T>::is_float;
+
+// The element-wise loops below work in chunks: each chunk of the sources is read before
+// dst is written, so a dst that is one of its sources (the only aliasing allowed) stays
+// correct, and GCC's -O2 (which vectorises only fixed trip counts) turns a chunk into
+// vector instructions: the same IEEE operations, the same bits.  A wide loop holds its
+// chunks (32 bytes) in GCC's generic vector registers, which SLP-vectorises straight-line
+// arithmetic; the others keep arrays of 8, whose loops the loop vectoriser if-converts
+// (NaN-propagating max/min) or leaves to scalar libm calls.
+constexpr int64_t kChunk = 8;
+template <class T> struct VectorOf { typedef T type __attribute__((vector_size(32))); };
 
 // dst[i] = f(a[i], b[i]) over n contiguous elements.
-template <class T, class F>
+template <bool W, class T, class F>
 inline __attribute__((always_inline)) void zip_chunks(T *dst, const T *a, const T *b, int64_t n, F f) {
-    typedef typename ChunkOf<T>::type V;
-    constexpr int64_t K = sizeof(V) / sizeof(T);
-    const int64_t whole = n - n % K;
-    for (int64_t i = 0; i < whole; i += K) {
-        V x, y, z;
-        __builtin_memcpy(&x, a + i, sizeof x);
-        __builtin_memcpy(&y, b + i, sizeof y);
+    if constexpr (W) {
+        typedef typename VectorOf<T>::type V;
+        constexpr int64_t K = sizeof(V) / sizeof(T);
+        const int64_t whole = n - n % K;
+        for (int64_t i = 0; i < whole; i += K) {
+            V x, y, z;
+            __builtin_memcpy(&x, a + i, sizeof x);
+            __builtin_memcpy(&y, b + i, sizeof y);
 #pragma GCC unroll 32
-        for (int k = 0; k < int(K); ++k) z[k] = f(x[k], y[k]);
-        __builtin_memcpy(dst + i, &z, sizeof z);
+            for (int k = 0; k < int(K); ++k) z[k] = f(x[k], y[k]);
+            __builtin_memcpy(dst + i, &z, sizeof z);
+        }
+        for (int64_t i = whole; i < n; ++i) dst[i] = f(a[i], b[i]);
+    } else {
+        const int64_t whole = n - n % kChunk;
+        for (int64_t i = 0; i < whole; i += kChunk) {
+            T x[kChunk], y[kChunk];
+            for (int64_t k = 0; k < kChunk; ++k) { x[k] = a[i + k]; y[k] = b[i + k]; }
+            for (int64_t k = 0; k < kChunk; ++k) dst[i + k] = f(x[k], y[k]);
+        }
+        for (int64_t i = whole; i < n; ++i) dst[i] = f(a[i], b[i]);
     }
-    for (int64_t i = whole; i < n; ++i) dst[i] = f(a[i], b[i]);
 }
 
 // dst[i] = f(a[i]) over n contiguous elements.
-template <class T, class F> inline __attribute__((always_inline)) void map_chunks(T *dst, const T *a, int64_t n, F f) {
-    typedef typename ChunkOf<T>::type V;
-    constexpr int64_t K = sizeof(V) / sizeof(T);
-    const int64_t whole = n - n % K;
-    for (int64_t i = 0; i < whole; i += K) {
-        V x, z;
-        __builtin_memcpy(&x, a + i, sizeof x);
+template <bool W, class T, class F>
+inline __attribute__((always_inline)) void map_chunks(T *dst, const T *a, int64_t n, F f) {
+    if constexpr (W) {
+        typedef typename VectorOf<T>::type V;
+        constexpr int64_t K = sizeof(V) / sizeof(T);
+        const int64_t whole = n - n % K;
+        for (int64_t i = 0; i < whole; i += K) {
+            V x, z;
+            __builtin_memcpy(&x, a + i, sizeof x);
 #pragma GCC unroll 32
-        for (int k = 0; k < int(K); ++k) z[k] = f(x[k]);
-        __builtin_memcpy(dst + i, &z, sizeof z);
+            for (int k = 0; k < int(K); ++k) z[k] = f(x[k]);
+            __builtin_memcpy(dst + i, &z, sizeof z);
+        }
+        for (int64_t i = whole; i < n; ++i) dst[i] = f(a[i]);
+    } else {
+        const int64_t whole = n - n % kChunk;
+        for (int64_t i = 0; i < whole; i += kChunk) {
+            T x[kChunk];
+            for (int64_t k = 0; k < kChunk; ++k) x[k] = a[i + k];
+            for (int64_t k = 0; k < kChunk; ++k) dst[i + k] = f(x[k]);
+        }
+        for (int64_t i = whole; i < n; ++i) dst[i] = f(a[i]);
     }
-    for (int64_t i = whole; i < n; ++i) dst[i] = f(a[i]);
 }
 
-// The float loops (FP32 tiles, and narrow floats, which compute in float) also compiled
+// Wide float loops (FP32 tiles, and narrow floats, which compute in float) are also built
 // for AVX2, taken where the running CPU has it (x86-64): a chunk of 8 floats is one
-// 256-bit instruction instead of two 128-bit ones, ~3x faster on cache-resident tiles;
-// integer tiles keep one copy, which keeps kernels' compile time down.  AVX2 brings no
-// FMA, and lanes do the same IEEE operations at any width: the bits do not change, and
-// the artifact is the same file on every host.
+// 256-bit instruction instead of two 128-bit ones, ~3x faster on cache-resident tiles.
+// AVX2 brings no FMA, and lanes do the same IEEE operations at any width: the bits do
+// not change, and the artifact is the same file on every host.  Other loops keep one
+// copy, which keeps kernels' compile time down.
 #if defined(__x86_64__)
 template <class T, class F>
 __attribute__((noinline, target("avx2"))) void zip_chunks_avx2(T *dst, const T *a, const T *b, int64_t n, F f) {
-    zip_chunks(dst, a, b, n, f);
+    zip_chunks<true>(dst, a, b, n, f);
 }
 template <class T, class F>
 __attribute__((noinline, target("avx2"))) void map_chunks_avx2(T *dst, const T *a, int64_t n, F f) {
-    map_chunks(dst, a, n, f);
+    map_chunks<true>(dst, a, n, f);
 }
 #endif
 
-template <class T, class F> inline void zip_n(T *dst, const T *a, const T *b, int64_t n, F f) {
+template <bool W, class T, class F> inline void zip_n(T *dst, const T *a, const T *b, int64_t n, F f) {
 #if defined(__x86_64__)
-    if constexpr (__is_same(T, float))
+    if constexpr (W && __is_same(T, float))
         if (__builtin_cpu_supports("avx2")) return zip_chunks_avx2(dst, a, b, n, f);
 #endif
-    zip_chunks(dst, a, b, n, f);
+    zip_chunks<W>(dst, a, b, n, f);
 }
 
-template <class T, class F> inline void map_n(T *dst, const T *a, int64_t n, F f) {
+template <bool W, class T, class F> inline void map_n(T *dst, const T *a, int64_t n, F f) {
 #if defined(__x86_64__)
-    if constexpr (__is_same(T, float))
+    if constexpr (W && __is_same(T, float))
         if (__builtin_cpu_supports("avx2")) return map_chunks_avx2(dst, a, n, f);
 #endif
-    map_chunks(dst, a, n, f);
+    map_chunks<W>(dst, a, n, f);
 }
 
 // Narrow floats element-wise, in blocks: widen the block's sources to float, run the
@@ -290,23 +322,23 @@ template <class T, class F> inline void map_n(T *dst, const T *a, int64_t n, F f
 // elem<>, and a block's sources are read before its dst is written.
 constexpr int64_t kBlock = 256;
 
-template <class T, class F> inline void zip_narrow(T *dst, const T *a, const T *b, int64_t n, F f) {
+template <bool W, class T, class F> inline void zip_narrow(T *dst, const T *a, const T *b, int64_t n, F f) {
     float x[kBlock], y[kBlock];
     for (int64_t i = 0; i < n; i += kBlock) {
         const int64_t len = n - i < kBlock ? n - i : kBlock;
         Num<T>::load_n(x, a + i, len);
         Num<T>::load_n(y, b + i, len);
-        zip_n(x, x, y, len, f);
+        zip_n<W>(x, x, y, len, f);
         Num<T>::store_n(dst + i, x, len);
     }
 }
 
-template <class T, class F> inline void map_narrow(T *dst, const T *a, int64_t n, F f) {
+template <bool W, class T, class F> inline void map_narrow(T *dst, const T *a, int64_t n, F f) {
     float x[kBlock];
     for (int64_t i = 0; i < n; i += kBlock) {
         const int64_t len = n - i < kBlock ? n - i : kBlock;
         Num<T>::load_n(x, a + i, len);
-        map_n(x, x, len, f);
+        map_n<W>(x, x, len, f);
         Num<T>::store_n(dst + i, x, len);
     }
 }
@@ -316,17 +348,18 @@ template <class T> inline bool flat(Tile<T> dst, Tile<T> a) { return a.cols == d
 
 // dst[i] = elem<Op>(a[i], b[i]) over n contiguous elements.
 template <class Op, class T> inline void zip_elem(T *dst, const T *a, const T *b, int64_t n) {
-    if constexpr (kNarrow<T>) zip_narrow(dst, a, b, n, [](float x, float y) { return Op::f(x, y); });
-    else zip_n(dst, a, b, n, [](T x, T y) { return elem<Op>(x, y); });
+    constexpr bool W = kWide<Op, T>;
+    if constexpr (kNarrow<T>) zip_narrow<W>(dst, a, b, n, [](float x, float y) { return Op::f(x, y); });
+    else zip_n<W>(dst, a, b, n, [](T x, T y) { return elem<Op>(x, y); });
 }
 
 // dst[i] = elem<Op>(a[i], s) (elem<Op>(s, a[i]) when Reversed) over n contiguous elements.
 template <class Op, bool Reversed, class T> inline void map_elem(T *dst, const T *a, T s, int64_t n) {
     if constexpr (kNarrow<T>) {
         const float sf = Num<T>::load(s);
-        map_narrow(dst, a, n, [sf](float x) { return Reversed ? Op::f(sf, x) : Op::f(x, sf); });
+        map_narrow<kWide<Op, T>>(dst, a, n, [sf](float x) { return Reversed ? Op::f(sf, x) : Op::f(x, sf); });
     } else {
-        map_n(dst, a, n, [s](T x) { return Reversed ? elem<Op>(s, x) : elem<Op>(x, s); });
+        map_n<kWide<Op, T>>(dst, a, n, [s](T x) { return Reversed ? elem<Op>(s, x) : elem<Op>(x, s); });
     }
 }
 
@@ -338,8 +371,8 @@ template <class Op, class T> inline void binary(Tile<T> dst, Tile<T> a, Tile<T> 
 template <class Op, class T> inline void unary(Tile<T> dst, Tile<T> a) {
     if (flat(dst, a)) {
         const int64_t n = int64_t(dst.rows) * dst.cols;
-        if constexpr (kNarrow<T>) map_narrow(dst.data, a.data, n, [](float x) { return Op::f(x); });
-        else map_n(dst.data, a.data, n, [](T x) { return elem<Op>(x); });
+        if constexpr (kNarrow<T>) map_narrow<kWide<Op, T>>(dst.data, a.data, n, [](float x) { return Op::f(x); });
+        else map_n<kWide<Op, T>>(dst.data, a.data, n, [](T x) { return elem<Op>(x); });
         return;
     }
     for_each(dst, [&](int32_t r, int32_t c) { return elem<Op>(at(a, r, c)); });
@@ -349,8 +382,8 @@ template <class Op, class T> inline void unary_float(Tile<T> dst, Tile<T> a) {
     static_assert(Num<T>::is_float, "this instruction exists for float tiles only");
     if (flat(dst, a)) {
         const int64_t n = int64_t(dst.rows) * dst.cols;
-        if constexpr (kNarrow<T>) map_narrow(dst.data, a.data, n, [](float x) { return Op::f(x); });
-        else map_n(dst.data, a.data, n, [](T x) { return elem_float_only<Op>(x); });
+        if constexpr (kNarrow<T>) map_narrow<kWide<Op, T>>(dst.data, a.data, n, [](float x) { return Op::f(x); });
+        else map_n<kWide<Op, T>>(dst.data, a.data, n, [](T x) { return elem_float_only<Op>(x); });
         return;
     }
     for_each(dst, [&](int32_t r, int32_t c) { return elem_float_only<Op>(at(a, r, c)); });

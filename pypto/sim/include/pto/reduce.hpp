@@ -54,6 +54,7 @@ struct OpSecond {
     static float f(float, float b) { return b; }
     template <class I> static I i(I, I b) { return b; }
 };
+template <> struct Wide<OpSecond> { static constexpr bool value = true; };
 
 // dst[r][c] = op(x[r][c], v[r][0]) (Row) or op(x[r][c], v[0][c]) (column), row by row
 // (reading x[r][:] and v before writing dst[r][:], so dst may be x).
