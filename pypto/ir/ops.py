@@ -783,9 +783,9 @@ _ARITH = {
     "div": ("Elementwise lhs / rhs (integers truncate toward zero; x / 0 gives 0).",
             "lhs / rhs", NUMERIC, "tdiv", "tdivs", "trdivs"),
     "maximum": ("Elementwise max(lhs, rhs); NaN propagates, as in torch.maximum.",
-                "torch.maximum(lhs, rhs)", NUMERIC, "tmax", "tmaxs", "tmaxs"),
+                "torch.maximum(lhs, rhs)", NUMERIC, "tmax", "tmaxs", "trmaxs"),
     "minimum": ("Elementwise min(lhs, rhs); NaN propagates, as in torch.minimum.",
-                "torch.minimum(lhs, rhs)", NUMERIC, "tmin", "tmins", "tmins"),
+                "torch.minimum(lhs, rhs)", NUMERIC, "tmin", "tmins", "trmins"),
 }
 for _name, (_doc, _torch, _dtypes, _isa, _isa_s, _isa_r) in _ARITH.items():
     register(

@@ -129,6 +129,32 @@ def test_signed_zeros_in_max_min_and_relu_agree_bit_for_bit(platform):
 
 
 @pl.jit.incore
+def scalar_first_max_min(x: pl.Tensor[[8, 32], pl.FP32],
+                         hi: pl.Out[pl.Tensor[[8, 32], pl.FP32]],
+                         lo: pl.Out[pl.Tensor[[8, 32], pl.FP32]],
+                         hi_swapped: pl.Out[pl.Tensor[[8, 32], pl.FP32]]):
+    t = pl.load(x, [0, 0], [8, 32])
+    hi = pl.store(pl.maximum(-0.0, t), [0, 0], hi)
+    lo = pl.store(pl.minimum(0.0, t), [0, 0], lo)
+    hi_swapped = pl.store(pl.maximum(t, -0.0), [0, 0], hi_swapped)
+    return hi, lo, hi_swapped
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_scalar_first_max_or_min_keeps_its_operand_order(platform):
+    """Found by the large fuzz profile: `pl.maximum(-0.0, x)` ran as max(x, -0.0), so a tie
+    of zeros gave the scalar where the second operand, x, is due (tmaxs has the scalar
+    second; the reversed form is trmaxs)."""
+    x = torch.tensor([0.0, -0.0] * 128).reshape(8, 32)
+    args = [x] + [torch.zeros(8, 32) for _ in range(3)]
+    sim, codegen = _sim_and_torch(scalar_first_max_min, args, platform)
+    for got, want in zip(codegen[1:], sim[1:]):
+        assert torch.equal(_bits(got), _bits(want))
+    assert torch.equal(_bits(sim[1]), _bits(x)) and torch.equal(_bits(sim[2]), _bits(x))
+    assert torch.signbit(sim[3]).all()  # max(x, -0.0): the second operand, -0.0
+
+
+@pl.jit.incore
 def accumulate_from_full(x: pl.Tensor[[8, 32], pl.FP32],
                          out: pl.Out[pl.Tensor[[8, 32], pl.FP32]]):
     acc = pl.full([8, 32], pl.FP32, 0.5)

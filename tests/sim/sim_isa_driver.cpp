@@ -87,7 +87,8 @@ int sim_unary(int dtype, int op, void *dst, const void *a, int32_t rows, int32_t
     return outer ? outer : rc;
 }
 
-// op: 0 adds, 1 subs, 2 muls, 3 divs, 4 maxs, 5 mins, 6 rsubs (s - a), 7 rdivs (s / a).
+// op: 0 adds, 1 subs, 2 muls, 3 divs, 4 maxs, 5 mins, 6 rsubs (s - a), 7 rdivs (s / a),
+// 8 rmaxs (max(s, a)), 9 rmins (min(s, a)).
 int sim_scalar(int dtype, int op, void *dst, const void *a, double s, int32_t rows, int32_t cols) {
     int rc = 0;
     const int outer = with_arith_type(dtype, [&](auto z) {
@@ -102,6 +103,8 @@ int sim_scalar(int dtype, int op, void *dst, const void *a, double s, int32_t ro
         case 5: tmins(d, x, s); break;
         case 6: trsubs(d, x, s); break;
         case 7: trdivs(d, x, s); break;
+        case 8: trmaxs(d, x, s); break;
+        case 9: trmins(d, x, s); break;
         default: rc = -1;
         }
     });
@@ -230,7 +233,8 @@ int sim_matmul_kernel(int widest, int kind, void *c, const void *acc, const void
 
 // The definition the tile instructions' fast paths must equal: dst[i] = elem<Op>(a[i], b[i])
 // (binary op codes of sim_binary), elem<Op>(a[i], s) (scalar codes of sim_scalar, + 8) or
-// elem<Op>(a[i]) (unary codes of sim_unary, + 16), one element at a time, for FP16 / BF16 /
+// elem<Op>(a[i]) (unary codes of sim_unary, + 16) or elem<Op>(s, a[i]) (rmaxs, rmins: 24, 25),
+// one element at a time, for FP16 / BF16 /
 // FP32 and (no float-only unary ops) INT8 / INT32 / INT64 / UINT8.
 int sim_elementwise_reference(int dtype, int op, void *dst, const void *a, const void *b, double s, int64_t n) {
     int rc = 0;
@@ -265,6 +269,8 @@ int sim_elementwise_reference(int dtype, int op, void *dst, const void *a, const
             case 13: d[i] = elem<OpMin>(x[i], st); break;
             case 14: d[i] = elem<OpSub>(st, x[i]); break;
             case 15: d[i] = elem<OpDiv>(st, x[i]); break;
+            case 24: d[i] = elem<OpMax>(st, x[i]); break;
+            case 25: d[i] = elem<OpMin>(st, x[i]); break;
             case 21: d[i] = elem<OpNeg>(x[i]); break;
             case 22: d[i] = elem<OpAbs>(x[i]); break;
             case 23: d[i] = elem<OpRelu>(x[i]); break;

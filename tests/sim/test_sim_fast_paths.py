@@ -17,7 +17,11 @@ from pypto.ir.dtypes import DataType as DT
 
 F16_TO_F32, BF16_TO_F32, F32_TO_F32, F16_TO_F16 = range(4)
 BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "max": 4, "min": 5}
-SCALAR = {"adds": 0, "subs": 1, "muls": 2, "divs": 3, "maxs": 4, "mins": 5, "rsubs": 6, "rdivs": 7}
+SCALAR = {"adds": 0, "subs": 1, "muls": 2, "divs": 3, "maxs": 4, "mins": 5, "rsubs": 6, "rdivs": 7,
+          "rmaxs": 8, "rmins": 9}
+# sim_elementwise_reference's code of each scalar form.
+SCALAR_REFERENCE = {name: 8 + code for name, code in SCALAR.items() if code < 8} | {
+    "rmaxs": 24, "rmins": 25}
 UNARY = {"exp": 0, "log": 1, "sqrt": 2, "rsqrt": 3, "recip": 4, "neg": 5, "abs": 6, "relu": 7}
 EXPAND = {"row_expand": 0, "row_expand_add": 1, "row_expand_mul": 2, "col_expand": 4,
           "col_expand_sub": 5, "col_expand_div": 6}
@@ -111,7 +115,7 @@ def test_elementwise_instructions_equal_elem_applied_element_by_element(sim, dty
         for op, code in SCALAR.items():
             out = np.zeros_like(a)
             assert sim.sim_scalar(dtype.code, code, ptr(out), ptr(a), s, ROWS, COLS) == 0
-            np.testing.assert_array_equal(out, reference(sim, dtype, 8 + code, a, s=s),
+            np.testing.assert_array_equal(out, reference(sim, dtype, SCALAR_REFERENCE[op], a, s=s),
                                           err_msg=op)
     for op, code in UNARY.items():
         if not dtype.is_float and op not in ("neg", "abs", "relu"):

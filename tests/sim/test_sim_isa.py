@@ -13,7 +13,8 @@ from pypto.sim import INCLUDE_DIR
 
 BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "max": 4, "min": 5}
 UNARY = {"exp": 0, "log": 1, "sqrt": 2, "rsqrt": 3, "recip": 4, "neg": 5, "abs": 6, "relu": 7}
-SCALAR = {"adds": 0, "subs": 1, "muls": 2, "divs": 3, "maxs": 4, "mins": 5, "rsubs": 6, "rdivs": 7}
+SCALAR = {"adds": 0, "subs": 1, "muls": 2, "divs": 3, "maxs": 4, "mins": 5, "rsubs": 6, "rdivs": 7,
+          "rmaxs": 8, "rmins": 9}
 PAD = {"zero": 0, "max": 1, "min": 2}
 ROWS, COLS = 64, 256
 
@@ -166,6 +167,8 @@ def test_fp16_scalar_forms_round_the_scalar_first(sim, op):
         "mins": torch.minimum(ta, ts),
         "rsubs": ts - ta,
         "rdivs": ts / ta,
+        "rmaxs": torch.maximum(ts, ta),
+        "rmins": torch.minimum(ts, ta),
     }[op]
     assert_bits_equal(got, half_bits(ref), torch.float16)
 

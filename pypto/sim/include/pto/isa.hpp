@@ -556,9 +556,12 @@ template <class T, class S> inline void tors(Tile<T> d, Tile<T> a, S s) { detail
 template <class T, class S> inline void txors(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpXor>(d, a, s, false); }
 template <class T, class S> inline void tshls(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpShl>(d, a, s, false); }
 template <class T, class S> inline void tshrs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpShr>(d, a, s, false); }
-/* Reversed scalar forms: s - a and s / a. */
+/* Reversed scalar forms: s - a, s / a, and max(s, a) / min(s, a), which differ from
+ * max(a, s) / min(a, s) in which zero a tie of +0 and -0 gives (the second operand). */
 template <class T, class S> inline void trsubs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpSub>(d, a, s, true); }
 template <class T, class S> inline void trdivs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpDiv>(d, a, s, true); }
+template <class T, class S> inline void trmaxs(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpMax>(d, a, s, true); }
+template <class T, class S> inline void trmins(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpMin>(d, a, s, true); }
 
 /* Comparisons into a BOOL mask tile, and selection by such a mask. */
 template <class T> inline void tcmp(Tile<bool> d, Tile<T> a, Tile<T> b, CmpMode m) {
