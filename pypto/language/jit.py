@@ -130,12 +130,16 @@ class JitFunction:
         """Run on the config's platform; outputs land in the caller's tensors.
 
         A warm call (a specialisation seen before) costs a dict lookup on a key built
-        from the arguments' shapes and dtypes, then the run: no parsing, hashing or
-        manifest reading (see `_call_key`).
+        from the arguments' shapes and dtypes and the config's compile fields as they
+        are, then the run: no parsing, hashing or manifest reading (see `_call_key`).
         """
         config = _config(config)
-        key = _call_key(args, config)
-        loaded = self._loaded.get(key)
+        key = tuple(map(_spec, args)), _COMPILE_FIELDS(config)
+        try:
+            loaded = self._loaded.get(key)
+        except TypeError:  # a list or set among the compile fields: `_call_key` sorts it
+            key = _call_key(args, config)
+            loaded = self._loaded.get(key)
         if loaded is None:
             from ..runtime import load_artifact
 

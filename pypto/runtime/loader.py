@@ -108,10 +108,8 @@ class LoadedProgram:
         Python numbers.  Out/InOut results are copied back into the caller's tensors;
         the return value is the output tensor, or a tuple when there are several.
         """
-        program_run = _program_run()(self, config if config is not None else RunConfig())
-        self.last_schedule = program_run.scheduler
         try:
-            result = program_run.execute(args)
+            result = _execution().run(self, config if config is not None else RunConfig(), args)
         except BaseException:
             self.check_bounds_faults()  # an out-of-bounds access explains a failed run best
             raise
@@ -189,9 +187,10 @@ def _symbol(library: ctypes.CDLL, name: str, prototype: Any, path: Path) -> Any:
 
 
 @functools.cache
-def _program_run():
-    """`ProgramRun`, imported on the first run: torch costs about a second to import and
-    only a run needs it (and an import statement per warm call costs a microsecond)."""
-    from pypto.runtime.execution import ProgramRun
+def _execution():
+    """`pypto.runtime.execution`, imported on the first run: torch costs about a second to
+    import and only a run needs it (and an import statement per warm call costs a
+    microsecond)."""
+    from pypto.runtime import execution
 
-    return ProgramRun
+    return execution
