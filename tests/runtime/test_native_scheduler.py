@@ -71,6 +71,27 @@ def test_warm_calls_reuse_buffers_and_still_poison_outputs(load, monkeypatch):
         assert torch.isnan(f).all() and (i.view(torch.uint8) == 0xA5).all()
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_large_calls_split_their_copies_and_fills_and_move_every_byte(load, workers,
+                                                                       monkeypatch):
+    """Past 4 MB a call's copies and poison fills are cut into one share per thread, at
+    64-byte boundaries (lengths here are not multiples of 64): the bytes are the same."""
+    monkeypatch.delenv("PYPTO_SCHEDULER", raising=False)
+    config = RunConfig(workers=workers)
+    n = 150_001  # [n, 8] FP32: 4.8 MB each way
+    program = load("pipeline", n=n)
+    x = torch.randn(n, 8)
+    before = x.clone()
+    out = torch.zeros(n, 8)
+    program.run([x, out], config)
+    assert torch.equal(out, (before + 1) * 2) and torch.equal(x, before)
+    program = load("poison", n=1_500_001)  # 6 MB per output
+    for _ in range(2):
+        f, i = torch.zeros(1_500_001), torch.zeros(1_500_001, dtype=torch.int32)
+        program.run([f, i], config)
+        assert torch.isnan(f).all() and (i.view(torch.uint8) == 0xA5).all()
+
+
 def random_script(rng: random.Random, tasks: int) -> list[int]:
     """A script for orch_script.cpp: `tasks` dispatches over random views of the buffer."""
     script, submitted = [], 0

@@ -383,6 +383,52 @@ void poison(const Program *program, uint8_t *out, size_t size, int32_t dtype) {
         memcpy(out + filled, out, std::min(filled, size - filled));
 }
 
+/* One copy (src set) or poison fill (src null, of dtype) of a call's device buffers. */
+struct ByteJob {
+    uint8_t *dst;
+    const uint8_t *src;
+    size_t size;
+    int32_t dtype;
+};
+
+/* A call's copies and fills: past kSplitBytes in all, each job is cut into one share per
+ * thread (at 64-byte boundaries, so a fill's pattern keeps its phase), the calling thread
+ * taking one: one thread does not saturate memory bandwidth (measured on 2 cores: 64 MB
+ * of copies and fills in 6.3 ms on one thread, 3.7 ms on two).  Bytes are the same
+ * whichever thread moves them. */
+constexpr size_t kSplitBytes = size_t(4) << 20;
+
+void move_share(const Program *program, const std::vector<ByteJob> &jobs, int share, int shares) {
+    for (const ByteJob &job : jobs) {
+        size_t lo = job.size, hi = job.size;
+        if (shares == 1 || job.size < kSplitBytes / 4) {
+            if (share == 0) lo = 0;
+        } else {
+            lo = (job.size * size_t(share) / size_t(shares)) & ~size_t(63);
+            hi = share + 1 == shares ? job.size : (job.size * size_t(share + 1) / size_t(shares)) & ~size_t(63);
+        }
+        if (lo >= hi) continue;
+        if (job.src) memcpy(job.dst + lo, job.src + lo, hi - lo);
+        else poison(program, job.dst + lo, hi - lo, job.dtype);
+    }
+}
+
+void move_bytes(const Program *program, const std::vector<ByteJob> &jobs, int32_t cores) {
+    static const int host = std::max(1, int(std::thread::hardware_concurrency()));
+    size_t total = 0;
+    for (const ByteJob &job : jobs) total += job.size;
+    const int shares = total < kSplitBytes ? 1 : std::max(1, std::min({int(cores), host, 4}));
+    std::vector<std::thread> helpers;
+    int share = 1;
+    try {
+        for (; share < shares; ++share) helpers.emplace_back(move_share, program, std::cref(jobs), share, shares);
+    } catch (const std::exception &) {  // no thread to be had: this one moves the rest
+        for (; share < shares; ++share) move_share(program, jobs, share, shares);
+    }
+    move_share(program, jobs, 0, shares);
+    for (std::thread &helper : helpers) helper.join();
+}
+
 struct Access {
     uint64_t start;
     uint64_t end;
@@ -741,16 +787,17 @@ int32_t api_alloc_tensor(void *ctx, PtoTensor *t, const char *name) {
 
 int32_t run_call(Run *run, const PnrCall *call) {
     Pool &p = pool();
+    std::vector<ByteJob> jobs;
     for (int32_t k = 0; k < call->ncopy_in; ++k) {
         const uint64_t *e = call->copy_in + 3 * k;
-        if (e[2]) memcpy(reinterpret_cast<void *>(e[0]), reinterpret_cast<const void *>(e[1]),
-                         size_t(e[2]));
+        if (e[2]) jobs.push_back({reinterpret_cast<uint8_t *>(e[0]), reinterpret_cast<const uint8_t *>(e[1]),
+                                  size_t(e[2]), 0});
     }
     for (int32_t k = 0; k < call->nfill; ++k) {
         const uint64_t *e = call->fill + 3 * k;
-        if (e[1]) poison(run->program, reinterpret_cast<uint8_t *>(e[0]), size_t(e[1]),
-                         int32_t(e[2]));
+        if (e[1]) jobs.push_back({reinterpret_cast<uint8_t *>(e[0]), nullptr, size_t(e[1]), int32_t(e[2])});
     }
+    move_bytes(run->program, jobs, call->ncores);
     {
         std::lock_guard<std::mutex> guard(p.lock);
         p.attach(run);
@@ -779,11 +826,13 @@ int32_t run_call(Run *run, const PnrCall *call) {
     for (void *data : run->scratch) free(data);
     run->scratch.clear();
     if (run->error.code == ERR_NONE && run->status == 0) {
+        jobs.clear();
         for (int32_t k = 0; k < call->ncopy_out; ++k) {
             const uint64_t *e = call->copy_out + 3 * k;
-            if (e[2]) memcpy(reinterpret_cast<void *>(e[0]),
-                             reinterpret_cast<const void *>(e[1]), size_t(e[2]));
+            if (e[2]) jobs.push_back({reinterpret_cast<uint8_t *>(e[0]), reinterpret_cast<const uint8_t *>(e[1]),
+                                      size_t(e[2]), 0});
         }
+        move_bytes(run->program, jobs, call->ncores);
     }
     run->writers.clear();
     run->chain_blocks.clear();
