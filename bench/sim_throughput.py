@@ -4,7 +4,7 @@ Three problems: add of 4M FP32 ([4096, 1024]), softmax over rows of [4096, 1024]
 and a 512³ matmul of FP16 inputs accumulated in FP32.  Each runs two ways: resident
 (a `ChipWorker` holding the tensors in device memory, as a model's weights and
 activations would be: the kernel and its dispatch only) and as a plain call (which also
-copies every input into fresh device memory, poisons the outputs and copies them back).
+copies every input into device memory, poisons the outputs and copies them back).
 Two more rows price the simulator's exact FP16 arithmetic: the same add and matmul
 with FP32 inputs.  Target: element-wise within 2x of torch; the others are reported.
 Ours and torch are timed in alternation (`paired_medians`), nine times at least.
