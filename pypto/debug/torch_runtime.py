@@ -163,7 +163,8 @@ def relu(x):
 
 def _max(a, b):
     # The simulator's NaN-propagating `a > b ? a : b`: of +0.0 and -0.0 it gives the second
-    # operand, where torch.maximum gives the first.
+    # operand, as torch.maximum's vectorised CPU path does (its scalar path, e.g. on 0-dim
+    # tensors, gives the first).
     if not isinstance(a, torch.Tensor):
         return builtins.max(a, b)  # index scalars
     nan = torch.isnan(a) if a.is_floating_point() else torch.zeros_like(a, dtype=torch.bool)
