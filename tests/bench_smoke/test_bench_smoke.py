@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_quick_bench_runs_every_group_and_writes_the_report(tmp_path):
     report = tmp_path / "performance.md"
     proc = subprocess.run(
