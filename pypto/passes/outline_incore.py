@@ -31,7 +31,7 @@ from ..ir.nodes import (
 )
 from ..ir.ops import get_op
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, TensorType, TupleType
-from ..ir.visitor import defs, uses
+from ..ir.visitor import IRVisitor, defs, uses
 from .manager import Pass
 from .narrow_task_arguments import narrow_task_arguments
 from .properties import IRProperty
@@ -49,6 +49,26 @@ def written_tensor(stmt) -> str | None:
     dst = call.args[0] if call.op == "assemble" else call.args[2]
     target = stmt.targets[0].name
     return target if isinstance(dst, Var) and dst.name == target else None
+
+
+class _WrittenTensors(IRVisitor):
+    """The names a statement list writes through, at any loop depth."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_Assign(self, stmt: Assign) -> None:
+        super().visit_Assign(stmt)
+        name = written_tensor(stmt)
+        if name is not None:
+            self.names.add(name)
+
+
+def written_tensors(stmts) -> set[str]:
+    """Every name `stmts` writes through (`x = pl.assemble(x, ...)`), nested loops included."""
+    visitor = _WrittenTensors()
+    visitor.visit_body(stmts)
+    return visitor.names
 
 
 def exposed_uses(stmts) -> set[str]:
@@ -136,7 +156,6 @@ class _Outliner:
         inputs: dict[str, Var] = {}
         local: dict[str, Var] = {}
         last_def: dict[str, int] = {}
-        written: set[str] = set()
         for i, stmt in enumerate(scope.body):
             for name in uses(stmt):
                 if name not in local and name in env:
@@ -144,15 +163,8 @@ class _Outliner:
             for name, var in defs(stmt).items():
                 local[name] = var
                 last_def[name] = i
-            name = written_tensor(stmt)
-            if name is not None and name in inputs:
-                written.add(name)
-        for stmt in scope.body:
-            if isinstance(stmt, For):
-                for inner in stmt.body:
-                    name = written_tensor(inner)
-                    if name is not None and name in inputs:
-                        written.add(name)
+        # Tensors of the caller written through, however deep in the block's loops.
+        written = written_tensors(scope.body) & inputs.keys()
         # Parameters follow the order the caller bound them (its parameters first).
         order = list(env)
         inputs = dict(sorted(inputs.items(), key=lambda kv: order.index(kv[0])))

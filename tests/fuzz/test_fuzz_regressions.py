@@ -259,3 +259,43 @@ def test_a_read_after_a_partial_write_in_the_same_block_sees_the_write():
     expected = torch.ones(16, 64)
     expected[:8] = x[:8] + 1.0
     assert torch.equal(out, expected) and torch.equal(twice, expected * 2.0)
+
+
+@pl.jit
+def nested_loop_stores(x: pl.Tensor[[32, 128], pl.FP32],
+                       out: pl.Out[pl.Tensor[[32, 128], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            for j in pl.range(2):
+                t = pl.load(x, [i * 16, j * 64], [16, 64])
+                out = pl.store(pl.add(t, 1.0), [i * 16, j * 64], out)
+    return out
+
+
+@pl.jit
+def nested_loop_window_writes(x: pl.Tensor[[32, 128], pl.FP32],
+                              out: pl.Out[pl.Tensor[[32, 128], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            for j in pl.unroll(2):
+                for k in pl.range(0, 64, 32):
+                    t = pl.load(x, [i * 16, j * 64 + k], [16, 32])
+                    out[i * 16:(i + 1) * 16, j * 64 + k:j * 64 + k + 32] = pl.mul(t, 2.0)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_store_in_nested_loops_of_a_block_writes_the_output(platform):
+    # Was: LoweringError "`out` is both read and replaced by a new tensor": only writes at
+    # the block's top level and one loop down were seen.
+    x = torch.randn(32, 128)
+    sim, codegen = _sim_and_torch(nested_loop_stores, [x, torch.zeros(32, 128)], platform)
+    assert torch.equal(sim[1], x + 1.0) and torch.equal(codegen[1], sim[1])
+
+
+def test_a_window_write_three_loops_down_writes_the_output():
+    # The refusal's own hint, `out[r0:r1, c0:c1] = ...`, was refused the same way.
+    x = torch.randn(32, 128)
+    sim, codegen = _sim_and_torch(nested_loop_window_writes, [x, torch.zeros(32, 128)],
+                                  "a2a3sim")
+    assert torch.equal(sim[1], x * 2.0) and torch.equal(codegen[1], sim[1])
