@@ -31,8 +31,9 @@ from ..ir.nodes import (
 )
 from ..ir.ops import get_op
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, TensorType, TupleType
-from ..ir.visitor import IRVisitor, defs, uses
+from ..ir.visitor import IRMutator, IRVisitor, defs, uses
 from .manager import Pass
+from .names import NameSupply
 from .narrow_task_arguments import narrow_task_arguments
 from .properties import IRProperty
 
@@ -99,6 +100,7 @@ class OutlineIncoreScopes(Pass):
         functions = []
         for fn in program.functions:
             if fn.func_type is FunctionType.Orchestration:
+                fn = _NamedTaskArguments(NameSupply(fn)).mutate_function(fn)
                 outliner = _Outliner(fn, taken)
                 new_fn = replace(fn, body=tuple(outliner.body(fn.body, _env(fn), set())))
                 functions.extend(outliner.kernels)
@@ -107,6 +109,37 @@ class OutlineIncoreScopes(Pass):
                 functions.append(fn)
         # Each task then gets the window of each tensor it touches, not the whole tensor.
         return narrow_task_arguments(program.with_functions(functions))
+
+
+class _NamedTaskArguments(IRMutator):
+    """`y = k(x[0:8, :], y)` → `slice_0 = pl.slice(x, ...); y = k(slice_0, y)`.
+
+    A task takes tensors by name: the view a task argument spells inline becomes a
+    statement of its own, which the dependence analysis and codegen see like any view."""
+
+    def __init__(self, names: NameSupply):
+        self.names = names
+
+    def mutate_Assign(self, stmt: Assign):
+        return self._named(stmt)
+
+    def mutate_ExprStmt(self, stmt: ExprStmt):
+        return self._named(stmt)
+
+    def _named(self, stmt) -> list:
+        if not isinstance(stmt.value, FuncCall):
+            return [stmt]
+        views: list = []
+        args = tuple(self._operand(a, views) for a in stmt.value.args)
+        return views + [replace(stmt, value=replace(stmt.value, args=args))]
+
+    def _operand(self, arg, views: list):
+        if not (isinstance(arg, Call) and isinstance(arg.type, TensorType)):
+            return arg
+        call = replace(arg, args=tuple(self._operand(a, views) for a in arg.args))
+        var = Var(self.names.fresh(arg.op), arg.type, arg.span)
+        views.append(Assign((var,), call, arg.span))
+        return var
 
 
 def _env(fn: Function) -> dict[str, Var]:

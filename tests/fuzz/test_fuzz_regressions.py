@@ -261,6 +261,34 @@ def test_a_read_after_a_partial_write_in_the_same_block_sees_the_write():
     assert torch.equal(out, expected) and torch.equal(twice, expected * 2.0)
 
 
+@pl.jit.incore
+def doubled(x: pl.Tensor[[16, 64], pl.FP32], y: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    y = pl.store(pl.mul(pl.load(x, [0, 0], [16, 64]), 2.0), [0, 0], y)
+    return y
+
+
+@pl.jit
+def slices_as_task_arguments(x: pl.Tensor[[32, 64], pl.FP32],
+                             out: pl.Out[pl.Tensor[[32, 64], pl.FP32]],
+                             last: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    for i in pl.range(2):
+        doubled(x[i * 16:(i + 1) * 16, :], out[i * 16:(i + 1) * 16, :])
+    last = doubled(out[16:32, :][0:16, :], last)
+    return out, last
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_tensor_slice_passed_straight_to_a_kernel_is_a_view_of_the_tensor(platform):
+    # Was: InternalError "tensor argument is not a variable" from codegen, with no user
+    # line; binding the slice to a name first worked.  The last call reads, through a
+    # view of a view, what the loop's calls wrote through views: a RAW edge on `out`.
+    x = torch.randn(32, 64)
+    sim, codegen = _sim_and_torch(slices_as_task_arguments,
+                                  [x, torch.zeros(32, 64), torch.zeros(16, 64)], platform)
+    assert torch.equal(sim[1], x * 2.0) and torch.equal(sim[2], x[16:] * 4.0)
+    assert torch.equal(codegen[1], sim[1]) and torch.equal(codegen[2], sim[2])
+
+
 @pl.jit
 def nested_loop_stores(x: pl.Tensor[[32, 128], pl.FP32],
                        out: pl.Out[pl.Tensor[[32, 128], pl.FP32]]):
