@@ -30,6 +30,7 @@ from .types import (
     TileType,
     TupleType,
     Type,
+    describe,
 )
 
 REQUIRED = object()
@@ -399,17 +400,9 @@ def _scratch(name: str, tmp, x, span) -> None:
             t < d for t, d in zip(tmp.shape, x.shape)):
         raise TypeCheckError(
             f"pl.{name}: tmp_tile must be a {x.dtype.name} tile of at least "
-            f"{_fmt_shape(x.shape)}, got {_describe(tmp)}",
+            f"{_fmt_shape(x.shape)}, got {describe(tmp)}",
             span,
         )
-
-
-def _describe(t) -> str:
-    if isinstance(t, TileType):
-        return f"a {t.dtype.name} tile {_fmt_shape(t.shape)}"
-    if isinstance(t, TensorType):
-        return f"a {t.dtype.name} tensor {_fmt_shape(t.shape)}"
-    return f"a {t.dtype.name} scalar" if isinstance(t, ScalarType) else str(t)
 
 
 def _infer_col_reduce(name: str, tmp_allowed: bool) -> Callable:

@@ -165,6 +165,18 @@ def _numel(shape: Shape) -> int:
     return n
 
 
+def describe(t: Type) -> str:
+    """A type as messages name it: `a FP32 tile [16, 32] valid [5, 32]`."""
+    if isinstance(t, TileType):
+        valid = "" if t.valid_shape is None else f" valid {list(t.valid_shape)}"
+        return f"a {t.dtype.name} tile {list(t.shape)}{valid}"
+    if isinstance(t, TensorType):
+        return f"a {t.dtype.name} tensor {list(t.shape)}"
+    if isinstance(t, ScalarType):
+        return f"a {t.dtype.name} scalar"
+    return str(t)
+
+
 def same_value_type(a: Type, b: Type) -> bool:
     """Equal up to placement (memory space and address are not part of the value)."""
     if isinstance(a, TileType) and isinstance(b, TileType):

@@ -205,6 +205,33 @@ def defs(node) -> dict[str, Var]:
     return v.names
 
 
+class _ExposedUses(IRVisitor):
+    """Names read before they are bound, in program order."""
+
+    def __init__(self):
+        self.defined: set[str] = set()
+        self.exposed: set[str] = set()
+
+    def visit_Var(self, expr: Var) -> None:
+        if expr.name not in self.defined:
+            self.exposed.add(expr.name)
+
+    def visit_def(self, var: Var) -> None:
+        self.defined.add(var.name)
+
+    def visit_For(self, stmt: For) -> None:
+        outside = set(self.defined)
+        super().visit_For(stmt)
+        self.defined = outside  # a loop may run zero times: its bindings are not certain
+
+
+def exposed_uses(stmts) -> set[str]:
+    """Names a statement list reads before it binds them (its upward-exposed uses)."""
+    v = _ExposedUses()
+    v.visit_body(stmts)
+    return v.exposed
+
+
 def _walk(visitor: IRVisitor, node) -> None:
     if isinstance(node, (list, tuple)):
         visitor.visit_body(node)
@@ -214,4 +241,4 @@ def _walk(visitor: IRVisitor, node) -> None:
         visitor.visit_expr(node)
 
 
-__all__ = ["IRVisitor", "IRMutator", "uses", "defs", "Const"]
+__all__ = ["IRVisitor", "IRMutator", "uses", "defs", "exposed_uses", "Const"]

@@ -40,8 +40,10 @@ from ..ir.types import (
     TensorType,
     TileType,
     TupleType,
+    describe,
     same_value_type,
 )
+from ..ir.visitor import exposed_uses
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .tasks import TaskSyntax
 from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
@@ -145,8 +147,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         self.func_type = func_type
         self.resolve_callee = resolve_callee
         self.vars: dict[str, Var] = {}
+        # Names a loop that may not run gave a new type: (type before, type in the loop).
+        self.retyped: dict[str, tuple[Var, Var]] = {}
         self.in_scope = False
-        self.loop_depth = 0
         self.init_compile_time({})
 
     # ------------------------------------------------------------------ errors and statics
@@ -343,12 +346,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
 
     def _rebind(self, var: Var, node) -> None:
         self.check_not_constexpr(var.name, node)
-        old = self.vars.get(var.name)
-        if old is not None and not same_value_type(old.type, var.type) and self.loop_depth:
-            raise self.error(node, f"`{var.name}` changes type inside a loop "
-                             f"({_describe(old.type)} → {_describe(var.type)})",
-                             hint="use a new name for the new value", cls=TypeCheckError)
         self.vars[var.name] = var
+        self.retyped.pop(var.name, None)
 
     def _assign_subscript(self, target: ast.Subscript, value_node, node):
         """`out[:] = x` and `out[r0:r1, c0:c1] = x` write through `pl.assemble`."""
@@ -425,16 +424,31 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             return self._unroll(node, start, stop, step)
         var = Var(node.target.id, INDEX, span)
         self.check_not_constexpr(var.name, node)
-        saved = self.vars.get(var.name)
+        entry = dict(self.vars)
         self.vars[var.name] = var
-        self.loop_depth += 1
-        try:
-            body = self.body(node.body)
-        finally:
-            self.loop_depth -= 1
-        if saved is not None:
-            self.vars[var.name] = saved
+        body = self.body(node.body)
+        self._loop_types(entry, body, var.name, _runs(start, stop, step))
+        if var.name in entry:
+            self.vars[var.name] = entry[var.name]
         return For(var, start, stop, step, body, _LOOP_KINDS[fn.name], span)
+
+    def _loop_types(self, entry: dict, body, index: str, runs: bool) -> None:
+        """A name the body reads before binding it carries a value from one iteration to
+        the next: it must leave the body with the type it came in with.  Any other name
+        the loop retypes has the loop's type after it only if the loop surely runs."""
+        carried = exposed_uses(body) - {index}
+        for name, new in sorted(self.vars.items()):
+            old = entry.get(name)
+            if old is None or new is old or same_value_type(old.type, new.type):
+                continue
+            if name in carried:
+                raise TypeCheckError(
+                    f"`{name}` is carried around the loop but changes type inside it "
+                    f"({describe(old.type)} → {describe(new.type)})", new.span,
+                    hint="give the value before the loop the type the loop gives it, or use a "
+                         "new name for the new value")
+            if not runs:
+                self.retyped[name] = (old, new)
 
     def _unroll(self, node, start, stop, step):
         if not all(isinstance(b, Const) for b in (start, stop, step)):
@@ -530,6 +544,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         return e
 
     def _name(self, node: ast.Name):
+        if node.id in self.retyped:
+            old, new = self.retyped[node.id]
+            raise self.error(node, f"`{node.id}` is read after a loop that may not run and "
+                             f"changes its type ({describe(old.type)} → {describe(new.type)}, "
+                             f"line {new.span.line})",
+                             hint="use a new name for the value the loop computes",
+                             cls=TypeCheckError)
         var = self.vars.get(node.id)
         if var is not None and isinstance(var.type, TaskIdType):
             raise self.error(node, f"task id `{node.id}` can only be used in deps=[...]",
@@ -610,7 +631,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         for arg, p in zip(args, callee.params):
             if not same_value_type(arg.type, p.var.type):
                 raise self.error(node, f"argument `{p.var.name}` of `{callee.name}` expects "
-                                 f"{_describe(p.var.type)}, got {_describe(arg.type)}",
+                                 f"{describe(p.var.type)}, got {describe(arg.type)}",
                                  cls=TypeCheckError)
         rtype = callee.returns[0] if len(callee.returns) == 1 else TupleType(tuple(callee.returns))
         return FuncCall(callee.name, tuple(args), rtype, span, manual=self.manual)
@@ -706,7 +727,7 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
             if arg_type is None:
                 raise error(f"parameter `{name}` has dynamic dimensions; call the kernel with "
                             "tensors to specialise it")
-            raise error(f"parameter `{name}` expects a tensor, got {_describe(arg_type)}")
+            raise error(f"parameter `{name}` expects a tensor, got {describe(arg_type)}")
         if len(annotation.shape) != len(arg_type.shape):
             raise error(f"parameter `{name}` expects rank {len(annotation.shape)}, got "
                         f"{list(arg_type.shape)}")
@@ -720,8 +741,8 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
         return arg_type
     if isinstance(annotation, (TensorType, ScalarType, TileType)):
         if arg_type is not None and not same_value_type(annotation, arg_type):
-            raise error(f"parameter `{name}` expects {_describe(annotation)}, got "
-                        f"{_describe(arg_type)}")
+            raise error(f"parameter `{name}` expects {describe(annotation)}, got "
+                        f"{describe(arg_type)}")
         return annotation
     if annotation in (int, float):
         return ScalarType(DataType.INT64 if annotation is int else DataType.FP32)
@@ -807,18 +828,14 @@ def _affine(e) -> dict | None:
     return {k: lhs.get(k, 0) + sign * rhs.get(k, 0) for k in lhs.keys() | rhs.keys()}
 
 
+def _runs(start, stop, step) -> bool:
+    """Does a loop with these bounds surely run at least once?"""
+    bounds = [b.value for b in (start, stop, step) if isinstance(b, Const)]
+    return len(bounds) == 3 and len(range(*bounds)) > 0
+
+
 def _shape_text(shape) -> str:
     return "[" + ", ".join(d.name if isinstance(d, DynamicDim) else str(d) for d in shape) + "]"
-
-
-def _describe(t) -> str:
-    if isinstance(t, TensorType):
-        return f"a {t.dtype.name} tensor {list(t.shape)}"
-    if isinstance(t, TileType):
-        return f"a {t.dtype.name} tile {list(t.shape)}"
-    if isinstance(t, ScalarType):
-        return f"a {t.dtype.name} scalar"
-    return str(t)
 
 
 # ---------------------------------------------------------------------- @pl.program text

@@ -31,7 +31,7 @@ from ..ir.nodes import (
 )
 from ..ir.ops import get_op
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, TensorType, TupleType
-from ..ir.visitor import IRMutator, IRVisitor, defs, uses
+from ..ir.visitor import IRMutator, IRVisitor, defs, exposed_uses, uses
 from .manager import Pass
 from .names import NameSupply
 from .narrow_task_arguments import narrow_task_arguments
@@ -70,25 +70,6 @@ def written_tensors(stmts) -> set[str]:
     visitor = _WrittenTensors()
     visitor.visit_body(stmts)
     return visitor.names
-
-
-def exposed_uses(stmts) -> set[str]:
-    """Names a statement list reads before it binds them (its upward-exposed uses)."""
-    defined: set[str] = set()
-    exposed: set[str] = set()
-    for stmt in stmts:
-        if isinstance(stmt, For):
-            exposed |= (exposed_uses(stmt.body) - {stmt.var.name}) - defined
-            exposed |= set(uses([stmt.start, stmt.stop, stmt.step])) - defined
-            continue  # a loop may run zero times: its bindings are not certain
-        if isinstance(stmt, AtScope):
-            exposed |= exposed_uses(stmt.body) - defined
-            task_uses = stmt.deps + stmt.no_dep_args + stmt.dumps
-            exposed |= set(uses(list(task_uses) + ([stmt.blocks] if stmt.blocks else []))) - defined
-        else:
-            exposed |= set(uses(stmt)) - defined
-        defined |= set(defs(stmt))
-    return exposed
 
 
 class OutlineIncoreScopes(Pass):

@@ -6,11 +6,14 @@ documented result bit for bit.
 
 from __future__ import annotations
 
+import linecache
+
 import pytest
 import torch
 
 import pypto.language as pl
 from pypto.debug import load_entry, torch_codegen
+from pypto.ir.errors import TypeCheckError
 from pypto.runtime import RunConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
@@ -327,3 +330,70 @@ def test_a_window_write_three_loops_down_writes_the_output():
     sim, codegen = _sim_and_torch(nested_loop_window_writes, [x, torch.zeros(32, 128)],
                                   "a2a3sim")
     assert torch.equal(sim[1], x * 2.0) and torch.equal(codegen[1], sim[1])
+
+
+M = 37
+
+
+@pl.jit.incore
+def edge_tiles_in_an_inner_loop(x: pl.Tensor[[M, 32], pl.FP32],
+                                out: pl.Out[pl.Tensor[[M, 32], pl.FP32]]):
+    for r in pl.unroll(0, M, 16):
+        for k in pl.range(2):
+            t = pl.load(x, [r, 0], [16, 32], valid_shape=[min(16, M - r), 32])
+            out = pl.store(pl.add(t, k), [r, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_tile_bound_afresh_in_each_iteration_may_change_type_between_loops(platform):
+    # Was: TypeCheckError "`t` changes type inside a loop (a FP32 tile [16, 32] → a FP32
+    # tile [16, 32])": the unrolled last row block's loop loads a [5, 32] edge tile into the
+    # name the earlier blocks' loops used, but `t` is not carried from one iteration to the
+    # next, and the message hid the valid shapes that differ.
+    x = torch.randn(M, 32)
+    sim, codegen = _sim_and_torch(edge_tiles_in_an_inner_loop, [x, torch.zeros(M, 32)],
+                                  platform)
+    assert torch.equal(sim[1], x + 1.0) and torch.equal(codegen[1], sim[1])
+
+
+@pl.jit.incore
+def carried_edge_tile(x: pl.Tensor[[M, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
+    acc = pl.full([16, 32], pl.FP32, 0.0)
+    for i in pl.range(3):
+        t = pl.load(x, [i * 16, 0], [16, 32], valid_shape=[5, 32])
+        acc = pl.add(acc, t)
+    out = pl.store(acc, [0, 0], out)
+    return out
+
+
+def _refusal(kernel, *args) -> TypeCheckError:
+    with pytest.raises(TypeCheckError) as info:
+        kernel.frontend(*args)
+    assert info.value.span.file == __file__, str(info.value)
+    return info.value
+
+
+def test_a_carried_tile_that_changes_valid_shape_is_refused_naming_both_types():
+    err = _refusal(carried_edge_tile, torch.zeros(M, 32), torch.zeros(16, 32))
+    assert linecache.getline(__file__, err.span.line).strip() == "acc = pl.add(acc, t)"
+    assert "`acc` is carried around the loop but changes type inside it (a FP32 tile " \
+           "[16, 32] → a FP32 tile [16, 32] valid [5, 32])" in err.message, str(err)
+
+
+@pl.jit.incore
+def retyped_by_a_loop_that_may_not_run(x: pl.Tensor[[M, 32], pl.FP32], n: pl.Scalar[pl.INT64],
+                                       out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
+    t = pl.load(x, [0, 0], [16, 32])
+    for i in pl.range(n):
+        t = pl.load(x, [16, 0], [16, 32], valid_shape=[5, 32])
+    out = pl.store(t, [0, 0], out)
+    return out
+
+
+def test_a_tile_retyped_by_a_loop_that_may_not_run_cannot_be_read_after_it():
+    # After zero iterations `t` is the full tile, after one the edge tile: no one type.
+    err = _refusal(retyped_by_a_loop_that_may_not_run, torch.zeros(M, 32), 0,
+                   torch.zeros(16, 32))
+    assert linecache.getline(__file__, err.span.line).strip() == "out = pl.store(t, [0, 0], out)"
+    assert "`t` is read after a loop that may not run and changes its type" in err.message
