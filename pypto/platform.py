@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 BUILD_RULES_ENV = "PYPTO_BUILD_RULES"
+PLATFORM_ENV = "PYPTO_PLATFORM"
+DEFAULT_PLATFORM = "a2a3sim"
 SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
 CORE_TYPES = ("vector", "cube")
 KINDS = ("sim", "device")
@@ -117,6 +119,18 @@ def get_platform(name: str) -> Platform:
     if name not in names:
         raise ValueError(f"unknown platform {name!r}; choose one of: {', '.join(names)}")
     return _load_platform(rules, name)
+
+
+def default_platform() -> str:
+    """The platform of a `RunConfig`, `ir.compile` or tool that names none:
+    `$PYPTO_PLATFORM`, else a2a3sim.  A value naming no platform raises ValueError saying
+    where it came from."""
+    name = os.environ.get(PLATFORM_ENV) or DEFAULT_PLATFORM
+    names = _platform_names(build_rules_dir())
+    if name not in names:
+        raise ValueError(f"${PLATFORM_ENV} is {name!r}, which names no platform; set it to one "
+                         f"of: {', '.join(names)}")
+    return name
 
 
 def get_backend(name: str) -> Backend:

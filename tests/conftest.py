@@ -12,6 +12,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def pytest_collection_modifyitems(items):
+    """`small_tiles`: the test's programs move tiles narrower than a backend's transfer
+    granularity on purpose (they check values, not speed), so the performance hint that
+    says so (`TileInnermostDimGranularity`, checked in tests/passes/test_diagnostics.py)
+    is not shown for them.  Every other warning still is."""
+    for item in items:
+        if item.get_closest_marker("small_tiles"):
+            item.add_marker(pytest.mark.filterwarnings(
+                "ignore::pypto.ir.diagnostics.PyptoPerfHint"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_cache(tmp_path_factory):
     """Every test session builds into its own cache, never the user's."""
@@ -23,6 +34,16 @@ def isolated_cache(tmp_path_factory):
         os.environ.pop("PYPTO_CACHE_DIR", None)
     else:
         os.environ["PYPTO_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def default_platform_unset():
+    """Tests see the documented default platform (a2a3sim), whatever the user exported as
+    PYPTO_PLATFORM; a test that means another sets it itself."""
+    old = os.environ.pop("PYPTO_PLATFORM", None)
+    yield
+    if old is not None:
+        os.environ["PYPTO_PLATFORM"] = old
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -29,6 +29,7 @@ import inspect
 import math
 import os
 import tempfile
+import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from ..ir.diagnostics import (
 )
 from ..ir.dtypes import from_torch
 from ..ir.errors import PyptoError, VerificationError
+from ..platform import default_platform
 from ..runtime.comparison import TensorComparison, Tolerance, compare_tensor
 from ..runtime.errors import RaceError
 from ..runtime.memory import poison_
@@ -131,13 +133,14 @@ class _Case:
 
 
 def triage(kernel: Any, golden: str | os.PathLike, *, inputs: Mapping[str, Any] | None = None,
-           platform: str = "a2a3sim", rtol: float | None = None, atol: float | None = None,
+           platform: str | None = None, rtol: float | None = None, atol: float | None = None,
            seeds: int = 8, work_dir: str | os.PathLike | None = None,
            out: Callable[[str], None] = print) -> TriageReport:
     """Walks the five steps for `kernel` (an `@pl.jit` / `@pl.jit.incore` function) against
     the golden directory `golden` (`write_golden`); prints each finding with `out`.
 
-    `inputs` override or complete the golden's recorded inputs by parameter name;
+    `platform` None is `$PYPTO_PLATFORM`, else a2a3sim; `inputs` override or complete
+    the golden's recorded inputs by parameter name;
     `rtol`/`atol` replace the golden's tolerance (the check you ran); `seeds` is the
     number of schedule seeds step 2 tries; dumps go under `work_dir` (default: a new
     temporary directory, named in the report).
@@ -159,20 +162,22 @@ def triage(kernel: Any, golden: str | os.PathLike, *, inputs: Mapping[str, Any] 
         base = record.tolerances.get(name, DEFAULT_TOLERANCE)
         tolerances[name] = Tolerance(base.rtol if rtol is None else rtol,
                                      base.atol if atol is None else atol, base.reason)
-    case = _Case(kernel, names, args, expected, tolerances, platform)
+    case = _Case(kernel, names, args, expected, tolerances,
+                 default_platform() if platform is None else platform)
     directory = Path(work_dir) if work_dir is not None else Path(
         tempfile.mkdtemp(prefix="pypto-triage-"))
     return _Triage(case, seeds, directory, out).walk(f"golden {record.directory}")
 
 
 def triage_spec(name: str, *, top: str | os.PathLike | None = None,
-                golden: str | os.PathLike | None = None, platform: str = "a2a3sim",
+                golden: str | os.PathLike | None = None, platform: str | None = None,
                 work_dir: str | os.PathLike | None = None, **options: Any) -> TriageReport:
     """`triage` for a kernel of the library under `top` (default: the current directory):
     `name` is `kernel` or `kernel/variant` (default: the first variant).  Without `golden`
     the spec's golden is generated into the work directory first."""
     from ..golden import record_golden
 
+    platform = default_platform() if platform is None else platform
     spec, variant = find_spec(name, top)
     if spec.platforms is not None and platform not in spec.platforms:
         raise ValueError(f"spec {spec.name!r} is not built for {platform}; its platforms: "
@@ -215,17 +220,36 @@ def load_callable(path: str | os.PathLike, name: str) -> Any:
     import sys
 
     path = Path(path).resolve()
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
     module_name = f"_pypto_triage_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ValueError(f"{path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except PyptoError:
+        raise  # a DSL error names the user's file and line already
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure of the user's module
+        del sys.modules[module_name]
+        raise ValueError(f"{path}:{_failing_line(exc, path)}: importing it failed: "
+                         f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}") from None
     kernel = getattr(module, name, None)
     if not getattr(kernel, "__pypto_kernel__", False):
         raise ValueError(f"{path}: `{name}` is not a @pl.jit or @pl.jit.incore kernel")
     return kernel
+
+
+def _failing_line(exc: BaseException, path: Path) -> int | str:
+    """The line of `path` where `exc` was raised: a syntax error's own, else the innermost
+    traceback frame in that file ("?" when no frame is)."""
+    if isinstance(exc, SyntaxError) and exc.filename == str(path) and exc.lineno:
+        return exc.lineno
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if frame.filename == str(path)]
+    return lines[-1] if lines else "?"
 
 
 def _parameters(kernel: Any) -> list[str]:

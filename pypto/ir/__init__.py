@@ -60,7 +60,7 @@ def compile(
     program: Program,
     output_dir=None,
     dump_passes: bool | PassDumpLevel = True,
-    platform: str = "a2a3sim",
+    platform: str | None = None,
     verification_level: VerificationLevel | None = None,
     diagnostic_phase: DiagnosticPhase | None = None,
     disabled_diagnostics=None,
@@ -69,15 +69,17 @@ def compile(
 ) -> CompiledProgram:
     """Lower, generate and build `program` for `platform`; returns the built artifact.
 
-    `output_dir=None` builds into the content-keyed cache (a hit compiles nothing).
+    `platform` None is `$PYPTO_PLATFORM`, else a2a3sim.  `output_dir=None` builds into
+    the content-keyed cache (a hit compiles nothing).
     `dump_passes` writes `passes_dump/` (True = CONCISE); `verification_level` None
     defers to env PYPTO_VERIFY_LEVEL (default BASIC); `diagnostic_phase` None defers to
     env PYPTO_WARNING_LEVEL; `enabled_diagnostics` turns on opt-in checks such as
     `UnusedControlFlowResult`; `profiling` writes `report/pipeline_profile.{txt,json}`.
     """
     from ..compiler import CompileOptions, build_program
-    from ..platform import get_platform
+    from ..platform import default_platform, get_platform
 
+    platform = default_platform() if platform is None else platform
     get_platform(platform)  # unknown platform: ValueError listing the four
     options = CompileOptions(
         platform=platform,

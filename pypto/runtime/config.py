@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from pypto.platform import get_platform
+from pypto.platform import default_platform, get_platform
 
 
 @dataclass(kw_only=True)
@@ -23,7 +23,7 @@ class RunConfig:
     `dfx_outputs/args_dump/` (see `pypto.runtime.dump`).
     """
 
-    platform: str = "a2a3sim"
+    platform: str = field(default_factory=default_platform)  # $PYPTO_PLATFORM, else a2a3sim
     rtol: float = 1e-5
     atol: float = 1e-5
     golden_data_dir: str | os.PathLike | None = None

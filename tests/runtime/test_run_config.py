@@ -31,6 +31,20 @@ def test_every_known_platform_is_accepted(platform):
     assert RunConfig(platform=platform).platform == platform
 
 
+@pytest.mark.parametrize("platform", ["a5sim", "a2a3"])
+def test_without_a_platform_it_takes_pypto_platform(platform, monkeypatch):
+    monkeypatch.setenv("PYPTO_PLATFORM", platform)
+    assert RunConfig().platform == platform
+    assert RunConfig(platform="a2a3sim").platform == "a2a3sim"  # a given one wins
+
+
+def test_an_unknown_pypto_platform_is_a_value_error_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("PYPTO_PLATFORM", "a5simm")
+    with pytest.raises(ValueError, match=r"\$PYPTO_PLATFORM is 'a5simm', which names no "
+                                         r"platform; set it to one of: a2a3sim, a5sim"):
+        RunConfig()
+
+
 def test_unknown_platform_is_a_value_error_listing_the_four():
     with pytest.raises(ValueError, match="a2a3sim") as info:
         RunConfig(platform="a3sim")

@@ -11,6 +11,7 @@ from pypto.platform import (
     PLATFORM_NAMES,
     BuildRuleError,
     build_rules_dir,
+    default_platform,
     get_backend,
     get_platform,
 )
@@ -44,6 +45,29 @@ def test_unknown_platform_raises_value_error_listing_all_four():
     assert "'a3sim'" in message
     for name in ("a2a3sim", "a5sim", "a2a3", "a5"):
         assert name in message
+
+
+def test_the_default_platform_is_pypto_platform_else_a2a3sim(monkeypatch):
+    assert default_platform() == "a2a3sim"
+    monkeypatch.setenv("PYPTO_PLATFORM", "a5sim")
+    assert default_platform() == "a5sim"
+
+
+def test_ir_compile_without_a_platform_builds_for_the_default_one(monkeypatch):
+    import torch
+
+    import pypto.language as pl
+    from pypto import ir
+
+    @pl.jit
+    def double(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            out[:] = pl.add(x, x)
+        return out
+
+    monkeypatch.setenv("PYPTO_PLATFORM", "a5sim")
+    program = double.frontend(torch.zeros(16, 128), torch.zeros(16, 128))
+    assert ir.compile(program, dump_passes=False).platform == "a5sim"
 
 
 def test_ascend910b_capacities_match_backends_md():
