@@ -1,8 +1,8 @@
 """The `pypto` command: one subcommand per tool, each in its own module.
 
-A tool module exposes `add_arguments(parser)` and `run(args) -> int`; adding a tool
-means one line in `TOOLS`.  Modules are imported only when their subcommand runs, so
-`pypto --help` stays fast.
+A tool module exposes `add_arguments(parser)` and `run(args) -> int`, and its docstring
+is the tool's `--help` text; adding a tool means one line in `TOOLS`.  A module is
+imported only when its subcommand is named, so `pypto --help` stays fast.
 """
 
 from __future__ import annotations
@@ -23,23 +23,30 @@ TOOLS: dict[str, tuple[str, str]] = {
 }
 
 
+def tool_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
+    """The parser of `pypto <name>` (its options, its module's docstring as description)
+    and the tool's module."""
+    module = importlib.import_module(TOOLS[name][0])
+    parser = argparse.ArgumentParser(prog=f"pypto {name}", description=module.__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    module.add_arguments(parser)
+    return parser, module
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pypto", description="pypto kernel build tools")
-    sub = parser.add_subparsers(dest="tool", metavar="TOOL")
-    for name, (module, help_text) in TOOLS.items():
-        p = sub.add_parser(name, help=help_text)
-        p.set_defaults(_module=module)
+    """Runs `pypto TOOL ...`; returns the tool's exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    known, _ = parser.parse_known_args(argv)
-    if known.tool is None:
-        parser.print_help()
-        return 2
-    module = importlib.import_module(known._module)
-    tool_parser = argparse.ArgumentParser(prog=f"pypto {known.tool}",
-                                          description=TOOLS[known.tool][1])
-    module.add_arguments(tool_parser)
-    args = tool_parser.parse_args(argv[1:])
-    return int(module.run(args) or 0)
+    if argv and argv[0] in TOOLS:
+        parser, module = tool_parser(argv[0])
+        return int(module.run(parser.parse_args(argv[1:])) or 0)
+    parser = argparse.ArgumentParser(prog="pypto", description="pypto kernel build tools; "
+                                     "`pypto TOOL --help` lists a tool's options")
+    sub = parser.add_subparsers(dest="tool", metavar="TOOL")
+    for name, (_, help_text) in TOOLS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    parser.parse_args(argv)  # --help prints the tools; an unknown one is a usage error
+    parser.print_help()
+    return 2
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ tensor dump (`dfx_outputs/args_dump/`, written with `RunConfig(enable_dump_args=
     pypto dump-viewer -i 4 --compare golden/  # against a golden (write_golden) or a
                                               # .safetensors / .pt torch reference
 
-`-t` takes a task id or a kernel name.  A comparison looks the reference up by
+`-t` takes a task id, a kernel name or the `name_hint` its `pl.at` was given; `-a` an
+argument index, parameter name or buffer name; a filter that matches nothing says what
+names the dump has.  A comparison looks the reference up by
 `--ref-name`, else by the dumped buffer's name, else by the kernel's parameter name; a
 dumped window of a larger tensor is compared with the same window of the reference.
 The tolerance is `--rtol/--atol`, else the golden's for that output, else 1e-5.
@@ -35,22 +37,47 @@ VALUES_PER_LINE = 8
 def select(records: list[dict], task: str | None = None, stage: str | None = None,
            role: str | None = None, arg: str | None = None,
            index: int | None = None) -> list[dict]:
-    """The records matching every given filter (`task`: id or kernel name; `arg`: position
-    or parameter name)."""
+    """The records matching every given filter (`task`: id, kernel name or the
+    `name_hint` the kernel was given; `arg`: position, parameter name or buffer name)."""
     out = []
     for r in records:
         if index is not None and r["index"] != index:
             continue
-        if task is not None and str(r["task"]) != task and r["kernel"] != task:
+        if task is not None and not _is_task(r, task):
             continue
         if stage is not None and r["stage"] != stage:
             continue
         if role is not None and r["role"] != role:
             continue
-        if arg is not None and str(r["arg"]) != arg and r["name"] != arg:
+        if arg is not None and arg not in (str(r["arg"]), r["name"], r.get("tensor")):
             continue
         out.append(r)
     return out
+
+
+def _is_task(record: dict, task: str) -> bool:
+    """Whether `-t task` names the record's task: its id, its kernel's name, or the
+    `name_hint` of its `pl.at` / `pl.spmd` (the kernel is `<function>_<name_hint>`)."""
+    if task in (str(record["task"]), record["kernel"]):
+        return True
+    return task.isidentifier() and record["kernel"].endswith(f"_{task}")
+
+
+def what_exists(records: list[dict]) -> str:
+    """The names the filters take in this dump, for a selection that matched nothing."""
+    tasks: dict[str, list[int]] = {}
+    for r in records:
+        tasks.setdefault(r["kernel"], []).append(r["task"])
+    kernels = ", ".join(f"`{k}` ({_ids(ids)})" for k, ids in sorted(tasks.items()))
+    names = sorted({r["name"] for r in records} | {r["tensor"] for r in records if r.get("tensor")})
+    return (f"tasks (-t: id, kernel or its name_hint): {kernels or 'none'}\n"
+            f"arguments (-a: index, parameter or buffer name): {', '.join(names) or 'none'}")
+
+
+def _ids(ids: list[int]) -> str:
+    unique = sorted(set(ids))
+    shown = ", ".join(map(str, unique[:8])) + (", ..." if len(unique) > 8 else "")
+    return f"task{'s' if len(unique) > 1 else ''} {shown}"
 
 
 def describe_record(r: dict) -> str:
@@ -268,10 +295,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", nargs="?", type=Path, default=None,
                         help="work dir, dfx_outputs/, args_dump/ or args_dump.json "
                              "(default: $PYPTO_WORK_DIR or . /dfx_outputs/args_dump)")
-    parser.add_argument("-t", "--task", help="task id or kernel name")
-    parser.add_argument("-s", "--stage", choices=("before", "after"))
-    parser.add_argument("-r", "--role", choices=("input", "output", "inout"))
-    parser.add_argument("-a", "--arg", help="argument index or parameter name")
+    parser.add_argument("-t", "--task", help="task id, kernel name or the kernel's name_hint")
+    parser.add_argument("-s", "--stage", choices=("before", "after"),
+                        help="snapshots taken before or after the task ran")
+    parser.add_argument("-r", "--role", choices=("input", "output", "inout"),
+                        help="the argument's role in its task")
+    parser.add_argument("-a", "--arg", help="argument index, parameter name or buffer name")
     parser.add_argument("-i", "--index", type=int, help="one record, by its index")
     parser.add_argument("-e", "--export", action="store_true",
                         help="write one text file per selected tensor")
@@ -280,8 +309,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare", type=Path, metavar="REF",
                         help="a golden directory, or a .safetensors / .pt torch reference")
     parser.add_argument("--ref-name", help="the reference tensor to compare with")
-    parser.add_argument("--rtol", type=float)
-    parser.add_argument("--atol", type=float)
+    parser.add_argument("--rtol", type=float, help="relative tolerance of --compare "
+                        "(default: the golden's for that output, else 1e-5)")
+    parser.add_argument("--atol", type=float, help="absolute tolerance of --compare "
+                        "(default: the golden's for that output, else 1e-5)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -298,6 +329,13 @@ def run(args: argparse.Namespace) -> int:
     if args.index is not None and not records:
         print(f"pypto dump-viewer: no record {args.index} (there are {len(dump.records)})",
               file=sys.stderr)
+        return 2
+    if not records and dump.records:
+        filters = [f"{flag} {value}" for flag, value in (
+            ("-t", args.task), ("-s", args.stage), ("-r", args.role), ("-a", args.arg))
+            if value is not None]
+        print(f"pypto dump-viewer: no record matches {' '.join(filters)}; this dump has\n"
+              f"{what_exists(dump.records)}", file=sys.stderr)
         return 2
     if args.compare is not None:
         try:

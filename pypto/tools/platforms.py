@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-
-def add_arguments(parser) -> None:
-    pass
+import argparse
 
 
-def run(args) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`pypto platforms` takes no options."""
+
+
+def run(args: argparse.Namespace) -> int:
+    """Prints one line per platform: backend, kind, whether its compiler is found."""
     from pypto.platform import PLATFORM_NAMES, get_platform
     from pypto.toolchain import Toolchain, ToolchainNotFoundError
 

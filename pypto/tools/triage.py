@@ -9,7 +9,8 @@
 It prints what each step found and stops at the first one that explains the difference
 (see `pypto.debug.triage`).  Exit status: 1-5 the explaining step, 0 when the kernel
 matches its golden on every run, 6 when no step explains it, 64 when the kernel, golden
-or inputs cannot be used (a bad command line included).
+or inputs cannot be used (a bad command line included; a FILE.py that fails to import
+is named with the line that failed).
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "required for FILE.py:CALLABLE, generated from the spec otherwise")
     parser.add_argument("--inputs", type=Path, help="a .safetensors file of inputs by "
                         "parameter name, replacing the golden's")
-    parser.add_argument("--platform", default="a2a3sim")
-    parser.add_argument("--rtol", type=float, help="the tolerance you checked with "
+    parser.add_argument("--platform", help="the platform to run on (default: "
+                        "$PYPTO_PLATFORM, else a2a3sim)")
+    parser.add_argument("--rtol", type=float, help="the relative tolerance you checked with "
                         "(default: the golden's)")
-    parser.add_argument("--atol", type=float)
+    parser.add_argument("--atol", type=float, help="the absolute tolerance you checked with "
+                        "(default: the golden's)")
     parser.add_argument("--seeds", type=int, default=8,
                         help="schedule seeds step 2 runs (default 8)")
     parser.add_argument("--work-dir", type=Path, help="where dumps and pass dumps go "

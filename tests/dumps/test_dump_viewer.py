@@ -43,6 +43,8 @@ def test_it_lists_every_record_of_the_work_dirs_dump(level2, capsys):
 @pytest.mark.parametrize("args, expected", [
     (["-t", "1"], [2, 3, 4]),
     (["-t", "three_tasks_third", "-s", "after"], [8]),
+    (["-t", "third", "-s", "after"], [8]),          # the name_hint the pl.at was given
+    (["-t", "second"], [2, 3, 4]),
     (["-s", "before", "-r", "input"], [0, 2, 3, 6, 7]),
     (["-r", "inout"], [5, 8]),
     (["-a", "a"], [1, 3, 6]),
@@ -57,6 +59,16 @@ def test_filters_select_the_records_they_name(level2, capsys, tmp_path, args, ex
         code, out = viewer(capsys, level2.directory, *args)
         assert listed(out) == expected
     assert code == 0
+
+
+def test_a_filter_matching_nothing_exits_2_listing_the_names_the_dump_has(level2, capsys):
+    code = pypto(["dump-viewer", "-t", "secnod", "-a", "a"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert "no record matches -t secnod -a a" in captured.err
+    assert ("`three_tasks_first` (task 0), `three_tasks_second` (task 1), "
+            "`three_tasks_third` (task 2)") in captured.err
+    assert "index, parameter or buffer name): a, acc, b, x, y" in captured.err
 
 
 def _values_of(text: str) -> list[float]:
