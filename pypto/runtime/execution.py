@@ -136,7 +136,7 @@ class ProgramRun:
         self._reuse.run_native(self.native, self.cores, self.scheduler, args, self.resident,
                                after_run)
         if golden is not None:
-            golden.finish(args)  # raises GoldenMismatchError
+            golden.finish(args, self.scheduler)  # raises GoldenMismatchError
         return _outputs(manifest, args)
 
     def _record_native_run(self, buffers: ParamBuffers, args: Sequence[Any], code: int) -> None:
@@ -209,7 +209,7 @@ class ProgramRun:
             if manifest.params[index].direction.writes:
                 args[index].copy_(buffer)
         if golden is not None:
-            golden.finish(args)  # raises GoldenMismatchError
+            golden.finish(args, self.scheduler)  # raises GoldenMismatchError
         return _outputs(manifest, args)
 
     def _submit(self, ctx, kernel_index, nargs, args, ndeps, deps):

@@ -53,12 +53,37 @@ class GoldenError(ArtifactError):
 class GoldenMismatchError(PyptoRuntimeError):
     """A run's outputs (or the inputs it was given) differ from its golden.
 
-    `report` is the `GoldenReport` with one `TensorComparison` per output.
+    `report` is the `GoldenReport` with one `TensorComparison` per output;
+    `scheduling` says why the difference may be the schedule's doing, for a program whose
+    result can depend on the order its tasks run in (`scheduling_note`), else None.
     """
 
-    def __init__(self, report: GoldenReport) -> None:
+    def __init__(self, report: GoldenReport, scheduling: str | None = None) -> None:
         self.report = report
-        super().__init__(report.describe())
+        self.scheduling = scheduling
+        super().__init__(report.describe() + (f"\n  {scheduling}" if scheduling else ""))
+
+
+def scheduling_note(tasks: Sequence[Any], golden: Path) -> str | None:
+    """Why a mismatch may be scheduling, when a run's `tasks` (`scheduler.Task`, id order)
+    can give different results in different orders: kernels that accumulate with atomic
+    adds, or tasks no dependency orders (ids are a submission order, so the graph admits
+    one order only when every task waits for the one before it).  None otherwise."""
+    atomic = sorted({t.kernel_name for t in tasks
+                     if any(a.direction is Direction.ACCUM for a in t.accesses)})
+    if atomic:
+        names = ", ".join(f"`{k}`" for k in atomic)
+        why = (f"{'kernel' if len(atomic) == 1 else 'kernels'} {names} accumulate"
+               f"{'s' if len(atomic) == 1 else ''} with atomic adds, in the order the tasks "
+               "happen to run")
+    elif any(t.task_id - 1 not in t.predecessors for t in tasks[1:]):
+        why = f"its {len(tasks)} tasks can run in more than one order"
+    else:
+        return None
+    return (f"the difference may be scheduling: {why}. A difference that changes from run "
+            "to run is accumulation order or a dependency the program does not state; "
+            f"`pypto triage FILE.py:KERNEL --golden {golden}` reruns the kernel under several "
+            "schedule seeds and the race detector and says which")
 
 
 # --------------------------------------------------------------------------- reading
@@ -621,10 +646,13 @@ class GoldenCheck:
         given = {p.name: value for p, value in zip(params, args) if p.direction.reads}
         return cls(record, params, default, record.differing_inputs(given))
 
-    def finish(self, args: Sequence[Any]) -> GoldenReport:
-        """Compares the outputs; raises GoldenMismatchError unless everything matches."""
+    def finish(self, args: Sequence[Any], schedule: Any = None) -> GoldenReport:
+        """Compares the outputs; raises GoldenMismatchError unless everything matches
+        (with a `scheduling_note` from the tasks of the run's `schedule`, when given)."""
         outputs = {p.name: value for p, value in zip(self.params, args) if p.direction.writes}
         report = self.record.compare(outputs, self.default, self.differing)
         if not report.passed:
-            raise GoldenMismatchError(report)
+            note = None if schedule is None else scheduling_note(schedule.tasks,
+                                                                 self.record.directory)
+            raise GoldenMismatchError(report, note)
         return report
