@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from pypto.ir import PassDumpLevel
 from pypto.platform import get_platform
 from pypto.runtime import RunConfig
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "precision-workflow.zh.md"
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
 
 @pl.jit
@@ -24,13 +23,6 @@ def fused(a: pl.Tensor[[64, 128], pl.FP32], b: pl.Tensor[[64, 128], pl.FP32],
     with pl.at(level=pl.Level.CORE_GROUP):
         out[:] = pl.mul(pl.add(a, b), 2.0)
     return out
-
-
-def test_seed_second_block_runs_as_written(run_script):
-    block = re.findall(r"```python\n(.*?)\n```", DOC.read_text(), flags=re.S)[1]
-    assert block.startswith("from pypto.debug import torch_codegen")
-    prelude = "import pypto.language as pl\nimport torch\n"
-    run_script(prelude + block + '\nprint("BLOCK-OK")\n')
 
 
 @pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
