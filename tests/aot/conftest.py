@@ -48,14 +48,29 @@ def synthetic_built(tmp_path_factory, counting_cxx) -> Project:
     return project
 
 
-@pytest.fixture(scope="session")
-def shipped_builds(tmp_path_factory, counting_cxx) -> tuple[Project, Project]:
-    """The shipped library built twice from clean (own directories, own caches): with
-    `scons platform=a5sim check package -j2`, then without `check`."""
-    base = tmp_path_factory.mktemp("shipped")
+SHIPPED_SUBSET = ("elementwise",)
+"""The shipped spec modules the default run builds: five kernels, sixteen variants (the
+whole library, seven modules, builds in the tests marked slow and in `scons check`)."""
+
+
+def _built_twice(base: Path, counting_cxx: Path, modules) -> tuple[Project, Project]:
     projects = []
     for name, targets in (("first", ["check", "package"]), ("second", ["package"])):
-        project = new_project(base / name, base / f"{name}-cache", counting_cxx, shipped=True)
+        project = new_project(base / name, base / f"{name}-cache", counting_cxx, shipped=True,
+                              modules=modules)
         project.first_run = project.scons("platform=a5sim", *targets, "-j2")
         projects.append(project)
     return projects[0], projects[1]
+
+
+@pytest.fixture(scope="session")
+def shipped_builds(tmp_path_factory, counting_cxx) -> tuple[Project, Project]:
+    """The shipped library's SHIPPED_SUBSET built twice from clean (own directories, own
+    caches): with `scons platform=a5sim check package -j2`, then without `check`."""
+    return _built_twice(tmp_path_factory.mktemp("shipped"), counting_cxx, SHIPPED_SUBSET)
+
+
+@pytest.fixture(scope="session")
+def whole_library_builds(tmp_path_factory, counting_cxx) -> tuple[Project, Project]:
+    """`shipped_builds` of every shipped spec module (minutes: for tests marked slow)."""
+    return _built_twice(tmp_path_factory.mktemp("whole"), counting_cxx, None)

@@ -113,17 +113,21 @@ def actions(output: str, kind: str) -> list[str]:
 
 
 def new_project(root: Path, cache: Path, cxx: Path, *, shipped: bool = False,
-                specs: int = 0, distinct: bool = False, helper_users: int = 0) -> Project:
+                modules: tuple[str, ...] | None = None, specs: int = 0,
+                distinct: bool = False, helper_users: int = 0) -> Project:
     """A project at `root`: this checkout's SConstruct and site_scons, with the shipped
-    kernels/ or `specs` synthetic specs (one variant each; the first `helper_users` take
-    their shape from kernels/_shapes.py; `distinct` gives each its own IR)."""
+    kernels/ (only the spec modules named in `modules`, when given, with every helper) or
+    `specs` synthetic specs (one variant each; the first `helper_users` take their shape
+    from kernels/_shapes.py; `distinct` gives each its own IR)."""
     root.mkdir(parents=True)
     shutil.copy(ROOT / "SConstruct", root / "SConstruct")
     shutil.copytree(ROOT / "site_scons", root / "site_scons",
                     ignore=shutil.ignore_patterns("__pycache__"))
     if shipped:
+        left_out = [] if modules is None else [
+            p.name for p in (ROOT / "kernels").glob("[!_]*.py") if p.stem not in modules]
         shutil.copytree(ROOT / "kernels", root / "kernels",
-                        ignore=shutil.ignore_patterns("__pycache__"))
+                        ignore=shutil.ignore_patterns("__pycache__", *left_out))
     else:
         write_synthetic(root / "kernels", specs, distinct=distinct, helper_users=helper_users)
     return Project(root, cache, cxx, root.parent / f"{root.name}-cxx.log")

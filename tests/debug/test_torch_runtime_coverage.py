@@ -10,6 +10,8 @@ from pypto.debug import load_entry, torch_codegen, torch_runtime
 from pypto.ir.ops import all_ops
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 
 def test_every_registry_operator_has_a_torch_function():
     missing = [name for name in all_ops() if not callable(getattr(torch_runtime, name, None))]

@@ -3,8 +3,6 @@ asserted)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
@@ -28,15 +26,10 @@ def one_task_per_row(x: pl.Tensor[[TASKS, C], pl.FP32], out: pl.Out[pl.Tensor[[T
     return out
 
 
-def test_ten_thousand_tasks_complete_with_correct_results(capsys, engine):
+def test_ten_thousand_tasks_complete_with_correct_results(engine):
     x = torch.randn(TASKS, C)
     out = torch.zeros(TASKS, C)
-    compiled = one_task_per_row.compile(x, out)  # build outside the timed run
-    start = time.perf_counter()
+    compiled = one_task_per_row.compile(x, out)
     compiled(x, out, config=RunConfig(workers=2))
-    elapsed = time.perf_counter() - start
     expected = x + torch.arange(TASKS, dtype=torch.float32)[:, None]
     assert torch.equal(out, expected)
-    with capsys.disabled():
-        print(f"\n{TASKS} tasks in {elapsed:.3f} s: {elapsed / TASKS * 1e6:.1f} us per task "
-              f"(submit + schedule + run, 2 workers, {engine} scheduler)")

@@ -8,6 +8,8 @@ import torch
 import pypto.language as pl
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 COLS = 128
 BOUNDARY = (
     list(range(2047, 2053)) + list(range(4095, 4101)) + list(range(65503, 65522))

@@ -9,6 +9,8 @@ import pypto.language as pl
 from pypto.ir import PyptoWarning
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 
 @pl.jit
 def dropped(a: pl.Tensor[[32, 64], pl.FP32], b: pl.Tensor[[32, 64], pl.FP32],

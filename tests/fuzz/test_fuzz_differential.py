@@ -2,11 +2,12 @@
 plain torch reference (bit for bit where the operators are exact).
 
 Each hypothesis example is one program of several independent lanes; every lane is one
-checked example, so a few g++ builds check hundreds of expressions.  The CI profile is
-derandomized (same programs every run); `PYPTO_FUZZ_PROFILE=large` runs ten times as
-many programs, randomized, with hypothesis's example database:
+checked example, so a few g++ builds check hundreds of expressions.  The default run
+checks one program of each kind; the slow run (`-m slow`, in CI) the CI budget, thirty
+programs.  Both are derandomized (same programs every run); `PYPTO_FUZZ_PROFILE=large`
+runs ten times the CI budget, randomized, with hypothesis's example database:
 
-    PYPTO_FUZZ_PROFILE=large python -m pytest tests/fuzz -q
+    PYPTO_FUZZ_PROFILE=large python -m pytest tests/fuzz -q -m slow
 """
 
 from __future__ import annotations
@@ -127,25 +128,34 @@ def run_program(program: fp.Program, workdir) -> Counter:
     return Counter(programs=1, lanes=len(program.lanes), outputs=len(expected))
 
 
-@pytest.mark.parametrize("kind", sorted(BUDGET))
-def test_generated_programs_agree_everywhere(kind, tmp_path):
+def fuzz(kind: str, examples: int, workdir) -> Counter:
+    """Runs `examples` generated programs of `kind` everywhere; what they checked."""
     counted = Counter()
-    examples = BUDGET[kind] * SCALE
 
     @settings(settings.get_profile("pypto-fuzz"), max_examples=examples)
     @given(program=fp.programs(kind, LANES))
     def check(program):
-        counted.update(run_program(program, tmp_path))
+        counted.update(run_program(program, workdir))
 
     check()
-    print(f"{kind}: {counted['programs']} programs, {counted['lanes']} lanes, "
-          f"{counted['outputs']} outputs checked")
-    KINDS_RUN.append(kind)
     assert counted["programs"] == examples
     assert counted["lanes"] >= LANES[0] * examples
-    TOTALS.update(counted)
+    return counted
 
 
+@pytest.mark.parametrize("kind", sorted(BUDGET))
+def test_a_generated_program_of_each_kind_agrees_everywhere(kind, tmp_path):
+    fuzz(kind, 1, tmp_path)
+
+
+@pytest.mark.slow  # 30 programs, a build and six runs each
+@pytest.mark.parametrize("kind", sorted(BUDGET))
+def test_generated_programs_agree_everywhere(kind, tmp_path):
+    TOTALS.update(fuzz(kind, BUDGET[kind] * SCALE, tmp_path))
+    KINDS_RUN.append(kind)
+
+
+@pytest.mark.slow
 def test_the_ci_profile_checks_at_least_300_lanes():
     """Counted over the kinds above (run in the same session, before this test)."""
     if sorted(KINDS_RUN) != sorted(BUDGET):

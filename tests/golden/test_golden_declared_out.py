@@ -14,6 +14,8 @@ from pypto.runtime.abi import Direction
 from pypto.runtime.loader import load_artifact
 from pypto.spec import Kernel
 
+pytestmark = pytest.mark.small_tiles  # split_k_programs: 16 x 16 tiles; see tests/conftest.py
+
 PLATFORM = "a2a3sim"
 
 

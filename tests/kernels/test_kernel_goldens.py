@@ -16,6 +16,9 @@ from pypto.golden.record import generate_inputs
 from pypto.golden.rng import GENERATOR_ID, seed_for
 from pypto.runtime import GoldenRecord
 
+# Every test here needs the whole shipped library built for both simulators (minutes).
+pytestmark = pytest.mark.slow
+
 FILES = ("golden.json", "inputs.safetensors", "expected.safetensors")
 
 

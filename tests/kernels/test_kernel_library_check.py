@@ -13,6 +13,9 @@ from shipped_library import PLATFORMS, ROOT, shipped_specs
 
 from pypto.runtime import GoldenRecord, RunConfig, load_library
 
+# Every test here needs the whole shipped library built for both simulators (minutes).
+pytestmark = pytest.mark.slow
+
 # The kernels issue 8 asks for, by family (spec module); exp and scaled_sum predate it.
 FAMILIES = {
     "elementwise": {"add", "mul_add", "scale", "scaled_sum", "exp"},

@@ -211,6 +211,7 @@ def perturbed_checks(library, tmp_path_factory):
         return dict(pool.map(run, jobs))
 
 
+@pytest.mark.slow  # the whole library's goldens, and a compile and check per perturbation
 @pytest.mark.parametrize("index", range(len(PERTURBATIONS)),
                          ids=[p.id for p in PERTURBATIONS])
 def test_a_one_ulp_change_in_a_key_op_fails_the_golden(perturbed_checks, index):

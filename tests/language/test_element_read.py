@@ -15,6 +15,8 @@ from pypto.ir.types import ScalarType
 from pypto.runtime import RunConfig
 from pypto.runtime.errors import KernelError
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 PLATFORMS = ["a2a3sim", "a5sim"]
 HERE = Path(__file__).read_text().splitlines()
 

@@ -23,6 +23,8 @@ from pypto.ir.dtypes import DataType as DT
 from pypto.passes import cast_path
 from pypto.platform import get_platform
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 R, C = 4, 128
 MODES = ("rint", "floor")
 PLATFORMS = ["a2a3sim", "a5sim"]

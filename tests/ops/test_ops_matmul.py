@@ -10,6 +10,8 @@ import pypto.language as pl
 from pypto.ir import LoweringError
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 PLATFORMS = ["a2a3sim", "a5sim"]
 
 

@@ -11,6 +11,8 @@ from pypto.ir import TypeCheckError
 from pypto.ir.printer import print_statement
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 PLATFORMS = ["a2a3sim", "a5sim"]
 
 

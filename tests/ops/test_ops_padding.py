@@ -8,6 +8,8 @@ import torch
 import pypto.language as pl
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 PLATFORMS = ["a2a3sim", "a5sim"]
 
 

@@ -9,6 +9,8 @@ import pypto.language as pl
 from pypto.ir import CapacityError, TypeCheckError
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 PLATFORMS = ["a2a3sim", "a5sim"]
 R, C = 16, 32
 

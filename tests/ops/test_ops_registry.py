@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import torch
 
 import pypto.language as pl
@@ -13,6 +14,8 @@ from pypto.codegen.environment import TEMPLATES_DIR
 from pypto.ir.ops import all_ops
 from pypto.ir.options import VerificationLevel
 from pypto.sim import INCLUDE_DIR
+
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
 LOWERED_BEFORE_CODEGEN = {"assemble"}  # becomes pl.store in TensorToTile
 

@@ -11,6 +11,8 @@ import torch.nn.functional as F
 import pypto.language as pl
 from pypto.runtime import RunConfig
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 PLATFORMS = ["a2a3sim", "a5sim"]
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 

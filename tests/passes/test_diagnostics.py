@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -9,7 +11,7 @@ import pypto.language as pl
 from pypto import ir
 from pypto.compiler import CompileOptions, run_pipeline
 from pypto.ir import DiagnosticCheck, DiagnosticPhase, ParseError
-from pypto.ir.diagnostics import tolerance_too_tight
+from pypto.ir.diagnostics import PyptoPerfHint, tolerance_too_tight
 from pypto.platform import get_platform
 
 HERE = __file__
@@ -127,7 +129,11 @@ def test_errors_cannot_be_silenced():
 ])
 def test_perf_hint_threshold_depends_on_backend(platform, cols, hinted, tmp_path):
     args = (_f(64, cols), _f(64, cols))
-    compiled = ir.compile(narrow.frontend(*args), output_dir=tmp_path / "a", platform=platform)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = ir.compile(narrow.frontend(*args), output_dir=tmp_path / "a",
+                              platform=platform)
+    assert any(issubclass(w.category, PyptoPerfHint) for w in caught) == hinted
     log = compiled.output_dir / "report" / "perf_hints.log"
     assert log.exists() == hinted
     if hinted:

@@ -17,6 +17,8 @@ from pypto.passes import OutlineIncoreScopes
 from pypto.platform import get_platform
 from pypto.runtime import OrchestrationError, RunConfig
 
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
 N, R, C = 4, 8, 128
 
 
