@@ -17,13 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-BUILD_RULES_ENV = "PYPTO_BUILD_RULES"
+from pypto.resources import BUILD_RULES_ENV, build_rules_dir
+
 SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
 CORE_TYPES = ("vector", "cube")
 KINDS = ("sim", "device")
-
-_DEFAULT_BUILD_RULES = Path(__file__).resolve().parent.parent / "build_rules"
-
 
 def default_cache_root() -> Path:
     """$PYPTO_CACHE_DIR, else $XDG_CACHE_HOME/pypto, else ~/.cache/pypto: the artifact
@@ -98,11 +96,6 @@ class Platform:
     # Nested dicts would make the generated hash raise; the name identifies a platform.
     def __hash__(self) -> int:
         return hash(self.name)
-
-
-def build_rules_dir() -> Path:
-    """The directory holding `platforms/` and `backends/` (env PYPTO_BUILD_RULES overrides)."""
-    return Path(os.environ.get(BUILD_RULES_ENV) or _DEFAULT_BUILD_RULES)
 
 
 def platform_names() -> tuple[str, ...]:
