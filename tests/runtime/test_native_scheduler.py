@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from pypto.runtime import PyptoRuntimeError, RunConfig, load_artifact, native
+from pypto.runtime import PyptoRuntimeError, RunConfig, load_artifact
 
 BUFFER = 64
 SCRIPT_TASKS = 64  # records in the script parameter (orch_script.cpp)
