@@ -165,16 +165,19 @@ class SpecIndex:
         return digest.hexdigest()
 
     def tree_digest(self, roots: Iterable[str | os.PathLike], skip: Iterable[str] = ()) -> str:
-        """Digest of every file under `roots` (files or directories) by relative path and
-        content; hidden files, `__pycache__` and paths under `skip` are left out."""
+        """Digest of every file under `roots` (files or directories) by content and path
+        from the root's parent (so the same files digest alike wherever they are
+        installed); hidden files, `__pycache__` and paths under `skip` are left out."""
         skipped = tuple(os.path.abspath(s) for s in skip)
         below = tuple(s + os.sep for s in skipped)
         digest = hashlib.sha256()
         for root in roots:
-            for file in sorted(_files_under(os.path.abspath(root))):
+            root = os.path.abspath(root)
+            base = len(os.path.dirname(root)) + 1
+            for file in sorted(_files_under(root)):
                 if file in skipped or file.startswith(below):
                     continue
-                digest.update(f"{self.relpath(file)}\0{self.sha256(file)}\n".encode())
+                digest.update(f"{file[base:]}\0{self.sha256(file)}\n".encode())
         return digest.hexdigest()
 
     # ------------------------------------------------------------------ specs

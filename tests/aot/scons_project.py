@@ -5,6 +5,7 @@ real `python -m SCons` runs."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,9 +111,9 @@ class Project:
 
 def actions(output: str, kind: str) -> list[str]:
     """What the build printed for one kind of step (`compile`, `golden`, `spec`, `check`):
-    e.g. ["k03/v for a5sim"]."""
-    prefix = f"pypto: {kind} "
-    return sorted(line[len(prefix):] for line in output.splitlines() if line.startswith(prefix))
+    e.g. ["k03/v for a5sim"] (without the progress label `[N/M]`)."""
+    step = re.compile(rf"pypto: (?:\[\d+/\d+\] )?{kind} (.*)")
+    return sorted(m[1] for m in map(step.fullmatch, output.splitlines()) if m)
 
 
 def new_project(root: Path, cache: Path, cxx: Path, *, shipped: bool = False,
