@@ -125,10 +125,21 @@ def artifact_key(frontend_text: str, options: CompileOptions, platform: Platform
 @functools.lru_cache(maxsize=16)
 def _compiler_digest(platform: Platform, identity: str, stat: tuple) -> str:
     """`key.compiler_digest`, once per process per platform, identity, environment and
-    state of the files it reads (`stat`)."""
+    place of the package data (`stat`).  Parsing pypto's code for its syntax digests
+    takes ~0.2 s, so the file digests are kept by stat under the cache root, as a library
+    build keeps them in its spec index (the same `SpecIndex`)."""
+    from .platform import default_cache_root
+    from .resources import package_dir
+    from .spec.index import SpecIndex
     from .toolchain import key
 
-    return key.compiler_digest(platform, identity)
+    files = SpecIndex(package_dir("pypto"), default_cache_root() / "index" / "compiler.json")
+    digest = key.compiler_digest(platform, identity, digest=files.code_digest)
+    try:
+        files.save()
+    except OSError:
+        pass  # a cache no one may write: the digests are computed again next time
+    return digest
 
 
 def _sources_stat() -> tuple:
