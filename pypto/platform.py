@@ -3,8 +3,8 @@
 A *backend* is an NPU generation (`Ascend910B`, `Ascend950`): capacities, cast table,
 atomic dtypes, core counts.  A *platform* is what a user names (`a2a3sim`, `a5`, ...): a
 backend plus how generated C++ is compiled for it.  This module imports only the standard
-library because `pypto.runtime` uses it: to read platforms, and to find the compiler that
-builds its native scheduler without importing `pypto.toolchain`.
+library (and `pypto.resources`, which finds `build_rules/`) because `pypto.runtime` uses
+it to read platforms.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
 CORE_TYPES = ("vector", "cube")
 KINDS = ("sim", "device")
 
+
 def default_cache_root() -> Path:
     """$PYPTO_CACHE_DIR, else $XDG_CACHE_HOME/pypto, else ~/.cache/pypto: the artifact
-    cache's root, and where the runtime builds its native scheduler (so here, where both
-    the toolchain and the runtime may look)."""
+    cache's root (the runtime never writes there)."""
     explicit = os.environ.get("PYPTO_CACHE_DIR")
     if explicit:
         return Path(explicit).expanduser()
