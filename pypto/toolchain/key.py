@@ -122,17 +122,19 @@ data, are keyed by themselves): every other file is a compiler source."""
 
 def compiler_sources(package: Path | None = None) -> list[Path]:
     """Every file of pypto's own code that can change an artifact's bytes, sorted: the
-    package (`package`, by default the installed one) less NOT_COMPILER, caches and the
-    built native scheduler."""
+    package (`package`, by default the installed one) less NOT_COMPILER, hidden files,
+    caches and the built native scheduler."""
     package = Path(package or package_dir("pypto"))
-    skipped = tuple(package / part for part in NOT_COMPILER)
-    return sorted(
-        path for path in package.rglob("*")
-        if path.is_file() and not path.name.endswith((".pyc", ".so"))
-        and not any(p.startswith(".") or p == "__pycache__"
-                    for p in path.relative_to(package).parts)
-        and not any(path.is_relative_to(s) for s in skipped)
-    )
+    skipped = {os.path.join(package, part) for part in NOT_COMPILER}
+    found = []
+    for dirpath, dirnames, filenames in os.walk(package):
+        # Pruned in place: a no-op build walks the package on every run.
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"
+                       and os.path.join(dirpath, d) not in skipped]
+        found += [Path(dirpath, name) for name in filenames
+                  if not name.startswith(".") and not name.endswith((".pyc", ".so"))
+                  and os.path.join(dirpath, name) not in skipped]
+    return sorted(found)
 
 
 def compiler_digest(platform: Platform, toolchain_identity: str, *,
