@@ -68,8 +68,6 @@ def write_library(root: Path, specs: int) -> None:
     specs share one kernel body, so the cold build compiles it once."""
     (root / "kernels").mkdir(parents=True)
     shutil.copy(ROOT / "SConstruct", root / "SConstruct")
-    shutil.copytree(ROOT / "site_scons", root / "site_scons",
-                    ignore=shutil.ignore_patterns("__pycache__"))
     (root / "kernels" / "__init__.py").write_text('"""Synthetic kernels."""\n')
     for i in range(specs):
         (root / "kernels" / f"k{i:03d}.py").write_text(SPEC.format(i=i, scale=2.0))

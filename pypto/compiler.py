@@ -9,6 +9,7 @@ instruments: they run around the passes, never inside them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -16,7 +17,6 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import __version__
 from .ir.diagnostics import DiagnosticPhase, active_checks, emit, resolve_phase
 from .ir.nodes import Program
 from .ir.options import PassDumpLevel, VerificationLevel, resolve_dump_level, resolve_level
@@ -97,46 +97,59 @@ def _reports(found) -> dict[str, str]:
     return files
 
 
-# The parts of pypto whose code decides an artifact's bytes: a change to a pass, the
-# parser, codegen or the simulator headers must not be served a stale cached artifact.
-_COMPILER_PARTS = ("ir", "language", "passes", "codegen", "sim")
-
-
-@functools.lru_cache(maxsize=None)
-def compiler_digest() -> str:
-    """Digest of the compiler's own sources (read once per process)."""
-    from .toolchain import content_key, tree_digest
-
-    package = Path(__file__).resolve().parent
-    parts = [(name, tree_digest(package / name, (".py", ".h", ".hpp"))) for name in
-             _COMPILER_PARTS]
-    parts.append(("compiler.py", (package / "compiler.py").read_bytes()))
-    return content_key(parts)
-
-
-def artifact_key(frontend_text: str, options: CompileOptions, platform: Platform,
-                 toolchain) -> str:
-    """The content key of an artifact: every input that can change its bytes."""
-    from .codegen.environment import TEMPLATES_DIR
-    from .toolchain import program_key, templates_digest
-
+def options_text(options: CompileOptions) -> str:
+    """The compile options that change what is built, as the content key spells them (the
+    verification level checks the IR, never changes it)."""
     checks = sorted(c.name for c in active_checks(options.disabled_diagnostics,
                                                   options.enabled_diagnostics))
-    specialization = json.dumps({
+    return json.dumps({
         "dump": resolve_dump_level(options.dump_passes).value,
         "diagnostics": resolve_phase(options.diagnostic_phase).name,
         "checks": checks,
         "profiling": bool(options.profiling),
-        "pypto": __version__,
+        "pipeline": default_pipeline().identity,
     }, sort_keys=True)
-    return program_key(
-        ir_text=frontend_text,
-        specialization=specialization,
-        platform=platform,
-        pipeline_id=f"{default_pipeline().identity};sources={compiler_digest()}",
-        templates_digest=templates_digest(TEMPLATES_DIR),
-        toolchain_identity=toolchain.identity(),
-    )
+
+
+def artifact_key(frontend_text: str, options: CompileOptions, platform: Platform,
+                 toolchain) -> str:
+    """The content key of an artifact (`pypto.toolchain.key.artifact_key`, which SCons
+    uses too): every input that can change its bytes."""
+    from .toolchain import key
+
+    ir_digest = hashlib.sha256(frontend_text.encode()).hexdigest()
+    return key.artifact_key(ir_digest, options_text(options),
+                            _compiler_digest(platform, toolchain.identity(), _sources_stat()))
+
+
+@functools.lru_cache(maxsize=16)
+def _compiler_digest(platform: Platform, identity: str, stat: tuple) -> str:
+    """`key.compiler_digest`, once per process per platform, identity, environment and
+    place of the package data (`stat`).  Parsing pypto's code for its syntax digests
+    takes ~0.2 s, so the file digests are kept by stat under the cache root, as a library
+    build keeps them in its spec index (the same `SpecIndex`)."""
+    from .platform import default_cache_root
+    from .resources import package_dir
+    from .spec.index import SpecIndex
+    from .toolchain import key
+
+    files = SpecIndex(package_dir("pypto"), default_cache_root() / "index" / "compiler.json")
+    digest = key.compiler_digest(platform, identity, digest=files.code_digest)
+    try:
+        files.save()
+    except OSError:
+        pass  # a cache no one may write: the digests are computed again next time
+    return digest
+
+
+def _sources_stat() -> tuple:
+    """What `_compiler_digest` is memoised on besides its arguments: the output-changing
+    environment and where the templates and build rules are read."""
+    from .resources import build_rules_dir, templates_dir
+    from .toolchain.key import OUTPUT_ENV_VARS
+
+    return (tuple(os.environ.get(var, "") for var in OUTPUT_ENV_VARS),
+            str(templates_dir()), str(build_rules_dir()))
 
 
 def build_program(program: Program, options: CompileOptions,

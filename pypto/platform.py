@@ -3,8 +3,8 @@
 A *backend* is an NPU generation (`Ascend910B`, `Ascend950`): capacities, cast table,
 atomic dtypes, core counts.  A *platform* is what a user names (`a2a3sim`, `a5`, ...): a
 backend plus how generated C++ is compiled for it.  This module imports only the standard
-library because `pypto.runtime` uses it: to read platforms, and to find the compiler that
-builds its native scheduler without importing `pypto.toolchain`.
+library (and `pypto.resources`, which finds `build_rules/`) because `pypto.runtime` uses
+it to read platforms.
 """
 
 from __future__ import annotations
@@ -17,20 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-BUILD_RULES_ENV = "PYPTO_BUILD_RULES"
+from pypto.resources import BUILD_RULES_ENV, build_rules_dir
+
 PLATFORM_ENV = "PYPTO_PLATFORM"
 DEFAULT_PLATFORM = "a2a3sim"
 SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
 CORE_TYPES = ("vector", "cube")
 KINDS = ("sim", "device")
 
-_DEFAULT_BUILD_RULES = Path(__file__).resolve().parent.parent / "build_rules"
-
 
 def default_cache_root() -> Path:
     """$PYPTO_CACHE_DIR, else $XDG_CACHE_HOME/pypto, else ~/.cache/pypto: the artifact
-    cache's root, and where the runtime builds its native scheduler (so here, where both
-    the toolchain and the runtime may look)."""
+    cache's root (the runtime never writes there)."""
     explicit = os.environ.get("PYPTO_CACHE_DIR")
     if explicit:
         return Path(explicit).expanduser()
@@ -100,11 +98,6 @@ class Platform:
     # Nested dicts would make the generated hash raise; the name identifies a platform.
     def __hash__(self) -> int:
         return hash(self.name)
-
-
-def build_rules_dir() -> Path:
-    """The directory holding `platforms/` and `backends/` (env PYPTO_BUILD_RULES overrides)."""
-    return Path(os.environ.get(BUILD_RULES_ENV) or _DEFAULT_BUILD_RULES)
 
 
 def platform_names() -> tuple[str, ...]:

@@ -80,10 +80,7 @@ def run_script(tmp_path):
 def engine(request, monkeypatch):
     """Runs the test on each scheduler: the Python one (PYPTO_SCHEDULER=python) and the
     native one wherever the run allows it (PYPTO_SCHEDULER=auto: seeded, race-detecting
-    and dumping runs stay on the Python scheduler)."""
-    from pypto.runtime import native
-
-    if request.param == "native" and native.unavailable_reason() is not None:
-        pytest.skip(f"native scheduler unavailable: {native.unavailable_reason()}")
+    and dumping runs stay on the Python scheduler).  The package build always makes the
+    native one (tests/runtime/test_native_loading.py)."""
     monkeypatch.setenv("PYPTO_SCHEDULER", "python" if request.param == "python" else "auto")
     return request.param

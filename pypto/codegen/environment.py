@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import math
-import os
 from functools import lru_cache
-from pathlib import Path
 
 import jinja2
 
-TEMPLATES_DIR = Path(
-    os.environ.get("PYPTO_TEMPLATES_DIR", Path(__file__).resolve().parents[2] / "templates")
-)
+from pypto.resources import templates_dir
+
+TEMPLATES_DIR = templates_dir()
 
 
 def _cpp_float(value: float) -> str:

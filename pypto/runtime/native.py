@@ -9,26 +9,26 @@ dumps, deps.json / swimlane.json, kernels that are Python callables).
 `PYPTO_SCHEDULER=python|native|auto` (default auto) overrides the choice; `native`
 refuses, naming the reason, a run the native path cannot serve.
 
-The library is part of the runtime, not of an artifact: it is compiled once per
-installation with the host C++ compiler of the sim platforms ($PYPTO_CXX, else g++)
-into `<cache>/native/`, keyed by the digest of its source, the ABI header, the compiler
-and its flags, and loaded once per process.  Without a compiler every run takes the
-Python path.
+The library is part of the runtime, not of an artifact: the package build compiles it
+(setup.py, the extension `pypto.runtime._scheduler`; `pip install -e .` too), and the
+runtime only loads it, once per process, after checking its version, its struct layouts
+and that it was built from the sources beside it.  The runtime never compiles: where no
+usable library exists, it warns once (`NativeSchedulerWarning`, naming why) and every run
+takes the Python scheduler.
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import subprocess
-import tempfile
 import threading
+import warnings
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto.platform import CompilerNotFoundError, default_cache_root, get_platform, locate_compiler
+from pypto.ir.diagnostics import PyptoWarning
+from pypto.resources import native_scheduler, scheduler_digest, scheduler_sources
 from pypto.runtime.abi import MAX_RANK, PtoArg, PtoKernelFn, PtoOrchestrateFn
 from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
 
@@ -36,14 +36,16 @@ if TYPE_CHECKING:
     from pypto.runtime.loader import LoadedProgram
     from pypto.runtime.memory import SimCore
 
-_PACKAGE = Path(__file__).resolve().parents[1]
-SOURCE = _PACKAGE / "sim" / "runtime" / "scheduler.cpp"
-"""The native scheduler's source."""
-_ABI_HEADER = _PACKAGE / "sim" / "include" / "pto" / "abi.h"
-_FLAGS = ("-O2", "-std=c++17", "-fPIC", "-shared", "-pthread")
 _VERSION = 5  # PNR_VERSION in the source
 MODES = ("auto", "native", "python")
 """Values of $PYPTO_SCHEDULER."""
+REBUILD = "rebuild pypto (`pip install -e .` in a checkout, or reinstall its wheel)"
+"""What to do about a missing or stale native scheduler."""
+
+
+class NativeSchedulerWarning(PyptoWarning):
+    """The native scheduler cannot be used here, so every run takes the (slower) Python
+    scheduler; said once per process, with the reason."""
 
 
 class PnrError(ctypes.Structure):
@@ -122,17 +124,21 @@ def mode() -> str:
 
 
 def library() -> ctypes.CDLL | None:
-    """The native scheduler library, compiled on first use; None when it cannot be had
-    (`unavailable_reason()` says why).  Decided once per process."""
+    """The native scheduler library the package build made; None when there is none or it
+    cannot be used (`unavailable_reason()` says why, and a `NativeSchedulerWarning` says
+    it once).  Decided once per process."""
     global _library, _unavailable
     if _library is not None or _unavailable is not None:
         return _library
     with _lock:
         if _library is None and _unavailable is None:
             try:
-                _library = _load(_built_library())
-            except (OSError, PyptoRuntimeError, subprocess.SubprocessError) as exc:
+                _library = _load(_installed_library())
+            except (OSError, PyptoRuntimeError) as exc:
                 _unavailable = str(exc)
+                warnings.warn(NativeSchedulerWarning(
+                    f"the native scheduler is unavailable, so every run takes the Python "
+                    f"scheduler (slower): {_unavailable}"), stacklevel=2)
     return _library
 
 
@@ -142,50 +148,11 @@ def unavailable_reason() -> str | None:
     return _unavailable
 
 
-def library_key() -> tuple[str, Path]:
-    """(digest, compiler): what the cached library is keyed by."""
-    compiler = _compiler()
-    stat = compiler.stat()
-    digest = hashlib.sha256()
-    for part in (str(_VERSION).encode(), SOURCE.read_bytes(), _ABI_HEADER.read_bytes(),
-                 str(compiler).encode(), f"{stat.st_size}:{stat.st_mtime_ns}".encode(),
-                 " ".join(_FLAGS).encode()):
-        digest.update(len(part).to_bytes(8, "little"))
-        digest.update(part)
-    return digest.hexdigest(), compiler
-
-
-def _compiler() -> Path:
-    # The sim platforms share one host compiler; the scheduler is built with a2a3sim's.
-    try:
-        return locate_compiler(get_platform("a2a3sim"))
-    except CompilerNotFoundError as exc:
-        raise PyptoRuntimeError(f"cannot build the native scheduler: {exc}") from None
-
-
-def _built_library() -> Path:
-    key, compiler = library_key()
-    target = default_cache_root() / "native" / f"scheduler-{key[:32]}.so"
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".scheduler-", suffix=".so", dir=target.parent)
-    os.close(fd)
-    try:
-        command = [str(compiler), *_FLAGS, f"-I{_ABI_HEADER.parent.parent}", str(SOURCE),
-                   "-o", tmp]
-        proc = subprocess.run(command, capture_output=True, text=True, errors="replace",
-                              stdin=subprocess.DEVNULL, check=False)
-        if proc.returncode != 0:
-            raise PyptoRuntimeError(f"compiling the native scheduler failed: "
-                                    f"{proc.stderr.strip()[-2000:]}")
-        os.chmod(tmp, 0o755)  # mkstemp's file is private; the cache is shared
-        # Concurrent builders write the same bytes; the rename makes it appear whole.
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target
+def _installed_library() -> Path:
+    path = native_scheduler()
+    if path is None:
+        raise PyptoRuntimeError(f"this pypto was installed without it ({REBUILD})")
+    return path
 
 
 def _load(path: Path) -> ctypes.CDLL:
@@ -193,6 +160,7 @@ def _load(path: Path) -> ctypes.CDLL:
     p, i32, i64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
     signatures = {
         "pnr_version": (i32, []),
+        "pnr_source_digest": (ctypes.c_char_p, []),
         "pnr_sizes": (i32, [i32]),
         "pnr_program_new": (p, [i32, p, p, p, p, p, p]),
         "pnr_program_free": (None, [p]),
@@ -216,10 +184,13 @@ def _load(path: Path) -> ctypes.CDLL:
 
     if lib.pnr_version() != _VERSION * 1000 + ABI_VERSION:
         raise PyptoRuntimeError(f"{path}: native scheduler version {lib.pnr_version()}, "
-                                f"expected {_VERSION * 1000 + ABI_VERSION}")
+                                f"expected {_VERSION * 1000 + ABI_VERSION}; {REBUILD}")
+    if lib.pnr_source_digest().decode() != scheduler_digest():
+        raise PyptoRuntimeError(f"{path} was built from other sources than "
+                                f"{scheduler_sources()[0]} ({REBUILD})")
     for which, struct in enumerate((PnrError, PnrTaskRecord, PnrEdge, PnrCall, PnrScratch)):
         if lib.pnr_sizes(which) != ctypes.sizeof(struct):
-            raise PyptoRuntimeError(f"{path}: {struct.__name__} layout differs")
+            raise PyptoRuntimeError(f"{path}: {struct.__name__} layout differs ({REBUILD})")
     return lib
 
 

@@ -1,5 +1,5 @@
 """The host simulator's C++ model of the PTO tile ISA (headers under include/)."""
 
-from pathlib import Path
+from pypto.resources import sim_include_dir
 
-INCLUDE_DIR = Path(__file__).resolve().parent / "include"
+INCLUDE_DIR = sim_include_dir()

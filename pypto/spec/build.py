@@ -1,6 +1,6 @@
 """The build steps of a kernel library, one function per kind of target.
 
-SCons (`site_scons/site_tools/pypto.py`) calls these and nothing else; they call the same
+SCons (the tool `pypto.scons.tool`) calls these and nothing else; they call the same
 compile and golden functions as `@pl.jit`.  Each step writes its output atomically, so a
 build killed at any point leaves either the old output or none, never half of one.
 """
@@ -87,9 +87,12 @@ class BuiltArtifact:
 
 
 def build_artifact(path: str | os.PathLike, top: str | os.PathLike, kernel: str, variant: str,
-                   platform: str, directory: str | os.PathLike) -> BuiltArtifact:
+                   platform: str, directory: str | os.PathLike,
+                   expected_key: str | None = None) -> BuiltArtifact:
     """Compiles `kernel/variant` for `platform` through the content-keyed artifact cache
-    (keyed by the post-parse IR, not the source text) and publishes a copy at `directory`."""
+    (keyed by the post-parse IR, not the source text) and publishes a copy at `directory`.
+    `expected_key` is the content key the build planned with (SCons' signature): a key
+    computed otherwise here would be a pypto bug, refused before anything is built."""
     from pypto.compiler import CompileOptions, artifact_key, build_program
     from pypto.platform import get_platform
     from pypto.toolchain import ArtifactCache, Toolchain
@@ -98,6 +101,9 @@ def build_artifact(path: str | os.PathLike, top: str | os.PathLike, kernel: str,
     options = CompileOptions(platform=platform)
     target = get_platform(platform)
     key = artifact_key(program.as_python(), options, target, Toolchain.for_platform(target))
+    if expected_key is not None and key != expected_key:
+        raise RuntimeError(f"{kernel}/{variant}: content key {key} differs from the key the "
+                           f"build planned with, {expected_key}")
     cached = ArtifactCache().lookup(key) is not None
     entry = build_program(program, options)
     publish_copy(entry, Path(directory))

@@ -43,6 +43,7 @@ class SpecIndex:
         self.path = Path(path)
         self._files: dict[str, dict[str, Any]] = {}
         self._specs: dict[str, dict[str, Any]] = {}
+        self._memo: dict[str, dict[str, str]] = {}
         self._seen: dict[str, dict[str, Any]] = {}  # files checked during this run
         self._is_file: dict[str, bool] = {}  # package __init__ lookups during this run
         self._closures: dict[str, list[str]] = {}  # import closures computed this run
@@ -52,6 +53,7 @@ class SpecIndex:
             if raw.get("schema") == INDEX_SCHEMA:
                 self._files = dict(raw.get("files", {}))
                 self._specs = dict(raw.get("specs", {}))
+                self._memo = dict(raw.get("memo", {}))
         except (OSError, ValueError, AttributeError):
             pass  # no index, or a damaged one: it is a cache, start empty
 
@@ -95,13 +97,24 @@ class SpecIndex:
         entry = self._entry(rel)
         if "ast" not in entry:
             full = Path(self._full(rel))
+            # The content key's rule, imported only when a file is new or changed.
+            from pypto.toolchain.key import syntax_digest
+
             tree = ast.parse(full.read_bytes(), filename=str(full))
-            entry["ast"] = syntax_digest(tree)
             entry["imports"] = sorted(
                 self.relpath(p) for p in local_imports(tree, full, self.top)
             )
+            entry["ast"] = syntax_digest(tree)
             self._dirty = True
         return entry
+
+    def code_digest(self, path: str | os.PathLike) -> str:
+        """`pypto.toolchain.key.code_digest` of the file, from the cache while its stat
+        holds: a Python file's syntax digest, any other file's sha256."""
+        rel = self.relpath(path)
+        if rel.endswith(".py"):
+            return self._python(rel)["ast"]
+        return self._entry(rel)["sha256"]
 
     def imports(self, path: str | os.PathLike) -> list[Path]:
         """Project modules `path` imports directly (package `__init__` files included)."""
@@ -152,16 +165,19 @@ class SpecIndex:
         return digest.hexdigest()
 
     def tree_digest(self, roots: Iterable[str | os.PathLike], skip: Iterable[str] = ()) -> str:
-        """Digest of every file under `roots` (files or directories) by relative path and
-        content; hidden files, `__pycache__` and paths under `skip` are left out."""
+        """Digest of every file under `roots` (files or directories) by content and path
+        from the root's parent (so the same files digest alike wherever they are
+        installed); hidden files, `__pycache__` and paths under `skip` are left out."""
         skipped = tuple(os.path.abspath(s) for s in skip)
         below = tuple(s + os.sep for s in skipped)
         digest = hashlib.sha256()
         for root in roots:
-            for file in sorted(_files_under(os.path.abspath(root))):
+            root = os.path.abspath(root)
+            base = len(os.path.dirname(root)) + 1
+            for file in sorted(_files_under(root)):
                 if file in skipped or file.startswith(below):
                     continue
-                digest.update(f"{self.relpath(file)}\0{self.sha256(file)}\n".encode())
+                digest.update(f"{file[base:]}\0{self.sha256(file)}\n".encode())
         return digest.hexdigest()
 
     # ------------------------------------------------------------------ specs
@@ -183,6 +199,17 @@ class SpecIndex:
         self._dirty = True
         return description
 
+    def memo(self, name: str, key: str, compute: Callable[[], str]) -> str:
+        """`compute()`, remembered under `name` for as long as `key` (a digest of all it
+        depends on) stays the same."""
+        cached = self._memo.get(name)
+        if cached is not None and cached.get("key") == key:
+            return cached["value"]
+        value = compute()
+        self._memo[name] = {"key": key, "value": value}
+        self._dirty = True
+        return value
+
     def spec_meaning(self, path: str | os.PathLike) -> str:
         """The meaning recorded with the last description of `path`."""
         return self._specs[self.relpath(path)]["meaning"]
@@ -196,27 +223,12 @@ class SpecIndex:
             for rel in [r for r in entries if not (self.top / r).exists()]:
                 del entries[rel]
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"schema": INDEX_SCHEMA, "files": self._files, "specs": self._specs}
+        data = {"schema": INDEX_SCHEMA, "files": self._files, "specs": self._specs,
+                "memo": self._memo}
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, sort_keys=True, indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, self.path)
         self._dirty = False
-
-
-def syntax_digest(tree: ast.AST) -> str:
-    """Digest of a module's syntax tree without docstrings (positions are never part of
-    `ast.dump`, comments never part of a tree)."""
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
 
 
 def local_imports(tree: ast.AST, path: Path, top: Path) -> set[Path]:

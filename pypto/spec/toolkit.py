@@ -7,15 +7,13 @@ versions of the external pieces, without importing any of it:
 - `frontend`: what reads specs (the DSL parser, IR, `pypto.spec`, `pypto.golden`, the
   platform list): part of every spec's meaning;
 - `golden`: what makes goldens (`pypto.golden`, the golden writer, torch, safetensors);
-- `compiler`: what makes artifacts for one platform (pypto's compiler sources,
-  `templates/`, `build_rules/`, the resolved compiler's identity and the environment
-  variables that change output);
+- `compiler`: what makes artifacts for one platform: the content key's own
+  `compiler_digest` (pypto.toolchain.key), with file digests from the index's cache;
 - `runtime`: what runs a check (`pypto.runtime`, the simulator headers, torch).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -50,29 +48,33 @@ def runtime_digest(index: SpecIndex) -> str:
 
 
 def compiler_digest(index: SpecIndex, platform: str) -> str:
-    """Digest of everything besides the IR that decides an artifact's bytes on `platform`.
+    """`pypto.toolchain.key.compiler_digest` for `platform`, from the index's cached file
+    digests: everything besides the program and its options that decides an artifact's
+    bytes.
 
     Resolves the platform's compiler: raises `ToolchainNotFoundError` (naming what is
     missing) when it is not installed, which is how a device build stops at once.
     """
-    from pypto.platform import build_rules_dir, get_platform
-    from pypto.toolchain import OUTPUT_ENV_VARS, Toolchain
+    from pypto.platform import get_platform
+    from pypto.toolchain import Toolchain, key
 
-    identity = Toolchain.for_platform(get_platform(platform)).identity()
-    skip = [PACKAGE / name for name in ("runtime", "golden", "spec", "tools", "debug")]
-    parts = [
-        index.tree_digest([PACKAGE], skip=skip),
-        index.tree_digest([templates_dir(), build_rules_dir()]),
-        hashlib.sha256(identity.encode()).hexdigest(),
-        *(f"{var}={os.environ.get(var, '')}" for var in OUTPUT_ENV_VARS),
-    ]
-    return " ".join(parts)
+    target = get_platform(platform)
+    return key.compiler_digest(target, Toolchain.for_platform(target).identity(),
+                               digest=index.code_digest)
 
 
-def templates_dir() -> Path:
-    """Where `pypto.codegen` reads its templates (without importing it, and so Jinja2)."""
-    # The same rule as pypto.codegen.environment.TEMPLATES_DIR.
-    return Path(os.environ.get("PYPTO_TEMPLATES_DIR", PACKAGE.parent / "templates"))
+def artifact_options(index: SpecIndex, platform: str, compiler: str) -> str:
+    """The compile options of a library build's artifacts, as the content key spells them.
+    They follow from the compiler's code and the environment, which `compiler` (the
+    platform's `compiler_digest`) covers: remembered under it, so that a no-op build does
+    not import the compiler."""
+
+    def compute() -> str:
+        from pypto.compiler import CompileOptions, options_text
+
+        return options_text(CompileOptions(platform=platform))
+
+    return index.memo(f"artifact options {platform}", compiler, compute)
 
 
 def dist_version(name: str) -> str:

@@ -13,6 +13,7 @@ import sys
 
 # subcommand → (module, one-line help)
 TOOLS: dict[str, tuple[str, str]] = {
+    "new": ("pypto.tools.new", "create a kernel project built by pypto's SCons tool"),
     "platforms": ("pypto.tools.platforms", "list the platforms and their backends"),
     "deps-viewer": ("pypto.tools.deps_viewer", "a run's task graph (deps.json): text, DOT, HTML"),
     "operators-doc": ("pypto.tools.operators_doc", "write docs/operators.md from the op registry"),

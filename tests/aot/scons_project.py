@@ -1,9 +1,11 @@
-"""Kernel library projects for the build tests: copies of this checkout's SConstruct and
-site_scons with the shipped or synthetic specs, built by real `python -m SCons` runs."""
+"""Kernel library projects for the build tests: this checkout's SConstruct (which loads the
+tool shipped in the package, pypto.scons) with the shipped or synthetic specs, built by
+real `python -m SCons` runs."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,11 +61,13 @@ SHAPE = [8, 48]
 class Project:
     """A copy of a kernel library project, built by real `python -m SCons` subprocesses."""
 
-    def __init__(self, root: Path, cache: Path, cxx: Path, log: Path) -> None:
+    def __init__(self, root: Path, cache: Path, cxx: Path, log: Path,
+                 package_root: Path = ROOT) -> None:
         self.root = root
         self.cache = cache
         self.cxx = cxx
         self.log = log
+        self.package_root = package_root  # where its builds import pypto from
 
     @property
     def build(self) -> Path:
@@ -71,7 +75,7 @@ class Project:
 
     def env(self, block_torch: Path | None = None, **extra: str) -> dict[str, str]:
         path = [str(block_torch)] if block_torch else []
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([*path, str(ROOT)]),
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([*path, str(self.package_root)]),
                    PYPTO_CACHE_DIR=str(self.cache), PYPTO_CXX=str(self.cxx),
                    CXX_CALL_LOG=str(self.log))
         env.update(extra)
@@ -94,35 +98,33 @@ class Project:
         return proc
 
     def compiles(self) -> list[str]:
-        """Every kernel compile logged so far (not the runtime's own native scheduler,
-        which a `check` builds once per cache on its first run)."""
-        lines = self.log.read_text().splitlines() if self.log.exists() else []
-        return [line for line in lines if "sim/runtime/scheduler.cpp" not in line]
+        """Every kernel compile logged so far (the runtime never compiles: its native
+        scheduler comes with the package)."""
+        return self.log.read_text().splitlines() if self.log.exists() else []
 
     def copy(self, root: Path) -> Project:
         """A copy of the project (with its build directory) sharing this cache."""
         shutil.copytree(self.root, root, symlinks=True)
-        return Project(root, self.cache, self.cxx, root.parent / f"{root.name}-cxx.log")
+        return Project(root, self.cache, self.cxx, root.parent / f"{root.name}-cxx.log",
+                       self.package_root)
 
 
 def actions(output: str, kind: str) -> list[str]:
     """What the build printed for one kind of step (`compile`, `golden`, `spec`, `check`):
-    e.g. ["k03/v for a5sim"]."""
-    prefix = f"pypto: {kind} "
-    return sorted(line[len(prefix):] for line in output.splitlines() if line.startswith(prefix))
+    e.g. ["k03/v for a5sim"] (without the progress label `[N/M]`)."""
+    step = re.compile(rf"pypto: (?:\[\d+/\d+\] )?{kind} (.*)")
+    return sorted(m[1] for m in map(step.fullmatch, output.splitlines()) if m)
 
 
 def new_project(root: Path, cache: Path, cxx: Path, *, shipped: bool = False,
                 modules: tuple[str, ...] | None = None, specs: int = 0,
                 distinct: bool = False, helper_users: int = 0) -> Project:
-    """A project at `root`: this checkout's SConstruct and site_scons, with the shipped
-    kernels/ (only the spec modules named in `modules`, when given, with every helper) or
-    `specs` synthetic specs (one variant each; the first `helper_users` take their shape
-    from kernels/_shapes.py; `distinct` gives each its own IR)."""
+    """A project at `root`: this checkout's SConstruct, with the shipped kernels/ (only
+    the spec modules named in `modules`, when given, with every helper) or `specs`
+    synthetic specs (one variant each; the first `helper_users` take their shape from
+    kernels/_shapes.py; `distinct` gives each its own IR)."""
     root.mkdir(parents=True)
     shutil.copy(ROOT / "SConstruct", root / "SConstruct")
-    shutil.copytree(ROOT / "site_scons", root / "site_scons",
-                    ignore=shutil.ignore_patterns("__pycache__"))
     if shipped:
         left_out = [] if modules is None else [
             p.name for p in (ROOT / "kernels").glob("[!_]*.py") if p.stem not in modules]

@@ -41,8 +41,8 @@ def _kill_at(project, marker: str, *args: str) -> None:
 
 def test_builds_killed_while_compiling_and_while_writing_goldens_rebuild_cleanly(make_project):
     project = make_project(specs=4, distinct=True)
-    _kill_at(project, "pypto: compile k01/v", "platform=a5sim", "-j2")
-    _kill_at(project, "pypto: golden ", "platform=a5sim", "-j2")
+    _kill_at(project, "] compile k01/v", "platform=a5sim", "-j2")
+    _kill_at(project, "] golden ", "platform=a5sim", "-j2")
     rebuilt = project.scons("platform=a5sim", "check", "-j2")
     assert "4 of 4 outputs of 4 kernel variants within tolerance" in rebuilt.stdout
     _assert_library_intact(project)

@@ -50,11 +50,11 @@ class LibraryBuild:
 
 
 def copy_project(root: Path) -> Path:
-    """SConstruct, site_scons and kernels/ of this checkout (no caches) under `root`."""
+    """SConstruct and kernels/ of this checkout (no caches) under `root`."""
     root.mkdir(parents=True)
     shutil.copy(ROOT / "SConstruct", root / "SConstruct")
-    for name in ("site_scons", "kernels"):
-        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "kernels", root / "kernels",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
 

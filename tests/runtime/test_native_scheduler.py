@@ -6,11 +6,7 @@ import random
 import pytest
 import torch
 
-from pypto.runtime import PyptoRuntimeError, RunConfig, load_artifact, native
-
-pytestmark = pytest.mark.skipif(native.unavailable_reason() is not None,
-                                reason=f"native scheduler unavailable: "
-                                       f"{native.unavailable_reason()}")
+from pypto.runtime import PyptoRuntimeError, RunConfig, load_artifact
 
 BUFFER = 64
 SCRIPT_TASKS = 64  # records in the script parameter (orch_script.cpp)
@@ -152,11 +148,3 @@ def test_deps_json_is_the_same_from_both_schedulers(load, monkeypatch, tmp_path)
             "add_one", "times_two"]
     assert documents["native"] == documents["python"]
     assert [t["name"] for t in documents["python"]["tensors"]] == ["x", "out", "scratch"]
-
-
-def test_the_native_library_is_keyed_by_its_source(tmp_path, monkeypatch):
-    key, _ = native.library_key()
-    edited = tmp_path / "scheduler.cpp"
-    edited.write_bytes(native.SOURCE.read_bytes() + b"\n/* another build */\n")
-    monkeypatch.setattr(native, "SOURCE", edited)
-    assert native.library_key()[0] != key

@@ -11,7 +11,9 @@ import pypto.runtime
 RUNTIME_DIR = Path(pypto.runtime.__file__).resolve().parent
 COMPILER = ("pypto.language", "pypto.passes", "pypto.codegen", "pypto.toolchain")
 # pypto.ir.diagnostics holds the diagnostic kinds the golden check reports (no compiler).
-ALLOWED_OUTSIDE_RUNTIME = {"pypto.ir", "pypto.ir.dtypes", "pypto.ir.diagnostics", "pypto.platform"}
+# pypto.resources finds the native scheduler the package build made (standard library only).
+ALLOWED_OUTSIDE_RUNTIME = {"pypto.ir", "pypto.ir.dtypes", "pypto.ir.diagnostics", "pypto.platform",
+                           "pypto.resources"}
 
 
 def run_python(script: str) -> str:

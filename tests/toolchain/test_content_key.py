@@ -9,11 +9,14 @@ import pytest
 
 import pypto
 from pypto.platform import build_rules_dir, get_platform
+from pypto.resources import templates_dir
 from pypto.toolchain import (
     NEUTRAL_ENV_VARS,
     OUTPUT_ENV_VARS,
+    artifact_key,
+    compiler_digest,
+    compiler_sources,
     content_key,
-    program_key,
     templates_digest,
 )
 from pypto.toolchain import key as key_module
@@ -63,82 +66,74 @@ def test_key_schema_version_is_part_of_every_key(monkeypatch):
     assert content_key(BASE_PARTS) != before
 
 
-def _program_inputs():
-    return {
-        "ir_text": "def f(a: pl.Tensor[[16], pl.FP16]): ...",
-        "specialization": "a:FP16[16]",
-        "platform": get_platform("a2a3sim"),
-        "pipeline_id": "default-v1",
-        "templates_digest": "t" * 64,
-        "toolchain_identity": "g++ 12\n[]",
-    }
-
-
 @pytest.fixture
 def clean_output_env(monkeypatch):
     for var in OUTPUT_ENV_VARS:
         monkeypatch.delenv(var, raising=False)
 
 
-def test_program_key_is_stable_for_equal_inputs(clean_output_env):
-    assert program_key(**_program_inputs()) == program_key(**_program_inputs())
+def _compiler_digest() -> str:
+    platform = get_platform("a2a3sim")
+    return compiler_digest(platform, "g++ 12\n[]")
 
 
-@pytest.mark.parametrize(
-    ("name", "other"),
-    [
-        ("ir_text", "def f(a: pl.Tensor[[32], pl.FP16]): ..."),
-        ("specialization", "a:FP16[32]"),
-        ("platform", get_platform("a5sim")),
-        ("pipeline_id", "default-v2"),
-        ("templates_digest", "u" * 64),
-        ("toolchain_identity", "g++ 13\n[]"),
-    ],
-)
-def test_program_key_changes_with_each_input(clean_output_env, name, other):
-    inputs = _program_inputs()
-    before = program_key(**inputs)
-    inputs[name] = other
-    assert program_key(**inputs) != before
+@pytest.mark.parametrize("part", ["ir_digest", "options", "compiler"])
+def test_artifact_key_changes_with_each_of_its_parts(part):
+    parts = {"ir_digest": "1" * 64, "options": '{"dump": 0}', "compiler": "c" * 64}
+    before = artifact_key(**parts)
+    parts[part] += "!"
+    assert artifact_key(**parts) != before
 
 
-def test_program_key_covers_the_platform_data_not_just_its_name(
-    clean_output_env, tmp_path, monkeypatch
-):
-    before = program_key(**_program_inputs())
-    rules = tmp_path / "build_rules"
-    shutil.copytree(build_rules_dir(), rules)
-    path = rules / "backends" / "Ascend910B.toml"
-    path.write_text(path.read_text().replace("Vec = 196608", "Vec = 131072"))
-    monkeypatch.setenv("PYPTO_BUILD_RULES", str(rules))
-    assert program_key(**_program_inputs()) != before
+def test_compiler_digest_is_stable_for_equal_inputs(clean_output_env):
+    assert _compiler_digest() == _compiler_digest()
 
 
-def test_program_key_covers_the_pypto_version(clean_output_env, monkeypatch):
-    before = program_key(**_program_inputs())
+def test_compiler_digest_covers_the_toolchain_identity(clean_output_env):
+    platform = get_platform("a2a3sim")
+    assert compiler_digest(platform, "g++ 12\n[]") != compiler_digest(platform, "g++ 13\n[]")
+
+
+def test_compiler_digest_covers_the_pypto_version(clean_output_env, monkeypatch):
+    before = _compiler_digest()
     monkeypatch.setattr(pypto, "__version__", "99.0.0")
-    assert program_key(**_program_inputs()) != before
+    assert _compiler_digest() != before
+
+
+def test_compiler_sources_are_the_compilers_code_not_the_runtimes():
+    sources = {p.relative_to(PACKAGE_DIR).as_posix() for p in compiler_sources()}
+    for part in ("compiler.py", "platform.py", "passes/legalize_tile_cast.py",
+                 "codegen/cpp.py", "toolchain/build.py", "sim/include/pto/isa.hpp"):
+        assert part in sources, part
+    assert not {s for s in sources if s.startswith(("runtime/", "golden/", "scons/"))}
+    assert not {s for s in sources if s.endswith((".so", ".pyc", ".cpp"))}
 
 
 @pytest.mark.parametrize("var", OUTPUT_ENV_VARS)
 def test_output_changing_env_var_changes_the_key(clean_output_env, monkeypatch, var):
-    before = program_key(**_program_inputs())
+    before = _compiler_digest()
     monkeypatch.setenv(var, "/opt/somewhere")
-    assert program_key(**_program_inputs()) != before
+    assert _compiler_digest() != before
 
 
-@pytest.mark.parametrize("var", [v for v in NEUTRAL_ENV_VARS if v != "PYPTO_BUILD_RULES"])
+LOCATIONS = ("PYPTO_BUILD_RULES", "PYPTO_TEMPLATES_DIR")
+
+
+@pytest.mark.parametrize("var", [v for v in NEUTRAL_ENV_VARS if v not in LOCATIONS])
 def test_neutral_env_var_leaves_the_key_alone(clean_output_env, monkeypatch, var):
-    before = program_key(**_program_inputs())
+    before = _compiler_digest()
     monkeypatch.setenv(var, "/opt/somewhere")
-    assert program_key(**_program_inputs()) == before
+    assert _compiler_digest() == before
 
 
-def test_build_rules_location_alone_leaves_the_key_alone(clean_output_env, tmp_path, monkeypatch):
-    before = program_key(**_program_inputs())
+def test_package_data_locations_alone_leave_the_key_alone(
+        clean_output_env, tmp_path, monkeypatch):
+    before = _compiler_digest()
     shutil.copytree(build_rules_dir(), tmp_path / "rules")
+    shutil.copytree(templates_dir(), tmp_path / "templates")
     monkeypatch.setenv("PYPTO_BUILD_RULES", str(tmp_path / "rules"))
-    assert program_key(**_program_inputs()) == before
+    monkeypatch.setenv("PYPTO_TEMPLATES_DIR", str(tmp_path / "templates"))
+    assert _compiler_digest() == before
 
 
 def test_every_pypto_env_var_is_classified():
@@ -156,7 +151,8 @@ def _templates(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-TEMPLATES = {"kernel.cpp.j2": "{{ body }}\n", "ops/add.j2": "{% macro add() %}+{% endmacro %}\n"}
+TEMPLATES = {"kernel.cpp.j2": "{{ body }}\n", "ops/add.j2": "{% macro add() %}+{% endmacro %}\n",
+             "__init__.py": '"""Package data."""\n'}
 
 
 def test_templates_digest_depends_on_content_not_location(tmp_path):
@@ -190,8 +186,12 @@ def test_templates_digest_ignores_hidden_files(tmp_path):
 def test_templates_digest_covers_the_jinja2_version(tmp_path, monkeypatch):
     root = _templates(tmp_path / "t", TEMPLATES)
     before = templates_digest(root)
-    monkeypatch.setattr(jinja2, "__version__", "0.0.1")
+    monkeypatch.setattr(key_module, "jinja2_version", lambda: "0.0.1")
     assert templates_digest(root) != before
+
+
+def test_jinja2_version_is_the_imported_ones():
+    assert key_module.jinja2_version() == jinja2.__version__
 
 
 def test_templates_digest_of_a_missing_directory_is_an_error(tmp_path):

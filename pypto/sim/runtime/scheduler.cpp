@@ -846,6 +846,13 @@ extern "C" {
 
 int32_t pnr_version() { return PNR_VERSION * 1000 + PTO_ABI_VERSION; }
 
+// The digest of the sources this library was built from (the package build defines it),
+// so that the runtime refuses a library older than the sources beside it.
+#ifndef PNR_SOURCE_DIGEST
+#define PNR_SOURCE_DIGEST ""
+#endif
+const char *pnr_source_digest() { return PNR_SOURCE_DIGEST; }
+
 void *pnr_program_new(int32_t nkernels, void *const *kernels, const int32_t *nargs,
                       const uint8_t *is_tensor, const int32_t *itemsize, const uint8_t *poison,
                       const int32_t *is_float) {

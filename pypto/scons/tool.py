@@ -1,4 +1,5 @@
-"""SCons tool for pypto kernel libraries: `env.Tool("pypto")`, then `env.KernelLibrary(...)`.
+"""The pypto SCons tool: `Environment(tools=["pypto"], toolpath=[pypto.scons.toolpath()])`,
+then `env.KernelLibrary(...)` (see `pypto.scons`).
 
 SCons glue only: which targets exist and what each depends on.  The work is done by
 `pypto.spec.build` and `pypto.spec.package` (through them, the same compiler and golden
@@ -21,16 +22,17 @@ Every dependency is a content signature.  Files are sources: goldens depend on t
 spec's description, checks on the artifact's manifest and the golden, the index on every
 manifest and golden.  Digests are part of the action signature instead of Value nodes
 (`_StableAction`: a fixed identity string plus the target's `key`, never the bytecode of
-a Python function): an artifact's key is its post-parse IR digest and the compiler
-digest, a golden's the golden code, a check's the runtime code, a description's the
-spec's meaning.  A Value node would cost a node, an edge and a sconsign entry per target
-on every no-op; a key costs one string, and `--debug=explain` still prints it.
+a Python function): a golden's key is the golden code, a check's the runtime code, a
+description's the spec's meaning.  An artifact's key is its content key itself
+(`pypto.toolchain.key.artifact_key`, the function the artifact cache uses), so SCons
+rebuilds an artifact exactly when the cache would miss.  A Value node would cost a node,
+an edge and a sconsign entry per target on every no-op; a key costs one string, and
+`--debug=explain` still prints it.
 """
 
 from __future__ import annotations
 
 import fcntl
-import importlib
 import os
 import sys
 import time
@@ -39,33 +41,16 @@ from pathlib import Path
 
 import SCons.Action
 import SCons.Builder
+import SCons.Defaults
 import SCons.Errors
+import SCons.Node.Alias
 import SCons.Scanner
 import SCons.Script
-
-# SCons registers a site tool in sys.modules under its file name, which is also the name
-# of the package this tool drives: give the name back to the package before importing it.
-if not hasattr(sys.modules.get(__name__), "__path__"):
-    sys.modules.pop(__name__, None)
+import SCons.Variables
 
 LOCK_TIMEOUT_S = 600.0
 _HELD_LOCKS: list[int] = []
 _INDEXES: dict = {}  # project top → SpecIndex, for the import scanner
-
-
-def _import_pypto(top: Path):
-    """Imports pypto (this checkout's when the project is pypto itself, else the installed
-    one) and returns `pypto.spec.index`."""
-    here = str(Path(__file__).resolve().parent)
-    saved = list(sys.path)
-    try:
-        sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != here]
-        if (top / "pypto" / "__init__.py").is_file() and str(top) not in sys.path:
-            saved.insert(0, str(top))
-            sys.path.insert(0, str(top))
-        return importlib.import_module("pypto.spec.index")
-    finally:
-        sys.path[:] = saved
 
 
 # --------------------------------------------------------------------------- actions
@@ -140,7 +125,8 @@ def _artifact(target, source, env):
 
     case = _case(target)
     built = build_artifact(case["path"], case["top"], case["kernel"], case["variant"],
-                           case["platform"], Path(target[0].abspath).parent)
+                           case["platform"], Path(target[0].abspath).parent,
+                           case["content_key"])
     if built.cached:
         print(f"pypto:   {case['kernel']}/{case['variant']} [{case['platform']}]: artifact "
               f"cache hit {built.key[:12]}, nothing compiled", flush=True)
@@ -188,8 +174,10 @@ def _golden_emitter(target, source, env):
 
 
 def _show(text: str):
-    """The progress line of a step: `text` formatted with the target's case."""
-    return lambda target, source, env: text.format(case=_case(target), t=target[0])
+    """The progress line of a step: `text` formatted with the target's case, numbered."""
+    return lambda target, source, env: (
+        text.format(case=_case(target), t=target[0]).replace("pypto: ", "pypto: "
+                                                             + PROGRESS.label(), 1))
 
 
 def _scan_python_imports(node, env, path):
@@ -231,28 +219,33 @@ class LibraryTargets:
 
 
 def KernelLibrary(env, name, version, specs, platform=None, build_dir="#build", dist_dir="#dist"):
-    """Declares the targets of the kernel library made of the spec files `specs`.
+    """Declares the targets of the kernel library made of the spec files `specs`, and the
+    aliases `goldens`, `check` (sim platforms) and `package`, the index being the default.
 
     Spec files whose name starts with "_" are helpers (imported by specs), not specs.
     `platform` defaults to the `platform=` command-line variable; only `goldens` can be
     built without one.  Returns `LibraryTargets`.
     """
-    top = Path(env.Dir("#").abspath)
-    index_module = _import_pypto(top)
     from pypto.spec import toolkit
+    from pypto.spec.index import SpecIndex
 
+    top = Path(env.Dir("#").abspath)
     build, dist = Path(env.Dir(build_dir).abspath), Path(env.Dir(dist_dir).abspath)
     platform = _requested_platform(platform or env.get("platform") or None, build, name, version)
     # The index is a cache written atomically: reading it before taking the lock is safe.
-    index = index_module.SpecIndex(top, build / "specs" / "index.json")
-    compiler = None
+    index = SpecIndex(top, build / "specs" / "index.json")
+    artifact_key = None
     if platform is not None:
-        from pypto.toolchain import ToolchainNotFoundError
+        from pypto.toolchain import ToolchainNotFoundError, key
 
         try:  # before any spec is read: a missing device compiler stops the build at once
-            compiler = f"compiler for {platform}: {toolkit.compiler_digest(index, platform)}"
+            compiler = toolkit.compiler_digest(index, platform)
         except ToolchainNotFoundError as exc:
-            raise SCons.Errors.UserError(str(exc)) from None
+            _stop(str(exc))
+        options = toolkit.artifact_options(index, platform, compiler)
+
+        def artifact_key(ir: str) -> str:
+            return key.artifact_key(ir, options, compiler)
 
     _lock_build_dir(build)
     env.SConsignFile(str(build / ".sconsign"))
@@ -268,11 +261,25 @@ def KernelLibrary(env, name, version, specs, platform=None, build_dir="#build", 
 
     _INDEXES[str(top)] = index
     described = _describe_all(env, index, top, specs, toolkit.frontend_digest(index))
-    library = _LibraryGraph(env, build, platform, compiler, index, toolkit)
+    library = _LibraryGraph(env, build, platform, artifact_key, index, toolkit)
     for path, description in described.items():
         library.add_spec(path, top, description)
     index.save()
-    return library.targets(name, version, dist)
+    targets = library.targets(name, version, dist)
+    env.Default(targets.default)
+    env.Alias("goldens", targets.goldens)
+    if targets.check is not None:
+        env.Alias("check", targets.check)
+    if targets.package is not None:
+        env.Alias("package", targets.package)
+    return targets
+
+
+def _stop(message: str):
+    """Ends the build while its files are read, with `message` as its one last line (a
+    UserError would add the SConstruct line it was raised from)."""
+    print(f"scons: *** {message}", file=sys.stderr, flush=True)
+    SCons.Script.Exit(2)
 
 
 def _requested_platform(platform, build: Path, name: str, version: str):
@@ -284,21 +291,17 @@ def _requested_platform(platform, build: Path, name: str, version: str):
     goldens_only = bool(targets) and all(
         t == "goldens" or Path(t).resolve().is_relative_to(build / "goldens") for t in targets)
     if platform is None and not goldens_only and not SCons.Script.GetOption("help"):
-        raise SCons.Errors.UserError(
-            f"choose a platform: scons platform=<{'|'.join(platform_names())}> "
-            "[check|package], or `scons goldens` for the goldens alone"
-        )
+        _stop(f"choose a platform: scons platform=<{'|'.join(platform_names())}> "
+              "[check|package], or `scons goldens` for the goldens alone")
     try:
         check_dist_name("name", name)
         check_dist_name("version", version)
-        if platform is not None and "check" in targets and not get_platform(platform).is_sim:
+        if platform is not None and not get_platform(platform).is_sim and "check" in targets:
             sims = [p for p in platform_names() if get_platform(p).is_sim]
-            raise SCons.Errors.UserError(
-                f"`check` runs kernels, and platform {platform!r} needs an NPU this host does "
-                f"not have; check on {' or '.join(sims)}"
-            )
+            _stop(f"`check` runs kernels, and platform {platform!r} needs an NPU this host "
+                  f"does not have; check on {' or '.join(sims)}")
     except ValueError as exc:  # an unknown platform lists the known ones
-        raise SCons.Errors.UserError(str(exc)) from None
+        _stop(str(exc))
     return platform
 
 
@@ -345,9 +348,9 @@ class _SpecFailed(Exception):
 class _LibraryGraph:
     """The targets of one library as they are declared, spec by spec."""
 
-    def __init__(self, env, build: Path, platform, compiler, index, toolkit) -> None:
+    def __init__(self, env, build: Path, platform, artifact_key, index, toolkit) -> None:
         self.env, self.build, self.platform, self.index = env, build, platform, index
-        self.compiler = compiler
+        self.artifact_key = artifact_key
         self.golden_code = "golden code " + toolkit.golden_digest(index)
         self.runtime_code = None
         self.is_sim = False
@@ -387,8 +390,9 @@ class _LibraryGraph:
         k, v = case["kernel"], case["variant"]
         directory = f"{build}{platform}/{k}/{v}"
         artifact = env.PyptoArtifact(f"{directory}/manifest.json", [])
-        artifact[0].attributes.pypto = {**case, "platform": platform,
-                                        "key": f"{k}/{v}: post-parse IR {ir}; {self.compiler}"}
+        key = self.artifact_key(ir)
+        artifact[0].attributes.pypto = {**case, "platform": platform, "content_key": key,
+                                        "key": f"{k}/{v}: content key {key}"}
         self.artifacts += artifact
         self.directories.append(directory)
         self.built_goldens += golden[:1]
@@ -463,8 +467,64 @@ def _lock_build_dir(build_dir: Path) -> None:
     _HELD_LOCKS.append(fd)  # released by the kernel when this process ends, however it ends
 
 
+class _Progress:
+    """Numbers the steps SCons runs as `[N/M]`: N counts the library's targets SCons has
+    reached (up-to-date ones too, so N ends at M), M those the command line asks for."""
+
+    def __init__(self) -> None:
+        self.reached = 0
+        self.total: int | None = None
+
+    def __call__(self, node) -> None:  # SCons calls it for every node it evaluates
+        if getattr(node.attributes, "pypto", None) is not None:
+            if self.total is None:
+                self.total = _count_targets()
+            self.reached += 1
+
+    def label(self) -> str:
+        """`[N/M] ` for the step being run."""
+        return f"[{self.reached}/{self.total}] " if self.total else ""
+
+
+def _count_targets() -> int:
+    """The library targets the build's top targets reach."""
+    todo = []
+    for target in SCons.Script.BUILD_TARGETS:
+        if isinstance(target, str):
+            found = SCons.Node.Alias.default_ans.lookup(target)
+            target = found if found is not None else SCons.Defaults.DefaultEnvironment().Entry(
+                target)
+        todo.append(target)
+    seen, count = set(), 0
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        count += getattr(node.attributes, "pypto", None) is not None
+        todo.extend(node.children(scan=False))
+    return count
+
+
+PROGRESS = _Progress()
+
+
 def generate(env):
-    """Adds the pypto builders and `env.KernelLibrary` to `env`."""
+    """Adds to `env` the command-line variables `platform=` and `cache=` (`scons -h` lists
+    them), the pypto builders and `env.KernelLibrary`."""
+    # Glob, Default, Alias and Help use the default environment: without tools, SCons does
+    # not search PATH for a dozen compilers on every run (a tenth of a no-op build).
+    SCons.Defaults.DefaultEnvironment(tools=[])
+    from pypto.platform import platform_names
+
+    variables = SCons.Variables.Variables(None, SCons.Script.ARGUMENTS)
+    variables.Add("platform", f"{', '.join(platform_names())} (not needed for `goldens`)", "")
+    variables.Add(SCons.Variables.PathVariable(
+        "cache", "directory shared by builds: SCons CacheDir + pypto artifact cache", "",
+        SCons.Variables.PathVariable.PathAccept))
+    variables.Update(env)
+    SCons.Script.Help(variables.GenerateHelpText(env), append=True)
+    SCons.Script.Progress(PROGRESS)
     for builder, (function, identity, line) in _BUILDERS.items():
         env["BUILDERS"][builder] = SCons.Builder.Builder(
             action=_StableAction(function, identity, _show(line)),
@@ -475,7 +535,3 @@ def generate(env):
         )
     env.AddMethod(KernelLibrary, "KernelLibrary")
 
-
-def exists(env):
-    """The tool works wherever SCons runs; pypto is imported when a library is declared."""
-    return True
