@@ -14,7 +14,7 @@ argument of exp is multiplied by the argument's size; see docs/kernels.md.
 import math
 
 import pypto.language as pl
-from kernels._tiling import FP16_ULP, FP32_HALF_ULP, FP32_ULP
+from kernels._tiling import FP16_ULP, FP32_HALF_ULP, FP32_ULP, NARROW_ROWS
 from pypto import spec
 
 GELU_CUBIC = 0.044715
@@ -131,6 +131,7 @@ GELU = _by_dtype(
 SPECS = [
     spec.Kernel(
         relu,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_128x128": _same("fp32", [128, 128], "x", "out"),
             "f32_33x100": _same("fp32", [33, 100], "x", "out"),
@@ -143,6 +144,7 @@ SPECS = [
     ),
     spec.Kernel(
         silu,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_128x128": _same("fp32", [128, 128], "x", "out"),
             "f32_37x100": _same("fp32", [37, 100], "x", "out"),
@@ -154,6 +156,7 @@ SPECS = [
     ),
     spec.Kernel(
         gelu,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_128x128": _same("fp32", [128, 128], "x", "out"),
             "f32_19x200": _same("fp32", [19, 200], "x", "out"),
@@ -165,6 +168,7 @@ SPECS = [
     ),
     spec.Kernel(
         swiglu,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_64x256": _same("fp32", [64, 256], "gate", "up", "out"),
             "f32_25x72": _same("fp32", [25, 72], "gate", "up", "out"),

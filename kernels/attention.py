@@ -12,7 +12,7 @@ global memory:
 import math
 
 import pypto.language as pl
-from kernels._tiling import round_up
+from kernels._tiling import HEAD_DIMS, round_up
 from pypto import spec
 
 TR = 16  # rows per tile of the softmax
@@ -57,6 +57,7 @@ def _reference(q, k, v):
 SPECS = [
     spec.Kernel(
         attention,
+        accepted_hints=HEAD_DIMS,
         variants={
             "f16_s32x64_d64": _shapes(32, 64, 64, 64),
             "f16_s21x45_d40": _shapes(21, 45, 40, 24),

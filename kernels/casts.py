@@ -8,6 +8,7 @@ from 65504.
 """
 
 import pypto.language as pl
+from kernels._tiling import NARROW_ROWS
 from pypto import spec
 
 
@@ -93,6 +94,7 @@ def int8_reference(x):
 SPECS = [
     spec.Kernel(
         int32_to_fp16,
+        accepted_hints=NARROW_ROWS,
         variants={
             "i32_64x128": {"x": ("int32", [64, 128]), "out": ("fp16", [64, 128])},
             "i32_9x50": {"x": ("int32", [9, 50]), "out": ("fp16", [9, 50])},
@@ -106,6 +108,7 @@ SPECS = [
     ),
     spec.Kernel(
         fp32_to_bf16,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_64x128": {"x": ("fp32", [64, 128]), "out": ("bf16", [64, 128])},
             "f32_3x257": {"x": ("fp32", [3, 257]), "out": ("bf16", [3, 257])},
@@ -119,6 +122,7 @@ SPECS = [
     ),
     spec.Kernel(
         fp16_to_int8,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f16_64x128": {"x": ("fp16", [64, 128]), "out": ("int8", [64, 128])},
             "f16_5x77": {"x": ("fp16", [5, 77]), "out": ("int8", [5, 77])},

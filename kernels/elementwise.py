@@ -7,6 +7,7 @@ an ulp, 2^-24 relative in FP32 and 2^-11 in FP16 (docs/kernels.md has the table)
 """
 
 import pypto.language as pl
+from kernels._tiling import NARROW_ROWS
 from pypto import spec
 
 
@@ -89,6 +90,7 @@ def _scale_inputs(rng, v):
 SPECS = [
     spec.Kernel(
         add,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_128x128": _same("fp32", [128, 128], "a", "b", "out"),
             "f32_33x100": _same("fp32", [33, 100], "a", "b", "out"),
@@ -103,6 +105,7 @@ SPECS = [
     ),
     spec.Kernel(
         scaled_sum,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_128x128": {**_same("fp32", [128, 128], "a", "b", "out"),
                             "s": spec.scalar("fp32")},
@@ -119,6 +122,7 @@ SPECS = [
     ),
     spec.Kernel(
         exp,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_128x128": _same("fp32", [128, 128], "x", "out"),
             "f32_1x7": _same("fp32", [1, 7], "x", "out"),
@@ -130,6 +134,7 @@ SPECS = [
     ),
     spec.Kernel(
         mul_add,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_128x128": _same("fp32", [128, 128], "a", "b", "c", "out"),
             "f32_31x97": _same("fp32", [31, 97], "a", "b", "c", "out"),
@@ -142,6 +147,7 @@ SPECS = [
     ),
     spec.Kernel(
         scale,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_128x128": {**_same("fp32", [128, 128], "x", "out"), "s": spec.scalar("fp32")},
             "f32_5x300": {**_same("fp32", [5, 300], "x", "out"), "s": spec.scalar("fp32")},

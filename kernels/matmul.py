@@ -16,7 +16,7 @@ those goldens are Exact.  Split-K takes inputs whose partial sums must round (se
 """
 
 import pypto.language as pl
-from kernels._tiling import FP32_HALF_ULP, FP32_ULP, round_up
+from kernels._tiling import CUBE_TILES, FP32_HALF_ULP, FP32_ULP, round_up
 from pypto import spec
 
 MAT = pl.Mem.Mat
@@ -165,6 +165,7 @@ def _bias_silu_reference(a, b, bias):
 SPECS = [
     spec.Kernel(
         matmul_tile,
+        accepted_hints=CUBE_TILES,
         variants={
             "f16_128x128x128": _mm("fp16", 128, 128, 128),
             "f16_13x40x50": _mm("fp16", 13, 40, 50),
@@ -176,6 +177,7 @@ SPECS = [
     ),
     spec.Kernel(
         matmul_k_blocked,
+        accepted_hints=CUBE_TILES,
         variants={
             "f16_128x512x128": _mm("fp16", 128, 512, 128),
             "f16_24x200x40": _mm("fp16", 24, 200, 40),
@@ -186,6 +188,7 @@ SPECS = [
     ),
     spec.Kernel(
         matmul_split_k,
+        accepted_hints=CUBE_TILES,
         variants={
             "f16_64x256x64": _mm("fp16", 64, 256, 64),
             "f16_24x256x40": _mm("fp16", 24, 256, 40),
@@ -201,6 +204,7 @@ SPECS = [
     ),
     spec.Kernel(
         matmul_bias_silu,
+        accepted_hints=CUBE_TILES,
         variants={
             "f16_64x64x128": _mm("fp16", 64, 64, 128, bias=True),
             "f16_13x40x50": _mm("fp16", 13, 40, 50, bias=True),

@@ -10,7 +10,7 @@ Each row block is one [TR, TN] tile whose padding must be neutral for the row re
 """
 
 import pypto.language as pl
-from kernels._tiling import FP16_ULP, FP32_HALF_ULP, round_up
+from kernels._tiling import FP16_ULP, FP32_HALF_ULP, NARROW_ROWS, round_up
 from pypto import spec
 
 TR = 16  # rows per tile
@@ -130,6 +130,7 @@ def _by_dtype(fp32, narrow):
 SPECS = [
     spec.Kernel(
         softmax,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_32x128": _like("fp32", 32, 128),
             "f32_21x100": _like("fp32", 21, 100),
@@ -141,6 +142,7 @@ SPECS = [
     ),
     spec.Kernel(
         rms_norm,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_32x128": _like("fp32", 32, 128, "gamma"),
             "f32_21x100": _like("fp32", 21, 100, "gamma"),
@@ -153,6 +155,7 @@ SPECS = [
     ),
     spec.Kernel(
         layer_norm,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_32x128": _like("fp32", 32, 128, "gamma", "beta"),
             "f32_21x100": _like("fp32", 21, 100, "gamma", "beta"),

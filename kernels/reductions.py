@@ -8,7 +8,7 @@ summing (an FP16 accumulator stops moving once the sum passes 2048 units of its 
 """
 
 import pypto.language as pl
-from kernels._tiling import FP32_ULP, round_up
+from kernels._tiling import FP32_ULP, NARROW_ROWS, round_up
 from pypto import spec
 
 TR = 16  # rows per tile of the row reductions; a tile is [TR, N rounded up to 16]
@@ -73,6 +73,7 @@ def _half_negative(rng, v):
 SPECS = [
     spec.Kernel(
         row_sum,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_32x256": _rows("fp32", 32, 256),
             "f32_21x100": _rows("fp32", 21, 100),
@@ -87,6 +88,7 @@ SPECS = [
     ),
     spec.Kernel(
         row_max,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_32x256": _rows("fp32", 32, 256),
             "f32_21x100": _rows("fp32", 21, 100),
@@ -99,6 +101,7 @@ SPECS = [
     ),
     spec.Kernel(
         col_sum,
+        accepted_hints=NARROW_ROWS,
         variants={
             "f32_64x128": {"x": ("fp32", [64, 128]), "out": ("fp32", [1, 128])},
             "f32_50x100": {"x": ("fp32", [50, 100]), "out": ("fp32", [1, 100])},

@@ -42,6 +42,9 @@ class DiagnosticCheck(enum.Enum):
     GoldenToleranceTooTight = "GoldenToleranceTooTight"
 
 
+# Checks about performance, not correctness: reported as `PyptoPerfHint`s.
+PERF_HINTS = frozenset({DiagnosticCheck.TileInnermostDimGranularity})
+
 # Checks that run only when asked for by name (env PYPTO_ENABLE_DIAGNOSTICS or
 # `enabled_diagnostics=`), because they flag code that is often intended.
 OFF_BY_DEFAULT = frozenset({DiagnosticCheck.UnusedControlFlowResult})
@@ -52,7 +55,11 @@ class Diagnostic:
     check: DiagnosticCheck
     message: str
     span: Span | None
-    perf_hint: bool = False
+
+    @property
+    def perf_hint(self) -> bool:
+        """About performance, not correctness (the check is one of `PERF_HINTS`)."""
+        return self.check in PERF_HINTS
 
     def __str__(self) -> str:
         where = f"{self.span}: " if self.span else ""

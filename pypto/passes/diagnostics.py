@@ -138,7 +138,6 @@ def tile_innermost_dim_granularity(program: Program, backend) -> list[Diagnostic
                     f"{row_bytes} B per row; {backend.name} moves rows of at least {threshold} B "
                     "efficiently. Widen the innermost dimension if the data allows",
                     call.span,
-                    perf_hint=True,
                 ))
     return found
 
@@ -175,7 +174,7 @@ class DiagnosticsInstrument(PassInstrument):
                     continue
                 self._seen.add((d.check, d.span))
                 self.found.append(
-                    Diagnostic(d.check, d.message + suffix, d.span, d.perf_hint))
+                    Diagnostic(d.check, d.message + suffix, d.span))
 
     def before_pipeline(self, program, ctx) -> None:
         if self.phase.value >= DiagnosticPhase.PRE_PIPELINE.value:

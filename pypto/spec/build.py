@@ -11,10 +11,12 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.ir.diagnostics import PyptoPerfHint
 from pypto.ir.errors import PyptoError
 from pypto.spec.declare import Kernel, SpecError
 from pypto.spec.module import specs_of
@@ -97,7 +99,8 @@ def build_artifact(path: str | os.PathLike, top: str | os.PathLike, kernel: str,
     from pypto.platform import get_platform
     from pypto.toolchain import ArtifactCache, Toolchain
 
-    program = find_kernel(path, top, kernel).program(variant)
+    spec = find_kernel(path, top, kernel)
+    program = spec.program(variant)
     options = CompileOptions(platform=platform)
     target = get_platform(platform)
     key = artifact_key(program.as_python(), options, target, Toolchain.for_platform(target))
@@ -105,7 +108,11 @@ def build_artifact(path: str | os.PathLike, top: str | os.PathLike, kernel: str,
         raise RuntimeError(f"{kernel}/{variant}: content key {key} differs from the key the "
                            f"build planned with, {expected_key}")
     cached = ArtifactCache().lookup(key) is not None
-    entry = build_program(program, options)
+    with warnings.catch_warnings():
+        for check in spec.accepted_hints:  # still in the artifact's report/perf_hints.log
+            warnings.filterwarnings("ignore", message=rf"perf hint \[{check.value}\]",
+                                    category=PyptoPerfHint)
+        entry = build_program(program, options)
     publish_copy(entry, Path(directory))
     return BuiltArtifact(Path(directory), key, cached)
 

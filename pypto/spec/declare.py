@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.golden.record import GoldenCase
+from pypto.ir.diagnostics import PERF_HINTS, DiagnosticCheck
 from pypto.ir.dtypes import DataType, from_name, from_torch
 from pypto.ir.errors import PyptoError, Span
 from pypto.ir.types import Direction, ScalarType, TensorType
@@ -150,6 +151,10 @@ class Kernel:
         right tolerance depends on the variant's dtypes).
     platforms: the platforms the kernel is built for (default: every platform).
     name: the kernel's name in the library (default: the function's name).
+    accepted_hints: {perf-hint check: reason} for performance hints the variants trigger
+        on purpose (e.g. a model's head dimension that no tiling can widen).  The library
+        build records them in each artifact's `report/perf_hints.log` as always but does
+        not print them; any other hint, and every warning, still prints.
     """
 
     def __init__(
@@ -162,6 +167,7 @@ class Kernel:
         tolerance: Tolerance | Mapping[str, Tolerance] | Callable[[Variant], Any],
         platforms: Sequence[str] | None = None,
         name: str | None = None,
+        accepted_hints: Mapping[Any, str] | None = None,
     ) -> None:
         caller = sys._getframe(1)
         self.where = Span(caller.f_code.co_filename, caller.f_lineno)
@@ -180,6 +186,7 @@ class Kernel:
         self.tolerance = self._checked_tolerance(tolerance)
         self.platforms = self._checked_platforms(platforms)
         self.variants = self._checked_variants(variants)
+        self.accepted_hints = self._checked_hints(accepted_hints or {})
         self._programs: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ checks
@@ -198,6 +205,23 @@ class Kernel:
                     hint="use spec.Exact(reason) or spec.Close(rtol, atol, reason)",
                 )
         return dict(tolerance) if isinstance(tolerance, Mapping) else tolerance
+
+    def _checked_hints(self, hints: Mapping[Any, str]) -> dict[DiagnosticCheck, str]:
+        if not isinstance(hints, Mapping):
+            raise self.error("accepted_hints must be a dict: perf-hint check → reason")
+        names = ", ".join(sorted(c.name for c in PERF_HINTS))
+        checked = {}
+        for check, reason in hints.items():
+            found = check if isinstance(check, DiagnosticCheck) else \
+                DiagnosticCheck.__members__.get(str(check))
+            if found not in PERF_HINTS:
+                raise self.error(f"accepted_hints names {check!r}, which is not a perf hint; "
+                                 f"perf hints: {names}",
+                                 hint="warnings about correctness cannot be accepted: fix them")
+            if not isinstance(reason, str) or not reason.strip():
+                raise self.error(f"accepted hint {found.name} needs a reason")
+            checked[found] = reason
+        return checked
 
     def _checked_platforms(self, platforms: Sequence[str] | None) -> tuple[str, ...] | None:
         if platforms is None:

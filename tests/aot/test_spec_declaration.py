@@ -137,3 +137,39 @@ def test_two_specs_declaring_one_kernel_name_are_refused(make_project):
     proc = project.scons("platform=a5sim", ok=False)
     assert ("kernel 'k00' is declared by both kernels/k00.py and kernels/k01.py"
             in proc.stdout + proc.stderr)
+
+
+def _build(tmp_path, text, variants):
+    from pypto.spec.build import build_artifact
+
+    path = _spec(tmp_path, _good(variants, f"{TOLERANCE},\n{text}" if text else TOLERANCE))
+    out = tmp_path / "artifact"
+    build_artifact(path, tmp_path, "neg", "v", "a2a3sim", out)
+    return out
+
+
+def test_an_accepted_perf_hint_is_recorded_in_the_report_but_not_printed(tmp_path, recwarn):
+    from pypto.ir.diagnostics import PyptoPerfHint
+
+    out = _build(tmp_path, '        accepted_hints={"TileInnermostDimGranularity": "tiny"}',
+                 '{"v": {"x": ("fp32", [4, 8]), "out": ("fp32", [4, 8])}}')
+    assert not [w for w in recwarn if issubclass(w.category, PyptoPerfHint)]
+    assert "[TileInnermostDimGranularity]" in (out / "report" / "perf_hints.log").read_text()
+
+
+def test_a_perf_hint_the_spec_does_not_accept_is_still_printed(tmp_path):
+    from pypto.ir.diagnostics import PyptoPerfHint
+
+    with pytest.warns(PyptoPerfHint, match="TileInnermostDimGranularity"):
+        _build(tmp_path, "", '{"v": {"x": ("fp32", [4, 12]), "out": ("fp32", [4, 12])}}')
+
+
+@pytest.mark.parametrize("hints, message", [
+    ('{"OutParamWriteDropped": "meant"}', "not a perf hint"),
+    ('{"TileInnermostDimGranularity": ""}', "needs a reason"),
+])
+def test_accepted_hints_are_perf_hints_with_reasons(tmp_path, hints, message):
+    path = _spec(tmp_path, _good(tolerance=f"{TOLERANCE},\n        accepted_hints={hints}"))
+    with pytest.raises(SpecError, match=message) as err:
+        describe(path, tmp_path)
+    assert f"{path}:{_line_of(path, 'spec.Kernel(')}" in str(err.value)
