@@ -18,6 +18,7 @@ those goldens are Exact.  Split-K takes inputs whose partial sums must round (se
 import pypto.language as pl
 from kernels._tiling import CUBE_TILES, FP32_HALF_ULP, FP32_ULP, round_up
 from pypto import spec
+from pypto.golden import portable
 
 MAT = pl.Mem.Mat
 K_BLOCK = 64  # K per matmul_acc step of the K-blocked kernel
@@ -123,12 +124,6 @@ def _quantized(rng, v, bound=128):
             "b": rng.integers(v.b, -bound, bound + 1) / 64}
 
 
-def _exact_product(a, b):
-    return a.double() @ b.double()
-
-
-def _exact_split_product(a, b):
-    return a.double() @ b.double()
 
 
 EXACT_PRODUCT = spec.Exact(
@@ -158,8 +153,8 @@ def _silu_inputs(rng, v):
 
 
 def _bias_silu_reference(a, b, bias):
-    x = a.double() @ b.double() + bias.double()
-    return x * x.sigmoid()
+    x = portable.matmul(a, b) + bias.double()
+    return x * portable.sigmoid(x)
 
 
 SPECS = [
@@ -172,7 +167,7 @@ SPECS = [
             "bf16_64x96x32": _mm("bf16", 64, 96, 32),
         },
         inputs=_quantized,
-        reference=_exact_product,
+        reference=portable.matmul,
         tolerance=EXACT_PRODUCT,
     ),
     spec.Kernel(
@@ -183,7 +178,7 @@ SPECS = [
             "f16_24x200x40": _mm("fp16", 24, 200, 40),
         },
         inputs=_quantized,
-        reference=_exact_product,
+        reference=portable.matmul,
         tolerance=EXACT_PRODUCT,
     ),
     spec.Kernel(
@@ -194,7 +189,7 @@ SPECS = [
             "f16_24x256x40": _mm("fp16", 24, 256, 40),
         },
         inputs=_split_inputs,
-        reference=_exact_split_product,
+        reference=portable.matmul,
         tolerance=spec.Close(rtol=FP32_ULP, atol=0.0, reason=(
             "each K range's partial sum is exact; the zero-initialised output takes the four "
             "partials by atomic adds in whatever order the tasks arrive, rounding 3 times: "

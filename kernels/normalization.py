@@ -12,6 +12,7 @@ Each row block is one [TR, TN] tile whose padding must be neutral for the row re
 import pypto.language as pl
 from kernels._tiling import FP16_ULP, FP32_HALF_ULP, NARROW_ROWS, round_up
 from pypto import spec
+from pypto.golden import portable
 
 TR = 16  # rows per tile
 EPS = 1e-5
@@ -80,19 +81,20 @@ def _like(dtype, m, n, *vectors):
 
 
 def _softmax_reference(x):
-    return x.double().softmax(dim=-1)
+    return portable.softmax(x, dim=-1)
 
 
 def _rms_reference(x, gamma):
     x = x.double()
-    return x * (x.square().mean(dim=-1, keepdim=True) + EPS).rsqrt() * gamma.double()
+    mean_sq = portable.mean(x * x, dim=-1, keepdim=True)
+    return x * portable.rsqrt(mean_sq + EPS) * gamma.double()
 
 
 def _layer_norm_reference(x, gamma, beta):
     x = x.double()
-    centred = x - x.mean(dim=-1, keepdim=True)
-    var = centred.square().mean(dim=-1, keepdim=True)
-    return centred * (var + EPS).rsqrt() * gamma.double() + beta.double()
+    centred = x - portable.mean(x, dim=-1, keepdim=True)
+    var = portable.mean(centred * centred, dim=-1, keepdim=True)
+    return centred * portable.rsqrt(var + EPS) * gamma.double() + beta.double()
 
 
 ONE_FP16_ULP = spec.Close(rtol=FP16_ULP, atol=2.0**-24, reason=(

@@ -36,6 +36,11 @@ def isolated_cache(tmp_path_factory):
         os.environ["PYPTO_CACHE_DIR"] = old
 
 
+# ATen's float unary ops that call MKL VML (aten/src/ATen/cpu/vml.h).
+_VML_OPS = ("acos", "asin", "atan", "cos", "erf", "erfc", "erfinv", "exp", "log", "log10",
+            "log1p", "log2", "sin", "sqrt", "tan", "tanh", "trunc")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def default_platform_unset():
     """Tests see the documented default platform (a2a3sim), whatever the user exported as
@@ -48,11 +53,21 @@ def default_platform_unset():
 
 @pytest.fixture(scope="session", autouse=True)
 def accurate_torch_references():
-    """Settles MKL VML's kernel choice before any test's torch reference runs (its first
-    call on several threads may pick a low-accuracy kernel: docs/numerics.md)."""
-    from pypto.golden.reference import settle_vml_dispatch
+    """Settles MKL VML's kernel choice before any test's own torch reference runs.
 
-    settle_vml_dispatch()
+    oneMKL (2024.2, as bundled with torch) picks a VML function's kernel on its first
+    call; when that first call runs on several intra-op threads at once, one thread's
+    chunk can go through a low-accuracy kernel despite VML_HA, ~1000s of ulp off
+    (pytorch/pytorch#188792).  A one-element call of each, in FP32 and FP64, runs on the
+    calling thread alone and settles the choice.  (Goldens use none of them:
+    pypto.golden.portable.)
+    """
+    import torch
+
+    for dtype in (torch.float32, torch.float64):
+        one = torch.full((1,), 0.5, dtype=dtype)
+        for name in _VML_OPS:
+            getattr(torch, name)(one)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.golden.portable import portable_torch, to_dtype
 from pypto.golden.reference import GoldenCaseError, run_reference
 from pypto.golden.rng import SpecRNG
 from pypto.ir.dtypes import DataType
@@ -39,12 +40,14 @@ class GoldenCase:
 
 
 def generate_inputs(case: GoldenCase, rng: SpecRNG | None = None) -> dict[str, Any]:
-    """The case's inputs from its generator, checked against the declarations."""
+    """The case's inputs from its generator (run within `portable_torch()`), checked
+    against the declarations."""
     import torch
 
     rng = rng if rng is not None else SpecRNG.for_case(case.kernel, case.variant_name)
     try:
-        produced = case.make_inputs(rng, case.variant)
+        with portable_torch():
+            produced = case.make_inputs(rng, case.variant)
     except Exception as exc:  # the user's code: say whose, keep the traceback as the cause
         raise GoldenCaseError(
             f"{case.where}: the input generator raised {type(exc).__name__}: {exc}") from exc
@@ -84,7 +87,7 @@ def generate_inputs(case: GoldenCase, rng: SpecRNG | None = None) -> dict[str, A
                 f"{case.where}: input {name!r} should be {dtype.name} {list(decl.shape)}, the "
                 f"generator gave {value.dtype} {list(value.shape)}"
             )
-        inputs[name] = value.detach().cpu().contiguous()
+        inputs[name] = to_dtype(value, dtype)  # the same values; every NaN the canonical one
     return inputs
 
 
