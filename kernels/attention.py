@@ -63,13 +63,15 @@ SPECS = [
             "f16_s32x64_d64": _shapes(32, 64, 64, 64),
             "f16_s21x45_d40": _shapes(21, 45, 40, 24),
         },
-        inputs=lambda rng, v: {"q": rng.normal(v.q), "k": rng.normal(v.k), "v": rng.normal(v.v)},
+        inputs=lambda rng, v: {"q": rng.normal(v.q), "k": rng.normal(v.k),
+                               "v": rng.normal(v.v, mean=1.0, std=0.5)},
         reference=_reference,
-        tolerance=spec.Close(rtol=0.0, atol=2.0**-12, reason=(
+        tolerance=spec.Close(rtol=0.0, atol=3 * 2.0**-13, reason=(
             "dominated by P's rounding to FP16 (half an FP16 ulp, <= 2^-11 P relative): O "
-            "moves by at most 2^-11 sum_j P_j |V_j| (<= 1.33 * 2^-11 here) if every rounding "
+            "moves by at most 2^-11 sum_j P_j |V_j| (<= 1.37 * 2^-11 here) if every rounding "
             "went one way; round-to-nearest goes both ways and the seeded worst case is "
-            "0.40 * 2^-11 (the FP32 steps add ~1e-7; both sims): 2^-12 absolute, which P "
-            "truncated instead (every rounding one way: up to 0.71 * 2^-11) does not meet")),
+            "0.49 * 2^-11 (the FP32 steps add ~1e-7; both sims): 0.75 * 2^-11 absolute, "
+            "which P truncated instead (every rounding one way, and V's values, drawn around "
+            "1 as after an activation, add the bias up: up to 1.35 * 2^-11) does not meet")),
     ),
 ]

@@ -206,11 +206,11 @@ SPECS = [
         },
         inputs=_silu_inputs,
         reference=_bias_silu_reference,
-        tolerance=spec.Close(rtol=8 * FP32_HALF_ULP, atol=0.0, reason=(
+        tolerance=spec.Close(rtol=9 * FP32_HALF_ULP, atol=0.0, reason=(
             "the product is exact; x = product + bias rounds once, and SiLU's relative "
             "sensitivity to x is 1 + |x| (1 - sigmoid(x)), up to ~11 here; then expf (1 ulp), "
             "the add and the div round, and the reference once: a priori ~17 half ulps, "
-            "seeded worst case 7.1 (both sims): 8 half ulps (2^-24 each, relative), which "
+            "seeded worst case 7.7 (both sims): 9 half ulps (2^-24 each, relative), which "
             "exp's argument one ulp off fails")),
     ),
 ]

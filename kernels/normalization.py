@@ -107,19 +107,19 @@ ONE_FP16_ULP = spec.Close(rtol=FP16_ULP, atol=2.0**-24, reason=(
 SOFTMAX = spec.Close(rtol=12 * FP32_HALF_ULP, atol=0.0, reason=(
     "exp(x - max) with the difference rounded: its relative error is |x - max| times 2^-24 "
     "(up to 16 on [-8, 8)), then expf (1 ulp), the row sum, the division and the "
-    "reference's rounding; seeded worst case 8.7 half ulps (both sims): 12 half ulps "
+    "reference's rounding; seeded worst case 9.1 half ulps (both sims): 12 half ulps "
     "(2^-24 each, relative), which x scaled by one ulp before the max (up to 32 more) fails"))
-RMS_NORM = spec.Close(rtol=6 * FP32_HALF_ULP, atol=0.0, reason=(
+RMS_NORM = spec.Close(rtol=7 * FP32_HALF_ULP, atol=0.0, reason=(
     "x*x, the row sum of N squares, / N, + eps, sqrt (halves the error so far), 1/sqrt, "
     "* x, * gamma and the reference's rounding, no cancellation anywhere: seeded worst case "
-    "5.3 half ulps (both sims): 6 half ulps (2^-24 each, relative), which gamma one ulp "
+    "6.0 half ulps (both sims): 7 half ulps (2^-24 each, relative), which gamma one ulp "
     "larger (up to 2 more) fails"))
-LAYER_NORM = spec.Close(rtol=6 * FP32_HALF_ULP, atol=5 * FP32_HALF_ULP, reason=(
+LAYER_NORM = spec.Close(rtol=4 * FP32_HALF_ULP, atol=6 * FP32_HALF_ULP, reason=(
     "the mean's rounding moves every centred value of a row by one absolute amount, and "
-    "y = normed * gamma + beta can cancel to near zero: an absolute part (2^-24 * 5; the "
-    "seeded worst case near zero is 4.5) and a relative part (the centring, the variance's "
-    "sum, rsqrt, * gamma, + beta and the reference: 6 half ulps); the seeded worst case uses "
-    "90% of it (both sims), and the mean one ulp off where it is subtracted does not pass"))
+    "y = normed * gamma + beta can cancel to near zero: an absolute part (2^-24 * 6; the "
+    "seeded worst case near zero is 2.9) and a relative part (the variance's sum, rsqrt, "
+    "* gamma, + beta and the reference: 4 half ulps); the seeded worst case uses 86% of it "
+    "(both sims), and gamma one ulp larger (2 half ulps more) uses 114%: it does not pass"))
 LAYER_NORM_FP16 = spec.Close(rtol=FP16_ULP, atol=2.0**-21, reason=(
     "the FP32 result (within 5 FP32 half ulps, plus 2^-22 absolute near zero) rounded once "
     "to FP16: 1 FP16 ulp, and 2^-21 absolute where beta cancels normed * gamma"))

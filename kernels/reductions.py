@@ -113,8 +113,8 @@ SPECS = [
         tolerance=spec.Close(rtol=2 * FP32_ULP, atol=0.0, reason=(
             "the tree rounds each column sum at most d = ceil(log2 rows) times, so with the "
             "reference's rounding, on positive inputs, it is within d + 1 half ulps (7 to 9 "
-            "here) a priori; its roundings partly cancel and the seeded worst case is 2.2 half "
-            "ulps (both sims): 2 ulps, which the sequential order (5.7 to 8.4 half ulps "
+            "here) a priori; its roundings partly cancel and the seeded worst case is 2.0 half "
+            "ulps (both sims): 2 ulps, which the sequential order (4.1 to 6.8 half ulps "
             "here) does not meet")),
     ),
 ]

@@ -15,6 +15,7 @@ import contextlib
 import numpy as np
 import torch
 
+from ..golden import fp64
 from ..ir.dtypes import DataType
 from . import rounding
 
@@ -105,29 +106,27 @@ def _float_once(x: torch.Tensor, fn) -> torch.Tensor:
     return fn(x.float()).to(x.dtype)
 
 
-def _libm(f: torch.Tensor, ufunc) -> torch.Tensor:
-    """`ufunc` (numpy's exp, log, sqrt) of an FP32 tensor as the simulator's libm call in
-    float gives it: computed in FP64 and rounded once to FP32, which is the correctly
-    rounded result (glibc's expf/logf/sqrtf are too, or within a hair of it).
+def _libm(f: torch.Tensor, fn) -> torch.Tensor:
+    """`fn` (a float64 numpy function) of an FP32 tensor, rounded once to FP32: the
+    simulator's math function when `fn` is `fp64.exp` or `fp64.log` (the same operations
+    as its fmath.hpp, bit for bit), its sqrtf when `fn` is np.sqrt (correctly rounded).
 
-    Not torch: ATen hands contiguous float exp/log/sqrt to MKL VML, and oneMKL 2024.2
-    picks each VML function's kernel on its first call; when that first call runs on
-    several intra-op threads at once, one thread's chunk can go through the low-accuracy
-    AVX2 EP kernel despite VML_HA (pytorch/pytorch#188792), ~2000 ulp off.  A fresh
-    process's first 64x64 exp was split that way, so torch_codegen disagreed with the
-    simulator about 1 run in 12.  numpy's float64 ufuncs have no such dispatch.
+    Not torch: its exp/log differ in the last bits by CPU (ATen's SIMD dispatch), and MKL
+    VML's first call on several threads can even pick a low-accuracy kernel, ~2000 ulp
+    off (oneMKL 2024.2, pytorch/pytorch#188792); nor numpy's exp/log, which take SIMD
+    kernels of their own on AVX-512 CPUs.
     """
     with np.errstate(all="ignore"):  # inf, -inf and NaN are results here, not errors
-        values = np.asarray(ufunc(f.detach().to(torch.float64).numpy()), dtype=np.float32)
+        values = np.asarray(fn(f.detach().to(torch.float64).numpy()), dtype=np.float32)
     return torch.from_numpy(values)
 
 
 def exp(x):
-    return _float_once(x, lambda f: _libm(f, np.exp))
+    return _float_once(x, lambda f: _libm(f, fp64.exp))
 
 
 def log(x):
-    return _float_once(x, lambda f: _libm(f, np.log))
+    return _float_once(x, lambda f: _libm(f, fp64.log))
 
 
 def _sqrtf(f: torch.Tensor) -> torch.Tensor:
@@ -294,7 +293,7 @@ def col_min(x, tmp_tile=None):
 
 
 def _expdif(x, v):
-    return _libm(x.float() - v.float(), np.exp).to(x.dtype)
+    return _libm(x.float() - v.float(), fp64.exp).to(x.dtype)
 
 
 _EXPAND = {

@@ -5,7 +5,7 @@ MKL/SVML/Sleef kernels) and by build, so their last bits differ between machines
 functions here use only IEEE 754 basic operations on float64 (+ - * /, each correctly
 rounded, no fused multiply-add: numpy applies one operation per ufunc), comparisons,
 selections and exact bit manipulation, in a fixed order: an algorithm, not a library,
-defines each result.  Accuracy is within a few float64 ulps (tests/golden checks them
+defines each result.  A NaN argument gives the canonical quiet NaN.  Accuracy is within a few float64 ulps (tests/golden checks them
 against 50-digit values).
 
 `exp` and `log` are also the simulator's `expf`/`logf`: pypto/sim/include/pto/fmath.hpp
@@ -67,7 +67,7 @@ def exp(x) -> np.ndarray:
         kk = np.nan_to_num(k).astype(np.int64)
         half = kk >> 1
         y = (p * _power_of_two(half)) * _power_of_two(kk - half)
-    return np.where(np.isnan(x), x, y)
+    return np.where(np.isnan(x), np.nan, y)
 
 
 def expm1(x) -> np.ndarray:
@@ -106,7 +106,7 @@ def tanh(x) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         e = expm1(a + a)
         t = np.where(a > TANH_ONE, 1.0, e / (e + 2.0))
-    return np.where(np.isnan(x), x, np.copysign(t, x))
+    return np.where(np.isnan(x), np.nan, np.copysign(t, x))
 
 
 def sigmoid(x) -> np.ndarray:

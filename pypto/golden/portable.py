@@ -26,7 +26,7 @@ from pypto.golden import fp64
 from pypto.ir.dtypes import DataType
 
 
-class NotPortableError(TypeError):
+class NotPortableError(RuntimeError):
     """A golden's generator or reference called a torch function whose result depends on
     the machine; the message names it and what to use instead."""
 

@@ -1,5 +1,6 @@
-"""exp, log and sqrt of the torch runtime are the simulator's libm calls in float: correctly
-rounded FP32 results, whatever kernel torch's CPU dispatch would have picked."""
+"""exp, log and sqrt of the torch runtime are the simulator's: the float64 functions of
+pypto.golden.fp64 (the simulator's fmath.hpp, tests/sim) and sqrt, rounded once to FP32,
+whatever kernel torch's or numpy's CPU dispatch would have picked."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 import torch
 
 from pypto.debug import torch_runtime as rt
+from pypto.golden import fp64
 
-OPS = [("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt)]
+OPS = [("exp", fp64.exp), ("log", fp64.log), ("sqrt", np.sqrt)]
 
 
 def _values() -> torch.Tensor:

@@ -65,4 +65,4 @@ def sim(tmp_path_factory) -> SimpleNamespace:
                 fn.argtypes = argtypes
                 funcs[fname] = fn
     assert set(funcs) == set(SIGNATURES)
-    return SimpleNamespace(**funcs)
+    return SimpleNamespace(**funcs, drivers={so.stem: so for so, _ in jobs})

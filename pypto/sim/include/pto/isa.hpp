@@ -14,7 +14,8 @@
  *    before it is written (ttrans of a square tile in place swaps).
  *
  * Numerics:
- *  - float tiles compute in float (expf, logf, sqrtf; rsqrt = 1/sqrtf, recip = 1/x).
+ *  - float tiles compute in float (sqrtf; rsqrt = 1/sqrtf, recip = 1/x); exp and log are
+ *    fmath.hpp's, the float64 function rounded once to float, never the host's libm.
  *  - f16 / bf16 (and fp8) tiles widen to float, compute, and round back with Rint
  *    after every instruction: for + - * / sqrt that is the correctly rounded
  *    result, since float carries more than 2p + 2 significand bits.
@@ -26,8 +27,12 @@
  *  - max/min propagate NaN, as torch.maximum/minimum do; comparisons with NaN are
  *    false except NE.
  *  - Reductions (reduce.hpp) and matmul (matmul.hpp) document their order there.
- * Math goes through GCC builtins (libm's expf, logf, sqrtf) rather than <math.h>,
- * which alone would double a kernel's compile time.
+ * Math goes through GCC builtins (sqrtf, fabsf) rather than <math.h>, which alone would
+ * double a kernel's compile time.
+ * SIMD: the element-wise loops, the FP16/BF16 array conversions and the matmul take vector
+ * paths (portable GCC vectors; AVX2, F16C, AVX-512F where the host has them), each the
+ * same IEEE operations as the scalar definition.  PYPTO_SIM_SIMD=0 in the environment of
+ * the process that runs a kernel turns them all off (simd.hpp), to show the bits agree.
  */
 #ifndef PTO_ISA_HPP
 #define PTO_ISA_HPP
@@ -36,6 +41,7 @@
 
 #include "abi.h"
 #include "bounds.hpp"  // PTO_CHECK_WINDOW: bounds checks of sim debug builds
+#include "fmath.hpp"
 #include "numerics.hpp"
 
 namespace pto {
@@ -140,8 +146,8 @@ struct OpMin {
     static float f(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
     template <class I> static I i(I a, I b) { return a < b ? a : b; }
 };
-struct OpExp { static float f(float a) { return __builtin_expf(a); } };
-struct OpLog { static float f(float a) { return __builtin_logf(a); } };
+struct OpExp { static float f(float a) { return fmath::expf(a); } };
+struct OpLog { static float f(float a) { return fmath::logf(a); } };
 struct OpSqrt { static float f(float a) { return __builtin_sqrtf(a); } };
 struct OpRsqrt { static float f(float a) { return 1.0f / __builtin_sqrtf(a); } };
 struct OpRecip { static float f(float a) { return 1.0f / a; } };
@@ -302,6 +308,10 @@ __attribute__((noinline, target("avx2"))) void map_chunks_avx2(T *dst, const T *
 #endif
 
 template <bool W, class T, class F> inline void zip_n(T *dst, const T *a, const T *b, int64_t n, F f) {
+    if (!simd_enabled()) {  // element by element: dst[i] may be a[i] or b[i]
+        for (int64_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i]);
+        return;
+    }
 #if defined(__x86_64__)
     if constexpr (W && __is_same(T, float))
         if (__builtin_cpu_supports("avx2")) return zip_chunks_avx2(dst, a, b, n, f);
@@ -310,6 +320,10 @@ template <bool W, class T, class F> inline void zip_n(T *dst, const T *a, const 
 }
 
 template <bool W, class T, class F> inline void map_n(T *dst, const T *a, int64_t n, F f) {
+    if (!simd_enabled()) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = f(a[i]);
+        return;
+    }
 #if defined(__x86_64__)
     if constexpr (W && __is_same(T, float))
         if (__builtin_cpu_supports("avx2")) return map_chunks_avx2(dst, a, n, f);

@@ -25,6 +25,7 @@ namespace detail {
 // artifact is the same file on every host; lanes do the same IEEE float operations at
 // any width, so the bits are the same too.
 template <int W> struct MmVecOf;
+template <> struct MmVecOf<1> { typedef float type; };  // no SIMD: one float at a time
 template <> struct MmVecOf<4> { typedef float type __attribute__((vector_size(16))); };
 template <> struct MmVecOf<8> { typedef float type __attribute__((vector_size(32))); };
 template <> struct MmVecOf<16> { typedef float type __attribute__((vector_size(64))); };
@@ -83,6 +84,11 @@ __attribute__((noinline)) inline void mm_micro_base(float *s, int64_t lds, const
     mm_micro<4, 6, 2>(s, lds, pa, pb, k_len);  // 12 of the 16 SSE2 / 32 NEON registers
 }
 
+__attribute__((noinline)) inline void mm_micro_scalar(float *s, int64_t lds, const float *pa, const float *pb,
+                                                      int64_t k_len) {
+    mm_micro<1, 4, 4>(s, lds, pa, pb, k_len);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((noinline, target("avx2"))) inline void mm_micro_avx2(float *s, int64_t lds, const float *pa,
                                                                     const float *pb, int64_t k_len) {
@@ -95,8 +101,10 @@ __attribute__((noinline, target("avx512f"))) inline void mm_micro_avx512(float *
 #endif
 
 // The widest micro-kernel the CPU runs, among the first `widest` + 1 of base, AVX2,
-// AVX-512F (tests/sim pins each one to check they agree).
+// AVX-512F (tests/sim pins each one to check they agree); the scalar one where `widest`
+// is negative or SIMD is off (PYPTO_SIM_SIMD=0).
 inline MmKernel mm_kernel(int widest = 2) {
+    if (widest < 0 || !simd_enabled()) return MmKernel{4, 4, mm_micro_scalar};
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     if (widest >= 2 && __builtin_cpu_supports("avx512f")) return MmKernel{8, 32, mm_micro_avx512};

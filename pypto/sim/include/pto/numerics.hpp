@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "simd.hpp"
+
 namespace pto {
 
 struct f16 { uint16_t bits; };
@@ -344,11 +346,12 @@ inline bool cpu_has_f16c() {
 // f16c = false: the portable loop alone (tests check both).
 inline void f16_widen_n(float *dst, const f16 *src, int64_t n, bool f16c = true) {
     int64_t i = 0;
+    const int64_t vn = simd_enabled() ? n : 0;  // SIMD off: the scalar loop does all
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (f16c && cpu_has_f16c()) i = f16_widen_f16c(dst, src, n);
+    if (f16c && cpu_has_f16c()) i = f16_widen_f16c(dst, src, vn);
 #endif
     (void)f16c;
-    for (; i + 4 <= n; i += 4) {
+    for (; i + 4 <= vn; i += 4) {
         U16x4 h;
         memcpy(&h, src + i, sizeof h);
         const I32x4 w = __builtin_convertvector(h, I32x4);
@@ -366,11 +369,12 @@ inline void f16_widen_n(float *dst, const f16 *src, int64_t n, bool f16c = true)
 
 inline void f16_round_n(f16 *dst, const float *src, int64_t n, bool f16c = true) {
     int64_t i = 0;
+    const int64_t vn = simd_enabled() ? n : 0;  // SIMD off: the scalar loop does all
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (f16c && cpu_has_f16c()) i = f16_round_f16c(dst, src, n);
+    if (f16c && cpu_has_f16c()) i = f16_round_f16c(dst, src, vn);
 #endif
     (void)f16c;
-    for (; i + 4 <= n; i += 4) {
+    for (; i + 4 <= vn; i += 4) {
         I32x4 u;
         memcpy(&u, src + i, sizeof u);
         const I32x4 sign = (u >> 16) & 0x8000;
@@ -393,7 +397,8 @@ inline void f16_round_n(f16 *dst, const float *src, int64_t n, bool f16c = true)
 
 inline void bf16_widen_n(float *dst, const bf16 *src, int64_t n) {
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
+    const int64_t vn = simd_enabled() ? n : 0;  // SIMD off: the scalar loop does all
+    for (; i + 4 <= vn; i += 4) {
         U16x4 h;
         memcpy(&h, src + i, sizeof h);
         const I32x4 w = __builtin_convertvector(h, I32x4);
@@ -405,7 +410,8 @@ inline void bf16_widen_n(float *dst, const bf16 *src, int64_t n) {
 
 inline void bf16_round_n(bf16 *dst, const float *src, int64_t n) {
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
+    const int64_t vn = simd_enabled() ? n : 0;  // SIMD off: the scalar loop does all
+    for (; i + 4 <= vn; i += 4) {
         U32x4 u;
         memcpy(&u, src + i, sizeof u);
         const I32x4 nan = (I32x4)(u & 0x7fffffffu) > 0x7f800000;

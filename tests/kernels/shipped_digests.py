@@ -1,0 +1,83 @@
+"""The committed digests of the shipped library's goldens and simulator outputs
+(tests/kernels/digests.json), and how to compute them.
+
+A golden's digest covers its two tensor files and golden.json without `producer` (the
+versions of the tools that wrote it, which say nothing about its values) and without
+`golden_sha256` (which covers `producer`).  A simulator output's digest is the sha256 of
+its bytes after a run on the golden's inputs with `schedule_seed=0` (one fixed order of
+split-K's atomic adds).
+
+    python tests/kernels/shipped_digests.py BUILD   # rewrites digests.json from BUILD/
+
+where BUILD is a build directory of this checkout's library (`scons platform=a2a3sim`
+and `scons platform=a5sim`); the tests say when that is needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DIGESTS = HERE / "digests.json"
+PLATFORMS = ("a2a3sim", "a5sim")
+FILES = ("inputs.safetensors", "expected.safetensors")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def golden_digest(directory: Path) -> dict[str, str]:
+    """The digests of one golden directory (see the module docstring)."""
+    record = json.loads((directory / "golden.json").read_text())
+    content = {k: v for k, v in record.items() if k not in ("producer", "golden_sha256")}
+    found = {name: _sha256((directory / name).read_bytes()) for name in FILES}
+    found["golden.json"] = _sha256(json.dumps(content, sort_keys=True).encode())
+    return found
+
+
+def golden_digests(goldens: Path) -> dict[str, dict[str, str]]:
+    """`kernel/variant` -> digests, for every golden under `goldens` (kernel/variant/)."""
+    return {f"{d.parent.name}/{d.name}": golden_digest(d)
+            for d in sorted(goldens.glob("*/*")) if (d / "golden.json").is_file()}
+
+
+def sim_digests(build: Path, platform: str) -> dict[str, dict[str, str]]:
+    """`kernel/variant` -> {output: sha256 of its bytes} for every variant of the library
+    built for `platform` under `build`, each run once on its golden's inputs."""
+    import torch
+
+    from pypto.runtime import RunConfig, load_library
+
+    found = {}
+    with load_library(build, platform=platform) as library:
+        for variant in library.variants():
+            program = variant.load()
+            args = variant.golden_record().run_arguments(program.manifest.params)
+            program.run(args, RunConfig(platform=platform, schedule_seed=0))
+            found[f"{variant.kernel}/{variant.name}"] = {
+                p.name: _sha256(a.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+                for p, a in zip(program.manifest.params, args) if p.direction.writes}
+    return dict(sorted(found.items()))
+
+
+def committed() -> dict[str, Any]:
+    """digests.json: {"generator", "goldens": {...}, "sim": {platform: {...}}}."""
+    return json.loads(DIGESTS.read_text())
+
+
+def write(build: Path) -> None:
+    """Rewrites digests.json from the goldens and both platforms' artifacts under `build`."""
+    from pypto.golden import GENERATOR_ID
+
+    data = {"generator": GENERATOR_ID, "goldens": golden_digests(build / "goldens"),
+            "sim": {p: sim_digests(build, p) for p in PLATFORMS}}
+    DIGESTS.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    write(Path(sys.argv[1]).resolve())
