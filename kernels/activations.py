@@ -83,7 +83,8 @@ def _relu_inputs(rng, v):
 
 def _gelu_reference(x):
     x = x.double()
-    return 0.5 * x * (1.0 + portable.tanh(math.sqrt(2.0 / math.pi) * (x + GELU_CUBIC * (x * x * x))))
+    inner = math.sqrt(2.0 / math.pi) * (x + GELU_CUBIC * (x * x * x))
+    return 0.5 * x * (1.0 + portable.tanh(inner))
 
 
 def _silu_reference(x):

@@ -5,8 +5,8 @@ MKL/SVML/Sleef kernels) and by build, so their last bits differ between machines
 functions here use only IEEE 754 basic operations on float64 (+ - * /, each correctly
 rounded, no fused multiply-add: numpy applies one operation per ufunc), comparisons,
 selections and exact bit manipulation, in a fixed order: an algorithm, not a library,
-defines each result.  A NaN argument gives the canonical quiet NaN.  Accuracy is within a few float64 ulps (tests/golden checks them
-against 50-digit values).
+defines each result.  A NaN argument gives the canonical quiet NaN.  Accuracy is within a
+few float64 ulps (tests/golden checks them against 50-digit values).
 
 `exp` and `log` are also the simulator's `expf`/`logf`: pypto/sim/include/pto/fmath.hpp
 runs the same operations on the same constants in C++ (compiled with -ffp-contract=off)
@@ -42,8 +42,9 @@ def _array(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def _power_of_two(k: np.ndarray) -> np.ndarray:
-    """2^k for integer-valued int64 k in the normal range [-1022, 1023], from its bits."""
+def _power_of_two(t: np.ndarray) -> np.ndarray:
+    """2^k from t = k + ROUND_SHIFT, for integer k in the normal range [-1022, 1023]."""
+    k = t.view(np.int64) - np.float64(ROUND_SHIFT).view(np.int64)
     return ((k + 1023) << 52).view(np.float64)
 
 
@@ -55,18 +56,31 @@ def _horner(coefficients: tuple[float, ...], x: np.ndarray) -> np.ndarray:
     return acc
 
 
+def _estrin(coefficients: tuple[float, ...], x: np.ndarray) -> np.ndarray:
+    """c[0] + c[1] x + ... by Estrin's scheme, as fmath.hpp evaluates it: pairs t[2i] +
+    t[2i+1] p with p = x, x^2, x^4, ... level by level."""
+    terms: list = list(coefficients)
+    power = x
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] * power if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+        power = power * power
+    return terms[0]
+
+
 def exp(x) -> np.ndarray:
-    """e^x: x = k ln2 + r with |r| <= ln2/2, exp(r) by its Taylor polynomial of degree 13,
-    scaled by 2^k in two exact halves (the second multiplication rounds a subnormal once)."""
+    """e^x: x = k ln2 + r with |r| <= ln2/2, exp(r) by its Taylor polynomial of degree 13
+    (Estrin's scheme), scaled by 2^k in two exact factors 2^k1 2^k2, k1 = k/2 rounded to
+    even (the second multiplication rounds a subnormal result once)."""
     x = _array(x)
     with np.errstate(invalid="ignore", over="ignore", under="ignore"):
         xc = np.minimum(np.maximum(x, EXP_LOW), EXP_HIGH)
         k = (xc * INV_LN2 + ROUND_SHIFT) - ROUND_SHIFT
         r = (xc - k * LN2_HI) - k * LN2_LO
-        p = _horner(EXP_TAYLOR, r)
-        kk = np.nan_to_num(k).astype(np.int64)
-        half = kk >> 1
-        y = (p * _power_of_two(half)) * _power_of_two(kk - half)
+        p = _estrin(EXP_TAYLOR, r)
+        t1 = k * 0.5 + ROUND_SHIFT
+        t2 = (k - (t1 - ROUND_SHIFT)) + ROUND_SHIFT
+        y = (p * _power_of_two(t1)) * _power_of_two(t2)
     return np.where(np.isnan(x), np.nan, y)
 
 
@@ -81,7 +95,8 @@ def expm1(x) -> np.ndarray:
 
 def log(x) -> np.ndarray:
     """ln x: x = 2^e m with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1),
-    by its series to s^21; e ln2 added in a head and a tail.  ln 0 = -inf, ln x<0 = NaN."""
+    by its series to s^21 (Estrin's scheme in s^2); e ln2 added in a head and a tail.
+    ln 0 = -inf, ln x<0 = NaN."""
     x = _array(x)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         tiny = x < 2.0**-1022  # subnormals (and non-positive x) scaled into the normal range
@@ -93,7 +108,7 @@ def log(x) -> np.ndarray:
         e = (e + big).astype(np.float64)
         f = m - 1.0
         s = f / (2.0 + f)
-        y = e * LN2_HI + (e * LN2_LO + (s + s) * _horner(ATANH_SERIES, s * s))
+        y = e * LN2_HI + (e * LN2_LO + (s + s) * _estrin(ATANH_SERIES, s * s))
         y = np.where(x == np.inf, x, y)
         y = np.where(x == 0.0, -np.inf, y)
         return np.where((x < 0.0) | np.isnan(x), np.nan, y)

@@ -113,7 +113,8 @@ m, n, k = 45, 70, 131
 for kind, dtype in enumerate((torch.float16, torch.bfloat16, torch.float32, torch.float16)):
     lhs = torch.from_numpy(rng.standard_normal((m, k)).astype(np.float32)).to(dtype)
     rhs = torch.from_numpy(rng.standard_normal((k, n)).astype(np.float32)).to(dtype)
-    a, b = (t.numpy() if dtype == torch.float32 else t.view(torch.int16).numpy() for t in (lhs, rhs))
+    a, b = (t.numpy() if dtype == torch.float32 else t.view(torch.int16).numpy()
+            for t in (lhs, rhs))
     c = np.zeros((m, n), dtype=np.float16 if kind == 3 else np.float32)
     assert isa.sim_matmul(kind, p(c), None, p(a), p(b), m, n, k, 0, 0) == 0
     record(f"matmul {kind}", c)

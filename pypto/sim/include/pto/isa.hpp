@@ -146,8 +146,15 @@ struct OpMin {
     static float f(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
     template <class I> static I i(I a, I b) { return a < b ? a : b; }
 };
-struct OpExp { static float f(float a) { return fmath::expf(a); } };
-struct OpLog { static float f(float a) { return fmath::logf(a); } };
+// exp and log also have array forms, fmath's vectorised loops: the same bits as f.
+struct OpExp {
+    static float f(float a) { return fmath::expf(a); }
+    static void n(float *d, const float *a, int64_t n) { fmath::exp_n(d, a, n); }
+};
+struct OpLog {
+    static float f(float a) { return fmath::logf(a); }
+    static void n(float *d, const float *a, int64_t n) { fmath::log_n(d, a, n); }
+};
 struct OpSqrt { static float f(float a) { return __builtin_sqrtf(a); } };
 struct OpRsqrt { static float f(float a) { return 1.0f / __builtin_sqrtf(a); } };
 struct OpRecip { static float f(float a) { return 1.0f / a; } };
@@ -226,6 +233,10 @@ template <> struct Wide<OpAbs> { static constexpr bool value = true; };
 template <> struct Wide<OpRelu> { static constexpr bool value = true; };
 // An element-wise loop over T takes the wide path for Op (float-like T only).
 template <class Op, class T> constexpr bool kWide = Wide<Op>::value && Num<T>::is_float;
+// Which float forms come as array functions Op::n of their own (fmath.hpp's).
+template <class Op> struct ArrayForm { static constexpr bool value = false; };
+template <> struct ArrayForm<OpExp> { static constexpr bool value = true; };
+template <> struct ArrayForm<OpLog> { static constexpr bool value = true; };
 
 // The element-wise loops below work in chunks: each chunk of the sources is read before
 // dst is written, so a dst that is one of its sources (the only aliasing allowed) stays
@@ -336,25 +347,34 @@ template <bool W, class T, class F> inline void map_n(T *dst, const T *a, int64_
 // elem<>, and a block's sources are read before its dst is written.
 constexpr int64_t kBlock = 256;
 
-template <bool W, class T, class F> inline void zip_narrow(T *dst, const T *a, const T *b, int64_t n, F f) {
+// g(x, y, len) computes a block in place in x (y: the second source's block).
+template <class T, class G> inline void zip_blocks(T *dst, const T *a, const T *b, int64_t n, G g) {
     float x[kBlock], y[kBlock];
     for (int64_t i = 0; i < n; i += kBlock) {
         const int64_t len = n - i < kBlock ? n - i : kBlock;
         Num<T>::load_n(x, a + i, len);
         Num<T>::load_n(y, b + i, len);
-        zip_n<W>(x, x, y, len, f);
+        g(x, y, len);
         Num<T>::store_n(dst + i, x, len);
     }
 }
 
-template <bool W, class T, class F> inline void map_narrow(T *dst, const T *a, int64_t n, F f) {
+template <class T, class G> inline void map_blocks(T *dst, const T *a, int64_t n, G g) {
     float x[kBlock];
     for (int64_t i = 0; i < n; i += kBlock) {
         const int64_t len = n - i < kBlock ? n - i : kBlock;
         Num<T>::load_n(x, a + i, len);
-        map_n<W>(x, x, len, f);
+        g(x, len);
         Num<T>::store_n(dst + i, x, len);
     }
+}
+
+template <bool W, class T, class F> inline void zip_narrow(T *dst, const T *a, const T *b, int64_t n, F f) {
+    zip_blocks(dst, a, b, n, [&f](float *x, const float *y, int64_t len) { zip_n<W>(x, x, y, len, f); });
+}
+
+template <bool W, class T, class F> inline void map_narrow(T *dst, const T *a, int64_t n, F f) {
+    map_blocks(dst, a, n, [&f](float *x, int64_t len) { map_n<W>(x, x, len, f); });
 }
 
 // Same-shape tiles are row-major with one row stride, so whole tiles are flat arrays.
@@ -363,13 +383,20 @@ template <class T> inline bool flat(Tile<T> dst, Tile<T> a) { return a.cols == d
 // dst[i] = elem<Op>(a[i], b[i]) over n contiguous elements.
 template <class Op, class T> inline void zip_elem(T *dst, const T *a, const T *b, int64_t n) {
     constexpr bool W = kWide<Op, T>;
-    if constexpr (kNarrow<T>) zip_narrow<W>(dst, a, b, n, [](float x, float y) { return Op::f(x, y); });
+    if constexpr (ArrayForm<Op>::value && kNarrow<T>)
+        zip_blocks(dst, a, b, n, [](float *x, const float *y, int64_t len) { Op::n(x, x, y, len); });
+    else if constexpr (ArrayForm<Op>::value && Num<T>::is_float) Op::n(dst, a, b, n);
+    else if constexpr (kNarrow<T>) zip_narrow<W>(dst, a, b, n, [](float x, float y) { return Op::f(x, y); });
     else zip_n<W>(dst, a, b, n, [](T x, T y) { return elem<Op>(x, y); });
 }
 
 // dst[i] = elem<Op>(a[i], s) (elem<Op>(s, a[i]) when Reversed) over n contiguous elements.
 template <class Op, bool Reversed, class T> inline void map_elem(T *dst, const T *a, T s, int64_t n) {
-    if constexpr (kNarrow<T>) {
+    if constexpr (ArrayForm<Op>::value && Num<T>::is_float && !Reversed) {
+        const float sf = Num<T>::load(s);
+        if constexpr (kNarrow<T>) map_blocks(dst, a, n, [sf](float *x, int64_t len) { Op::n(x, x, sf, len); });
+        else Op::n(dst, a, sf, n);
+    } else if constexpr (kNarrow<T>) {
         const float sf = Num<T>::load(s);
         map_narrow<kWide<Op, T>>(dst, a, n, [sf](float x) { return Reversed ? Op::f(sf, x) : Op::f(x, sf); });
     } else {
@@ -396,7 +423,9 @@ template <class Op, class T> inline void unary_float(Tile<T> dst, Tile<T> a) {
     static_assert(Num<T>::is_float, "this instruction exists for float tiles only");
     if (flat(dst, a)) {
         const int64_t n = int64_t(dst.rows) * dst.cols;
-        if constexpr (kNarrow<T>) map_narrow<kWide<Op, T>>(dst.data, a.data, n, [](float x) { return Op::f(x); });
+        if constexpr (ArrayForm<Op>::value && kNarrow<T>) map_blocks(dst.data, a.data, n, [](float *x, int64_t len) { Op::n(x, x, len); });
+        else if constexpr (ArrayForm<Op>::value) Op::n(dst.data, a.data, n);
+        else if constexpr (kNarrow<T>) map_narrow<kWide<Op, T>>(dst.data, a.data, n, [](float x) { return Op::f(x); });
         else map_n<kWide<Op, T>>(dst.data, a.data, n, [](T x) { return elem_float_only<Op>(x); });
         return;
     }

@@ -49,7 +49,12 @@ template <class Op, class T> inline void col_reduce(Tile<T> dst, Tile<T> src) {
     for (int32_t r = 1; r < src.rows; ++r) zip_elem<Op>(dst.data, dst.data, src.data + int64_t(r) * src.cols, src.cols);
 }
 
-struct OpExpDif { static float f(float a, float b) { return fmath::expf(a - b); } };
+struct OpExpDif {
+    static float f(float a, float b) { return fmath::expf(a - b); }
+    static void n(float *d, const float *a, const float *b, int64_t n) { fmath::expdif_n(d, a, b, n); }
+    static void n(float *d, const float *a, float s, int64_t n) { fmath::expdif_n(d, a, s, n); }
+};
+template <> struct ArrayForm<OpExpDif> { static constexpr bool value = true; };
 struct OpSecond {
     static float f(float, float b) { return b; }
     template <class I> static I i(I, I b) { return b; }
