@@ -61,14 +61,15 @@ _PORTABLE_CALLS = frozenset("""
 
 _PORTABLE_FUNCTIONS = ("exp", "log", "tanh", "sigmoid", "softmax", "sum", "mean", "amax",
                        "amin", "matmul", "rsqrt", "relu", "maximum", "minimum", "clamp")
+_MATMUL, _CLAMP = "pypto.golden.portable.matmul", "pypto.golden.portable.clamp"
 _INSTEAD = {name: f"pypto.golden.portable.{name}" for name in _PORTABLE_FUNCTIONS} | {
-    "max": "pypto.golden.portable.amax or .maximum", "min": "pypto.golden.portable.amin or "
-    ".minimum", "__matmul__": "pypto.golden.portable.matmul", "__rmatmul__":
-    "pypto.golden.portable.matmul", "mm": "pypto.golden.portable.matmul", "bmm":
-    "pypto.golden.portable.matmul", "clip": "pypto.golden.portable.clamp", "clamp_min":
-    "pypto.golden.portable.clamp", "clamp_max": "pypto.golden.portable.clamp",
+    "max": "pypto.golden.portable.amax or .maximum",
+    "min": "pypto.golden.portable.amin or .minimum",
+    "__matmul__": _MATMUL, "__rmatmul__": _MATMUL, "mm": _MATMUL, "bmm": _MATMUL,
+    "clip": _CLAMP, "clamp_min": _CLAMP, "clamp_max": _CLAMP,
     "pow": "products (x * x * x)", "__pow__": "products (x * x * x)",
-    "__rpow__": "a table of the powers (rng.choice)"}
+    "__rpow__": "a table of the powers (rng.choice)",
+}
 
 
 @functools.cache
