@@ -46,23 +46,26 @@ def golden_digests(goldens: Path) -> dict[str, dict[str, str]]:
             for d in sorted(goldens.glob("*/*")) if (d / "golden.json").is_file()}
 
 
-def sim_digests(build: Path, platform: str) -> dict[str, dict[str, str]]:
-    """`kernel/variant` -> {output: sha256 of its bytes} for every variant of the library
-    built for `platform` under `build`, each run once on its golden's inputs."""
+def output_digests(program: Any, golden: Path) -> dict[str, str]:
+    """{output: sha256 of its bytes} of one run of a loaded artifact on a golden's inputs."""
     import torch
 
-    from pypto.runtime import RunConfig, load_library
+    from pypto.runtime import GoldenRecord, RunConfig
 
-    found = {}
+    args = GoldenRecord.read(golden).run_arguments(program.manifest.params)
+    program.run(args, RunConfig(platform=program.platform, schedule_seed=0))
+    return {p.name: _sha256(a.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+            for p, a in zip(program.manifest.params, args) if p.direction.writes}
+
+
+def sim_digests(build: Path, platform: str) -> dict[str, dict[str, str]]:
+    """`kernel/variant` -> output digests for every variant of the library built for
+    `platform` under `build`."""
+    from pypto.runtime import load_library
+
     with load_library(build, platform=platform) as library:
-        for variant in library.variants():
-            program = variant.load()
-            args = variant.golden_record().run_arguments(program.manifest.params)
-            program.run(args, RunConfig(platform=platform, schedule_seed=0))
-            found[f"{variant.kernel}/{variant.name}"] = {
-                p.name: _sha256(a.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-                for p, a in zip(program.manifest.params, args) if p.direction.writes}
-    return dict(sorted(found.items()))
+        return {f"{v.kernel}/{v.name}": output_digests(v.load(), v.golden)
+                for v in sorted(library.variants(), key=lambda v: (v.kernel, v.name))}
 
 
 def committed() -> dict[str, Any]:

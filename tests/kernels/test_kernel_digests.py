@@ -2,7 +2,11 @@
 equal to the digests committed in tests/kernels/digests.json whatever SIMD path torch's
 kernels take (ATEN_CPU_CAPABILITY), however many threads torch runs, and with the
 simulator's own SIMD paths off (PYPTO_SIM_SIMD=0).  A machine that computes another bit
-fails here, naming the files."""
+fails here, naming the files.
+
+The default run makes every golden on torch's scalar path and runs two compiled variants
+(exp, conversions, reductions and the vector matmul among them) both ways; the slow run
+covers every capability and thread count, and every variant on both simulators."""
 
 from __future__ import annotations
 
@@ -10,12 +14,13 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 from shipped_digests import HERE, committed, golden_digests, sim_digests
-from shipped_library import PLATFORMS, ROOT
+from shipped_library import PLATFORMS, ROOT, shipped_specs
 
-from pypto.golden import GENERATOR_ID
+from pypto.golden import GENERATOR_ID, record_golden
 
 REGENERATE = "python tests/kernels/shipped_digests.py BUILD (after scons in BUILD, both sims)"
 
@@ -46,6 +51,20 @@ sys.path.insert(0, sys.argv[1])
 from shipped_digests import sim_digests
 print(json.dumps(sim_digests(Path(sys.argv[2]), sys.argv[3])))
 """
+
+ARTIFACT_SCRIPT = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from shipped_digests import output_digests
+from pypto.runtime.loader import load_artifact
+cases = json.loads(sys.argv[2])
+print(json.dumps({name: output_digests(load_artifact(artifact), Path(golden))
+                  for name, (artifact, golden) in cases.items()}))
+"""
+# The default run's variants: softmax's FP16 conversions, row reductions and expdif; the
+# matmul's packing and register-tiled kernel (AVX-512, AVX2 or SSE2 here).
+QUICK = (("normalization", "softmax", "f16_16x200"), ("matmul", "matmul_tile", "f16_13x40x50"))
 
 
 def run_python(script: str, *args: str, env: dict[str, str]) -> dict:
@@ -84,6 +103,7 @@ def test_the_committed_digests_are_of_this_generator():
         f"regenerate the digests: {REGENERATE}")
 
 
+@pytest.mark.slow
 def test_every_golden_is_its_committed_digest(library):
     wrong = differing(golden_digests(library.build / "goldens"), committed()["goldens"])
     assert not wrong, (
@@ -91,6 +111,7 @@ def test_every_golden_is_its_committed_digest(library):
         f"on purpose, {REGENERATE}; otherwise this machine computes other bits")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_every_simulator_output_is_its_committed_digest(library, platform):
     wrong = differing(sim_digests(library.build, platform), committed()["sim"][platform])
@@ -112,9 +133,28 @@ def test_goldens_are_the_same_under_every_cpu_capability_and_thread_count():
         assert not wrong, f"ATEN_CPU_CAPABILITY={capability}, {threads} threads: {wrong} differ"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_simulator_outputs_are_the_same_with_its_simd_paths_off(library, platform):
     off = run_python(SIM_SCRIPT, str(HERE), str(library.build), platform,
                      env={"PYPTO_SIM_SIMD": "0"})
     wrong = differing(off, committed()["sim"][platform])
     assert not wrong, f"{platform} with PYPTO_SIM_SIMD=0: {wrong} differ from the digests"
+
+
+def test_two_variants_give_their_committed_bytes_with_simd_paths_on_and_off(tmp_path):
+    from pypto.compiler import CompileOptions, build_program
+
+    cases = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the kernels' perf hints, reported by the build
+        for module, name, variant in QUICK:
+            kernel = next(k for k in shipped_specs(module) if k.name == name)
+            golden = record_golden(kernel.golden_case(variant), tmp_path / name / variant)
+            program = kernel.program(variant)
+            artifact = build_program(program, CompileOptions(platform="a2a3sim"))
+            cases[f"{name}/{variant}"] = (str(artifact), str(golden))
+    on = run_python(ARTIFACT_SCRIPT, str(HERE), json.dumps(cases), env={})
+    off = run_python(ARTIFACT_SCRIPT, str(HERE), json.dumps(cases), env={"PYPTO_SIM_SIMD": "0"})
+    want = {case: committed()["sim"]["a2a3sim"][case] for case in cases}
+    assert on == want and off == want, {"on": differing(on, want), "off": differing(off, want)}
