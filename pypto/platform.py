@@ -10,10 +10,13 @@ it to read platforms.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
+import re
 import shutil
+import subprocess
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,10 @@ PLATFORM_ENV = "PYPTO_PLATFORM"
 DEFAULT_PLATFORM = "a2a3sim"
 SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
 CORE_TYPES = ("vector", "cube")
-KINDS = ("sim", "device")
+# sim: our bit-exact ISA model; device: an NPU; cpu_model: the device sources on pto-isa's
+# own CPU model of the instructions (CPU_SIM).  sim and cpu_model run on this host.
+KINDS = ("sim", "device", "cpu_model")
+_KIND_ORDER = {"sim": 0, "cpu_model": 1, "device": 2}
 
 
 def default_cache_root() -> Path:
@@ -79,6 +85,17 @@ class CompilerSettings:
     flags: tuple[str, ...]  # every compile
     kernel_flags: tuple[str, ...]  # InCore kernels; "{arch}" is the backend's device_arch
     orchestration_flags: tuple[str, ...]
+    # Programs tried on PATH after `env`, each only if its `--version` meets min_versions
+    # (family -> lowest major version, e.g. {"clang": 17, "gcc": 13}; empty: any version).
+    path_candidates: tuple[str, ...] = ()
+    min_versions: dict[str, int] = field(default_factory=dict)
+    # Last resort: the compiler a Python package ships (module "ziglang": its `zig`), run
+    # with `python_module_args` before the flags (`zig c++ ...`).
+    python_module: str = ""
+    python_module_args: tuple[str, ...] = ()
+
+    # min_versions would make the generated hash raise; settings are compared, not hashed.
+    __hash__ = None
 
 
 @dataclass(frozen=True)
@@ -92,8 +109,19 @@ class Platform:
 
     @property
     def is_sim(self) -> bool:
-        """True for the host simulator platforms, which build and run here."""
+        """True for the host simulator platforms (our ISA model), which build and run here."""
         return self.kind == "sim"
+
+    @property
+    def runs_here(self) -> bool:
+        """True where artifacts run on this host: the simulators and the CPU-model platforms."""
+        return self.kind in ("sim", "cpu_model")
+
+    @property
+    def device_code(self) -> bool:
+        """True where kernels are generated as real PTO-ISA C++ (device and CPU-model
+        platforms), False where they call the simulator's ISA model."""
+        return self.kind in ("device", "cpu_model")
 
     # Nested dicts would make the generated hash raise; the name identifies a platform.
     def __hash__(self) -> int:
@@ -101,7 +129,7 @@ class Platform:
 
 
 def platform_names() -> tuple[str, ...]:
-    """Names of the platforms defined under build_rules/, simulators first."""
+    """Names of the platforms defined under build_rules/: simulators, CPU models, devices."""
     return _platform_names(build_rules_dir())
 
 
@@ -135,10 +163,25 @@ def get_backend(name: str) -> Backend:
     return _load_backend(rules, name)
 
 
+@dataclass(frozen=True)
+class FoundCompiler:
+    """A located compiler: the program, and arguments that precede the flags (`zig c++`)."""
+
+    path: Path
+    args: tuple[str, ...] = ()
+
+
 def locate_compiler(platform: Platform) -> Path:
+    """The program of `platform`'s compiler (see `find_compiler`)."""
+    return find_compiler(platform).path
+
+
+def find_compiler(platform: Platform) -> FoundCompiler:
     """The compiler of `platform`'s `[compiler]` table, first match wins: the program named
-    by a set variable in `env`, an executable `<home_env root>/<home_relpath>`, `cxx` on
-    PATH.  Raises CompilerNotFoundError when none is found or a set `env` variable is wrong."""
+    by a set variable in `env`, an executable `<home_env root>/<home_relpath>`, the first of
+    `path_candidates` on PATH recent enough for `min_versions`, `cxx` on PATH, the compiler
+    the Python package `python_module` ships.  Raises CompilerNotFoundError when none is
+    found, or when a set `env` variable names a missing or too old compiler."""
     settings = platform.compiler
     looked: list[str] = []
     for var in settings.env:
@@ -153,7 +196,13 @@ def locate_compiler(platform: Platform) -> Path:
                 f"{var}={value!r} names no executable program; point it at the compiler "
                 f"for platform {platform.name!r} or unset it"
             )
-        return Path(found)
+        problem = _version_problem(settings, (found,))
+        if problem:
+            raise CompilerNotFoundError(
+                f"{var}={value!r}: {problem}; platform {platform.name!r} needs "
+                f"{_wanted_versions(settings)}. {settings.install_hint}"
+            )
+        return FoundCompiler(Path(found))
     for var in settings.home_env:
         root = os.environ.get(var)
         if not root:
@@ -162,13 +211,103 @@ def locate_compiler(platform: Platform) -> Path:
         for relpath in settings.home_relpaths:
             candidate = Path(root) / relpath
             if candidate.is_file() and os.access(candidate, os.X_OK):
-                return candidate
+                return FoundCompiler(candidate)
             looked.append(str(candidate))
-    found = shutil.which(settings.cxx)
-    if found is not None:
-        return Path(found)
-    looked.append(f"{settings.cxx!r} on PATH")
+    for name in settings.path_candidates or (settings.cxx,):
+        found = shutil.which(name)
+        if found is None:
+            looked.append(f"{name!r} on PATH")
+            continue
+        problem = _version_problem(settings, (found,))
+        if problem is None:
+            return FoundCompiler(Path(found))
+        looked.append(f"{found} ({problem})")
+    if settings.python_module:
+        found = _python_module_compiler(settings.python_module)
+        if found is not None:
+            problem = _version_problem(settings, (str(found), *settings.python_module_args))
+            if problem is None:
+                return FoundCompiler(found, settings.python_module_args)
+            looked.append(f"{found} ({problem})")
+        else:
+            looked.append(f"the Python package {settings.python_module!r} (not installed)")
     raise CompilerNotFoundError(_missing_compiler_message(platform, looked))
+
+
+def compiler_version_line(command: tuple[str, ...]) -> str:
+    """The first line `<command> --version` prints (asked once per command per process).
+    Raises CompilerNotFoundError when the program does not run or prints nothing."""
+    return _version_line(tuple(command))
+
+
+@functools.cache
+def _version_line(command: tuple[str, ...]) -> str:
+    try:
+        proc = subprocess.run(
+            [*command, "--version"],
+            check=False,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=120,  # zig's first run builds its own caches
+            # A fixed locale keeps the line, and so every content key, stable across shells.
+            env={**os.environ, "LC_ALL": "C"},
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CompilerNotFoundError(f"could not run '{' '.join(command)} --version': {e}") from e
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise CompilerNotFoundError(
+            f"'{' '.join(command)} --version' failed (exit status {proc.returncode}): "
+            f"{proc.stderr.strip()}"
+        )
+    return lines[0].strip()
+
+
+_CLANG_VERSION = re.compile(r"clang version (\d+)\.")
+_GCC_VERSION = re.compile(r"^(?:.*[-/ ])?(?:g\+\+|gcc|c\+\+)(?:-\d+)? \(.*\) (\d+)\.\d+")
+
+
+def compiler_family(version_line: str) -> tuple[str, int] | None:
+    """("clang", 17) or ("gcc", 13) from a `--version` line; None when it is neither."""
+    match = _CLANG_VERSION.search(version_line)
+    if match:
+        return "clang", int(match.group(1))
+    match = _GCC_VERSION.search(version_line)
+    if match:
+        return "gcc", int(match.group(1))
+    return None
+
+
+def _version_problem(settings: CompilerSettings, command: tuple[str, ...]) -> str | None:
+    """Why the compiler `command` misses `min_versions`, or None when it meets them."""
+    if not settings.min_versions:
+        return None
+    try:
+        line = compiler_version_line(command)
+    except CompilerNotFoundError as e:
+        return str(e)
+    family = compiler_family(line)
+    if family is None or family[0] not in settings.min_versions:
+        return f"{line!r} is not one of {', '.join(sorted(settings.min_versions))}"
+    name, major = family
+    if major < settings.min_versions[name]:
+        return f"{name} {major} is older than {settings.min_versions[name]}"
+    return None
+
+
+def _wanted_versions(settings: CompilerSettings) -> str:
+    return " or ".join(f"{name} >= {v}" for name, v in sorted(settings.min_versions.items()))
+
+
+def _python_module_compiler(module: str) -> Path | None:
+    """The compiler program inside the installed Python package `module` (ziglang: `zig`)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    candidate = Path(spec.origin).parent / "zig"
+    return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 
 def _missing_compiler_message(platform: Platform, looked: list[str]) -> str:
@@ -187,7 +326,7 @@ def _missing_compiler_message(platform: Platform, looked: list[str]) -> str:
         for name in platform_names()
         if get_platform(name).is_sim and get_platform(name).backend.name == platform.backend.name
     ]
-    if not platform.is_sim and sims:
+    if platform.kind == "device" and sims:
         message += f" Or use platform={sims[0]!r} to run on the host simulator."
     return message
 
@@ -220,8 +359,8 @@ class _Rule:
             raise BuildRuleError(f"{self.path}: missing key '{self.prefix}{key}'")
         return default
 
-    def text(self, key: str, choices: tuple[str, ...] = ()) -> str:
-        value = self._value(key, None)
+    def text(self, key: str, choices: tuple[str, ...] = (), default: str | None = None) -> str:
+        value = self._value(key, default)
         if not isinstance(value, str) or (choices and value not in choices):
             raise self._fail(key, " or ".join(map(repr, choices)) or "a string", value)
         return value
@@ -238,6 +377,15 @@ class _Rule:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise self._fail(key, "a list of strings", value)
         return tuple(value)
+
+    def versions(self, key: str) -> dict[str, int]:
+        value = self._value(key, {})
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v > 0
+            for k, v in value.items()
+        ):
+            raise self._fail(key, "a table of compiler family = lowest major version", value)
+        return dict(value)
 
     def table(self, key: str, keys: tuple[str, ...] = ()) -> _Rule:
         value = self._value(key, None)
@@ -265,7 +413,8 @@ def _platform_names(rules: Path) -> tuple[str, ...]:
             f"point {BUILD_RULES_ENV} at pypto's build_rules/ directory"
         )
     kinds = {f.stem: _named_rule(f).text("kind", KINDS) for f in files}
-    return tuple(sorted(kinds, key=lambda name: (kinds[name] != "sim", name)))
+    # Those that run here first: simulators, then CPU models, then devices.
+    return tuple(sorted(kinds, key=lambda name: (_KIND_ORDER[kinds[name]], name)))
 
 
 @functools.cache
@@ -307,6 +456,10 @@ def _load_platform(rules: Path, name: str) -> Platform:
             flags=compiler.texts("flags"),
             kernel_flags=compiler.texts("kernel_flags", ()),
             orchestration_flags=compiler.texts("orchestration_flags", ()),
+            path_candidates=compiler.texts("path_candidates", ()),
+            min_versions=compiler.versions("min_versions"),
+            python_module=compiler.text("python_module", default=""),
+            python_module_args=compiler.texts("python_module_args", ()),
         ),
     )
 

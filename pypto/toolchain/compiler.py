@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -12,7 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pypto.platform import CORE_TYPES, CompilerNotFoundError, Platform, locate_compiler
+from pypto.platform import (
+    CORE_TYPES,
+    CompilerNotFoundError,
+    Platform,
+    compiler_version_line,
+    find_compiler,
+)
+from pypto.sim import INCLUDE_DIR
 
 
 class ToolchainNotFoundError(RuntimeError):
@@ -39,15 +45,38 @@ class Toolchain:
 
     platform: Platform
     compiler: Path
+    # Arguments between the program and the flags: `zig c++ ...` runs zig's Clang.
+    launcher_args: tuple[str, ...] = ()
 
     @classmethod
     def for_platform(cls, platform: Platform) -> Toolchain:
-        """Locates the platform's compiler; raises ToolchainNotFoundError at once if missing."""
+        """Locates the platform's compiler, and for device code the pto-isa headers; raises
+        ToolchainNotFoundError at once if either is missing."""
         try:
-            compiler = locate_compiler(platform)
+            found = find_compiler(platform)
         except CompilerNotFoundError as e:
             raise ToolchainNotFoundError(str(e)) from None
-        return cls(platform, compiler)
+        toolchain = cls(platform, found.path, found.args)
+        toolchain.include_dirs()  # a missing pto-isa stops the build here, not per kernel
+        return toolchain
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        """The program and its launcher arguments: what every compile starts with."""
+        return (str(self.compiler), *self.launcher_args)
+
+    def include_dirs(self) -> tuple[Path, ...]:
+        """Header roots of every compile: the simulator's ISA model on sim platforms; the
+        pto-isa headers (and pypto's artifact ABI, pto/abi.h) for device code."""
+        if not self.platform.device_code:
+            return (INCLUDE_DIR,)
+        # Imported here: only device code needs pto-isa, and finding it may fail.
+        from pypto.toolchain.pto_isa import PtoIsaNotFoundError, pto_isa_include
+
+        try:
+            return (pto_isa_include(), INCLUDE_DIR)
+        except PtoIsaNotFoundError as e:
+            raise ToolchainNotFoundError(str(e)) from None
 
     @property
     def binary_suffix(self) -> str:
@@ -70,15 +99,25 @@ class Toolchain:
 
     def version(self) -> str:
         """First line of the compiler's `--version` (asked once per compiler per process)."""
-        return _version_line(str(self.compiler))
+        try:
+            return compiler_version_line(self.command)
+        except CompilerNotFoundError as e:
+            raise ToolchainNotFoundError(str(e)) from None
 
     def flags_digest(self) -> str:
         """sha256 over every flag set this toolchain uses (orchestration and each core type)."""
         return hashlib.sha256(self._flags_text().encode()).hexdigest()
 
     def identity(self) -> str:
-        """The compiler's version line plus all its flags: what a content key must cover."""
-        return f"{self.version()}\n{self._flags_text()}"
+        """The compiler's version line plus all its flags, and for device code the digest
+        of the pto-isa headers: what a content key must cover."""
+        identity = f"{self.version()}\n{self._flags_text()}"
+        if self.platform.device_code:
+            from pypto.toolchain.pto_isa import pto_isa_digest
+
+            self.include_dirs()  # raises ToolchainNotFoundError when pto-isa is missing
+            identity += f"\npto-isa {pto_isa_digest()}"
+        return identity
 
     def compile_shared(
         self,
@@ -86,20 +125,23 @@ class Toolchain:
         so_path: Path,
         include_dirs: Iterable[Path],
         core_type: str | None = None,
+        extra_sources: Iterable[Path] = (),
     ) -> None:
         """Compiles `cpp_path` into the platform's binary at `so_path` (a shared object on
-        sim, an object file on device); `core_type` is the kernel's, None for orchestration.
-        Raises CompileError with the compiler's stderr when it fails."""
+        sim and CPU model, an object file on device); `core_type` is the kernel's, None for
+        orchestration; `extra_sources` (in `cpp_path`'s directory) are linked into the same
+        shared object.  Raises CompileError with the compiler's stderr when it fails."""
         cpp_path, so_path = Path(cpp_path), Path(so_path)
         cwd = cpp_path.parent
-        command = [str(self.compiler), *self.flags(core_type)]
+        command = [*self.command, *self.flags(core_type)]
         for include in include_dirs:
             include = Path(include).resolve()
             # Mapping the directory keeps its absolute path out of __FILE__ in the binary.
             command += [f"-I{include}", f"-ffile-prefix-map={include}={include.name}"]
         # Relative source and output names keep the build directory out of the binary, so
         # the same source compiles to the same bytes wherever it is built.
-        command += [cpp_path.name, "-o", os.path.relpath(so_path, cwd)]
+        extra = [os.path.relpath(Path(p), cwd) for p in extra_sources]
+        command += [cpp_path.name, *extra, "-o", os.path.relpath(so_path, cwd)]
         proc = subprocess.run(
             command,
             check=False,
@@ -123,27 +165,3 @@ class Toolchain:
 def sim_debug() -> bool:
     """Is PYPTO_SIM_DEBUG set to something other than empty or 0?"""
     return os.environ.get("PYPTO_SIM_DEBUG", "") not in ("", "0")
-
-
-@functools.cache
-def _version_line(compiler: str) -> str:
-    try:
-        proc = subprocess.run(
-            [compiler, "--version"],
-            check=False,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=60,
-            # A fixed locale keeps the line, and so every content key, stable across shells.
-            env={**os.environ, "LC_ALL": "C"},
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise ToolchainNotFoundError(f"could not run '{compiler} --version': {e}") from e
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        raise ToolchainNotFoundError(
-            f"'{compiler} --version' failed (exit status {proc.returncode}): {proc.stderr.strip()}"
-        )
-    return lines[0].strip()

@@ -42,6 +42,8 @@ KEY_SCHEMA_VERSION = 1
 OUTPUT_ENV_VARS: tuple[str, ...] = (
     "PYPTO_CXX",  # selects the host compiler
     "PYPTO_DEVICE_CXX",  # selects the device compiler
+    "PYPTO_CPU_MODEL_CXX",  # selects the CPU-model platforms' compiler
+    "PTO_ISA_ROOT",  # selects the pto-isa headers device code compiles against
     "ASCEND_HOME_PATH",  # selects the device compiler through the CANN install root
     "ASCEND_TOOLKIT_HOME",  # likewise
     "PYPTO_WARNING_LEVEL",  # decides which diagnostics are written to the artifact's report/

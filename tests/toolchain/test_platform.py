@@ -19,23 +19,26 @@ from pypto.platform import (
 KIB = 1024
 
 
-def test_platform_names_list_the_four_platforms_sims_first():
-    assert PLATFORM_NAMES == ("a2a3sim", "a5sim", "a2a3", "a5")
+def test_platform_names_list_simulators_then_cpu_models_then_devices():
+    assert PLATFORM_NAMES == ("a2a3sim", "a5sim", "a2a3cpu", "a5cpu", "a2a3", "a5")
 
 
 @pytest.mark.parametrize(
-    ("name", "backend", "is_sim"),
+    ("name", "backend", "kind", "runs_here"),
     [
-        ("a2a3sim", "Ascend910B", True),
-        ("a5sim", "Ascend950", True),
-        ("a2a3", "Ascend910B", False),
-        ("a5", "Ascend950", False),
+        ("a2a3sim", "Ascend910B", "sim", True),
+        ("a5sim", "Ascend950", "sim", True),
+        ("a2a3cpu", "Ascend910B", "cpu_model", True),
+        ("a5cpu", "Ascend950", "cpu_model", True),
+        ("a2a3", "Ascend910B", "device", False),
+        ("a5", "Ascend950", "device", False),
     ],
 )
-def test_each_platform_names_its_backend_and_kind(name, backend, is_sim):
+def test_each_platform_names_its_backend_and_kind(name, backend, kind, runs_here):
     platform = get_platform(name)
-    assert (platform.name, platform.backend.name, platform.is_sim) == (name, backend, is_sim)
-    assert platform.kind == ("sim" if is_sim else "device")
+    assert (platform.name, platform.backend.name, platform.kind) == (name, backend, kind)
+    assert platform.runs_here is runs_here and platform.is_sim is (kind == "sim")
+    assert platform.device_code is (kind != "sim")
 
 
 def test_unknown_platform_raises_value_error_listing_all_four():

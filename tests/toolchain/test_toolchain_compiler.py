@@ -9,7 +9,7 @@ import pytest
 from pypto.platform import get_platform
 from pypto.sim import INCLUDE_DIR
 from pypto.toolchain import CompileError, Toolchain, ToolchainNotFoundError
-from pypto.toolchain.compiler import _version_line
+from pypto.platform import _version_line
 
 DEVICE_COMPILER_VARS = ("PYPTO_DEVICE_CXX", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
 
