@@ -171,7 +171,7 @@ def build_program(program: Program, options: CompileOptions,
     key = artifact_key(program.as_python(), options, platform, toolchain)
 
     def build(out: Path) -> None:
-        sources = replace(generate(lowered.program, program),
+        sources = replace(generate(lowered.program, program, platform),
                           extra_files=dict(lowered.files))
         build_artifact(sources, platform, toolchain, key, out)
 

@@ -104,8 +104,10 @@ class Platform:
 
     name: str
     backend: Backend
-    kind: str  # "sim" | "device"
+    kind: str  # "sim" | "device" | "cpu_model"
     compiler: CompilerSettings
+    # CPU-model platforms: the architecture of pto-isa's NPUMemoryModel ("A2A3" or "A5").
+    cpu_model_arch: str = ""
 
     @property
     def is_sim(self) -> bool:
@@ -446,6 +448,8 @@ def _load_platform(rules: Path, name: str) -> Platform:
         name=name,
         backend=_load_backend(rules, rule.text("backend")),
         kind=rule.text("kind", KINDS),
+        cpu_model_arch=rule.text("cpu_model_arch", ("A2A3", "A5"), default="")
+        if rule.text("kind", KINDS) == "cpu_model" else "",
         compiler=CompilerSettings(
             cxx=compiler.text("cxx"),
             env=compiler.texts("env", ()),

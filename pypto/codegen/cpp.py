@@ -7,6 +7,7 @@ the text itself comes only from `templates/`.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
@@ -33,53 +34,18 @@ from ..ir.types import (
     TensorType,
     TileType,
 )
+from .device import device_kernel
 from .environment import render
+from .expressions import expr_model, ident, scalar_ctype
 from .sources import GeneratedSources, KernelSource, ParamSpec
 
-_RESERVED = set(
-    """alignas alignof and asm auto bool break case catch char class const constexpr continue
-    default delete do double else enum explicit export extern false float for friend goto if
-    inline int long mutable namespace new noexcept not nullptr operator or private protected
-    public register return short signed sizeof static struct switch template this throw true
-    try typedef typeid typename union unsigned using virtual void volatile while xor
-    api args core params pto main pypto_deps pypto_blocks pypto_first pypto_dump pypto_origin
-    pypto_extent pypto_view""".split()
-)
-_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-_INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}
+if TYPE_CHECKING:
+    from ..platform import Platform
+
 _ROUND = {"none": "None", "rint": "Rint", "round": "Round", "floor": "Floor", "ceil": "Ceil",
           "trunc": "Trunc", "odd": "Odd"}
 _SPACE = {"Vec": "vec", "Mat": "mat", "Left": "left", "Right": "right", "Acc": "acc"}
 _DIRECTION = {Direction.In: "PTO_IN", Direction.Out: "PTO_OUT", Direction.InOut: "PTO_INOUT"}
-
-
-def ident(name: str) -> str:
-    """A C++ identifier for a user name (C++ keywords and template names get a suffix)."""
-    return name + "_" if name in _RESERVED else name
-
-
-def scalar_ctype(dtype: DataType) -> str:
-    return "double" if dtype.is_float else "int64_t"
-
-
-def expr_model(e, idents=None) -> dict:
-    if isinstance(e, Var):
-        return {"kind": "var", "name": (idents or {}).get(e.name, ident(e.name))}
-    if isinstance(e, Const):
-        if isinstance(e.value, bool):
-            return {"kind": "bool", "value": e.value}
-        if isinstance(e.value, int):
-            return {"kind": "int", "value": e.value}
-        return {"kind": "float", "value": float(e.value)}
-    if isinstance(e, Call) and isinstance(e.type, ScalarType) and len(e.args) == 2:
-        lhs, rhs = (expr_model(a, idents) for a in e.args)
-        if e.op in _INFIX:
-            return {"kind": "binop", "op": _INFIX[e.op], "lhs": lhs, "rhs": rhs}
-        if e.op in _INDEX_CALLS:
-            return {"kind": "call", "fn": _INDEX_CALLS[e.op], "lhs": lhs, "rhs": rhs}
-    if isinstance(e, Call) and e.op == "get_block_idx":
-        return {"kind": "var", "name": "(int64_t)core->block_idx"}  # kernels only
-    raise InternalError(f"no scalar C++ form for {e!r}")
 
 
 def _param_spec(p) -> ParamSpec:
@@ -334,6 +300,24 @@ def kernel_source(fn: Function) -> KernelSource:
                         tuple(_param_spec(p) for p in fn.params), _on_chip_high_water(builder))
 
 
+def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
+    if platform is None or not platform.device_code:
+        return kernel_source(fn)
+    kernel = device_kernel(fn)
+    launch = ""
+    if platform.kind == "cpu_model":
+        model = {"name": fn.name, "params": _param_models(fn), "arch": platform.cpu_model_arch,
+                 "poison": [{"base": _POISON_BASE[space], "bytes": n}
+                            for space, n in sorted(kernel.on_chip.items()) if n]}
+        launch = render("cpu_model_launch.cpp.j2", l=model)
+    return KernelSource(fn.name, kernel.cpp, kernel.core_type,
+                        tuple(_param_spec(p) for p in fn.params), kernel.on_chip, launch)
+
+
+# pto-isa's NPUMemoryModel names each on-chip space by its buffer.
+_POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C"}
+
+
 def _on_chip_high_water(builder: _KernelBuilder) -> dict[str, int]:
     """Bytes of each on-chip space the kernel's tiles can touch: the end of the highest
     C++ tile (`rows * cols` elements at its address) per space, 0 where none lives."""
@@ -513,18 +497,21 @@ def accumulated_params(fn: Function) -> set[str]:
     return atomic - other
 
 
-def generate(program: Program, frontend: Program | None = None) -> GeneratedSources:
+def generate(program: Program, frontend: Program | None = None,
+             platform: Platform | None = None) -> GeneratedSources:
     """C++ sources for a fully lowered program (passes already ran).
 
     `frontend`, the program before the passes, supplies the directions the user declared
     for the entry's parameters (the passes only ever widen them); the manifest records
-    them so the runtime can tell an output the program reads from an input.
+    them so the runtime can tell an output the program reads from an input.  Kernels call
+    the simulator's ISA model, or on device and CPU-model `platform`s are PTO-ISA device
+    code (CPU-model kernels with the launcher that runs them on pto-isa's CPU model).
     """
     entry = program.entry_function
     if entry.func_type is not FunctionType.Orchestration:
         raise InternalError("the entry of a lowered program must be an orchestration function")
     incore = [f for f in program.functions if f.func_type is FunctionType.InCore]
-    kernels = tuple(kernel_source(f) for f in incore)
+    kernels = tuple(_kernel(f, platform) for f in incore)
     index = {k.name: i for i, k in enumerate(kernels)}
     builder = _OrchestrationBuilder(program, entry, index)
     body = builder.body(entry.body)

@@ -44,6 +44,9 @@ class KernelSource:
     # tile AllocateMemoryAddr placed there, in bytes (0: the space is unused).  The
     # runtime poisons [0, mark) of each core before a run instead of whole buffers.
     on_chip: dict[str, int] = field(default_factory=dict)
+    # CPU-model platforms: the launcher (templates/cpu_model_launch.cpp.j2) compiled into the
+    # kernel's shared object beside `cpp`, which is the device source unchanged.
+    launch_cpp: str = ""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ The unit of allocation is a *buffer*: one variable name at one tile type (a name
 rebound at the same type, like `acc = pl.add(acc, x)`, updates its buffer in place).
 A buffer is live from its first to its last occurrence; one that is carried around a
 loop, or crosses a loop's boundary, stays live for the whole loop.  Buffers whose
-live ranges overlap get disjoint addresses (first fit, 32-byte aligned); a buffer
+live ranges overlap get disjoint addresses (first fit, 32-byte aligned), each taking its
+hardware footprint (`pypto.ir.layout`: rows padded to whole 32-byte blocks); a buffer
 that does not fit the backend's capacity is an error naming the tile.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..ir.errors import CapacityError
+from ..ir.layout import BLOCK_BYTES, tile_footprint
 from ..ir.nodes import Assign, For, Var
 from ..ir.types import FunctionType, TileType
 from ..ir.visitor import IRVisitor
@@ -20,7 +22,7 @@ from .manager import FunctionPass
 from .properties import IRProperty
 from .retype import VarRetyper
 
-ALIGN = 32
+ALIGN = BLOCK_BYTES
 
 
 def buffer_key(t: TileType) -> tuple:
@@ -100,7 +102,7 @@ def _live_ranges(occ: _Occurrences) -> None:
 def _first_fit(buffers: list[_Buffer], capacity: int, memory) -> None:
     placed: list[_Buffer] = []
     for buf in sorted(buffers, key=lambda b: (b.start, b.name)):
-        size = buf.type.nbytes
+        size = tile_footprint(buf.type)
         live = sorted(
             (p for p in placed if p.start <= buf.end and buf.start <= p.end), key=lambda p: p.addr
         )
@@ -108,9 +110,9 @@ def _first_fit(buffers: list[_Buffer], capacity: int, memory) -> None:
         for p in live:
             if addr + size <= p.addr:
                 break
-            addr = max(addr, _align(p.addr + p.type.nbytes))
+            addr = max(addr, _align(p.addr + tile_footprint(p.type)))
         if addr + size > capacity:
-            live_bytes = sum(p.type.nbytes for p in live)
+            live_bytes = sum(tile_footprint(p.type) for p in live)
             raise CapacityError(
                 f"tile `{buf.name}` ({list(buf.type.shape)} {buf.type.dtype.name}, {size} bytes) "
                 f"does not fit the {memory.name} buffer: {capacity} bytes, {live_bytes} already "

@@ -31,12 +31,12 @@ def load_artifact(path: str | os.PathLike, *, platform: str | None = None) -> Lo
     """
     artifact_dir = Path(path)
     manifest, resolved = _verified(artifact_dir, platform)
-    if not get_platform(manifest.platform).is_sim:
-        simulators = [n for n in PLATFORM_NAMES if get_platform(n).is_sim]
+    if not get_platform(manifest.platform).runs_here:
+        here = [n for n in PLATFORM_NAMES if get_platform(n).runs_here]
         raise DeviceUnavailableError(
             f"{artifact_dir} is built for the device platform {manifest.platform!r} "
             f"({manifest.backend}) and no NPU runtime is available on this host; "
-            f"build for a simulator platform ({', '.join(simulators)}) to run it here"
+            f"build for a simulator or CPU-model platform ({', '.join(here)}) to run it here"
         )
 
     libraries = [_mapped(p) for p in resolved]
@@ -71,7 +71,7 @@ def _verified(artifact_dir: Path, platform: str | None) -> tuple[Manifest, list[
 
 
 class LoadedProgram:
-    """A verified, mapped artifact, ready to run on the host simulator."""
+    """A verified, mapped artifact, ready to run on this host (simulator or CPU model)."""
 
     def __init__(
         self,

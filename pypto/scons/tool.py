@@ -296,10 +296,10 @@ def _requested_platform(platform, build: Path, name: str, version: str):
     try:
         check_dist_name("name", name)
         check_dist_name("version", version)
-        if platform is not None and not get_platform(platform).is_sim and "check" in targets:
-            sims = [p for p in platform_names() if get_platform(p).is_sim]
+        if platform is not None and not get_platform(platform).runs_here and "check" in targets:
+            here = [p for p in platform_names() if get_platform(p).runs_here]
             _stop(f"`check` runs kernels, and platform {platform!r} needs an NPU this host "
-                  f"does not have; check on {' or '.join(sims)}")
+                  f"does not have; check on {' or '.join(here)}")
     except ValueError as exc:  # an unknown platform lists the known ones
         _stop(str(exc))
     return platform
@@ -353,11 +353,11 @@ class _LibraryGraph:
         self.artifact_key = artifact_key
         self.golden_code = "golden code " + toolkit.golden_digest(index)
         self.runtime_code = None
-        self.is_sim = False
+        self.runs_here = False
         if platform is not None:
             from pypto.platform import get_platform
 
-            self.is_sim = get_platform(platform).is_sim
+            self.runs_here = get_platform(platform).runs_here
             self.runtime_code = "runtime " + toolkit.runtime_digest(index)
         self.goldens, self.artifacts, self.built_goldens, self.checks = [], [], [], []
         self.package_sources, self.entries, self.directories = [], [], []
@@ -398,7 +398,7 @@ class _LibraryGraph:
         self.built_goldens += golden[:1]
         self.package_sources += artifact + golden
         self.entries.append(LibraryEntry(k, spec, v, f"{platform}/{k}/{v}", f"goldens/{k}/{v}"))
-        if self.is_sim and _declares_checks():
+        if self.runs_here and _declares_checks():
             result = env.PyptoCheck(f"{build}checks/{platform}/{k}/{v}.json",
                                     artifact + golden[:1])
             result[0].attributes.pypto = {**case, "platform": platform, "artifact": directory,

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import pypto
 from pypto.platform import SPACES, Platform
-from pypto.sim import INCLUDE_DIR
 from pypto.toolchain.compiler import Toolchain
 
 if TYPE_CHECKING:
@@ -39,6 +38,8 @@ class _Unit:
     binary: str
     text: str
     core_type: str | None  # None for orchestration
+    launch: str = ""  # a CPU-model kernel's launcher source, compiled into the same binary
+    launch_text: str = ""
 
 
 def build_artifact(
@@ -58,6 +59,7 @@ def build_artifact(
     out_dir = Path(out_dir)
     units = _units(sources, toolchain.binary_suffix)
     files = {unit.source: unit.text for unit in units}
+    files.update({unit.launch: unit.launch_text for unit in units if unit.launch})
     files.update(_checked_extra_files(sources.extra_files, units))
     for relpath, text in files.items():
         _write_text(out_dir / relpath, text)
@@ -87,7 +89,8 @@ def _units(sources: GeneratedSources, suffix: str) -> list[_Unit]:
     if duplicates:
         raise ValueError(f"kernel names must be unique; repeated: {duplicates}")
     units = [
-        _Unit(f"kernels/{k.name}.cpp", f"kernels/{k.name}{suffix}", k.cpp, k.core_type)
+        _Unit(f"kernels/{k.name}.cpp", f"kernels/{k.name}{suffix}", k.cpp, k.core_type,
+              f"kernels/{k.name}.launch.cpp" if k.launch_cpp else "", k.launch_cpp)
         for k in sources.kernels
     ]
     units.append(
@@ -97,7 +100,8 @@ def _units(sources: GeneratedSources, suffix: str) -> list[_Unit]:
 
 
 def _checked_extra_files(extra_files: dict[str, str], units: list[_Unit]) -> dict[str, str]:
-    reserved = {MANIFEST_NAME} | {u.source for u in units} | {u.binary for u in units}
+    reserved = {MANIFEST_NAME} | {u.source for u in units} | {u.binary for u in units} \
+        | {u.launch for u in units if u.launch}
     checked = {}
     for relpath, text in extra_files.items():
         path = PurePosixPath(relpath)
@@ -118,8 +122,9 @@ def _compile_all(toolchain: Toolchain, out_dir: Path, units: list[_Unit]) -> Non
                 toolchain.compile_shared,
                 out_dir / unit.source,
                 out_dir / unit.binary,
-                [INCLUDE_DIR],
+                toolchain.include_dirs(),
                 unit.core_type,
+                [out_dir / unit.launch] if unit.launch else [],
             )
             for unit in units
         ]

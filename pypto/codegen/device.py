@@ -1,0 +1,455 @@
+"""IR → PTO-ISA device C++ for InCore kernels (the device and CPU-model platforms).
+
+Every tile becomes a `Tile<TileType::...>` placed with `TASSIGN` at the address
+AllocateMemoryAddr chose, in the layout `pypto.ir.layout` gives it; every tensor window a
+load or store touches becomes a `GlobalTensor` view; every IR operator one instruction
+(`TLOAD`, `TADD`, `TMATMUL`, ...; a partial load adds the `TFILLPAD_INPLACE` that writes
+its padding).  InsertPipeSync (`pipe_sync.py`) then adds the `set_flag` / `wait_flag`
+pairs between pipes.  The entry point follows the upstream runtime's convention,
+`extern "C" __aicore__ void kernel_entry(__gm__ int64_t *args)`: tensor arguments are
+pointers to pypto's tensor descriptor (`PtoTensor`, pto/abi.h), scalars their 64 bits.
+
+This module decides what to emit; the text comes from templates/device_kernel.cpp.j2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.dtypes import DataType
+from ..ir.errors import InternalError, LoweringError
+from ..ir.layout import tile_footprint, tile_layout
+from ..ir.nodes import Assign, Call, Const, ExprStmt, For, Function, Return, Var
+from ..ir.ops import get_op
+from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
+from .environment import render
+from .expressions import expr_model, ident
+from .pipe_sync import Access, Flag, Instr, Loop, insert_pipe_sync
+
+# Element types of pto-isa (FP8 types exist only on A5 builds of pto-isa; not emitted yet).
+_ELEM = {
+    DataType.FP32: "float", DataType.FP16: "half", DataType.BF16: "bfloat16_t",
+    DataType.INT8: "int8_t", DataType.INT16: "int16_t", DataType.INT32: "int32_t",
+    DataType.INT64: "int64_t", DataType.UINT8: "uint8_t", DataType.UINT16: "uint16_t",
+    DataType.UINT32: "uint32_t",
+}
+_ROUND = {"none": "CAST_NONE", "rint": "CAST_RINT", "round": "CAST_ROUND",
+          "floor": "CAST_FLOOR", "ceil": "CAST_CEIL", "trunc": "CAST_TRUNC", "odd": "CAST_ODD"}
+_PAD = {"null": "Zero", "zero": "Zero", "max": "Max", "min": "Min"}
+# Which pipe moves data between two places (a tile move or extract).
+_MOVE_PIPE = {
+    (MemorySpace.Mat, MemorySpace.Left): "PIPE_MTE1",
+    (MemorySpace.Mat, MemorySpace.Right): "PIPE_MTE1",
+    (MemorySpace.Acc, MemorySpace.Vec): "PIPE_FIX",
+    (MemorySpace.Acc, MemorySpace.Mat): "PIPE_FIX",
+    (MemorySpace.Vec, MemorySpace.Vec): "PIPE_V",
+}
+_CUBE_ALIAS = {MemorySpace.Left: "TileLeft", MemorySpace.Right: "TileRight",
+               MemorySpace.Acc: "TileAcc"}
+
+
+@dataclass
+class _Tile:
+    """One C++ tile object: a view of `rows` x `cols` (physical) elements at `addr`."""
+
+    ident: str
+    type: TileType
+    vrows: int
+    vcols: int
+    pad: str | None = None
+    views: dict = field(default_factory=dict)  # (vrows, vcols, pad) -> the view's _Tile
+
+    def model(self) -> dict:
+        t = self.type
+        layout = tile_layout(t)
+        return {
+            "ident": self.ident, "loc": t.memory.name, "elem": _ELEM[t.dtype],
+            "rows": layout.rows, "cols": layout.cols,
+            "blayout": "ColMajor" if layout.col_major or t.memory is MemorySpace.Mat
+            else "RowMajor",
+            "vrows": self.vrows, "vcols": self.vcols, "pad": self.pad,
+            "alias": _CUBE_ALIAS.get(t.memory), "addr": f"{t.addr:#x}",
+        }
+
+    def access(self) -> Access:
+        start = self.type.addr
+        return Access(self.type.memory.name, start, start + tile_footprint(self.type))
+
+
+class _DeviceKernelBuilder:
+    """Builds the device template's model of one InCore function."""
+
+    def __init__(self, fn: Function):
+        self.fn = fn
+        self.params = {p.var.name: p.var.type for p in fn.params}
+        self.tiles: dict[tuple, _Tile] = {}
+        self.scalars: dict[str, dict] = {}
+        self.names: set[str] = {ident(n) for n in self.params}
+        self.windows = 0
+
+    # -- names and tiles
+
+    def _fresh(self, base: str) -> str:
+        name, n = base, 1
+        while name in self.names:
+            name, n = f"{base}_{n}", n + 1
+        self.names.add(name)
+        return name
+
+    def tile(self, var: Var) -> _Tile:
+        t = var.type
+        if not isinstance(t, TileType) or t.memory is None or t.addr is None:
+            raise InternalError(f"tile `{var.name}` reached codegen without memory placement")
+        if t.dtype not in _ELEM:
+            raise LoweringError(f"tile `{var.name}`: {t.dtype.name} tiles have no device code "
+                                "yet", var.span, hint="use a simulator platform")
+        key = (var.name, t)
+        if key not in self.tiles:
+            rows, cols = t.shape[0], t.shape[1] if len(t.shape) > 1 else 1
+            self.tiles[key] = _Tile(self._fresh(ident(var.name)), t, rows, cols)
+        return self.tiles[key]
+
+    def view(self, base: _Tile, vrows: int, vcols: int, pad: str | None) -> _Tile:
+        """`base`'s bytes seen with another valid region or pad value (its own C++ object)."""
+        if (vrows, vcols, pad) == (base.vrows, base.vcols, base.pad):
+            return base
+        if pad is not None and base.pad is None and (vrows, vcols) == (base.vrows, base.vcols):
+            base.pad = pad  # the tile's first pad value: no second object needed
+            return base
+        key = (vrows, vcols, pad)
+        if key not in base.views:
+            suffix = "valid" if (vrows, vcols) != (base.vrows, base.vcols) else f"pad_{pad.lower()}"
+            base.views[key] = _Tile(self._fresh(f"{base.ident}_{suffix}"), base.type, vrows,
+                                    vcols, pad)
+        return base.views[key]
+
+    def valid_view(self, var: Var, pad: str | None = None) -> _Tile:
+        vrows, vcols = (tuple(var.type.valid) + (1,))[:2]
+        return self.view(self.tile(var), vrows, vcols, pad)
+
+    # -- statements
+
+    def body(self, stmts) -> list:
+        out: list = []
+        for s in stmts:
+            if isinstance(s, For):
+                trips = _static_trips(s)
+                out.append(Loop(self.body(s.body), trips, {
+                    "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
+                    "stop": expr_model(s.stop), "step": expr_model(s.step)}))
+            elif isinstance(s, Assign):
+                out += self.assign(s)
+            elif isinstance(s, Return):
+                continue
+            elif isinstance(s, ExprStmt):
+                raise LoweringError("an expression statement has no effect in a kernel", s.span)
+            else:
+                raise InternalError(f"unexpected statement in kernel: {s!r}")
+        return out
+
+    def assign(self, s: Assign) -> list:
+        (dst,) = s.targets
+        call = s.value
+        if isinstance(dst.type, ScalarType):
+            if dst.name not in self.params:
+                self.scalars.setdefault(dst.name, {"ident": ident(dst.name),
+                                                   "ctype": _scalar_ctype(dst.type.dtype)})
+            if isinstance(call, Call) and call.op == "read":
+                return self._read(call, dst, s)
+            return [_statement({"kind": "scalar_assign", "dst": ident(dst.name),
+                                "value": _expr(call)})]
+        if isinstance(call, Var) and isinstance(call.type, TileType):
+            return [self._instr("TMOV", [self.tile(dst), self.tile(call)], [self.tile(call)],
+                                [self.tile(dst)], _move_pipe(call.type, dst.type, s))]
+        if not isinstance(call, Call):
+            raise InternalError(f"kernel statement is not an operator call: {s!r}")
+        op = get_op(call.op)
+        form = getattr(self, "_form_" + op.emit, None) if op.emit else None
+        if form is None:
+            raise LoweringError(f"pl.{call.op} cannot be emitted in a kernel", s.span,
+                                hint="use it inside a pl.at block or an orchestration function")
+        return form(op, call, dst, s)
+
+    def _instr(self, name: str, args: list, reads: list, writes: list, pipe: str,
+               template: list | None = None, gm_reads=(), gm_writes=()) -> Instr:
+        """One instruction: `name<template>(args)` on `pipe`, reading and writing tiles."""
+        rendered = [_arg(a) for a in args]
+        model = {"kind": "instr", "op": name, "args": rendered,
+                 "template": [_arg(a) for a in template] if template else []}
+        accesses_r = tuple(t.access() for t in reads) + tuple(Access(f"GM:{g}") for g in gm_reads)
+        accesses_w = tuple(t.access() for t in writes) + \
+            tuple(Access(f"GM:{g}") for g in gm_writes)
+        text = f"{name}({', '.join(a['name'] if a['kind'] == 'ref' else '...' for a in rendered)})"
+        return Instr(pipe, accesses_r, accesses_w, text, model)
+
+    # -- one builder per operator form (the `emit` field of the op registry)
+
+    def _window(self, tensor: Var, offsets, vrows: int, vcols: int, s) -> tuple[dict, str]:
+        if tensor.name not in self.params or not isinstance(tensor.type, TensorType):
+            raise LoweringError("device kernels load and store only tensor parameters", s.span)
+        if len(offsets.items) != 2:
+            raise LoweringError("tile loads and stores need rank-2 tensors for now", s.span)
+        r0, c0 = offsets.items
+        name = self._fresh(f"{ident(tensor.name)}_window")
+        self.windows += 1
+        return _statement({
+            "kind": "window", "ident": name, "tensor": ident(tensor.name),
+            "elem": _ELEM[tensor.type.dtype], "rows": vrows, "cols": vcols,
+            "r0": _expr(r0), "c0": _expr(c0)}), name
+
+    def _form_load(self, op, call, dst, s):
+        tensor, offsets = call.args
+        full = self.tile(dst)
+        pad = _PAD[call.attr("pad_value").name]
+        partial = tuple(dst.type.valid) != tuple(dst.type.shape)
+        target = self.valid_view(dst, pad if partial else None)
+        decl, window = self._window(tensor, offsets, target.vrows, target.vcols, s)
+        out = [decl, self._instr("TLOAD", [target, _Ref(window)], [], [target], "PIPE_MTE2",
+                                 gm_reads=[tensor.name])]
+        if partial:
+            if dst.type.memory is not MemorySpace.Vec:
+                raise LoweringError(
+                    f"a partial load into {dst.type.memory.name} has no device code yet", s.span)
+            padded = self.view(full, full.vrows, full.vcols, pad)
+            out.append(self._instr("TFILLPAD_INPLACE", [padded, target], [target], [padded],
+                                   "PIPE_V"))
+        return out
+
+    def _form_store(self, op, call, dst, s):
+        tile, offsets, tensor = call.args
+        src = self.valid_view(tile)
+        decl, window = self._window(tensor, offsets, src.vrows, src.vcols, s)
+        pipe = "PIPE_FIX" if tile.type.memory is MemorySpace.Acc else "PIPE_MTE3"
+        template = None
+        if call.attr("atomic").name == "Add":
+            template = [_Ref(f"decltype({src.ident})"), _Ref(f"decltype({window})"),
+                        _Ref("AtomicType::AtomicAdd")]
+        return [decl, self._instr("TSTORE", [_Ref(window), src], [src], [], pipe, template,
+                                  gm_writes=[tensor.name])]
+
+    def _form_binary(self, op, call, dst, s):
+        a, b = call.args
+        d = self.tile(dst)
+        name = op.isa.upper()
+        if op.name in ("row_expand", "col_expand"):  # the vector broadcast alone
+            return [self._instr(name, [d, self.tile(b)], [self.tile(b)], [d], "PIPE_V")]
+        if isinstance(a.type, TileType) and isinstance(b.type, TileType):
+            return [self._instr(name, [d, self.tile(a), self.tile(b)],
+                                [self.tile(a), self.tile(b)], [d], "PIPE_V")]
+        if isinstance(a.type, TileType):
+            return [self._instr(op.isa_scalar.upper(), [d, self.tile(a), _expr(b)],
+                                [self.tile(a)], [d], "PIPE_V")]
+        x = self.tile(b)
+        if op.name == "div":  # s / x: TDIVS has the scalar-first form
+            return [self._instr("TDIVS", [d, _expr(a), x], [x], [d], "PIPE_V")]
+        if op.name in ("add", "mul", "and_", "or_", "xor"):  # commutative
+            return [self._instr(op.isa_scalar.upper(), [d, x, _expr(a)], [x], [d], "PIPE_V")]
+        if op.name == "sub":  # s - x = (-x) + s: the negation is exact, one rounding
+            return [self._instr("TNEG", [d, x], [x], [d], "PIPE_V"),
+                    self._instr("TADDS", [d, d, _expr(a)], [d], [d], "PIPE_V")]
+        raise LoweringError(f"pl.{call.op} with the scalar first has no device code yet",
+                            s.span, hint="put the tile first")
+
+    def _form_unary(self, op, call, dst, s):
+        (src,) = call.args[:1]
+        d, x = self.tile(dst), self.tile(src)
+        if op.name == "move":
+            return [self._instr("TMOV", [d, x], [x], [d], _move_pipe(src.type, dst.type, s))]
+        if op.isa in ("treshape", "ttrans") or op.name == "set_validshape":
+            raise LoweringError(f"pl.{call.op} has no device code yet", s.span,
+                                hint="use a simulator platform")
+        return [self._instr(op.isa.upper(), [d, x], [x], [d], "PIPE_V")]
+
+    def _form_cast(self, op, call, dst, s):
+        d, x = self.tile(dst), self.tile(call.args[0])
+        mode = _Ref(f"RoundMode::{_ROUND[call.attr('mode')]}")
+        return [self._instr("TCVT", [d, x, mode], [x], [d], "PIPE_V")]
+
+    def _form_fill(self, op, call, dst, s):
+        operands = op.operands(call.args, dict(call.attrs))
+        value = operands.get("scalar", operands.get("value"))
+        d = self.tile(dst)
+        return [self._instr("TEXPANDS", [d, _expr(value)], [], [d], "PIPE_V")]
+
+    def _form_fillpad(self, op, call, dst, s):
+        (src,) = call.args
+        pad = _PAD[call.attr("pad_value").name]
+        d = self.view(self.tile(dst), *self._full(dst), pad)
+        x = self.valid_view(src)
+        return [self._instr("TFILLPAD", [d, x], [x], [d], "PIPE_V")]
+
+    def _full(self, var: Var) -> tuple[int, int]:
+        t = self.tile(var)
+        return t.vrows, t.vcols
+
+    def _form_reduce(self, op, call, dst, s):
+        operands = op.operands(call.args, dict(call.attrs))
+        d, x = self.tile(dst), self.tile(operands["x"])
+        tmp = operands.get("tmp_tile")
+        name = op.isa.upper()
+        if tmp is None:
+            return [self._instr(name, [d, x], [x], [d], "PIPE_V")]
+        t = self.tile(tmp)
+        args = [d, x, t] + ([_Ref("true")] if op.name == "col_sum" else [])
+        return [self._instr(name, args, [x, t], [d, t], "PIPE_V")]
+
+    def _form_matmul(self, op, call, dst, s):
+        operands = op.operands(call.args, dict(call.attrs))
+        if call.attr("a_trans") or call.attr("b_trans"):
+            raise LoweringError("a transposed matmul operand has no device code yet", s.span,
+                                hint="transpose the tensor before loading it")
+        d = self.tile(dst)
+        a, b = self.tile(operands["lhs"]), self.tile(operands["rhs"])
+        acc = operands.get("acc")
+        if acc is None:
+            return [self._instr("TMATMUL", [d, a, b], [a, b], [d], "PIPE_M")]
+        if acc.type.addr != dst.type.addr:
+            raise LoweringError("pl.matmul_acc must accumulate in place (result and acc in one "
+                                "buffer) on device platforms", s.span)
+        return [self._instr("TMATMUL_ACC", [d, a, b], [a, b, self.tile(acc)], [d], "PIPE_M")]
+
+    def _form_extract(self, op, call, dst, s):
+        src, offsets = call.args
+        if not isinstance(src.type, TileType) or len(offsets.items) != 2:
+            raise InternalError(f"a tensor slice reached codegen: {s!r}")
+        d, x = self.tile(dst), self.tile(src)
+        r0, c0 = offsets.items
+        return [self._instr("TEXTRACT", [d, x, _expr(r0), _expr(c0)], [x], [d],
+                            _move_pipe(src.type, dst.type, s))]
+
+    def _read(self, call, dst, s):
+        tile, indices = call.args
+        if not isinstance(tile.type, TileType) or tile.type.memory is not MemorySpace.Vec:
+            raise LoweringError("an element read on device platforms reads a Vec tile", s.span)
+        x = self.tile(tile)
+        r, c = (tuple(indices.items) + (Const(0, INDEX),))[:2]
+        layout = tile_layout(tile.type)
+        stride = 1 if layout.col_major else layout.cols
+        instr = self._instr("GetValue", [], [x], [], "PIPE_S")
+        instr.payload = {"kind": "read", "dst": ident(dst.name), "tile": x.ident,
+                         "r": _expr(r), "c": _expr(c), "stride": stride,
+                         "ctype": _scalar_ctype(dst.type.dtype)}
+        return [instr]
+
+    def _form_create(self, op, call, dst, s):
+        self.tile(dst)
+        return []
+
+    def _form_compare(self, op, call, dst, s):
+        raise LoweringError("pl.cmp has no device code yet (pto-isa's TCMP writes a bit mask)",
+                            s.span, hint="use a simulator platform")
+
+    _form_select = _form_compare
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A C++ name passed as an instruction argument as it is (a window, an enum value)."""
+
+    name: str
+
+
+def _arg(a) -> dict:
+    if isinstance(a, _Tile):
+        return {"kind": "ref", "name": a.ident}
+    if isinstance(a, _Ref):
+        return {"kind": "ref", "name": a.name}
+    return a  # an expression model
+
+
+def _expr(e) -> dict:
+    if isinstance(e, Call) and e.op == "get_block_idx":
+        return {"kind": "var", "name": "static_cast<int64_t>(get_block_idx())"}
+    if isinstance(e, Call) and isinstance(e.type, ScalarType) and len(e.args) == 2:
+        model = expr_model(e)
+        model.update({k: _expr(a) for k, a in zip(("lhs", "rhs"), e.args)})
+        return model
+    return expr_model(e)
+
+
+def _statement(model: dict) -> Instr:
+    """A statement that runs on no pipe (scalar code, declarations): never synchronised."""
+    return Instr("", (), (), model["kind"], model)
+
+
+def _scalar_ctype(dtype: DataType) -> str:
+    return "double" if dtype.is_float else "int64_t"
+
+
+def _move_pipe(src: TileType, dst: TileType, s) -> str:
+    pipe = _MOVE_PIPE.get((src.memory, dst.memory))
+    if pipe is None:
+        raise LoweringError(f"no device data path from {src.memory.name} to {dst.memory.name}",
+                            s.span)
+    return pipe
+
+
+def _static_trips(s: For) -> int | None:
+    if all(isinstance(e, Const) for e in (s.start, s.stop, s.step)) and s.step.value > 0:
+        return max(0, -(-(s.stop.value - s.start.value) // s.step.value))
+    return None
+
+
+def _check_cube_shape(tile: _Tile) -> None:
+    t = tile.type
+    layout = tile_layout(t)
+    if t.memory is not MemorySpace.Vec and (layout.rows, layout.cols) != tuple(t.shape):
+        raise LoweringError(
+            f"a {t.memory.name} tile of {list(t.shape)} {t.dtype.name}: cube tiles are made of "
+            f"16-row fractals, so device code needs rows and columns that are multiples of 16 "
+            f"(and of {max(1, 32 // t.dtype.itemsize)} elements per 32 bytes)", None,
+            hint="round the tile shape up and give the load a valid_shape")
+
+
+def _models(nodes) -> list[dict]:
+    """The template's statement models of a synchronised body."""
+    out = []
+    for node in nodes:
+        if isinstance(node, Loop):
+            out.append({**node.payload, "body": _models(node.body)})
+        elif isinstance(node, Flag):
+            out.append({"kind": "flag", "op": "set_flag" if node.op == "set" else "wait_flag",
+                        "src": node.src, "dst": node.dst, "event": node.event})
+        else:
+            out.append(node.payload)
+    return out
+
+
+@dataclass(frozen=True)
+class DeviceKernel:
+    """A kernel's device source and the synchronised body it was rendered from (for the
+    pipe-sync verifier and its tests)."""
+
+    name: str
+    cpp: str
+    core_type: str
+    body: list
+    on_chip: dict[str, int]  # bytes each on-chip space's tiles reach (their footprints)
+
+
+def device_kernel(fn: Function) -> DeviceKernel:
+    """The PTO-ISA C++ of one lowered InCore function, synchronised."""
+    builder = _DeviceKernelBuilder(fn)
+    body = insert_pipe_sync(builder.body(fn.body))
+    tiles = []
+    for tile in sorted(builder.tiles.values(), key=lambda t: t.ident):
+        _check_cube_shape(tile)
+        tiles.append(tile.model())
+        tiles += [v.model() for _, v in sorted(tile.views.items(), key=lambda kv: kv[1].ident)]
+    cube = any(t.type.memory not in (MemorySpace.Vec,) for t in builder.tiles.values())
+    model = {
+        "name": fn.name,
+        "params": [{"ident": ident(p.var.name), "index": i,
+                    "kind": "tensor" if isinstance(p.var.type, TensorType)
+                    else ("float" if p.var.type.dtype.is_float else "int")}
+                   for i, p in enumerate(fn.params)],
+        "tiles": tiles,
+        "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
+        "body": _models(body),
+    }
+    on_chip = dict.fromkeys((m.name for m in MemorySpace if m is not MemorySpace.DDR), 0)
+    for tile in builder.tiles.values():
+        end = tile.access().end
+        on_chip[tile.type.memory.name] = max(on_chip[tile.type.memory.name], end)
+    return DeviceKernel(fn.name, render("device_kernel.cpp.j2", k=model),
+                        "cube" if cube else "vector", body, on_chip)

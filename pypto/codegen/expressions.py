@@ -1,0 +1,49 @@
+"""Scalar expressions and identifiers shared by every generated C++ source."""
+
+from __future__ import annotations
+
+from ..ir.dtypes import DataType
+from ..ir.errors import InternalError
+from ..ir.nodes import Call, Const, Var
+from ..ir.types import ScalarType
+
+_RESERVED = set(
+    """alignas alignof and asm auto bool break case catch char class const constexpr continue
+    default delete do double else enum explicit export extern false float for friend goto if
+    inline int long mutable namespace new noexcept not nullptr operator or private protected
+    public register return short signed sizeof static struct switch template this throw true
+    try typedef typeid typename union unsigned using virtual void volatile while xor
+    api args core params pto main pypto_deps pypto_blocks pypto_first pypto_dump pypto_origin
+    pypto_extent pypto_view""".split()
+)
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}
+
+
+def ident(name: str) -> str:
+    """A C++ identifier for a user name (C++ keywords and template names get a suffix)."""
+    return name + "_" if name in _RESERVED else name
+
+
+def scalar_ctype(dtype: DataType) -> str:
+    return "double" if dtype.is_float else "int64_t"
+
+
+def expr_model(e, idents=None) -> dict:
+    if isinstance(e, Var):
+        return {"kind": "var", "name": (idents or {}).get(e.name, ident(e.name))}
+    if isinstance(e, Const):
+        if isinstance(e.value, bool):
+            return {"kind": "bool", "value": e.value}
+        if isinstance(e.value, int):
+            return {"kind": "int", "value": e.value}
+        return {"kind": "float", "value": float(e.value)}
+    if isinstance(e, Call) and isinstance(e.type, ScalarType) and len(e.args) == 2:
+        lhs, rhs = (expr_model(a, idents) for a in e.args)
+        if e.op in _INFIX:
+            return {"kind": "binop", "op": _INFIX[e.op], "lhs": lhs, "rhs": rhs}
+        if e.op in _INDEX_CALLS:
+            return {"kind": "call", "fn": _INDEX_CALLS[e.op], "lhs": lhs, "rhs": rhs}
+    if isinstance(e, Call) and e.op == "get_block_idx":
+        return {"kind": "var", "name": "(int64_t)core->block_idx"}  # kernels only
+    raise InternalError(f"no scalar C++ form for {e!r}")

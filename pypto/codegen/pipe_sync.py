@@ -1,0 +1,365 @@
+"""Pipe synchronisation of device kernels: the InsertPipeSync pass and its verifier.
+
+An AI Core issues instructions in program order to independent pipes (MTE2 loads, V vector
+work, MTE3 stores; MTE1, M and FIX on the cube) that each execute in order but run
+concurrently with each other.  Two instructions on different pipes that touch the same
+bytes (one of them writing) must be ordered by a flag: `set_flag(A, B, e)` issued on pipe A
+fires once every earlier A instruction is done; `wait_flag(A, B, e)` holds pipe B until it
+fires.  pto-isa's CPU model executes everything synchronously and ignores the flags, so the
+verifier here is the only guard of them.
+
+Kernels are modelled as `Instr` leaves and `Loop` nodes.  `insert_pipe_sync` adds a flag pair
+for every uncovered dependency (set after the producer, wait before the consumer, in their
+innermost common block; a dependency carried around a loop gets its pair at the end of the
+loop body), allocates event ids (at most `EVENTS` per pipe pair live at once), then drops
+every pair the verifier proves redundant, so each remaining pair guards a dependency no
+other ordering covers.  `verify_pipe_sync` checks a synchronised body independently:
+happens-before over traces of the body (each loop run twice, and loops that may run zero
+times skipped), every cross-pipe dependency ordered, every wait matched by an earlier set,
+no flag set twice before its wait, none left set at the end.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Union
+
+EVENTS = 8
+"""Event ids per (source pipe, destination pipe): EVENT_ID0 .. EVENT_ID7."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """Bytes [start, end) of an on-chip buffer, or a whole global tensor (space "GM:<name>")."""
+
+    space: str
+    start: int = 0
+    end: int = 0
+
+    def overlaps(self, other: Access) -> bool:
+        if self.space != other.space:
+            return False
+        if self.space.startswith("GM:"):
+            return True  # windows of one tensor count as overlapping: nothing proves them apart
+        return self.start < other.end and other.start < self.end
+
+
+@dataclass(eq=False)
+class Instr:
+    """One instruction: the pipe it runs on, what it reads and writes, how to name it."""
+
+    pipe: str
+    reads: tuple[Access, ...]
+    writes: tuple[Access, ...]
+    name: str
+    payload: object = None  # the code generator's model of the instruction
+
+
+@dataclass(eq=False)
+class Loop:
+    """A loop over `body`; `trips` is its trip count when known at compile time."""
+
+    body: list[Node]
+    trips: int | None = None
+    payload: object = None
+
+
+@dataclass(eq=False)
+class Flag:
+    """`set_flag` (op "set") or `wait_flag` (op "wait") of pipe pair (src, dst), event id.
+    The two halves of one pair share `pair`; `guards` names the dependency it was made for."""
+
+    op: str
+    src: str
+    dst: str
+    event: int
+    pair: int
+    guards: tuple[Instr, Instr] | None = None
+
+
+Node = Union[Instr, Loop, Flag]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """What the verifier found wrong: an unordered dependency (producer, consumer) or a
+    misused flag."""
+
+    message: str
+    producer: Instr | None = None
+    consumer: Instr | None = None
+
+
+# ----------------------------------------------------------------------------- traces
+
+
+@dataclass(frozen=True)
+class _Event:
+    node: Instr | Flag
+    path: tuple[int, ...]  # iteration numbers of the enclosing loops (tells instances apart)
+
+
+def _traces(body: list[Node]) -> list[list[_Event]]:
+    """Linear executions of `body`: every loop twice (once when it runs once), and, when some
+    loop may run zero times, the execution that skips each such loop."""
+    full = list(_unroll(body, (), skip_optional=False))
+    traces = [full]
+    if _has_optional(body):
+        traces.append(list(_unroll(body, (), skip_optional=True)))
+    return traces
+
+
+def _has_optional(body: list[Node]) -> bool:
+    return any(isinstance(n, Loop) and (n.trips is None or n.trips == 0 or _has_optional(n.body))
+               for n in body)
+
+
+def _unroll(body: list[Node], path: tuple[int, ...], skip_optional: bool):
+    for node in body:
+        if isinstance(node, Loop):
+            count = 2 if node.trips is None else min(node.trips, 2)
+            if skip_optional and node.trips is None:
+                count = 0
+            for i in range(count):
+                yield from _unroll(node.body, path + (i,), skip_optional)
+        else:
+            yield _Event(node, path)
+
+
+def _event_pipe(node: Instr | Flag) -> str:
+    if isinstance(node, Instr):
+        return node.pipe
+    return node.src if node.op == "set" else node.dst
+
+
+def _conflicts(p: Instr, c: Instr) -> bool:
+    return any(w.overlaps(a) for w in p.writes for a in (*c.reads, *c.writes)) or \
+        any(r.overlaps(w) for r in p.reads for w in c.writes)
+
+
+def _dependencies(trace: list[_Event]) -> list[tuple[int, int]]:
+    """(producer, consumer) positions in `trace` of every instruction pair on different pipes
+    whose accesses conflict, keeping per consumer and pipe only the latest producer (an
+    earlier one on the same pipe is ordered before it anyway)."""
+    instrs = [(i, e.node) for i, e in enumerate(trace) if isinstance(e.node, Instr)]
+    deps = []
+    for k, (ci, c) in enumerate(instrs):
+        seen: set[str] = {c.pipe}
+        for pi, p in reversed(instrs[:k]):
+            if p.pipe in seen:
+                continue
+            if _conflicts(p, c):
+                deps.append((pi, ci))
+                seen.add(p.pipe)
+    return deps
+
+
+def _happens_before(trace: list[_Event]) -> tuple[list[int], list[Violation]]:
+    """Per event, a bitmask of the events ordered before it (same pipe in program order,
+    a set before the wait that consumes it, transitively), and the flag misuses."""
+    hb: list[int] = []
+    last_on_pipe: dict[str, int] = {}
+    pending: dict[tuple[str, str, int], int] = {}  # flag -> position of its unconsumed set
+    problems: list[Violation] = []
+    for i, event in enumerate(trace):
+        node = event.node
+        pipe = _event_pipe(node)
+        before = 0
+        if pipe in last_on_pipe:
+            j = last_on_pipe[pipe]
+            before |= hb[j] | (1 << j)
+        if isinstance(node, Flag):
+            key = (node.src, node.dst, node.event)
+            if not 0 <= node.event < EVENTS:
+                problems.append(Violation(f"{_flag_text(node)} uses an event id outside "
+                                          f"0..{EVENTS - 1}"))
+            if node.op == "set":
+                if key in pending:
+                    problems.append(Violation(
+                        f"{_flag_text(node)} is set again before its wait_flag: the first "
+                        "signal is lost"))
+                pending[key] = i
+            else:
+                j = pending.pop(key, None)
+                if j is None:
+                    problems.append(Violation(
+                        f"{_flag_text(node)} waits for a flag no earlier set_flag raised: "
+                        "the pipe would stall forever"))
+                else:
+                    before |= hb[j] | (1 << j)
+        hb.append(before)
+        last_on_pipe[pipe] = i
+    for key, j in sorted(pending.items(), key=lambda kv: kv[1]):
+        problems.append(Violation(f"{_flag_text(trace[j].node)} is never waited for: the flag "
+                                  "stays set after the kernel"))
+    return hb, problems
+
+
+def _flag_text(flag: Flag) -> str:
+    verb = "set_flag" if flag.op == "set" else "wait_flag"
+    return f"{verb}({flag.src}, {flag.dst}, EVENT_ID{flag.event})"
+
+
+def _unordered(trace: list[_Event], deps, hb) -> list[tuple[Instr, Instr]]:
+    return [(trace[p].node, trace[c].node) for p, c in deps if not (hb[c] >> p) & 1]
+
+
+def verify_pipe_sync(body: list[Node]) -> list[Violation]:
+    """Everything wrong with the flags of `body` (empty: every cross-pipe dependency is
+    ordered and every flag is used correctly).  An unordered dependency names its producer
+    and consumer."""
+    found: list[Violation] = []
+    seen: set[tuple[int, int]] = set()
+    for trace in _traces(body):
+        hb, problems = _happens_before(trace)
+        found += [v for v in problems if v.message not in {f.message for f in found}]
+        for p, c in _unordered(trace, _dependencies(trace), hb):
+            if (id(p), id(c)) in seen:
+                continue
+            seen.add((id(p), id(c)))
+            shared = next(a for a in (*p.writes, *p.reads)
+                          if any(a.overlaps(b) for b in (*c.reads, *c.writes)))
+            found.append(Violation(
+                f"{p.name} on {p.pipe} and {c.name} on {c.pipe} both touch "
+                f"{_access_text(shared)}, and no set_flag/wait_flag orders them", p, c))
+    return found
+
+
+def _access_text(a: Access) -> str:
+    if a.space.startswith("GM:"):
+        return f"global tensor `{a.space[3:]}`"
+    return f"{a.space} bytes [{a.start:#x}, {a.end:#x})"
+
+
+# ----------------------------------------------------------------------------- insertion
+
+
+def _locate(body: list[Node], target: Instr) -> list[tuple[list[Node], int]]:
+    """The chain of (block, index) from `body` down to `target`."""
+    for i, node in enumerate(body):
+        if node is target:
+            return [(body, i)]
+        if isinstance(node, Loop):
+            inner = _locate(node.body, target)
+            if inner:
+                return [(body, i), *inner]
+    return []
+
+
+def _place(body: list[Node], producer: Instr, consumer: Instr, pair: int) -> None:
+    """Inserts the set/wait pair of the dependency producer -> consumer (see the module
+    docstring), with event id 0 for now."""
+    p_chain, c_chain = _locate(body, producer), _locate(body, consumer)
+    depth = 0
+    # Equal indices at one depth name the same loop: both lie deeper.
+    while depth + 1 < min(len(p_chain), len(c_chain)) and p_chain[depth][1] == c_chain[depth][1]:
+        depth += 1
+    block, p_index = p_chain[depth]
+    _, c_index = c_chain[depth]
+    set_flag = Flag("set", producer.pipe, consumer.pipe, 0, pair, (producer, consumer))
+    wait_flag = Flag("wait", producer.pipe, consumer.pipe, 0, pair, (producer, consumer))
+    if p_index < c_index:
+        block.insert(c_index, wait_flag)
+        block.insert(p_index + 1, set_flag)
+    else:  # carried around the loop whose body `block` is: both at the body's end
+        block.extend([set_flag, wait_flag])
+
+
+def _flags(body: list[Node]) -> list[Flag]:
+    out = []
+    for node in body:
+        if isinstance(node, Loop):
+            out += _flags(node.body)
+        elif isinstance(node, Flag):
+            out.append(node)
+    return out
+
+
+def _remove_pair(body: list[Node], pair: int) -> list[Node]:
+    """A copy of `body` without the flags of `pair` (loops copied, leaves shared)."""
+    out: list[Node] = []
+    for node in body:
+        if isinstance(node, Loop):
+            out.append(Loop(_remove_pair(node.body, pair), node.trips, node.payload))
+        elif not (isinstance(node, Flag) and node.pair == pair):
+            out.append(node)
+    return out
+
+
+def _ordered_positions(body: list[Node], start: int = 0) -> tuple[dict[int, int], int]:
+    """Pre-order position of every flag (by id) in `body`."""
+    pos: dict[int, int] = {}
+    n = start
+    for node in body:
+        if isinstance(node, Loop):
+            inner, n = _ordered_positions(node.body, n + 1)
+            pos.update(inner)
+        else:
+            if isinstance(node, Flag):
+                pos[id(node)] = n
+            n += 1
+    return pos, n
+
+
+def _allocate_events(body: list[Node]) -> None:
+    """Gives each pair the lowest event id free over its set..wait span among the pairs of
+    the same pipe pair (spans nest with the blocks, so pre-order spans suffice).  A pair
+    that finds none is moved to just before its wait (its span shrinks to nothing)."""
+    while True:
+        pos, _ = _ordered_positions(body)
+        spans: dict[int, list[Flag]] = {}
+        for flag in _flags(body):
+            spans.setdefault(flag.pair, []).append(flag)
+        busy: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
+        stuck = None
+        for pair, (first, second) in sorted(spans.items(), key=lambda kv: pos[id(kv[1][0])]):
+            lo, hi = pos[id(first)], pos[id(second)]
+            taken = {e for a, b, e in busy.get((first.src, first.dst), []) if a <= hi and lo <= b}
+            free = next((e for e in range(EVENTS) if e not in taken), None)
+            if free is None:
+                stuck = (first, second)
+                break
+            first.event = second.event = free
+            busy.setdefault((first.src, first.dst), []).append((lo, hi, free))
+        if stuck is None:
+            return
+        _shrink(body, *stuck)
+
+
+def _shrink(body: list[Node], set_flag: Flag, wait_flag: Flag) -> None:
+    """Moves `set_flag` to just before `wait_flag` (still after its producer)."""
+    for block in _blocks(body):
+        if any(n is set_flag for n in block):
+            block.remove(set_flag)
+            block.insert(next(i for i, n in enumerate(block) if n is wait_flag), set_flag)
+            return
+
+
+def _blocks(body: list[Node]):
+    yield body
+    for node in body:
+        if isinstance(node, Loop):
+            yield from _blocks(node.body)
+
+
+def insert_pipe_sync(body: list[Node]) -> list[Node]:
+    """`body` with the flag pairs its cross-pipe dependencies need (see the module
+    docstring).  Raises ValueError when the verifier still finds a problem afterwards."""
+    body = _remove_pair(body, -1)  # a private copy of the loop structure
+    counter = itertools.count()
+    while True:
+        unordered = [v for v in verify_pipe_sync(body) if v.producer is not None]
+        if not unordered:
+            break
+        _place(body, unordered[0].producer, unordered[0].consumer, next(counter))
+    # Drop every pair the others make redundant, latest first.
+    for pair in sorted({f.pair for f in _flags(body)}, reverse=True):
+        trial = _remove_pair(body, pair)
+        if not any(v.producer is not None for v in verify_pipe_sync(trial)):
+            body = trial
+    _allocate_events(body)
+    problems = verify_pipe_sync(body)
+    if problems:
+        raise ValueError("pipe synchronisation failed: " + "; ".join(v.message for v in problems))
+    return body

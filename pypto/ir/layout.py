@@ -1,0 +1,60 @@
+"""How a tile lies in its on-chip buffer on the hardware: its physical rows and columns.
+
+PTO-ISA tiles start each row (row-major) or column (column-major) on a 32-byte block
+(`TileConfig::alignedSize`), so a [33, 100] FP32 tile occupies 33 rows of 104 elements.
+AllocateMemoryAddr places tiles at these footprints and the device code generator declares
+them, so the addresses it chose hold on the device and on pto-isa's CPU model alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .types import MemorySpace, TileType
+
+BLOCK_BYTES = 32
+"""Bytes of one on-chip block: a Vec tile's rows start on block boundaries."""
+
+FRACTAL_ROWS = 16
+"""Rows (and columns) of one cube fractal: Mat/Left/Right/Acc tiles are made of them."""
+
+
+@dataclass(frozen=True)
+class TileLayout:
+    """The physical shape of a tile: `rows` x `cols` elements, column-major or not."""
+
+    rows: int
+    cols: int
+    col_major: bool
+
+    def nbytes(self, itemsize: int) -> int:
+        """Bytes the tile occupies."""
+        return self.rows * self.cols * itemsize
+
+
+def tile_layout(t: TileType) -> TileLayout:
+    """The hardware layout of a tile of type `t`.
+
+    Vec: row-major with each row padded to a whole block, except an [R, 1] column, which is
+    column-major (the layout row reductions write) with R padded to a whole block.  Cube
+    buffers (Mat, Left, Right, Acc) hold fractals: rows padded to 16 and columns to a block
+    and to 16, the shapes the cube instructions require.
+    """
+    rows = t.shape[0]
+    cols = t.shape[1] if len(t.shape) > 1 else 1
+    per_block = max(1, BLOCK_BYTES // t.dtype.itemsize)
+    if t.memory not in (None, MemorySpace.Vec):
+        cube_cols = max(per_block, FRACTAL_ROWS)
+        return TileLayout(_round_up(rows, FRACTAL_ROWS), _round_up(cols, cube_cols), False)
+    if cols == 1 and rows > 1:
+        return TileLayout(_round_up(rows, per_block), 1, True)
+    return TileLayout(rows, _round_up(cols, per_block), False)
+
+
+def tile_footprint(t: TileType) -> int:
+    """Bytes a tile of type `t` occupies in its buffer (see `tile_layout`)."""
+    return tile_layout(t).nbytes(t.dtype.itemsize)
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
