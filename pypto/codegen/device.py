@@ -36,6 +36,11 @@ _ELEM = {
 _ROUND = {"none": "CAST_NONE", "rint": "CAST_RINT", "round": "CAST_ROUND",
           "floor": "CAST_FLOOR", "ceil": "CAST_CEIL", "trunc": "CAST_TRUNC", "odd": "CAST_ODD"}
 _PAD = {"null": "Zero", "zero": "Zero", "max": "Max", "min": "Min"}
+# ±inf of the 16-bit floats as custom pad bits: pto-isa's PadValue::Max / Min take them from
+# std::numeric_limits, which some C++ libraries leave unspecialised for _Float16 (a pad of 0
+# on the CPU model); the bit patterns mean the same on every target.
+_PAD_BITS = {(DataType.FP16, "Max"): "0x7c00", (DataType.FP16, "Min"): "0xfc00",
+             (DataType.BF16, "Max"): "0x7f80", (DataType.BF16, "Min"): "0xff80"}
 # Which pipe moves data between two places (a tile move or extract).
 _MOVE_PIPE = {
     (MemorySpace.Mat, MemorySpace.Left): "PIPE_MTE1",
@@ -58,16 +63,20 @@ class _Tile:
     vcols: int
     pad: str | None = None
     views: dict = field(default_factory=dict)  # (vrows, vcols, pad) -> the view's _Tile
+    flat: bool = False  # a column [R, 1] seen as the row [1, R] its bytes also are
 
     def model(self) -> dict:
         t = self.type
         layout = tile_layout(t)
+        rows, cols, col_major = layout.rows, layout.cols, layout.col_major
+        if self.flat:
+            rows, cols, col_major = 1, layout.rows, False
         return {
             "ident": self.ident, "loc": t.memory.name, "elem": _ELEM[t.dtype],
-            "rows": layout.rows, "cols": layout.cols,
-            "blayout": "ColMajor" if layout.col_major or t.memory is MemorySpace.Mat
-            else "RowMajor",
+            "rows": rows, "cols": cols,
+            "blayout": "ColMajor" if col_major or t.memory is MemorySpace.Mat else "RowMajor",
             "vrows": self.vrows, "vcols": self.vcols, "pad": self.pad,
+            "pad_bits": _PAD_BITS.get((t.dtype, self.pad)),
             "alias": _CUBE_ALIAS.get(t.memory), "addr": f"{t.addr:#x}",
         }
 
@@ -121,6 +130,19 @@ class _DeviceKernelBuilder:
             suffix = "valid" if (vrows, vcols) != (base.vrows, base.vcols) else f"pad_{pad.lower()}"
             base.views[key] = _Tile(self._fresh(f"{base.ident}_{suffix}"), base.type, vrows,
                                     vcols, pad)
+        return base.views[key]
+
+    def elementwise(self, var: Var) -> _Tile:
+        """The tile an elementwise instruction takes: a column [R, 1] (column-major) is
+        passed as the row-major [1, R] of the same bytes, since those instructions need
+        row-major tiles and compute every element alike."""
+        base = self.tile(var)
+        if not tile_layout(var.type).col_major:
+            return base
+        key = ("flat",)
+        if key not in base.views:
+            base.views[key] = _Tile(self._fresh(f"{base.ident}_row"), base.type, 1, base.vrows,
+                                    flat=True)
         return base.views[key]
 
     def valid_view(self, var: Var, pad: str | None = None) -> _Tile:
@@ -233,13 +255,17 @@ class _DeviceKernelBuilder:
         name = op.isa.upper()
         if op.name in ("row_expand", "col_expand"):  # the vector broadcast alone
             return [self._instr(name, [d, self.tile(b)], [self.tile(b)], [d], "PIPE_V")]
-        if isinstance(a.type, TileType) and isinstance(b.type, TileType):
+        if op.category.startswith("expand"):
             return [self._instr(name, [d, self.tile(a), self.tile(b)],
                                 [self.tile(a), self.tile(b)], [d], "PIPE_V")]
+        d = self.elementwise(dst)
+        if isinstance(a.type, TileType) and isinstance(b.type, TileType):
+            x, y = self.elementwise(a), self.elementwise(b)
+            return [self._instr(name, [d, x, y], [x, y], [d], "PIPE_V")]
         if isinstance(a.type, TileType):
-            return [self._instr(op.isa_scalar.upper(), [d, self.tile(a), _expr(b)],
-                                [self.tile(a)], [d], "PIPE_V")]
-        x = self.tile(b)
+            x = self.elementwise(a)
+            return [self._instr(op.isa_scalar.upper(), [d, x, _expr(b)], [x], [d], "PIPE_V")]
+        x = self.elementwise(b)
         if op.name == "div":  # s / x: TDIVS has the scalar-first form
             return [self._instr("TDIVS", [d, _expr(a), x], [x], [d], "PIPE_V")]
         if op.name in ("add", "mul", "and_", "or_", "xor"):  # commutative
@@ -258,17 +284,18 @@ class _DeviceKernelBuilder:
         if op.isa in ("treshape", "ttrans") or op.name == "set_validshape":
             raise LoweringError(f"pl.{call.op} has no device code yet", s.span,
                                 hint="use a simulator platform")
+        d, x = self.elementwise(dst), self.elementwise(src)
         return [self._instr(op.isa.upper(), [d, x], [x], [d], "PIPE_V")]
 
     def _form_cast(self, op, call, dst, s):
-        d, x = self.tile(dst), self.tile(call.args[0])
+        d, x = self.elementwise(dst), self.elementwise(call.args[0])
         mode = _Ref(f"RoundMode::{_ROUND[call.attr('mode')]}")
         return [self._instr("TCVT", [d, x, mode], [x], [d], "PIPE_V")]
 
     def _form_fill(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
         value = operands.get("scalar", operands.get("value"))
-        d = self.tile(dst)
+        d = self.elementwise(dst)
         return [self._instr("TEXPANDS", [d, _expr(value)], [], [d], "PIPE_V")]
 
     def _form_fillpad(self, op, call, dst, s):
