@@ -228,10 +228,11 @@ class _DeviceKernelBuilder:
         decl, window = self._window(tensor, offsets, target.vrows, target.vcols, s)
         out = [decl, self._instr("TLOAD", [target, _Ref(window)], [], [target], "PIPE_MTE2",
                                  gm_reads=[tensor.name])]
+        if partial and dst.type.memory is MemorySpace.Mat:
+            if pad != "Zero":
+                raise LoweringError("a partial load into Mat pads with zeros only", s.span)
+            return out  # TLOAD's zero PadValue pads the fractals (the NZ load fills them)
         if partial:
-            if dst.type.memory is not MemorySpace.Vec:
-                raise LoweringError(
-                    f"a partial load into {dst.type.memory.name} has no device code yet", s.span)
             padded = self.view(full, full.vrows, full.vcols, pad)
             out.append(self._instr("TFILLPAD_INPLACE", [padded, target], [target], [padded],
                                    "PIPE_V"))
@@ -290,7 +291,12 @@ class _DeviceKernelBuilder:
     def _form_cast(self, op, call, dst, s):
         d, x = self.elementwise(dst), self.elementwise(call.args[0])
         mode = _Ref(f"RoundMode::{_ROUND[call.attr('mode')]}")
-        return [self._instr("TCVT", [d, x, mode], [x], [d], "PIPE_V")]
+        args = [d, x, mode]
+        if call.args[0].type.dtype.is_float and dst.type.dtype.is_int:
+            # pl.cast saturates float -> int; TCVT's default for the narrowing FP16 -> INT8 /
+            # UINT8 keeps the low bits (torch's wrap-around), so saturation is asked for.
+            args.append(_Ref("SaturationMode::ON"))
+        return [self._instr("TCVT", args, [x], [d], "PIPE_V")]
 
     def _form_fill(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
@@ -330,10 +336,8 @@ class _DeviceKernelBuilder:
         acc = operands.get("acc")
         if acc is None:
             return [self._instr("TMATMUL", [d, a, b], [a, b], [d], "PIPE_M")]
-        if acc.type.addr != dst.type.addr:
-            raise LoweringError("pl.matmul_acc must accumulate in place (result and acc in one "
-                                "buffer) on device platforms", s.span)
-        return [self._instr("TMATMUL_ACC", [d, a, b], [a, b, self.tile(acc)], [d], "PIPE_M")]
+        c = self.tile(acc)
+        return [self._instr("TMATMUL_ACC", [d, c, a, b], [a, b, c], [d], "PIPE_M")]
 
     def _form_extract(self, op, call, dst, s):
         src, offsets = call.args

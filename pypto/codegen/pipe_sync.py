@@ -362,4 +362,26 @@ def insert_pipe_sync(body: list[Node]) -> list[Node]:
     problems = verify_pipe_sync(body)
     if problems:
         raise ValueError("pipe synchronisation failed: " + "; ".join(v.message for v in problems))
+    # What each pair guards now: the first dependency left unordered without it.
+    for pair in {f.pair for f in _flags(body)}:
+        unordered = next(v for v in verify_pipe_sync(_remove_pair(body, pair)) if v.producer)
+        for flag in _flags(body):
+            if flag.pair == pair:
+                flag.guards = (unordered.producer, unordered.consumer)
     return body
+
+
+def flag_pairs(body: list[Node]) -> list[int]:
+    """The pair numbers of the flags in `body`, in program order."""
+    return list(dict.fromkeys(f.pair for f in _flags(body)))
+
+
+def without_pair(body: list[Node], pair: int) -> list[Node]:
+    """`body` with both flags of `pair` removed (the mutation the verifier must catch)."""
+    return _remove_pair(body, pair)
+
+
+def pair_flags(body: list[Node], pair: int) -> tuple[Flag, Flag]:
+    """The set_flag and wait_flag of `pair`."""
+    first, second = (f for f in _flags(body) if f.pair == pair)
+    return first, second
