@@ -263,6 +263,10 @@ class _DeviceKernelBuilder:
         if isinstance(a.type, TileType) and isinstance(b.type, TileType):
             x, y = self.elementwise(a), self.elementwise(b)
             return [self._instr(name, [d, x, y], [x, y], [d], "PIPE_V")]
+        if op.name == "xor":
+            raise LoweringError("pl.xor has no device code yet (TXOR / TXORS take a scratch "
+                                "tile the IR does not give them)", s.span,
+                                hint="use a simulator platform")
         if isinstance(a.type, TileType):
             x = self.elementwise(a)
             return [self._instr(op.isa_scalar.upper(), [d, x, _expr(b)], [x], [d], "PIPE_V")]

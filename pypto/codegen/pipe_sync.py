@@ -25,6 +25,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Union
 
+from ..ir.errors import InternalError
+
 EVENTS = 8
 """Event ids per (source pipe, destination pipe): EVENT_ID0 .. EVENT_ID7."""
 
@@ -155,7 +157,8 @@ def _dependencies(trace: list[_Event]) -> list[tuple[int, int]]:
     return deps
 
 
-def _happens_before(trace: list[_Event]) -> tuple[list[int], list[Violation]]:
+def _happens_before(trace: list[_Event], event_limit: bool = True
+                    ) -> tuple[list[int], list[Violation]]:
     """Per event, a bitmask of the events ordered before it (same pipe in program order,
     a set before the wait that consumes it, transitively), and the flag misuses."""
     hb: list[int] = []
@@ -171,7 +174,7 @@ def _happens_before(trace: list[_Event]) -> tuple[list[int], list[Violation]]:
             before |= hb[j] | (1 << j)
         if isinstance(node, Flag):
             key = (node.src, node.dst, node.event)
-            if not 0 <= node.event < EVENTS:
+            if event_limit and not 0 <= node.event < EVENTS:
                 problems.append(Violation(f"{_flag_text(node)} uses an event id outside "
                                           f"0..{EVENTS - 1}"))
             if node.op == "set":
@@ -205,14 +208,15 @@ def _unordered(trace: list[_Event], deps, hb) -> list[tuple[Instr, Instr]]:
     return [(trace[p].node, trace[c].node) for p, c in deps if not (hb[c] >> p) & 1]
 
 
-def verify_pipe_sync(body: list[Node]) -> list[Violation]:
+def verify_pipe_sync(body: list[Node], event_limit: bool = True) -> list[Violation]:
     """Everything wrong with the flags of `body` (empty: every cross-pipe dependency is
     ordered and every flag is used correctly).  An unordered dependency names its producer
-    and consumer."""
+    and consumer.  `event_limit=False` accepts event ids past the hardware's (InsertPipeSync
+    gives each pair its own until it allocates them)."""
     found: list[Violation] = []
     seen: set[tuple[int, int]] = set()
     for trace in _traces(body):
-        hb, problems = _happens_before(trace)
+        hb, problems = _happens_before(trace, event_limit)
         found += [v for v in problems if v.message not in {f.message for f in found}]
         for p, c in _unordered(trace, _dependencies(trace), hb):
             if (id(p), id(c)) in seen:
@@ -249,7 +253,7 @@ def _locate(body: list[Node], target: Instr) -> list[tuple[list[Node], int]]:
 
 def _place(body: list[Node], producer: Instr, consumer: Instr, pair: int) -> None:
     """Inserts the set/wait pair of the dependency producer -> consumer (see the module
-    docstring), with event id 0 for now."""
+    docstring), with a provisional event id of its own."""
     p_chain, c_chain = _locate(body, producer), _locate(body, consumer)
     depth = 0
     # Equal indices at one depth name the same loop: both lie deeper.
@@ -257,8 +261,10 @@ def _place(body: list[Node], producer: Instr, consumer: Instr, pair: int) -> Non
         depth += 1
     block, p_index = p_chain[depth]
     _, c_index = c_chain[depth]
-    set_flag = Flag("set", producer.pipe, consumer.pipe, 0, pair, (producer, consumer))
-    wait_flag = Flag("wait", producer.pipe, consumer.pipe, 0, pair, (producer, consumer))
+    # Until events are allocated each pair has an id of its own: the pairs never alias.
+    event = EVENTS + pair
+    set_flag = Flag("set", producer.pipe, consumer.pipe, event, pair, (producer, consumer))
+    wait_flag = Flag("wait", producer.pipe, consumer.pipe, event, pair, (producer, consumer))
     if p_index < c_index:
         block.insert(c_index, wait_flag)
         block.insert(p_index + 1, set_flag)
@@ -345,23 +351,26 @@ def _blocks(body: list[Node]):
 
 def insert_pipe_sync(body: list[Node]) -> list[Node]:
     """`body` with the flag pairs its cross-pipe dependencies need (see the module
-    docstring).  Raises ValueError when the verifier still finds a problem afterwards."""
+    docstring).  Raises InternalError when the verifier still finds a problem afterwards."""
     body = _remove_pair(body, -1)  # a private copy of the loop structure
     counter = itertools.count()
     while True:
-        unordered = [v for v in verify_pipe_sync(body) if v.producer is not None]
-        if not unordered:
+        problems = verify_pipe_sync(body, event_limit=False)
+        if not problems:
             break
-        _place(body, unordered[0].producer, unordered[0].consumer, next(counter))
+        if problems[0].producer is None:
+            raise InternalError(f"pipe synchronisation: {problems[0].message}")
+        _place(body, problems[0].producer, problems[0].consumer, next(counter))
     # Drop every pair the others make redundant, latest first.
     for pair in sorted({f.pair for f in _flags(body)}, reverse=True):
         trial = _remove_pair(body, pair)
-        if not any(v.producer is not None for v in verify_pipe_sync(trial)):
+        if not verify_pipe_sync(trial, event_limit=False):
             body = trial
     _allocate_events(body)
     problems = verify_pipe_sync(body)
     if problems:
-        raise ValueError("pipe synchronisation failed: " + "; ".join(v.message for v in problems))
+        raise InternalError(
+            "pipe synchronisation failed: " + "; ".join(v.message for v in problems))
     # What each pair guards now: the first dependency left unordered without it.
     for pair in {f.pair for f in _flags(body)}:
         unordered = next(v for v in verify_pipe_sync(_remove_pair(body, pair)) if v.producer)

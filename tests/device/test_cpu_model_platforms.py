@@ -14,8 +14,7 @@ import pypto.language as pl
 from pypto.compiler import CompileOptions, build_program
 from pypto.platform import CompilerNotFoundError, find_compiler, get_platform
 from pypto.runtime import load_artifact
-from pypto.toolchain import Toolchain, ToolchainNotFoundError
-from pypto.toolchain import pto_isa
+from pypto.toolchain import Toolchain, ToolchainNotFoundError, pto_isa
 
 STAND_IN = """#!PYTHON
 import json, os, sys

@@ -1,0 +1,150 @@
+"""Fuzzed programs (tests/fuzz's generator) agree between pto-isa's CPU model and the sims.
+
+Each generated program runs on a CPU-model platform and on the simulator of the same
+backend; every output must be equal bit for bit (NaN matching NaN).  The generator is
+reused as it is; lanes that use what the CPU model cannot run or where the two differ by
+design (docs/numerics.md, "pto-isa's CPU model and the simulators") are dropped from a
+program before it is rendered: BF16 anywhere (pto-isa's CPU model computes it as FP16),
+the `col_sum` tree (the CPU model sums sequentially), float -> int casts (NaN converts
+differently), scalar-first maximum / minimum and xor (no device code yet) and lanes
+reading an earlier lane's scratch tensor.  Slow: every program is a CPU-model compile (5-10 s).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import warnings
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+FUZZ = Path(__file__).resolve().parents[1] / "fuzz"
+sys.path.insert(0, str(FUZZ))
+
+import fuzz_programs as fp  # noqa: E402
+import fuzz_reference as ref  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+
+from pypto.ir.diagnostics import PyptoPerfHint  # noqa: E402
+from pypto.platform import get_platform  # noqa: E402
+from pypto.runtime import RunConfig  # noqa: E402
+from pypto.toolchain import Toolchain, ToolchainNotFoundError  # noqa: E402
+
+PAIRS = {"a2a3cpu": "a2a3sim", "a5cpu": "a5sim"}
+# Programs per kind and CPU-model platform: 2 x 5 x 10 = 100 programs in all.
+PROGRAMS = {"tile": 10, "tensor": 10, "partial": 10, "loop": 10, "tasks": 10}
+TOTALS: Counter = Counter()
+
+
+def _runs_on_the_cpu_model(expr: fp.Expr) -> bool:
+    if expr.dtype == "BF16":
+        return False
+    if expr.kind == "input" and not expr.value.startswith("x_"):
+        return False  # an earlier lane's scratch tensor
+    if expr.kind == "cast" and expr.args[0].dtype in fp.FLOATS and expr.dtype in fp.INTS:
+        return False
+    if expr.kind == "scalar" and expr.reversed and expr.op in ("maximum", "minimum"):
+        return False
+    if expr.op == "xor":  # TXOR / TXORS need a scratch tile: no device code yet
+        return False
+    return all(_runs_on_the_cpu_model(a) for a in expr.args)
+
+
+def cpu_model_program(program: fp.Program) -> fp.Program | None:
+    """`program` without the lanes the CPU model cannot be compared on; None if none is left."""
+    kept = [i for i, lane in enumerate(program.lanes)
+            if _runs_on_the_cpu_model(lane.expr) and lane.reduce != "col_sum_tree"
+            and not (program.kind == "partial" and any(
+                fp.input_dtype(name) == "BF16" for name in lane.expr.inputs()))]
+    if not kept:
+        return None
+    index = {old: new for new, old in enumerate(kept)}
+    lanes = [replace(program.lanes[i], name=f"o{index[i]}") for i in kept]
+    groups = [[index[i] for i in g if i in index] for g in program.groups]
+    return replace(program, lanes=lanes, groups=[g for g in groups if g])
+
+
+def _import(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(module, program, inputs, platform):
+    args = [torch_full(shape, dtype) if is_output else inputs[name].clone()
+            for name, shape, dtype, is_output in fp.parameters(program)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PyptoPerfHint)
+        module.fuzz_kernel(*args, config=RunConfig(platform=platform, workers=program.workers))
+    return {name: arg for (name, _, _, is_output), arg in zip(fp.parameters(program), args)
+            if is_output}
+
+
+def torch_full(shape, dtype):
+    import torch
+
+    return torch.full(shape, 99, dtype=ref.TORCH[dtype])
+
+
+def compare_on_cpu_model(program: fp.Program, cpu_platform: str, workdir: Path) -> list[str]:
+    """Runs `program` on `cpu_platform` and its simulator; the outputs that differ."""
+    source = fp.render(program)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    path = workdir / f"cpu_{program.kind}_{digest}.py"
+    path.write_text(source)
+    module = _import(path, f"cpu_{program.kind}_{digest}")
+    inputs = fp.make_inputs(program)
+    dtypes = {name: dtype for name, _, dtype, _ in fp.parameters(program)}
+    cpu = _run(module, program, inputs, cpu_platform)
+    sim = _run(module, program, inputs, PAIRS[cpu_platform])
+    problems = []
+    for name, want in sim.items():
+        problem = ref.mismatch(cpu[name], want, dtypes[name])
+        if problem:
+            problems.append(f"{cpu_platform} vs {PAIRS[cpu_platform]}, output {name}: {problem}"
+                            f"\n--- source ({path}) ---\n{source}")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(PROGRAMS))
+@pytest.mark.parametrize("cpu_platform", sorted(PAIRS))
+def test_fuzzed_programs_agree_between_the_cpu_model_and_the_simulator(
+        cpu_platform, kind, tmp_path):
+    try:
+        Toolchain.for_platform(get_platform(cpu_platform))
+    except ToolchainNotFoundError as exc:
+        pytest.skip(f"no compiler for {cpu_platform}: {exc}")
+    counted = Counter()
+
+    @settings(deadline=None, derandomize=True, database=None, max_examples=PROGRAMS[kind],
+              phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.function_scoped_fixture])
+    @given(program=fp.programs(kind, (10, 14)))
+    def check(program):
+        program = cpu_model_program(program)
+        if program is None:
+            return
+        problems = compare_on_cpu_model(program, cpu_platform, tmp_path)
+        assert not problems, "\n".join(problems[:3])
+        counted.update(programs=1, lanes=len(program.lanes))
+
+    check()
+    TOTALS.update(counted)
+    assert counted["programs"] >= PROGRAMS[kind] - 2  # a program may lose every lane
+
+
+def test_programs_keep_their_lanes_in_order_when_some_are_dropped():
+    x = fp.Expr("input", "FP32", value="x_FP32_0")
+    bf = fp.Expr("input", "BF16", value="x_BF16_0")
+    program = fp.Program("tensor", 16, 64, [fp.Lane("o0", bf), fp.Lane("o1", x),
+                                             fp.Lane("o2", x)], groups=[[0, 1], [2]])
+    kept = cpu_model_program(program)
+    assert [lane.name for lane in kept.lanes] == ["o0", "o1"]
+    assert kept.groups == [[0], [1]]
