@@ -3,7 +3,8 @@
     python -m bench [--quick] [--runs N] [--only build,compile,...] [--output PATH]
 
 Groups: build (bench/build_noop.py), compile (bench/compile_latency.py), dispatch
-(bench/dispatch.py), simulator (bench/sim_throughput.py), library (bench/library.py).
+(bench/dispatch.py), simulator (bench/sim_throughput.py), library (bench/library.py),
+device (bench/device_code.py: device sources and pto-isa's CPU model against a5sim).
 `--quick` shrinks every problem (for the smoke test; its numbers mean nothing).  On a
 machine where OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are set, unset both for the bench
 command alone (`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m bench`) so the
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GROUPS = ("build", "compile", "dispatch", "simulator", "library")
+GROUPS = ("build", "compile", "dispatch", "simulator", "library", "device")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     """Runs `python -m bench` with parsed `args`."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from bench import build_noop, compile_latency, dispatch, library, sim_throughput
+    from bench import build_noop, compile_latency, device_code, dispatch, library, sim_throughput
     from bench.harness import Settings, machine
     from bench.notes import NOTES
     from bench.report import markdown, table
@@ -73,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
         if "library" in groups:
             rows += library.golden_rows(settings)
             rows += library.open_rows(settings, work / "library" / "build")
+        if "device" in groups:
+            rows += device_code.measure(settings)
     seconds = time.perf_counter() - start
     print(table(rows))
     text = markdown(rows, machine(), settings, seconds, NOTES)
