@@ -1,0 +1,83 @@
+"""The shipped kernel library on pto-isa's CPU model: every variant is built for a2a3cpu and
+a5cpu and checked against its golden; the ones that cannot pass are exactly those
+docs/device-code.md lists, each failing for the reason given there.  Slow: ~120 CPU-model
+compiles of 5-10 s each (two at a time)."""
+
+from __future__ import annotations
+
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from pypto.compiler import CompileOptions, build_program
+from pypto.golden import record_golden
+from pypto.ir.errors import PyptoError
+from pypto.platform import get_platform
+from pypto.runtime.library import check_artifact
+from pypto.spec.module import specs_of
+from pypto.toolchain import Toolchain, ToolchainNotFoundError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (kernel, variant) -> what stops it on the CPU model (docs/device-code.md, "What runs";
+# docs/numerics.md, "pto-isa's CPU model and the simulators").
+NOT_ON_THE_CPU_MODEL = {
+    ("fp32_to_bf16", "f32_64x128"): "BF16",
+    ("fp32_to_bf16", "f32_3x257"): "BF16",
+    ("matmul_tile", "bf16_64x96x32"): "BF16",
+    ("fp16_to_int8", "f16_64x128"): "outside exact",  # NaN -> INT8
+    ("fp16_to_int8", "f16_5x77"): "outside exact",
+    ("col_sum", "f32_64x128"): "outside rtol",  # the CPU model ignores TCOLSUM's isBinary
+    ("col_sum", "f32_50x100"): "outside rtol",
+    ("col_sum", "f32_200x48"): "outside rtol",
+    ("matmul_bias_silu", "f16_13x40x50"): "multiples of 16",
+    ("attention", "f16_s32x64_d64"): "transposed matmul operand",
+    ("attention", "f16_s21x45_d40"): "multiples of 16",
+}
+
+
+def _variants():
+    for path in sorted((ROOT / "kernels").glob("[!_]*.py")):
+        for kernel in specs_of(path, ROOT):
+            for variant in kernel.variants:
+                yield kernel, variant
+
+
+def _build(kernel, variant, platform):
+    try:
+        return build_program(kernel.program(variant), CompileOptions(platform=platform)), ""
+    except PyptoError as exc:
+        return None, str(exc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
+def test_every_shipped_variant_passes_on_the_cpu_model_but_the_documented_ones(platform):
+    try:
+        Toolchain.for_platform(get_platform(platform))
+    except ToolchainNotFoundError as exc:
+        pytest.skip(f"no compiler for {platform}: {exc}")
+    cases = list(_variants())
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        built = list(pool.map(lambda case: _build(*case, platform), cases))
+    failed = {}
+    passed = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for (kernel, variant), (artifact, error) in zip(cases, built):
+            if artifact is None:
+                failed[(kernel.name, variant)] = error
+                continue
+            golden = Path(tmp) / kernel.name / variant
+            record_golden(kernel.golden_case(variant), golden, overwrite=True)
+            rows = check_artifact(artifact, golden, kernel=kernel.name, variant=variant,
+                                  platform=platform)
+            if all(row.passed for row in rows):
+                passed.append((kernel.name, variant))
+            else:
+                failed[(kernel.name, variant)] = "; ".join(row.detail for row in rows)
+    assert sorted(failed) == sorted(NOT_ON_THE_CPU_MODEL), failed
+    for case, reason in NOT_ON_THE_CPU_MODEL.items():
+        assert reason in failed[case], (case, failed[case])
+    assert len(passed) == len(cases) - len(NOT_ON_THE_CPU_MODEL) >= 50
