@@ -271,16 +271,16 @@ def row_min(x, tmp_tile=None):
 
 
 def col_sum(x, tmp_tile=None):
-    """Sequential over rows; with tmp_tile a binary tree (upper half onto lower half)."""
+    """Sequential over rows; with tmp_tile the device's pairwise tree (rows 2i + 2i+1, an
+    odd last row added to the first sum, level by level)."""
     if tmp_tile is None:
         return _col(x, "sum")
     rows = [x[r] for r in range(x.shape[0])]
-    n = len(rows)
-    while n > 1:
-        half = (n + 1) // 2
-        for i in range(n - half):
-            rows[i] = rows[i] + rows[i + half]
-        n = half
+    while len(rows) > 1:
+        pairs = [rows[2 * i] + rows[2 * i + 1] for i in range(len(rows) // 2)]
+        if len(rows) % 2:
+            pairs[0] = pairs[0] + rows[-1]
+        rows = pairs
     return rows[0].unsqueeze(0)
 
 

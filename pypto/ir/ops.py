@@ -993,9 +993,10 @@ register(
         "reduce_col",
         "The sum of each column of a [R, C] tile, as [1, C].  Without tmp_tile the rows are "
         "added sequentially (row 0 first); with tmp_tile (a scratch tile of x's dtype, at "
-        "least x's shape, left undefined) they are added as a binary tree: the upper half of "
-        "the rows is added onto the lower half until one row is left.  The two orders differ "
-        "in the last bits.  Every row takes part, padding included.",
+        "least x's shape, left undefined) they are added as the device's pairwise tree: rows "
+        "2i and 2i+1 in pairs, an odd last row added to the first pair's sum, until one row "
+        "is left.  The two orders differ in the last bits.  Every row takes part, padding "
+        "included.",
         torch="x.sum(dim=0, keepdim=True)",
         emit="reduce",
         isa="tcolsum",

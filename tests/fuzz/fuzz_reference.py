@@ -223,13 +223,12 @@ def reduce_rows(x: torch.Tensor, op: str, dtype: str) -> torch.Tensor:
 def reduce_cols(x: torch.Tensor, op: str, dtype: str, tree: bool = False) -> torch.Tensor:
     """col_* of [R, C]: row 0 first, or (col_sum with tmp_tile) the binary tree."""
     rows = [x[r:r + 1, :] for r in range(x.shape[0])]
-    if tree:
-        n = len(rows)
-        while n > 1:
-            half = (n + 1) // 2
-            for i in range(n - half):
-                rows[i] = _step(op, rows[i], rows[i + half], dtype)
-            n = half
+    if tree:  # the device's pairwise tree (docs/numerics.md)
+        while len(rows) > 1:
+            pairs = [_step(op, rows[2 * i], rows[2 * i + 1], dtype) for i in range(len(rows) // 2)]
+            if len(rows) % 2:
+                pairs[0] = _step(op, pairs[0], rows[-1], dtype)
+            rows = pairs
         return rows[0]
     acc = rows[0]
     for row in rows[1:]:

@@ -32,12 +32,14 @@ def sequential(values: np.ndarray, dtype) -> np.ndarray:
 
 
 def tree(values: np.ndarray, dtype) -> np.ndarray:
-    """The documented tree: fold the upper half of the rows onto the lower half."""
+    """The documented tree, the device's (pto-isa npu/a2a3/TColSum.hpp): adjacent rows in
+    pairs, an odd last row added to the first pair's sum, level by level."""
     rows = [v.astype(dtype) for v in values]
     while len(rows) > 1:
-        half = (len(rows) + 1) // 2
-        rows = [(rows[i] + rows[i + half]).astype(dtype) if i + half < len(rows) else rows[i]
-                for i in range(half)]
+        pairs = [(rows[2 * i] + rows[2 * i + 1]).astype(dtype) for i in range(len(rows) // 2)]
+        if len(rows) % 2:
+            pairs[0] = (pairs[0] + rows[-1]).astype(dtype)
+        rows = pairs
     return rows[0]
 
 

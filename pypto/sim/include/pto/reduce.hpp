@@ -6,9 +6,10 @@
  *    c = 1 .. cols-1, every step rounded to the element type, so an FP16 tile
  *    accumulates in FP16.  tmp is the scratch tile the hardware needs; the simulator
  *    needs none and leaves it alone.
- *  - tcolsum without tmp is sequential over rows (row 0 first).  With tmp it is a
- *    binary tree: tmp = x, then while n > 1 rows remain, half = ceil(n / 2) and
- *    tmp[i] += tmp[i + half] for i < n - half; tmp's contents are clobbered.
+ *  - tcolsum without tmp is sequential over rows (row 0 first).  With tmp it is the
+ *    device's pairwise tree (pto-isa's npu/a2a3/TColSum.hpp, BinarySum): while n > 1
+ *    rows remain, tmp[i] = row 2i + row 2i+1 for i < n / 2, an odd last row is added
+ *    to tmp[0], and n = n / 2; tmp's contents are clobbered.
  *  - Every row and column of the source takes part, padding included.
  *  - Broadcasts apply their operator to x[r][c] and v[r][0] (row) or v[0][c] (column);
  *    expdif computes exp(x - v) in float and rounds once.
@@ -81,17 +82,22 @@ template <class T> inline void tcolsum(Tile<T> d, Tile<T> x) { detail::col_reduc
 template <class T> inline void tcolmax(Tile<T> d, Tile<T> x) { detail::col_reduce<detail::OpMax>(d, x); }
 template <class T> inline void tcolmin(Tile<T> d, Tile<T> x) { detail::col_reduce<detail::OpMin>(d, x); }
 
-/* Column sums by a binary tree over the rows, in tmp (at least x's shape). */
+/* Column sums by the device's pairwise tree over the rows, in tmp (at least x's shape). */
 template <class T> inline void tcolsum(Tile<T> d, Tile<T> x, Tile<T> tmp) {
-    for (int32_t r = 0; r < x.rows; ++r)
-        for (int32_t c = 0; c < x.cols; ++c) detail::ref(tmp, r, c) = detail::at(x, r, c);
-    for (int32_t n = x.rows; n > 1;) {
-        const int32_t half = (n + 1) / 2;
-        for (int32_t i = 0; i < n - half; ++i) {
-            T *row = tmp.data + int64_t(i) * tmp.cols;
-            detail::zip_elem<detail::OpAdd>(row, row, tmp.data + int64_t(i + half) * tmp.cols, x.cols);
-        }
-        n = half;
+    if (x.rows == 1) {
+        for (int32_t c = 0; c < x.cols; ++c) detail::ref(d, 0, c) = detail::at(x, 0, c);
+        return;
+    }
+    const T *src = x.data;
+    int64_t stride = x.cols;
+    for (int32_t n = x.rows; n > 1; n /= 2) {
+        for (int32_t i = 0; i < n / 2; ++i)  // row i is written after rows 2i, 2i+1 are read
+            detail::zip_elem<detail::OpAdd>(tmp.data + int64_t(i) * tmp.cols, src + 2 * i * stride,
+                                            src + (2 * i + 1) * stride, x.cols);
+        if (n % 2 == 1)
+            detail::zip_elem<detail::OpAdd>(tmp.data, tmp.data, src + int64_t(n - 1) * stride, x.cols);
+        src = tmp.data;
+        stride = tmp.cols;
     }
     for (int32_t c = 0; c < x.cols; ++c) detail::ref(d, 0, c) = detail::at(tmp, 0, c);
 }
