@@ -17,7 +17,7 @@ import hashlib
 import importlib.util
 import sys
 import warnings
-from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,9 +36,9 @@ from pypto.runtime import RunConfig  # noqa: E402
 from pypto.toolchain import Toolchain, ToolchainNotFoundError  # noqa: E402
 
 PAIRS = {"a2a3cpu": "a2a3sim", "a5cpu": "a5sim"}
-# Programs per kind and CPU-model platform: 2 x 5 x 10 = 100 programs in all.
+# Programs per kind and CPU-model platform: 2 x 5 x 10 = 100 programs in all (a program may
+# lose every lane to the filter below; at least 45 per platform are left).
 PROGRAMS = {"tile": 10, "tensor": 10, "partial": 10, "loop": 10, "tasks": 10}
-TOTALS: Counter = Counter()
 
 
 def _runs_on_the_cpu_model(expr: fp.Expr) -> bool:
@@ -47,8 +47,6 @@ def _runs_on_the_cpu_model(expr: fp.Expr) -> bool:
     if expr.kind == "input" and not expr.value.startswith("x_"):
         return False  # an earlier lane's scratch tensor
     if expr.kind == "cast" and expr.args[0].dtype in fp.FLOATS and expr.dtype in fp.INTS:
-        return False
-    if expr.kind == "scalar" and expr.reversed and expr.op in ("maximum", "minimum"):
         return False
     if expr.op == "xor":  # TXOR / TXORS need a scratch tile: no device code yet
         return False
@@ -116,33 +114,38 @@ def compare_on_cpu_model(program: fp.Program, cpu_platform: str, workdir: Path) 
     return problems
 
 
+def generated_programs(kind: str, count: int) -> list[fp.Program]:
+    """The first `count` programs of `kind` tests/fuzz's CI profile draws (derandomized)."""
+    drawn: list[fp.Program] = []
+
+    @settings(deadline=None, derandomize=True, database=None, max_examples=count,
+              phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(program=fp.programs(kind, (10, 14)))
+    def draw(program):
+        drawn.append(program)
+
+    draw()
+    return drawn
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", sorted(PROGRAMS))
 @pytest.mark.parametrize("cpu_platform", sorted(PAIRS))
-def test_fuzzed_programs_agree_between_the_cpu_model_and_the_simulator(
-        cpu_platform, kind, tmp_path):
+def test_fuzzed_programs_agree_between_the_cpu_model_and_the_simulator(cpu_platform, tmp_path):
     try:
         Toolchain.for_platform(get_platform(cpu_platform))
     except ToolchainNotFoundError as exc:
         pytest.skip(f"no compiler for {cpu_platform}: {exc}")
-    counted = Counter()
-
-    @settings(deadline=None, derandomize=True, database=None, max_examples=PROGRAMS[kind],
-              phases=[Phase.explicit, Phase.generate],
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                     HealthCheck.function_scoped_fixture])
-    @given(program=fp.programs(kind, (10, 14)))
-    def check(program):
-        program = cpu_model_program(program)
-        if program is None:
-            return
-        problems = compare_on_cpu_model(program, cpu_platform, tmp_path)
-        assert not problems, "\n".join(problems[:3])
-        counted.update(programs=1, lanes=len(program.lanes))
-
-    check()
-    TOTALS.update(counted)
-    assert counted["programs"] >= PROGRAMS[kind] - 2  # a program may lose every lane
+    programs = [p for kind, n in sorted(PROGRAMS.items()) for p in generated_programs(kind, n)]
+    programs = [p for p in map(cpu_model_program, programs) if p is not None]
+    # Two at a time: each build is a compiler process.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(
+            lambda p: compare_on_cpu_model(p, cpu_platform, tmp_path), programs))
+    problems = [problem for found in results for problem in found]
+    assert not problems, f"{len(problems)} disagreements; the first:\n{problems[0]}"
+    lanes = sum(len(p.lanes) for p in programs)
+    assert len(programs) >= 45 and lanes >= 300, (len(programs), lanes)
 
 
 def test_programs_keep_their_lanes_in_order_when_some_are_dropped():
