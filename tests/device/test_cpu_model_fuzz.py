@@ -7,8 +7,8 @@ design (docs/numerics.md, "pto-isa's CPU model and the simulators") are dropped 
 program before it is rendered: BF16 anywhere (pto-isa's CPU model computes it as FP16),
 the `col_sum` tree (the CPU model sums sequentially), float -> int casts (NaN converts
 differently), maximum / minimum in any form (NaN: the CPU model's std::max keeps its first
-operand, the simulators propagate NaN), xor (no device code yet) and lanes reading an
-earlier lane's scratch tensor.  Slow: every program is a CPU-model compile (5-10 s).
+operand, the simulators propagate NaN), integer division (a zero divisor aborts the CPU
+model), xor (no device code yet) and lanes reading an earlier lane's scratch tensor.  Slow: every program is a CPU-model compile (5-10 s).
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ def _runs_on_the_cpu_model(expr: fp.Expr) -> bool:
     if expr.op == "xor":  # TXOR / TXORS need a scratch tile: no device code yet
         return False
     if expr.op in ("maximum", "minimum"):  # NaN: the CPU model's std::max keeps the first
+        return False
+    if expr.op == "div" and expr.dtype in fp.INTS:  # x / 0 aborts the CPU model
         return False
     return all(_runs_on_the_cpu_model(a) for a in expr.args)
 
