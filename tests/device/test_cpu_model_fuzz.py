@@ -4,11 +4,14 @@ Each generated program runs on a CPU-model platform and on the simulator of the 
 backend; every output must be equal bit for bit (NaN matching NaN).  The generator is
 reused as it is; lanes that use what the CPU model cannot run or where the two differ by
 design (docs/numerics.md, "pto-isa's CPU model and the simulators") are dropped from a
-program before it is rendered: BF16 anywhere (pto-isa's CPU model computes it as FP16),
+program before it is rendered: dtypes other than FP32, FP16, INT32 and INT16 anywhere
+(pto-isa lacks INT8 arithmetic on A2/A3, and its CPU model computes BF16 as FP16),
+reductions of integers (pto-isa's row and column reductions take floats),
 the `col_sum` tree (the CPU model sums sequentially), float -> int casts (NaN converts
 differently), maximum / minimum in any form (NaN: the CPU model's std::max keeps its first
 operand, the simulators propagate NaN), integer division (a zero divisor aborts the CPU
-model), xor (no device code yet) and lanes reading an earlier lane's scratch tensor.  Slow: every program is a CPU-model compile (5-10 s).
+model), xor (no device code yet) and lanes reading an earlier lane's scratch tensor.
+Slow: every program is a CPU-model compile (5-10 s).
 """
 
 from __future__ import annotations
@@ -41,8 +44,14 @@ PAIRS = {"a2a3cpu": "a2a3sim", "a5cpu": "a5sim"}
 PROGRAMS = {"tile": 10, "tensor": 10, "partial": 10, "loop": 10, "tasks": 10}
 
 
+# pto-isa's vector instructions take these on both generations (docs/isa/*.md); INT8
+# arithmetic and reductions of integers are A5-only or missing, and BF16 runs as FP16 on
+# the CPU model.
+DTYPES = ("FP32", "FP16", "INT32", "INT16")
+
+
 def _runs_on_the_cpu_model(expr: fp.Expr) -> bool:
-    if expr.dtype == "BF16":
+    if expr.dtype not in DTYPES:
         return False
     if expr.kind == "input" and not expr.value.startswith("x_"):
         return False  # an earlier lane's scratch tensor
@@ -62,9 +71,9 @@ def cpu_model_program(program: fp.Program) -> fp.Program | None:
     kept = [i for i, lane in enumerate(program.lanes)
             if _runs_on_the_cpu_model(lane.expr)
             and lane.reduce not in ("col_sum_tree", "row_max", "row_min", "col_max", "col_min")
+            and not (lane.reduce and lane.expr.dtype not in fp.FLOATS)
             and not lane.expand.endswith(("max", "min"))
-            and not (program.kind == "partial" and any(
-                fp.input_dtype(name) == "BF16" for name in lane.expr.inputs()))]
+            and all(fp.input_dtype(name) in DTYPES for name in lane.expr.inputs())]
     if not kept:
         return None
     index = {old: new for new, old in enumerate(kept)}
