@@ -39,9 +39,9 @@ from pypto.runtime import RunConfig  # noqa: E402
 from pypto.toolchain import Toolchain, ToolchainNotFoundError  # noqa: E402
 
 PAIRS = {"a2a3cpu": "a2a3sim", "a5cpu": "a5sim"}
-# Programs per kind and CPU-model platform: 2 x 5 x 10 = 100 programs in all (a program may
-# lose every lane to the filter below; at least 45 per platform are left).
-PROGRAMS = {"tile": 10, "tensor": 10, "partial": 10, "loop": 10, "tasks": 10}
+# Programs drawn per kind and CPU-model platform (75 per platform); about a third lose
+# every lane to the filter below, and at least 50 per platform, 100 in all, are compared.
+PROGRAMS = {"tile": 15, "tensor": 15, "partial": 15, "loop": 15, "tasks": 15}
 
 
 # pto-isa's vector instructions take these on both generations (docs/isa/*.md); INT8
@@ -156,7 +156,7 @@ def test_fuzzed_programs_agree_between_the_cpu_model_and_the_simulator(cpu_platf
     problems = [problem for found in results for problem in found]
     assert not problems, f"{len(problems)} disagreements; the first:\n{problems[0]}"
     lanes = sum(len(p.lanes) for p in programs)
-    assert len(programs) >= 45 and lanes >= 300, (len(programs), lanes)
+    assert len(programs) >= 50 and lanes >= 200, (len(programs), lanes)
 
 
 def test_programs_keep_their_lanes_in_order_when_some_are_dropped():
