@@ -361,22 +361,30 @@ def insert_pipe_sync(body: list[Node]) -> list[Node]:
         if problems[0].producer is None:
             raise InternalError(f"pipe synchronisation: {problems[0].message}")
         _place(body, problems[0].producer, problems[0].consumer, next(counter))
-    # Drop every pair the others make redundant, latest first.
-    for pair in sorted({f.pair for f in _flags(body)}, reverse=True):
-        trial = _remove_pair(body, pair)
-        if not verify_pipe_sync(trial, event_limit=False):
-            body = trial
+    body = _without_redundant_pairs(body)
     _allocate_events(body)
+    # Allocation may move a set later (closer to its wait), which can make another pair
+    # redundant; dropping a pair frees its event, so the ids stay valid.
+    body = _without_redundant_pairs(body)
     problems = verify_pipe_sync(body)
     if problems:
         raise InternalError(
             "pipe synchronisation failed: " + "; ".join(v.message for v in problems))
-    # What each pair guards now: the first dependency left unordered without it.
+    # What each pair guards: the first dependency left unordered without it.
     for pair in {f.pair for f in _flags(body)}:
         unordered = next(v for v in verify_pipe_sync(_remove_pair(body, pair)) if v.producer)
         for flag in _flags(body):
             if flag.pair == pair:
                 flag.guards = (unordered.producer, unordered.consumer)
+    return body
+
+
+def _without_redundant_pairs(body: list[Node]) -> list[Node]:
+    """`body` without every pair the other pairs make redundant, latest pair first."""
+    for pair in sorted({f.pair for f in _flags(body)}, reverse=True):
+        trial = _remove_pair(body, pair)
+        if not verify_pipe_sync(trial, event_limit=False):
+            body = trial
     return body
 
 

@@ -10,7 +10,8 @@ reductions of integers (pto-isa's row and column reductions take floats),
 the `col_sum` tree (the CPU model sums sequentially), float -> int casts (NaN converts
 differently), maximum / minimum in any form (NaN: the CPU model's std::max keeps its first
 operand, the simulators propagate NaN), integer division (a zero divisor aborts the CPU
-model), xor (no device code yet) and lanes reading an earlier lane's scratch tensor.
+model), shifts (a count outside [0, bits) is a plain C++ shift on the CPU model), xor (no
+device code yet) and lanes reading an earlier lane's scratch tensor.
 Slow: every program is a CPU-model compile (5-10 s).
 """
 
@@ -62,6 +63,8 @@ def _runs_on_the_cpu_model(expr: fp.Expr) -> bool:
     if expr.op in ("maximum", "minimum"):  # NaN: the CPU model's std::max keeps the first
         return False
     if expr.op == "div" and expr.dtype in fp.INTS:  # x / 0 aborts the CPU model
+        return False
+    if expr.op in ("shl", "shr"):  # counts outside [0, bits): C++ shifts on the CPU model
         return False
     return all(_runs_on_the_cpu_model(a) for a in expr.args)
 
