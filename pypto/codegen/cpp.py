@@ -36,7 +36,14 @@ from ..ir.types import (
 )
 from .device import device_kernel
 from .environment import render
-from .expressions import expr_model, ident, scalar_ctype
+from .expressions import (
+    declare_scalar,
+    expr_model,
+    ident,
+    kernel_statements,
+    operator_form,
+    scalar_ctype,
+)
 from .sources import GeneratedSources, KernelSource, ParamSpec
 
 if TYPE_CHECKING:
@@ -127,31 +134,17 @@ class _KernelBuilder:
         return self.tiles[key]["ident"]
 
     def body(self, stmts) -> list[dict]:
-        out = []
-        for s in stmts:
-            if isinstance(s, For):
-                out.append({
-                    "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
-                    "stop": expr_model(s.stop), "step": expr_model(s.step),
-                    "body": self.body(s.body),
-                })
-            elif isinstance(s, Assign):
-                out.append(self.assign(s))
-            elif isinstance(s, Return):
-                continue
-            elif isinstance(s, ExprStmt):
-                raise LoweringError("an expression statement has no effect in a kernel", s.span)
-            else:
-                raise InternalError(f"unexpected statement in kernel: {s!r}")
-        return out
+        return kernel_statements(stmts, lambda s: {
+            "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
+            "stop": expr_model(s.stop), "step": expr_model(s.step),
+            "body": self.body(s.body),
+        }, self.assign)
 
     def assign(self, s: Assign) -> dict:
         (dst,) = s.targets
         call = s.value
         if isinstance(dst.type, ScalarType):
-            if dst.name not in self.params:
-                self.scalars.setdefault(dst.name, {"ident": ident(dst.name),
-                                                   "ctype": scalar_ctype(dst.type.dtype)})
+            declare_scalar(self.scalars, self.params, dst)
             if isinstance(call, Call) and call.op == "read":
                 return self._with_valid(self._form_read(get_op("read"), call, dst, s), dst)
             return {"kind": "scalar_assign", "dst": ident(dst.name), "value": expr_model(call),
@@ -160,13 +153,7 @@ class _KernelBuilder:
             # `b = a`: a copy of the tile (value semantics; b has its own buffer).
             model = {"kind": "unary", "fn": "tmov", "dst": self.tile(dst), "a": self.tile(call)}
             return self._with_valid(model, dst)
-        if not isinstance(call, Call):
-            raise InternalError(f"kernel statement is not an operator call: {s!r}")
-        op = get_op(call.op)
-        form = getattr(self, "_form_" + op.emit, None) if op.emit else None
-        if form is None:
-            raise LoweringError(f"pl.{call.op} cannot be emitted in a kernel", s.span,
-                                hint="use it inside a pl.at block or an orchestration function")
+        op, form = operator_form(self, call, s)
         return self._with_valid(form(op, call, dst, s), dst)
 
     def _with_valid(self, model: dict, dst: Var) -> dict:

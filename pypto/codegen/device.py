@@ -19,11 +19,17 @@ from dataclasses import dataclass, field
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
-from ..ir.nodes import Assign, Call, Const, ExprStmt, For, Function, Return, Var
-from ..ir.ops import get_op
+from ..ir.nodes import Assign, Call, Const, For, Function, Var
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from .environment import render
-from .expressions import expr_model, ident
+from .expressions import (
+    declare_scalar,
+    expr_model,
+    ident,
+    kernel_statements,
+    operator_form,
+    scalar_ctype,
+)
 from .pipe_sync import Access, Flag, Instr, Loop, insert_pipe_sync
 
 # Element types of pto-isa (FP8 types exist only on A5 builds of pto-isa; not emitted yet).
@@ -152,30 +158,18 @@ class _DeviceKernelBuilder:
     # -- statements
 
     def body(self, stmts) -> list:
-        out: list = []
-        for s in stmts:
-            if isinstance(s, For):
-                trips = _static_trips(s)
-                out.append(Loop(self.body(s.body), trips, {
-                    "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
-                    "stop": expr_model(s.stop), "step": expr_model(s.step)}))
-            elif isinstance(s, Assign):
-                out += self.assign(s)
-            elif isinstance(s, Return):
-                continue
-            elif isinstance(s, ExprStmt):
-                raise LoweringError("an expression statement has no effect in a kernel", s.span)
-            else:
-                raise InternalError(f"unexpected statement in kernel: {s!r}")
-        return out
+        def loop(s: For) -> list:
+            return [Loop(self.body(s.body), _static_trips(s), {
+                "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
+                "stop": expr_model(s.stop), "step": expr_model(s.step)})]
+
+        return [node for nodes in kernel_statements(stmts, loop, self.assign) for node in nodes]
 
     def assign(self, s: Assign) -> list:
         (dst,) = s.targets
         call = s.value
         if isinstance(dst.type, ScalarType):
-            if dst.name not in self.params:
-                self.scalars.setdefault(dst.name, {"ident": ident(dst.name),
-                                                   "ctype": _scalar_ctype(dst.type.dtype)})
+            declare_scalar(self.scalars, self.params, dst)
             if isinstance(call, Call) and call.op == "read":
                 return self._read(call, dst, s)
             return [_statement({"kind": "scalar_assign", "dst": ident(dst.name),
@@ -183,13 +177,7 @@ class _DeviceKernelBuilder:
         if isinstance(call, Var) and isinstance(call.type, TileType):
             return [self._instr("TMOV", [self.tile(dst), self.tile(call)], [self.tile(call)],
                                 [self.tile(dst)], _move_pipe(call.type, dst.type, s))]
-        if not isinstance(call, Call):
-            raise InternalError(f"kernel statement is not an operator call: {s!r}")
-        op = get_op(call.op)
-        form = getattr(self, "_form_" + op.emit, None) if op.emit else None
-        if form is None:
-            raise LoweringError(f"pl.{call.op} cannot be emitted in a kernel", s.span,
-                                hint="use it inside a pl.at block or an orchestration function")
+        op, form = operator_form(self, call, s)
         return form(op, call, dst, s)
 
     def _instr(self, name: str, args: list, reads: list, writes: list, pipe: str,
@@ -363,7 +351,7 @@ class _DeviceKernelBuilder:
         instr = self._instr("GetValue", [], [x], [], "PIPE_S")
         instr.payload = {"kind": "read", "dst": ident(dst.name), "tile": x.ident,
                          "r": _expr(r), "c": _expr(c), "stride": stride,
-                         "ctype": _scalar_ctype(dst.type.dtype)}
+                         "ctype": scalar_ctype(dst.type.dtype)}
         return [instr]
 
     def _form_create(self, op, call, dst, s):
@@ -405,10 +393,6 @@ def _expr(e) -> dict:
 def _statement(model: dict) -> Instr:
     """A statement that runs on no pipe (scalar code, declarations): never synchronised."""
     return Instr("", (), (), model["kind"], model)
-
-
-def _scalar_ctype(dtype: DataType) -> str:
-    return "double" if dtype.is_float else "int64_t"
 
 
 def _move_pipe(src: TileType, dst: TileType, s) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..ir.dtypes import DataType
-from ..ir.errors import InternalError
-from ..ir.nodes import Call, Const, Var
+from ..ir.errors import InternalError, LoweringError
+from ..ir.nodes import Assign, Call, Const, ExprStmt, For, Return, Var
+from ..ir.ops import OpDef, get_op
 from ..ir.types import ScalarType
 
 _RESERVED = set(
@@ -47,3 +50,41 @@ def expr_model(e, idents=None) -> dict:
     if isinstance(e, Call) and e.op == "get_block_idx":
         return {"kind": "var", "name": "(int64_t)core->block_idx"}  # kernels only
     raise InternalError(f"no scalar C++ form for {e!r}")
+
+
+def kernel_statements(stmts, on_for: Callable, on_assign: Callable) -> list:
+    """What `on_for` / `on_assign` make of each statement of a kernel body, in order
+    (returns skipped; anything else is an error), shared by the kernel code generators."""
+    out = []
+    for s in stmts:
+        if isinstance(s, For):
+            out.append(on_for(s))
+        elif isinstance(s, Assign):
+            out.append(on_assign(s))
+        elif isinstance(s, Return):
+            continue
+        elif isinstance(s, ExprStmt):
+            raise LoweringError("an expression statement has no effect in a kernel", s.span)
+        else:
+            raise InternalError(f"unexpected statement in kernel: {s!r}")
+    return out
+
+
+def declare_scalar(scalars: dict[str, dict], params, dst: Var) -> None:
+    """Records the C++ local a kernel's scalar `dst` needs (parameters need none)."""
+    if dst.name not in params:
+        scalars.setdefault(dst.name, {"ident": ident(dst.name),
+                                      "ctype": scalar_ctype(dst.type.dtype)})
+
+
+def operator_form(builder, call, stmt) -> tuple[OpDef, Callable]:
+    """The operator `call` applies and `builder`'s method for its form (`_form_<emit>`, the
+    op registry's `emit`); an operator with none is the user's error, naming the line."""
+    if not isinstance(call, Call):
+        raise InternalError(f"kernel statement is not an operator call: {stmt!r}")
+    op = get_op(call.op)
+    form = getattr(builder, "_form_" + op.emit, None) if op.emit else None
+    if form is None:
+        raise LoweringError(f"pl.{call.op} cannot be emitted in a kernel", stmt.span,
+                            hint="use it inside a pl.at block or an orchestration function")
+    return op, form
