@@ -70,6 +70,7 @@ class _Tile:
     pad: str | None = None
     views: dict = field(default_factory=dict)  # (vrows, vcols, pad) -> the view's _Tile
     flat: bool = False  # a column [R, 1] seen as the row [1, R] its bytes also are
+    span: object = None  # where the tile's variable is first defined (for errors)
 
     def model(self) -> dict:
         t = self.type
@@ -121,7 +122,7 @@ class _DeviceKernelBuilder:
         key = (var.name, t)
         if key not in self.tiles:
             rows, cols = t.shape[0], t.shape[1] if len(t.shape) > 1 else 1
-            self.tiles[key] = _Tile(self._fresh(ident(var.name)), t, rows, cols)
+            self.tiles[key] = _Tile(self._fresh(ident(var.name)), t, rows, cols, span=var.span)
         return self.tiles[key]
 
     def view(self, base: _Tile, vrows: int, vcols: int, pad: str | None) -> _Tile:
@@ -416,7 +417,7 @@ def _check_cube_shape(tile: _Tile) -> None:
         raise LoweringError(
             f"a {t.memory.name} tile of {list(t.shape)} {t.dtype.name}: cube tiles are made of "
             f"16-row fractals, so device code needs rows and columns that are multiples of 16 "
-            f"(and of {max(1, 32 // t.dtype.itemsize)} elements per 32 bytes)", None,
+            f"(and of {max(1, 32 // t.dtype.itemsize)} elements per 32 bytes)", tile.span,
             hint="round the tile shape up and give the load a valid_shape")
 
 
