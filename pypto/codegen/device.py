@@ -127,10 +127,9 @@ class _DeviceKernelBuilder:
 
     def view(self, base: _Tile, vrows: int, vcols: int, pad: str | None) -> _Tile:
         """`base`'s bytes seen with another valid region or pad value (its own C++ object)."""
+        # The value's own tile keeps PadValue::Null: instructions like TADD want their
+        # operands of one C++ type, and a pad value is part of the type.
         if (vrows, vcols, pad) == (base.vrows, base.vcols, base.pad):
-            return base
-        if pad is not None and base.pad is None and (vrows, vcols) == (base.vrows, base.vcols):
-            base.pad = pad  # the tile's first pad value: no second object needed
             return base
         key = (vrows, vcols, pad)
         if key not in base.views:
