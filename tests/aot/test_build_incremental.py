@@ -99,7 +99,8 @@ def test_build_without_a_platform_says_how_to_choose_one(make_project):
     project = make_project(specs=1)
     proc = project.scons(ok=False)
     assert proc.returncode != 0
-    assert "choose a platform: scons platform=<a2a3sim|a5sim|a2a3|a5>" in proc.stdout + proc.stderr
+    assert ("choose a platform: scons platform=<a2a3sim|a5sim|a2a3cpu|a5cpu|a2a3|a5>"
+            in proc.stdout + proc.stderr)
 
 
 def test_action_signatures_do_not_depend_on_python_bytecode(
