@@ -50,7 +50,7 @@ CALL_CASES = {
     "not_a_tensor": (lambda tmp: add([1, 2], _z(16, 128), _z(16, 128)), TypeCheckError,
                      "pass torch tensors and Python numbers"),
     "unknown_platform": (lambda tmp: RunConfig(platform="a3"), ValueError,
-                         "a2a3sim, a5sim, a2a3, a5"),
+                         "a2a3sim, a5sim, a2a3cpu, a5cpu, a2a3, a5"),
     "unknown_config_keyword": (lambda tmp: RunConfig(rtoll=1e-3), TypeError, "rtoll"),
     "bad_workers": (lambda tmp: RunConfig(workers=0), ValueError, "positive"),
     "config_of_wrong_type": (lambda tmp: add(_z(16, 128), _z(16, 128), _z(16, 128),
