@@ -244,6 +244,12 @@ class _DeviceKernelBuilder:
         name = op.isa.upper()
         if op.name in ("row_expand", "col_expand"):  # the vector broadcast alone
             return [self._instr(name, [d, self.tile(b)], [self.tile(b)], [d], "PIPE_V")]
+        if op.category == "expand_row" and not tile_layout(b.type).col_major:
+            raise LoweringError(
+                f"pl.{call.op} broadcasts a [{b.type.shape[0]}, 1] {b.type.dtype.name} column, "
+                f"which device code holds column-major only when its rows fill whole 32-byte "
+                f"blocks", s.span, hint="use a multiple of "
+                f"{32 // b.type.dtype.itemsize} rows")
         if op.category.startswith("expand"):
             return [self._instr(name, [d, self.tile(a), self.tile(b)],
                                 [self.tile(a), self.tile(b)], [d], "PIPE_V")]

@@ -35,8 +35,9 @@ class TileLayout:
 def tile_layout(t: TileType) -> TileLayout:
     """The hardware layout of a tile of type `t`.
 
-    Vec: row-major with each row padded to a whole block, except an [R, 1] column, which is
-    column-major (the layout row reductions write) with R padded to a whole block.  Cube
+    Vec: row-major with each row padded to a whole block, except an [R, 1] column of whole
+    blocks, which is column-major (the layout row reductions write and row broadcasts read;
+    pto-isa wants a reduction's source and column of one row count, so R is not padded).  Cube
     buffers (Mat, Left, Right, Acc) hold fractals: rows padded to 16 and columns to a block
     and to 16, the shapes the cube instructions require.
     """
@@ -46,8 +47,8 @@ def tile_layout(t: TileType) -> TileLayout:
     if t.memory not in (None, MemorySpace.Vec):
         cube_cols = max(per_block, FRACTAL_ROWS)
         return TileLayout(_round_up(rows, FRACTAL_ROWS), _round_up(cols, cube_cols), False)
-    if cols == 1 and rows > 1:
-        return TileLayout(_round_up(rows, per_block), 1, True)
+    if cols == 1 and rows > 1 and rows % per_block == 0:
+        return TileLayout(rows, 1, True)
     return TileLayout(rows, _round_up(cols, per_block), False)
 
 

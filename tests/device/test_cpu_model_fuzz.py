@@ -6,7 +6,8 @@ reused as it is; lanes that use what the CPU model cannot run or where the two d
 design (docs/numerics.md, "pto-isa's CPU model and the simulators") are dropped from a
 program before it is rendered: dtypes other than FP32, FP16, INT32 and INT16 anywhere
 (pto-isa lacks INT8 arithmetic on A2/A3, and its CPU model computes BF16 as FP16),
-reductions of integers (pto-isa's row and column reductions take floats),
+reductions of integers (pto-isa's row and column reductions take floats), row broadcasts
+of a column that is not whole 32-byte blocks (device code refuses them),
 the `col_sum` tree (the CPU model sums sequentially), float -> int casts (NaN converts
 differently), maximum / minimum in any form (NaN: the CPU model's std::max keeps its first
 operand, the simulators propagate NaN), integer division (a zero divisor aborts the CPU
@@ -76,6 +77,8 @@ def cpu_model_program(program: fp.Program) -> fp.Program | None:
             and lane.reduce not in ("col_sum_tree", "row_max", "row_min", "col_max", "col_min")
             and not (lane.reduce and lane.expr.dtype not in fp.FLOATS)
             and not lane.expand.endswith(("max", "min"))
+            and not (lane.reduce.startswith("row") and lane.expand
+                     and program.rows * ref.TORCH[lane.expr.dtype].itemsize % 32)
             and all(fp.input_dtype(name) in DTYPES for name in lane.expr.inputs())]
     if not kept:
         return None
