@@ -35,9 +35,10 @@ import fuzz_programs as fp  # noqa: E402
 import fuzz_reference as ref  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
+from pypto.compiler import CompileOptions, build_program  # noqa: E402
 from pypto.ir.diagnostics import PyptoPerfHint  # noqa: E402
 from pypto.platform import get_platform  # noqa: E402
-from pypto.runtime import RunConfig  # noqa: E402
+from pypto.runtime import RunConfig, load_artifact  # noqa: E402
 from pypto.toolchain import Toolchain, ToolchainNotFoundError  # noqa: E402
 
 PAIRS = {"a2a3cpu": "a2a3sim", "a5cpu": "a5sim"}
@@ -95,40 +96,57 @@ def _import(path: Path, name: str):
     return module
 
 
-def _run(module, program, inputs, platform):
-    args = [torch_full(shape, dtype) if is_output else inputs[name].clone()
-            for name, shape, dtype, is_output in fp.parameters(program)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PyptoPerfHint)
-        module.fuzz_kernel(*args, config=RunConfig(platform=platform, workers=program.workers))
-    return {name: arg for (name, _, _, is_output), arg in zip(fp.parameters(program), args)
-            if is_output}
-
-
 def torch_full(shape, dtype):
     import torch
 
     return torch.full(shape, 99, dtype=ref.TORCH[dtype])
 
 
-def compare_on_cpu_model(program: fp.Program, cpu_platform: str, workdir: Path) -> list[str]:
-    """Runs `program` on `cpu_platform` and its simulator; the outputs that differ."""
-    source = fp.render(program)
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    path = workdir / f"cpu_{program.kind}_{digest}.py"
-    path.write_text(source)
-    module = _import(path, f"cpu_{program.kind}_{digest}")
-    inputs = fp.make_inputs(program)
-    dtypes = {name: dtype for name, _, dtype, _ in fp.parameters(program)}
-    cpu = _run(module, program, inputs, cpu_platform)
-    sim = _run(module, program, inputs, PAIRS[cpu_platform])
-    problems = []
-    for name, want in sim.items():
-        problem = ref.mismatch(cpu[name], want, dtypes[name])
-        if problem:
-            problems.append(f"{cpu_platform} vs {PAIRS[cpu_platform]}, output {name}: {problem}"
-                            f"\n--- source ({path}) ---\n{source}")
-    return problems
+class Case:
+    """One program made ready in the main thread (parsing is not thread-safe): its source,
+    inputs and frontend IR; `build` (any thread) compiles it, `compare` runs it."""
+
+    def __init__(self, program: fp.Program, workdir: Path):
+        self.program = program
+        self.source = fp.render(program)
+        digest = hashlib.sha256(self.source.encode()).hexdigest()[:12]
+        self.path = workdir / f"cpu_{program.kind}_{digest}.py"
+        self.path.write_text(self.source)
+        module = _import(self.path, f"cpu_{program.kind}_{digest}")
+        self.inputs = fp.make_inputs(program)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PyptoPerfHint)
+            self.frontend = module.fuzz_kernel.frontend(*self._arguments())
+
+    def _arguments(self) -> list:
+        return [torch_full(shape, dtype) if is_output else self.inputs[name].clone()
+                for name, shape, dtype, is_output in fp.parameters(self.program)]
+
+    def build(self, platform: str) -> Path:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PyptoPerfHint)
+            return build_program(self.frontend, CompileOptions(platform=platform))
+
+    def run(self, artifact: Path, platform: str) -> dict:
+        args = self._arguments()
+        config = RunConfig(platform=platform, workers=self.program.workers)
+        load_artifact(artifact).run(args, config)
+        return {name: arg for (name, _, _, is_output), arg
+                in zip(fp.parameters(self.program), args) if is_output}
+
+    def compare(self, cpu_artifact: Path, cpu_platform: str) -> list[str]:
+        """The outputs that differ between the CPU model and its simulator."""
+        sim_platform = PAIRS[cpu_platform]
+        cpu = self.run(cpu_artifact, cpu_platform)
+        sim = self.run(self.build(sim_platform), sim_platform)
+        dtypes = {name: dtype for name, _, dtype, _ in fp.parameters(self.program)}
+        problems = []
+        for name, want in sim.items():
+            problem = ref.mismatch(cpu[name], want, dtypes[name])
+            if problem:
+                problems.append(f"{cpu_platform} vs {sim_platform}, output {name}: {problem}"
+                                f"\n--- source ({self.path}) ---\n{self.source}")
+        return problems
 
 
 def generated_programs(kind: str, count: int) -> list[fp.Program]:
@@ -155,11 +173,12 @@ def test_fuzzed_programs_agree_between_the_cpu_model_and_the_simulator(cpu_platf
         pytest.skip(f"no compiler for {cpu_platform}: {exc}")
     programs = [p for kind, n in sorted(PROGRAMS.items()) for p in generated_programs(kind, n)]
     programs = [p for p in map(cpu_model_program, programs) if p is not None]
-    # Two at a time: each build is a compiler process.
+    cases = [Case(p, tmp_path) for p in programs]
+    # The CPU-model compiles two at a time (each is a compiler process), then the runs.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(
-            lambda p: compare_on_cpu_model(p, cpu_platform, tmp_path), programs))
-    problems = [problem for found in results for problem in found]
+        artifacts = list(pool.map(lambda case: case.build(cpu_platform), cases))
+    problems = [problem for case, artifact in zip(cases, artifacts)
+                for problem in case.compare(artifact, cpu_platform)]
     assert not problems, f"{len(problems)} disagreements; the first:\n{problems[0]}"
     lanes = sum(len(p.lanes) for p in programs)
     assert len(programs) >= 50 and lanes >= 200, (len(programs), lanes)

@@ -73,10 +73,12 @@ def test_col_sum_tree_and_sequential_differ_bitwise_both_close_to_float64(platfo
     for r in range(1, 64):
         seq = seq + x[r]
     assert torch.equal(sequential[0], seq)
-    rows = list(x)
+    rows = list(x)  # the device's pairwise tree (docs/numerics.md)
     while len(rows) > 1:
-        half = (len(rows) + 1) // 2
-        rows = [rows[i] + rows[i + half] if i + half < len(rows) else rows[i] for i in range(half)]
+        pairs = [rows[2 * i] + rows[2 * i + 1] for i in range(len(rows) // 2)]
+        if len(rows) % 2:
+            pairs[0] = pairs[0] + rows[-1]
+        rows = pairs
     assert torch.equal(tree[0], rows[0])
 
 
