@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import pypto
+from pypto import platform as compiler_module  # where `--version` is asked and cached
 from pypto.platform import get_platform
 from pypto.resources import build_rules_dir, package_dir, templates_dir
 from pypto.toolchain import OUTPUT_ENV_VARS, Toolchain, artifact_key, compiler_digest
-from pypto.toolchain import compiler as compiler_module
 
 IR_DIGEST = "0" * 64  # one program: the key's other parts are what is edited here
 OPTIONS = '{"dump": 0}'

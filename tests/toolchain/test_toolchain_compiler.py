@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pypto.platform import get_platform
+from pypto.platform import _version_line, get_platform
 from pypto.sim import INCLUDE_DIR
 from pypto.toolchain import CompileError, Toolchain, ToolchainNotFoundError
-from pypto.platform import _version_line
 
 DEVICE_COMPILER_VARS = ("PYPTO_DEVICE_CXX", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
 
