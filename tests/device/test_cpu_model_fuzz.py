@@ -174,6 +174,9 @@ def test_fuzzed_programs_agree_between_the_cpu_model_and_the_simulator(cpu_platf
     programs = [p for kind, n in sorted(PROGRAMS.items()) for p in generated_programs(kind, n)]
     programs = [p for p in map(cpu_model_program, programs) if p is not None]
     cases = [Case(p, tmp_path) for p in programs]
+    # One build in this thread first: the compiler's digest of its own sources (read with
+    # Python's ast, which is not thread-safe) is computed once and cached.
+    cases[0].build(PAIRS[cpu_platform])
     # The CPU-model compiles two at a time (each is a compiler process), then the runs.
     with ThreadPoolExecutor(max_workers=2) as pool:
         artifacts = list(pool.map(lambda case: case.build(cpu_platform), cases))
