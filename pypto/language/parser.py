@@ -75,6 +75,8 @@ _COMPARE = {
 # Categories of operators that may appear in an orchestration body outside `pl.at`.
 _ORCHESTRATION_OK = {"index", "orchestration"}
 _LOOP_KINDS = {"range": "range", "unroll": "unroll", "parallel": "parallel"}
+# Operators that write into a tensor, and which operand is that tensor.
+_WRITE_DESTINATION = {"store": 2, "assemble": 0}
 
 
 @dataclass(frozen=True)
@@ -278,7 +280,23 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             if isinstance(fn, OpStub) and fn.name == "dump_tag":
                 return self.dump_tag_stmt(node)
         value = self.expr(node.value)
+        if isinstance(value, Call) and value.op in _WRITE_DESTINATION:
+            return self._bind_write(value, node)
         return ExprStmt(value, self.source.span(node))
+
+    def _bind_write(self, call: Call, node: ast.Expr) -> Assign:
+        """A bare `pl.store(tile, offsets, out)` / `pl.assemble(out, x, offsets)` statement:
+        the write's result is the updated tensor, so the statement rebinds `out` to it, as
+        `out = pl.store(...)` does."""
+        dst = call.args[_WRITE_DESTINATION[call.op]]
+        if not isinstance(dst, Var):
+            raise self.error(node, f"pl.{call.op} writes into `{ast.unparse(node.value)}`, "
+                             "which is not a tensor variable",
+                             hint="write into a tensor parameter or a tensor bound to a name")
+        span = self.source.span(node)
+        var = Var(dst.name, call.type, span)
+        self._rebind(var, node)
+        return Assign((var,), call, span)
 
     def _static_assert(self, call: ast.Call):
         cond = self.static(call.args[0])
