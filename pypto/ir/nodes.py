@@ -136,6 +136,8 @@ class AtScope:
     `task` is the TaskId variable `as tid` binds; `deps`, `no_dep_args`, `dumps` and
     `manual` are as on `FuncCall`; `blocks` (an expression) makes it `with pl.spmd(blocks)`: one
     dispatch of that many blocks, each reading its index with `pl.get_block_idx()`.
+    `split` (`pl.at(optimizations=[pl.split(mode)])`) divides the block's vector work
+    between the two vector lanes; the outlined kernel carries it as its `split` attribute.
     """
 
     level: Level
@@ -148,6 +150,7 @@ class AtScope:
     manual: bool = False
     blocks: Any = None
     dumps: tuple = ()
+    split: Any = None
 
 
 @dataclass(frozen=True)
@@ -170,12 +173,23 @@ class Param:
 
 @dataclass(frozen=True)
 class Function:
+    """A function of a program.  `attrs` are its function attributes as sorted (name,
+    value) pairs, written `pl.func_attr({...})` as the body's first statement (today:
+    "split", a `SplitMode` for a mixed cube/vector kernel)."""
+
     name: str
     params: tuple[Param, ...]
     returns: tuple
     body: tuple
     func_type: FunctionType
     span: Span | None = _span()
+    attrs: tuple = ()
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for key, value in self.attrs:
+            if key == name:
+                return value
+        return default
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

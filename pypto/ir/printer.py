@@ -113,6 +113,9 @@ class _Printer:
             ret = f" -> tuple[{', '.join(self.type(t) for t in fn.returns)}]"
         self.lines.append(f"    @pl.function(type={fn.func_type!r})")
         self.lines.append(f"    def {fn.name}({', '.join(params)}){ret}:")
+        if fn.attrs:
+            attrs = ", ".join(f"{key!r}: {value!r}" for key, value in fn.attrs)
+            self.lines.append(f"        pl.func_attr({{{attrs}}})")
         self.body(fn.body, 2)
 
     def body(self, body, depth: int) -> None:
@@ -162,19 +165,15 @@ class _Printer:
             rng = ", ".join(self.expr(e) for e in (stmt.start, stmt.stop, stmt.step))
             self.lines.append(f"{pad}for {stmt.var.name} in {_FOR_KIND[stmt.kind]}({rng}):")
             self.body(stmt.body, depth + 1)
-        elif isinstance(stmt, AtScope) and (stmt.blocks is not None or stmt.deps
-                                             or stmt.no_dep_args or stmt.dumps
-                                             or stmt.task is not None):
+        elif isinstance(stmt, AtScope):
             args = [f"level={stmt.level!r}"] if stmt.blocks is None else [self.expr(stmt.blocks)]
             args += self._task_keywords(stmt.deps, stmt.no_dep_args, stmt.name_hint,
                                         stmt.dumps)
+            if stmt.split is not None:
+                args.append(f"optimizations=[pl.split({stmt.split!r})]")
             builtin = "pl.at" if stmt.blocks is None else "pl.spmd"
             bind = f" as {stmt.task.name}" if stmt.task is not None else ""
             self.lines.append(f"{pad}with {builtin}({', '.join(args)}){bind}:")
-            self.body(stmt.body, depth + 1)
-        elif isinstance(stmt, AtScope):
-            hint = f", name_hint={stmt.name_hint!r}" if stmt.name_hint else ""
-            self.lines.append(f"{pad}with pl.at(level={stmt.level!r}{hint}):")
             self.body(stmt.body, depth + 1)
         elif isinstance(stmt, Return):
             values = ", ".join(self.expr(v) for v in stmt.values)

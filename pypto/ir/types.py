@@ -75,6 +75,18 @@ class AtomicType(enum.Enum):
         return f"pl.AtomicType.{self.name}"
 
 
+class SplitMode(enum.Enum):
+    """How `pl.split(mode)` divides the vector work of a mixed cube/vector kernel
+    between the two vector (AIV) lanes of a core group: by rows, by columns, or not."""
+
+    NONE = "NONE"
+    UP_DOWN = "UP_DOWN"
+    LEFT_RIGHT = "LEFT_RIGHT"
+
+    def __repr__(self) -> str:
+        return f"pl.SplitMode.{self.name}"
+
+
 Shape = tuple[int, ...]
 
 

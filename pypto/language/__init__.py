@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from ..ir.dtypes import DataType
 from ..ir.ops import all_ops
-from ..ir.types import TASK_ID, AtomicType, FunctionType, Level, MemorySpace, PadValue
+from ..ir.types import (
+    TASK_ID,
+    AtomicType,
+    FunctionType,
+    Level,
+    MemorySpace,
+    PadValue,
+    SplitMode,
+)
 from .jit import JitFunction, jit
 from .parser import DslBuiltin, OpStub, parse_program
 from .typing import DynamicDim, InOut, Out, Scalar, Tensor, Tile, dynamic
@@ -41,6 +49,11 @@ spmd = DslBuiltin("spmd")
 manual_scope = DslBuiltin("manual_scope")
 submit = DslBuiltin("submit")
 spmd_submit = DslBuiltin("spmd_submit")
+split = DslBuiltin("split")
+"""`pl.at(optimizations=[pl.split(pl.SplitMode.UP_DOWN)])`: halve a mixed kernel's vector work."""
+cross_core_slot = DslBuiltin("cross_core_slot")
+func_attr = DslBuiltin("func_attr")
+"""`pl.func_attr({"split": pl.SplitMode.UP_DOWN})`: function attributes, first statement."""
 TaskId = TASK_ID
 """The type of a task id (`with pl.at(...) as tid`); only `deps=[...]` consumes one."""
 
@@ -118,6 +131,10 @@ __all__ = [
     "manual_scope",
     "submit",
     "spmd_submit",
+    "split",
+    "cross_core_slot",
+    "func_attr",
+    "SplitMode",
     "TaskId",
     "DataType",
 ]

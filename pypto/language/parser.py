@@ -36,6 +36,7 @@ from ..ir.types import (
     Direction,
     FunctionType,
     ScalarType,
+    SplitMode,
     TaskIdType,
     TensorType,
     TileType,
@@ -234,7 +235,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         for p in sig.params:
             self.vars[p.var.name] = p.var
         self.init_compile_time(sig.dynamic)
-        body = self.body(fndef.body)
+        attrs, stmts = self._function_attrs(fndef.body)
+        body = self.body(stmts)
         returns = sig.returns
         ret_stmts = [s for s in body if isinstance(s, Return)]
         if returns is None:
@@ -246,7 +248,40 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                                  f"`{sig.name}` returns values that differ from its annotation",
                                  cls=TypeCheckError)
         return Function(sig.name, sig.params, tuple(returns), body, self.func_type,
-                        self.source.span(fndef))
+                        self.source.span(fndef), attrs=attrs)
+
+    def _function_attrs(self, stmts: list) -> tuple[tuple, list]:
+        """`pl.func_attr({"split": pl.SplitMode.UP_DOWN})` as the first statement (after a
+        docstring): the function's attributes, and the statements after it."""
+        start = 1 if (stmts and isinstance(stmts[0], ast.Expr)
+                      and isinstance(stmts[0].value, ast.Constant)
+                      and isinstance(stmts[0].value.value, str)) else 0
+        if start >= len(stmts) or not self._is_builtin_call(stmts[start], "func_attr"):
+            return (), stmts
+        call = stmts[start].value
+        if call.keywords or len(call.args) != 1 or not isinstance(call.args[0], ast.Dict):
+            raise self.error(call, "write pl.func_attr({\"name\": value, ...}) with a dict "
+                             "literal")
+        attrs = {}
+        for key_node, value_node in zip(call.args[0].keys, call.args[0].values):
+            key = self.static(key_node) if key_node is not None else None
+            if key in attrs:
+                raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
+            if key != "split":
+                raise self.error(key_node or call, f"function attribute {key!r} is not "
+                                 "supported here", hint="supported: \"split\" (a pl.SplitMode)")
+            value = self.static(value_node)
+            if not isinstance(value, SplitMode):
+                raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+            if value is not SplitMode.NONE:
+                attrs[key] = value
+        return tuple(sorted(attrs.items())), stmts[:start] + stmts[start + 1:]
+
+    def _is_builtin_call(self, stmt: ast.stmt, name: str) -> bool:
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        fn = self._callable(stmt.value.func)
+        return isinstance(fn, DslBuiltin) and fn.name == name
 
     def body(self, stmts) -> tuple:
         out: list = []
@@ -277,6 +312,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             fn = self._callable(node.value.func)
             if isinstance(fn, DslBuiltin) and fn.name == "static_assert":
                 return self._static_assert(node.value)
+            if isinstance(fn, DslBuiltin) and fn.name == "func_attr":
+                raise self.error(node, "pl.func_attr({...}) must be the first statement of the "
+                                 "function body")
             if isinstance(fn, OpStub) and fn.name == "dump_tag":
                 return self.dump_tag_stmt(node)
         value = self.expr(node.value)

@@ -24,10 +24,19 @@ import ast
 from dataclasses import replace
 
 from ..ir.nodes import Assign, AtScope, Const, ExprStmt, FuncCall, Var
-from ..ir.types import INDEX, TASK_ID, FunctionType, Level, TaskIdType, TensorType, TupleType
+from ..ir.types import (
+    INDEX,
+    TASK_ID,
+    FunctionType,
+    Level,
+    SplitMode,
+    TaskIdType,
+    TensorType,
+    TupleType,
+)
 
 _SCOPE_KEYWORDS = {
-    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps"),
+    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations"),
     "spmd": ("name_hint", "deps", "no_dep_args", "dumps"),
 }
 _SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps"),
@@ -104,14 +113,15 @@ class TaskSyntax:
             self._rebind(task, node)  # bound after the block: it cannot wait for itself
         return AtScope(options["level"], body, options["name_hint"], self.source.span(node),
                        deps=options["deps"], no_dep_args=options["no_dep_args"], task=task,
-                       manual=self.manual, blocks=options["blocks"], dumps=options["dumps"])
+                       manual=self.manual, blocks=options["blocks"], dumps=options["dumps"],
+                       split=options["split"])
 
     def _scope_options(self, call: ast.Call, builtin: str) -> dict:
         """Level, block count, name hint, deps, no_dep_args and dumps of `pl.at(...)` /
         `pl.spmd(...)`."""
         allowed = _SCOPE_KEYWORDS[builtin]
         options = {"level": Level.CORE_GROUP, "blocks": None, "name_hint": "", "deps": (),
-                   "no_dep_args": (), "dumps": ()}
+                   "no_dep_args": (), "dumps": (), "split": None}
         if builtin == "at":
             if call.args:
                 raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
@@ -128,6 +138,8 @@ class TaskSyntax:
                 options["deps"] = self._task_deps(kw.value)
             elif kw.arg in ("no_dep_args", "dumps"):
                 options[kw.arg] = self._tensor_list(kw.value, kw.arg)
+            elif kw.arg == "optimizations":
+                options["split"] = self._optimizations(kw.value)
             elif kw.arg == "name_hint":
                 hint_value = self.static(kw.value)
                 if not isinstance(hint_value, str) or not hint_value.isidentifier():
@@ -139,6 +151,43 @@ class TaskSyntax:
         if not isinstance(options["level"], Level):
             raise self.error(call, "pl.at needs level=pl.Level.CORE_GROUP")
         return options
+
+    def _optimizations(self, node: ast.AST):
+        """`optimizations=[pl.split(mode), ...]`, written inline: the split mode (None for
+        none or `pl.SplitMode.NONE`).  `pl.cross_core_slot(slot_num=N)` sizes an on-chip
+        ring this project's lowering does not have: it is refused, not ignored."""
+        from .parser import DslBuiltin  # the parser module imports this one
+
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(node, "optimizations= takes a list written at the call site: "
+                             "optimizations=[pl.split(pl.SplitMode.UP_DOWN)]",
+                             hint="the list is read from the source, so it cannot be built "
+                                  "up in a variable")
+        split = None
+        for item in node.elts:
+            fn = self._callable(item.func) if isinstance(item, ast.Call) else None
+            name = fn.name if isinstance(fn, DslBuiltin) else None
+            if name == "cross_core_slot":
+                raise self.error(
+                    item, "pl.cross_core_slot(slot_num=...) is not supported here: it sizes "
+                    "the on-chip ring of the cube->vector handoff, and this project hands "
+                    "a mixed kernel's matmul result to the vector work through global memory "
+                    "(no ring to size)",
+                    hint="remove pl.cross_core_slot(...); pl.split(...) alone keeps its meaning")
+            if name != "split":
+                raise self.error(item, f"`{ast.unparse(item)}` is not a pl.at optimization",
+                                 hint="optimizations=[pl.split(pl.SplitMode.UP_DOWN)]")
+            if split is not None:
+                raise self.error(item, "pl.split is given twice")
+            if len(item.args) != 1 or item.keywords:
+                raise self.error(item, "write pl.split(pl.SplitMode.UP_DOWN) (or LEFT_RIGHT, "
+                                 "NONE)")
+            mode = self.static(item.args[0])
+            if not isinstance(mode, SplitMode):
+                raise self.error(item, f"pl.split takes a pl.SplitMode, got "
+                                 f"`{ast.unparse(item.args[0])}`")
+            split = mode
+        return None if split is SplitMode.NONE else split
 
     def _block_count(self, node: ast.AST):
         blocks = self.scalar(node)
