@@ -66,6 +66,7 @@ class Backend:
     vector_cores: int
     device_arch: dict[str, str]  # core type -> AI Core ISA name for the device compiler
     tile_moves: dict[str, tuple[str, ...]]  # on-chip buffer -> buffers pl.move can copy it to
+    tile_inserts: dict[str, tuple[str, ...]]  # source buffer -> pl.tile.assemble targets
 
     # The dict fields would make the generated hash raise; the name identifies a backend.
     def __hash__(self) -> int:
@@ -427,6 +428,7 @@ def _load_backend(rules: Path, name: str) -> Backend:
     cores = rule.table("cores", CORE_TYPES)
     arch = rule.table("device_arch", CORE_TYPES)
     moves = rule.table("tile_moves")
+    inserts = rule.table("tile_inserts")
     return Backend(
         name=name,
         capacities={space: capacities.positive_int(space) for space in SPACES},
@@ -437,6 +439,7 @@ def _load_backend(rules: Path, name: str) -> Backend:
         vector_cores=cores.positive_int("vector"),
         device_arch={core: arch.text(core) for core in CORE_TYPES},
         tile_moves={src: moves.texts(src) for src in moves.data},
+        tile_inserts={src: inserts.texts(src) for src in inserts.data},
     )
 
 

@@ -263,6 +263,15 @@ class _KernelBuilder:
         return {"kind": "read", "fn": op.isa, "dst": ident(dst.name), "tile": self.tile(tile),
                 "r": expr_model(r), "c": expr_model(c)}
 
+    def _form_insert(self, op, call, dst, s):
+        target, src, offsets = call.args
+        r0, c0 = _window_origin(offsets, s)
+        model = {"kind": "insert", "fn": op.isa, "dst": self.tile(dst), "src": self.tile(src),
+                 "r0": expr_model(r0), "c0": expr_model(c0), "target": None}
+        if self.tile(target) != model["dst"]:
+            model["target"] = self.tile(target)  # the result has its own buffer: copy first
+        return model
+
     def _form_create(self, op, call, dst, s):
         return {"kind": "create", "dst": self.tile(dst)}
 

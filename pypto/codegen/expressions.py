@@ -21,6 +21,8 @@ _RESERVED = set(
 )
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}
+_SELECT = {"min": "<", "max": ">"}  # pl.min / pl.max: lhs if lhs OP rhs else rhs
+_BLOCK_FIELDS = {"get_block_idx": "block_idx", "get_block_num": "block_num"}
 
 
 def ident(name: str) -> str:
@@ -47,8 +49,10 @@ def expr_model(e, idents=None) -> dict:
             return {"kind": "binop", "op": _INFIX[e.op], "lhs": lhs, "rhs": rhs}
         if e.op in _INDEX_CALLS:
             return {"kind": "call", "fn": _INDEX_CALLS[e.op], "lhs": lhs, "rhs": rhs}
-    if isinstance(e, Call) and e.op == "get_block_idx":
-        return {"kind": "var", "name": "(int64_t)core->block_idx"}  # kernels only
+        if e.op in _SELECT:
+            return {"kind": "select", "op": _SELECT[e.op], "lhs": lhs, "rhs": rhs}
+    if isinstance(e, Call) and e.op in _BLOCK_FIELDS:
+        return {"kind": "var", "name": f"(int64_t)core->{_BLOCK_FIELDS[e.op]}"}  # kernels only
     raise InternalError(f"no scalar C++ form for {e!r}")
 
 

@@ -53,6 +53,11 @@ def torch_codegen(program_or_function: Program | Function, *, check_shapes: bool
     return render("torch_program.py.j2", m=model)
 
 
+def runtime_name(op: str) -> str:
+    """The `torch_runtime` function of an operator (`tile.assemble` -> `tile_assemble`)."""
+    return op.replace(".", "_")
+
+
 def load_entry(source: str, entry: str):
     """Execute generated source and return its entry function."""
     namespace: dict = {"__name__": "pypto_torch_program"}
@@ -73,8 +78,8 @@ def _attr(value):
 def _type_facts(call: Call) -> list:
     """What a runtime function needs from the IR's types: a tile's valid region (stores,
     fillpad) and whether a slice views a tensor."""
-    if call.op in ("store", "assemble", "fillpad"):
-        value = call.args[1] if call.op == "assemble" else call.args[0]
+    if call.op in ("store", "assemble", "tile.assemble", "fillpad"):
+        value = call.args[1] if call.op in ("assemble", "tile.assemble") else call.args[0]
         t = value.type
         if isinstance(t, TileType) and t.valid_shape is not None:
             return [("valid", list(t.valid_shape))]
@@ -150,7 +155,8 @@ class _Builder:
                     all(isinstance(a.type, ScalarType) for a in e.args):
                 lhs, rhs = (self.expr(a) for a in e.args)
                 return {"kind": "infix", "op": INFIX[e.op], "lhs": lhs, "rhs": rhs}
-            if not hasattr(torch_runtime, e.op):
+            fn = runtime_name(e.op)
+            if not hasattr(torch_runtime, fn):
                 raise InternalError(f"pl.{e.op} has no torch semantics in "
                                     "pypto.debug.torch_runtime")
             attrs = [(k, _attr(v)) for k, v in e.attrs] + _type_facts(e)
@@ -164,5 +170,5 @@ class _Builder:
             named = [(p.name, a) for p, a in zip(operands, args)
                      if op.params.index(p) > first_attr]
             args = args[:len(args) - len(named)]
-            return {"kind": "op", "fn": e.op, "args": args, "attrs": attrs, "named": named}
+            return {"kind": "op", "fn": fn, "args": args, "attrs": attrs, "named": named}
         raise InternalError(f"torch_codegen: unexpected expression {e!r}")

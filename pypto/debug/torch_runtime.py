@@ -101,6 +101,14 @@ def mod(lhs, rhs):
     return lhs % rhs
 
 
+def min(lhs, rhs):  # noqa: A001 - the operator's name
+    return builtins.min(lhs, rhs)
+
+
+def max(lhs, rhs):  # noqa: A001 - the operator's name
+    return builtins.max(lhs, rhs)
+
+
 def _float_once(x: torch.Tensor, fn) -> torch.Tensor:
     """fn computed in FP32 and rounded once to x's dtype (FP16/BF16 tiles)."""
     return fn(x.float()).to(x.dtype)
@@ -411,14 +419,21 @@ def get_block_idx():
     return _block["index"]
 
 
+def get_block_num():
+    """The current SPMD dispatch's block count (1 outside an SPMD dispatch)."""
+    return _block.get("count", 1)
+
+
 def blocks(count: int):
     """Iterate an SPMD block's indices in order, each visible to `get_block_idx`."""
     try:
+        _block["count"] = count
         for b in range(count):
             _block["index"] = b
             yield b
     finally:
         _block["index"] = 0
+        _block["count"] = 1
 
 
 _tasks = {"next": 0}
@@ -535,6 +550,15 @@ def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_",
 def assemble(dst: torch.Tensor, src: torch.Tensor, offset, atomic="None_",
              valid=None) -> torch.Tensor:
     return store(src, offset, dst, atomic, valid)
+
+
+def tile_assemble(dst: torch.Tensor, src: torch.Tensor, offset, valid=None) -> torch.Tensor:
+    """`pl.tile.assemble`: a copy of dst with src's valid region written at `offset`."""
+    return store(src, offset, dst.clone(), valid=valid)
+
+
+def tile_transpose_view(x: torch.Tensor) -> torch.Tensor:
+    return x.transpose(0, 1).contiguous()
 
 
 def dump_tag(t) -> None:

@@ -743,6 +743,25 @@ def _infer_read(args, attrs, span):
     return ScalarType(xt.dtype)
 
 
+def _infer_tile_assemble(args, attrs, span):
+    dst, src, offsets = args
+    _need(TileType, dst.type, "inserts into a tile (pl.assemble writes tensors)",
+          "tile.assemble", span)
+    _need(TileType, src.type, "inserts a tile", "tile.assemble", span)
+    _rank2("tile.assemble", dst.type, span)
+    _same_dtype("tile.assemble", dst.type, src.type, span)
+    _check_window("tile.assemble", dst.type, offsets.items, src.type.valid, span)
+    return dst.type
+
+
+def _infer_transpose_view(args, attrs, span):
+    (x,) = (a.type for a in args)
+    _need(TileType, x, "views a tile as its transpose", "tile.transpose_view", span)
+    _rank2("tile.transpose_view", x, span)
+    valid = x.valid_shape[::-1] if x.valid_shape else None
+    return TileType(x.shape[::-1], x.dtype, valid_shape=valid)
+
+
 def _infer_create_tensor(args, attrs, span):
     return TensorType(tuple(attrs["shape"]), attrs["dtype"])
 
@@ -846,6 +865,18 @@ register(
         torch="lhs % rhs",
     )
 )
+for _name, _what in (("min", "smaller"), ("max", "larger")):
+    register(
+        OpDef(
+            _name,
+            (OpParam("lhs", "value"), OpParam("rhs", "value")),
+            _infer_scalar_int(f"pl.{_name}"),
+            "index",
+            f"The {_what} of two integer scalars (index arithmetic: loop bounds, offsets, "
+            "valid lengths); not a reduction of a tile (pl.row_max / pl.col_max are).",
+            torch=f"{_name}(lhs, rhs)",
+        )
+    )
 
 # -- elementwise unary: name -> (doc, torch, dtypes, isa)
 _UNARY = {
@@ -1264,6 +1295,37 @@ register(
     )
 )
 
+register(
+    OpDef(
+        "tile.assemble",
+        (OpParam("dst", "value"), OpParam("src", "value"), OpParam("offset", "index_list")),
+        _infer_tile_assemble,
+        "movement",
+        "`dst` with the valid region of tile `src` written at `offset` (TINSERT); dst's other "
+        "elements and its valid region are kept.  The buffer pairs are backend facts "
+        "(build_rules/backends/*.toml [tile_inserts]): Acc -> Mat and Vec -> Vec everywhere, "
+        "Acc -> Vec and Vec -> Mat on Ascend950.  Equal dtypes.",
+        dtypes=ANY,
+        torch="dst.clone() with dst[window] = src",
+        emit="insert",
+        isa="tinsert",
+    )
+)
+register(
+    OpDef(
+        "tile.transpose_view",
+        (OpParam("x", "value"),),
+        _infer_transpose_view,
+        "movement",
+        "The [C, R] transpose of a [R, C] tile, in the tile's own buffer kind: how a Mat "
+        "operand is read transposed by the cube (`pl.move` it to Right afterwards).",
+        dtypes=ANY,
+        torch="x.transpose(0, 1)",
+        emit="unary",
+        isa="ttrans",
+    )
+)
+
 # -- element reads
 register(
     OpDef(
@@ -1296,6 +1358,19 @@ register(
         "a plain task).  Legal in kernels and inside `pl.at` / `pl.spmd` blocks.",
         dtypes=frozenset(),
         torch="block_idx",
+    )
+)
+
+register(
+    OpDef(
+        "get_block_num",
+        (),
+        lambda args, attrs, span: INDEX,
+        "index",
+        "The number of blocks of the running SPMD dispatch (`pl.spmd(n)`: n; 1 in a plain "
+        "task).  Legal in kernels and inside `pl.at` / `pl.spmd` blocks.",
+        dtypes=frozenset(),
+        torch="block_num",
     )
 )
 

@@ -17,6 +17,7 @@ from ..ir.types import (
     PadValue,
     SplitMode,
 )
+from . import namespaces
 from .jit import JitFunction, jit
 from .parser import DslBuiltin, OpStub, parse_program
 from .typing import DynamicDim, InOut, Out, Scalar, Tensor, Tile, dynamic
@@ -34,6 +35,8 @@ BF16 = DataType.BF16
 FP32 = DataType.FP32
 FP8E4M3FN = DataType.FP8E4M3FN
 FP8E5M2 = DataType.FP8E5M2
+INDEX = DataType.INT64
+"""Index arithmetic (loop variables, offsets, dimensions): a 64-bit integer, `pl.INT64`."""
 
 Mem = MemorySpace
 
@@ -58,8 +61,15 @@ TaskId = TASK_ID
 """The type of a task id (`with pl.at(...) as tid`); only `deps=[...]` consumes one."""
 
 for _name in all_ops():
-    globals()[_name] = OpStub(_name)
-del _name
+    if "." not in _name:  # `tile.assemble` and friends are reached through pl.tile
+        globals()[_name] = OpStub(_name)
+for _name, _op in namespaces.SCALAR_SPELLINGS.items():
+    globals()[_name] = OpStub(_op, None, True, _name)
+del _name, _op
+tile = namespaces.tile
+tensor = namespaces.tensor
+dim = DslBuiltin("dim")
+"""`pl.dim(t, axis)` (also `pl.tensor.dim`): a tensor's dimension, as `t.shape[axis]`."""
 
 
 def program(cls=None, *, entry: str | None = None):
@@ -137,4 +147,8 @@ __all__ = [
     "SplitMode",
     "TaskId",
     "DataType",
+    "INDEX",
+    "tile",
+    "tensor",
+    "dim",
 ]

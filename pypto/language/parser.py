@@ -64,6 +64,8 @@ _FOLD = {
     "div": lambda a, b: a / b,
     "floordiv": lambda a, b: a // b,
     "mod": lambda a, b: a % b,
+    "min": min,
+    "max": max,
 }
 _COMPARE = {
     ast.Eq: lambda a, b: a == b,
@@ -82,13 +84,26 @@ _WRITE_DESTINATION = {"store": 2, "assemble": 0}
 
 @dataclass(frozen=True)
 class OpStub:
-    """`pl.add` and friends: names the parser recognises; calling one from Python is an error."""
+    """`pl.add` and friends: names the parser recognises; calling one from Python is an error.
+
+    `name` is the registry operator.  The level-specific spellings of pl.tile / pl.tensor
+    (language/namespaces.py) set `level` ("tile" / "tensor": the operands must be of that
+    kind), `scalar` (a scalar-operand spelling such as `pl.tile.adds`: the second operand
+    is a scalar) and `spelling` (the name as written, for messages).
+    """
 
     name: str
+    level: str | None = None
+    scalar: bool = False
+    spelling: str = ""
+
+    @property
+    def written(self) -> str:
+        return f"pl.{self.spelling or self.name}"
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(
-            f"pl.{self.name} can only be used inside a @pl.jit / @pl.jit.incore function or a "
+            f"{self.written} can only be used inside a @pl.jit / @pl.jit.incore function or a "
             "@pl.program: those bodies are compiled, not executed as Python"
         )
 
@@ -212,6 +227,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             return not self.static(node.operand)
         if isinstance(node, ast.Call):
             fn = self.static(node.func)
+            if isinstance(fn, DslBuiltin) and fn.name == "dim":
+                return self._dim(node).value
             args = [self.static(a) for a in node.args]
             kwargs = {k.arg: self.static(k.value) for k in node.keywords}
             if isinstance(fn, (OpStub, DslBuiltin)):
@@ -228,7 +245,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             return True
         if isinstance(node, ast.Name):
             return node.id not in self.vars
+        if isinstance(node, ast.Call) and self._is_dim(node.func):
+            return True  # pl.tensor.dim(t, axis) reads t's type, as t.shape does
         return all(self.is_static(child) for child in ast.iter_child_nodes(node))
+
+    def _is_dim(self, func: ast.AST) -> bool:
+        fn = self._callable(func) if isinstance(func, ast.Attribute) else None
+        return isinstance(fn, DslBuiltin) and fn.name == "dim"
 
     # ------------------------------------------------------------------ functions
     def parse(self, fndef: ast.FunctionDef, sig: FunctionSignature) -> Function:
@@ -648,12 +671,17 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                 self.check_block_idx(node)
             elif fn.name == "dump_tag":
                 self.check_dump_tag(node)
-            return self._op_call(get_op(fn.name), node)
+            call = self._op_call(get_op(fn.name), node)
+            if fn.level is not None or fn.scalar:
+                self._check_spelling(fn, call, node)
+            return call
         if isinstance(fn, DslBuiltin):
             if fn.name == "const":
                 return self._pl_const(node)
             if fn.name in ("submit", "spmd_submit"):
                 return self.submit_call(node, fn.name)
+            if fn.name == "dim":
+                return self._dim(node)
             raise self.error(node, f"pl.{fn.name}(...) cannot be used as a value here")
         if fn is not None and getattr(fn, "__pypto_kernel__", False):
             return self._func_call(fn, node)
@@ -662,6 +690,39 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         raise self.error(node, f"`{ast.unparse(func)}` is not a pypto operator or kernel",
                          hint="operators are spelled pl.<op>(...); kernels must be decorated "
                               "with @pl.jit.incore")
+
+    def _check_spelling(self, fn: OpStub, call, node: ast.Call) -> None:
+        """A level-specific spelling (`pl.tile.add`, `pl.tensor.read`) takes operands of its
+        level; a scalar spelling (`pl.tile.adds`) a scalar second operand."""
+        operands = list(call.args) if isinstance(call, Call) else []
+        if fn.scalar and not (len(operands) == 2
+                              and isinstance(operands[1].type, ScalarType)):
+            raise self.error(node, f"{fn.written} takes a scalar as its second operand",
+                             hint=f"for two {fn.level or 'value'}s use pl.{fn.name}",
+                             cls=TypeCheckError)
+        kinds = [o.type for o in operands
+                 if isinstance(getattr(o, "type", None), (TensorType, TileType))]
+        if not kinds and isinstance(getattr(call, "type", None), (TensorType, TileType)):
+            kinds = [call.type]
+        want = TileType if fn.level == "tile" else TensorType
+        for t in kinds[:1]:
+            if fn.level is not None and not isinstance(t, want):
+                other = "tensor" if fn.level == "tile" else "tile"
+                raise self.error(node, f"{fn.written} works on {fn.level}s, got {_describe(t)}",
+                                 hint=f"use pl.{fn.name} (it takes either), or the "
+                                      f"pl.{other} spelling", cls=TypeCheckError)
+
+    def _dim(self, node: ast.Call):
+        """`pl.tensor.dim(t, axis)`: `t.shape[axis]`, a constant of the specialised kernel (a
+        pl.dynamic dimension is an error, as reading it through `t.shape` is)."""
+        if node.keywords or len(node.args) != 2:
+            raise self.error(node, "write pl.tensor.dim(t, axis)")
+        shape = ast.copy_location(ast.Attribute(node.args[0], "shape", ast.Load()), node)
+        read = ast.copy_location(ast.Subscript(shape, node.args[1], ast.Load()), node)
+        value = self.static(read)
+        if not isinstance(value, int):
+            raise self.error(node, "pl.tensor.dim(t, axis) takes one axis")
+        return self._const(value, node)
 
     def _pl_const(self, node: ast.Call):
         value, dtype = (self.static(a) for a in node.args)
@@ -676,7 +737,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                                   "deps=[...])")
         if self.func_type is not FunctionType.Orchestration:
             raise self.error(node, "kernels are called from a @pl.jit (orchestration) function")
-        if self.in_scope:
+        if self.in_scope and not self.spmd_dispatch:
             raise self.error(node, "call kernels outside `pl.at`: each kernel call is its own task")
         args = [self.expr(a) for a in (node.args if arg_nodes is None else arg_nodes)]
         span = self.source.span(node)

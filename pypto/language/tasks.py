@@ -37,7 +37,7 @@ from ..ir.types import (
 
 _SCOPE_KEYWORDS = {
     "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations"),
-    "spmd": ("name_hint", "deps", "no_dep_args", "dumps"),
+    "spmd": ("name_hint", "deps", "no_dep_args", "dumps", "core_num", "sync_start"),
 }
 _SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps"),
                     "spmd_submit": ("core_num", "deps", "no_dep_args", "dumps")}
@@ -49,6 +49,8 @@ class TaskSyntax:
 
     manual = False
     """True while parsing the body of `with pl.manual_scope():`."""
+    spmd_dispatch = False
+    """True while parsing the body of `with pl.spmd(n):`, which may call kernels."""
 
     # ------------------------------------------------------------------ with-statements
     def stmt_With(self, node: ast.With):
@@ -105,16 +107,54 @@ class TaskSyntax:
                 raise self.error(node, "bind the task id to one name: `... as tid:`")
             task = Var(item.optional_vars.id, TASK_ID, self.source.span(item.optional_vars))
         self.in_scope = True
+        self.spmd_dispatch = builtin == "spmd"
         try:
             body = self.body(node.body)
         finally:
             self.in_scope = False
+            self.spmd_dispatch = False
+        if any(isinstance(getattr(s, "value", None), FuncCall) for s in body):
+            return self._spmd_dispatches(node, body, options, task)
         if task is not None:
             self._rebind(task, node)  # bound after the block: it cannot wait for itself
         return AtScope(options["level"], body, options["name_hint"], self.source.span(node),
                        deps=options["deps"], no_dep_args=options["no_dep_args"], task=task,
                        manual=self.manual, blocks=options["blocks"], dumps=options["dumps"],
                        split=options["split"])
+
+    def _spmd_dispatches(self, node: ast.With, body, options: dict, task) -> list:
+        """`with pl.spmd(n): out = kernel(...)`, the dispatch form: each kernel call in the
+        block is one dispatch of n blocks (as `pl.spmd_submit(kernel, ..., core_num=n)`)."""
+        calls = [s for s in body if isinstance(getattr(s, "value", None), FuncCall)]
+        if len(calls) != len(body):
+            raise self.error(node, "a `pl.spmd` block either calls kernels (one dispatch of "
+                             "the blocks each) or computes itself, not both",
+                             hint="move the computation into the kernel, or into its own "
+                                  "`with pl.spmd(n):` block")
+        if task is not None and len(calls) != 1:
+            raise self.error(node, "`as tid` names the task of one kernel dispatch; this "
+                             f"block dispatches {len(calls)} kernels")
+        out = []
+        for stmt in calls:
+            call = replace(stmt.value, blocks=options["blocks"], deps=options["deps"],
+                           no_dep_args=options["no_dep_args"], dumps=options["dumps"])
+            passed = {a.name for a in call.args if isinstance(a, Var)}
+            for var in call.no_dep_args + call.dumps:
+                if var.name not in passed:
+                    raise self.error(node, f"`{var.name}` is not an argument of the kernel "
+                                     "this block dispatches")
+            targets = stmt.targets if isinstance(stmt, Assign) else ()
+            if task is not None:
+                results = call.type.items if isinstance(call.type, TupleType) else (
+                    (call.type,) if targets else ())
+                call = replace(call, task_id=True,
+                               type=TupleType(tuple(results) + (TASK_ID,)) if results
+                               else TASK_ID)
+                self._rebind(task, node)
+                targets = tuple(targets) + (task,)
+            out.append(Assign(tuple(targets), call, stmt.span) if targets
+                       else ExprStmt(call, stmt.span))
+        return out
 
     def _scope_options(self, call: ast.Call, builtin: str) -> dict:
         """Level, block count, name hint, deps, no_dep_args and dumps of `pl.at(...)` /
@@ -127,9 +167,11 @@ class TaskSyntax:
                 raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
             options["level"] = None
         else:
-            if len(call.args) != 1:
-                raise self.error(call, "pl.spmd takes the number of blocks: pl.spmd(n, ...)")
-            options["blocks"] = self._block_count(call.args[0])
+            counts = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "core_num"]
+            if len(counts) != 1:
+                raise self.error(call, "pl.spmd takes the number of blocks: pl.spmd(n, ...) or "
+                                 "pl.spmd(core_num=n)")
+            options["blocks"] = self._block_count(counts[0])
         for kw in call.keywords:
             if kw.arg not in allowed:
                 hint = f"pl.{builtin} accepts {', '.join(allowed)}"
@@ -140,6 +182,13 @@ class TaskSyntax:
                 options[kw.arg] = self._tensor_list(kw.value, kw.arg)
             elif kw.arg == "optimizations":
                 options["split"] = self._optimizations(kw.value)
+            elif kw.arg == "core_num":
+                continue  # the block count, read above
+            elif kw.arg == "sync_start":
+                # All blocks start together; no operator here can wait for another block,
+                # so every schedule of the blocks is one such a launch may give.
+                if not isinstance(self.static(kw.value), bool):
+                    raise self.error(call, "sync_start= takes True or False")
             elif kw.arg == "name_hint":
                 hint_value = self.static(kw.value)
                 if not isinstance(hint_value, str) or not hint_value.isidentifier():
