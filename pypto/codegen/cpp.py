@@ -20,6 +20,7 @@ from ..ir.nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Program,
     Return,
     Var,
@@ -92,6 +93,8 @@ def _partially_valid(fn: Function) -> set[tuple]:
         for s in stmts:
             if isinstance(s, For):
                 walk(s.body)
+            elif isinstance(s, If):
+                walk(s.then_body + s.else_body)
             elif isinstance(s, Assign):
                 for t in s.targets:
                     if isinstance(t.type, TileType) and t.type.valid_shape is not None:
@@ -128,8 +131,9 @@ class _KernelBuilder:
                 "elem": t.dtype.cpp_type,
                 "space": _SPACE[t.memory.name],
                 "addr": t.addr,
-                "rows": t.shape[0],
-                "cols": t.shape[1] if len(t.shape) > 1 else 1,
+                # A rank-1 tile is one row, as tload / tstore view a rank-1 tensor ([1, n]).
+                "rows": t.shape[0] if len(t.shape) > 1 else 1,
+                "cols": t.shape[1] if len(t.shape) > 1 else t.shape[0],
             }
         return self.tiles[key]["ident"]
 
@@ -138,7 +142,10 @@ class _KernelBuilder:
             "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
             "stop": expr_model(s.stop), "step": expr_model(s.step),
             "body": self.body(s.body),
-        }, self.assign)
+        }, self.assign, lambda s: {
+            "kind": "if", "cond": expr_model(s.cond), "then_body": self.body(s.then_body),
+            "else_body": self.body(s.else_body),
+        })
 
     def assign(self, s: Assign) -> dict:
         (dst,) = s.targets
@@ -152,16 +159,28 @@ class _KernelBuilder:
         if isinstance(call, Var) and isinstance(call.type, TileType):
             # `b = a`: a copy of the tile (value semantics; b has its own buffer).
             model = {"kind": "unary", "fn": "tmov", "dst": self.tile(dst), "a": self.tile(call)}
-            return self._with_valid(model, dst)
+            return self._with_valid(model, dst, call)
         op, form = operator_form(self, call, s)
-        return self._with_valid(form(op, call, dst, s), dst)
+        return self._with_valid(form(op, call, dst, s), dst, call)
 
-    def _with_valid(self, model: dict, dst: Var) -> dict:
-        """Sets the definition's valid region where its C++ tile can hold a partial one."""
+    def _with_valid(self, model: dict, dst: Var, value=None) -> dict:
+        """Sets the definition's valid region where its C++ tile can hold a partial one.
+        An extent known only at run time is the load's index expression, or for a value
+        computed from such a tile that tile's extent as the simulator holds it."""
         model["valid"] = None
         if isinstance(dst.type, TileType) and _tile_key(dst) in self.partial:
-            model["valid"] = list(dst.type.valid)
+            model["valid"] = [v if isinstance(v, int) else self._runtime_extent(v, axis, value)
+                              for axis, v in enumerate(dst.type.valid)]
         return model
+
+    def _runtime_extent(self, extent, axis: int, value) -> dict:
+        if isinstance(value, Call) and value.op != "load":
+            for arg in value.args:
+                t = getattr(arg, "type", None)
+                if isinstance(t, TileType) and len(t.valid) > axis and t.valid[axis] == extent:
+                    field_ = "vrows" if axis == 0 else "vcols"
+                    return {"kind": "var", "name": f"{self.tile(arg)}.{field_}"}
+        return expr_model(extent)
 
     # -- one builder per operator form (templates/ops.cpp.j2 macro of the same name)
 
@@ -258,8 +277,8 @@ class _KernelBuilder:
             raise InternalError(f"an element read of a tensor reached codegen: {s!r}")
         if not isinstance(dst.type, ScalarType):
             raise InternalError(f"an element read into a non-scalar: {s!r}")
-        # A rank-1 tile is a column of `rows` elements (cols = 1).
-        r, c = (tuple(indices.items) + (Const(0, INDEX),))[:2]
+        # A rank-1 tile is one row (see `tile`).
+        r, c = indices.items if len(indices.items) == 2 else (Const(0, INDEX),) + indices.items
         return {"kind": "read", "fn": op.isa, "dst": ident(dst.name), "tile": self.tile(tile),
                 "r": expr_model(r), "c": expr_model(c)}
 
@@ -277,8 +296,11 @@ class _KernelBuilder:
 
 
 def _window_origin(offsets, stmt):
+    """(row, column) of a window's origin; a rank-1 tensor is one row, [1, n]."""
+    if len(offsets.items) == 1:
+        return (Const(0, INDEX),) + tuple(offsets.items)
     if len(offsets.items) != 2:
-        raise LoweringError("tile loads and stores need rank-2 tensors for now", stmt.span)
+        raise LoweringError("tile loads and stores need rank-1 or rank-2 tensors", stmt.span)
     return offsets.items
 
 
@@ -378,6 +400,10 @@ class _OrchestrationBuilder:
                     "stop": expr_model(s.stop), "step": expr_model(s.step),
                     "body": self.body(s.body),
                 })
+            elif isinstance(s, If):
+                out.append({"kind": "if", "cond": expr_model(s.cond),
+                            "then_body": self.body(s.then_body),
+                            "else_body": self.body(s.else_body)})
             elif isinstance(s, Assign) and isinstance(s.value, FuncCall):
                 out.append(self.submit(s.value, s.targets))
             elif isinstance(s, ExprStmt) and isinstance(s.value, FuncCall):
@@ -465,6 +491,8 @@ def _dump_tagged(stmts) -> list[str]:
     for s in stmts:
         if isinstance(s, For):
             names += _dump_tagged(s.body)
+        elif isinstance(s, If):
+            names += _dump_tagged(s.then_body + s.else_body)
         elif isinstance(s, ExprStmt) and _is_dump_tag(s):
             names.append(s.value.args[0].name)
     return names
@@ -499,6 +527,9 @@ def accumulated_params(fn: Function) -> set[str]:
                 for e in (st.start, st.stop, st.step):
                     visit(e)
                 walk(st.body)
+            elif isinstance(st, If):
+                visit(st.cond)
+                walk(st.then_body + st.else_body)
             elif isinstance(st, (Assign, ExprStmt)):
                 visit(st.value)  # `t = pl.store(..., t)` rebinds the name, reads nothing
 

@@ -23,13 +23,14 @@ from ..ir.nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Program,
     Return,
     Var,
 )
 from ..ir.ops import get_op
-from ..ir.printer import INFIX
-from ..ir.types import ScalarType, TensorType, TileType
+from ..ir.printer import scalar_operator
+from ..ir.types import TensorType, TileType
 from . import torch_runtime
 
 
@@ -116,6 +117,10 @@ class _Builder:
                 out.append({"kind": "for", "var": s.var.name, "start": self.expr(s.start),
                             "stop": self.expr(s.stop), "step": self.expr(s.step),
                             "body": self.body(s.body)})
+            elif isinstance(s, If):
+                out.append({"kind": "if", "cond": self.expr(s.cond),
+                            "then_body": self.body(s.then_body),
+                            "else_body": self.body(s.else_body)})
             elif isinstance(s, AtScope):
                 out.append({
                     "kind": "block", "level": s.level.name, "body": self.body(s.body),
@@ -151,10 +156,12 @@ class _Builder:
                     "task_id": e.task_id}
         if isinstance(e, Call):
             # Index division truncates in C++; Python's `/` would not, so it stays a call.
-            if e.op in INFIX and e.op != "div" and \
-                    all(isinstance(a.type, ScalarType) for a in e.args):
+            symbol = scalar_operator(e)
+            if symbol == "not":
+                return {"kind": "not", "operand": self.expr(e.args[0])}
+            if symbol is not None and e.op != "div":
                 lhs, rhs = (self.expr(a) for a in e.args)
-                return {"kind": "infix", "op": INFIX[e.op], "lhs": lhs, "rhs": rhs}
+                return {"kind": "infix", "op": symbol, "lhs": lhs, "rhs": rhs}
             fn = runtime_name(e.op)
             if not hasattr(torch_runtime, fn):
                 raise InternalError(f"pl.{e.op} has no torch semantics in "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import math
 
 import numpy as np
 import torch
@@ -492,6 +493,13 @@ def submit(fn, *args, blocks_=None, task_id=False):
 def cast(x: torch.Tensor, dtype: str, mode: str = "rint") -> torch.Tensor:
     """One hop, rounded once by `mode` (exact for every source but INT64 beyond 2**53)."""
     dst = DataType[dtype]
+    if not isinstance(x, torch.Tensor):  # a scalar: ints and floats as the kernel holds them
+        if dst.is_float:
+            return float(x)
+        rounded = {"round": lambda v: math.floor(v + 0.5) if v >= 0 else -math.floor(-v + 0.5),
+                   "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
+                   "none": math.trunc}.get(mode, round)
+        return int(rounded(x)) if isinstance(x, float) else int(x)
     src = _dt(x)
     if src == dst:
         return x.clone()

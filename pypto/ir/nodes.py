@@ -130,6 +130,18 @@ class For:
 
 
 @dataclass(frozen=True)
+class If:
+    """`if cond: ... else: ...` on a runtime value (a condition known at compile time is
+    folded by the parser).  Names are rebound in the branches as anywhere else: a name
+    bound in both branches (or before the `if`) is bound after it, with one type."""
+
+    cond: Any
+    then_body: tuple
+    else_body: tuple = ()
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
 class AtScope:
     """`with pl.at(level=...)`: a region the outliner turns into an InCore kernel.
 
@@ -159,7 +171,7 @@ class Return:
     span: Span | None = _span()
 
 
-Stmt = Assign | ExprStmt | For | AtScope | Return
+Stmt = Assign | ExprStmt | For | If | AtScope | Return
 
 
 # ----------------------------------------------------------------------------- functions

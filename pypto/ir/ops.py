@@ -189,11 +189,25 @@ def _rank2(op: str, t, span) -> None:
 
 
 def _meet(*types) -> tuple | None:
-    """The valid region where all tile operands hold real data (None: all fully valid)."""
+    """The valid region where all tile operands hold real data (None: all fully valid).
+    An extent known only at run time (an index expression) meets only itself."""
     valids = [t.valid_shape for t in types if isinstance(t, TileType) and t.valid_shape]
     if not valids:
         return None
-    return tuple(min(dims) for dims in zip(*valids))
+    return tuple(_vmin(*dims) for dims in zip(*valids))
+
+
+def _vmin(*extents):
+    """The smallest of valid extents; one known only at run time meets only itself."""
+    if all(isinstance(e, int) for e in extents):
+        return min(extents)
+    if len(set(extents)) == 1:
+        return extents[0]
+    raise TypeCheckError(
+        "tiles whose valid regions differ, one known only at run time, meet here",
+        getattr(next(e for e in extents if not isinstance(e, int)), "span", None),
+        hint="pl.fillpad the tile with the runtime valid region and pl.set_validshape it to "
+             "a static region first")
 
 
 def _like(x, shape=None, dtype=None, valid=None):
@@ -295,7 +309,24 @@ def _infer_cmp(args, attrs, span):
             span,
             hint="codes: " + ", ".join(f"{i}={n.upper()}" for i, n in enumerate(CMP_TYPES)),
         )
+    if all(isinstance(a.type, ScalarType) for a in args):
+        return ScalarType(DataType.BOOL)  # a condition: `if i == n - 1:`
     return _binary("cmp", NUMERIC, result=DataType.BOOL)(args, attrs, span)
+
+
+_BOOL = ScalarType(DataType.BOOL)
+
+
+def _with_scalar_logic(infer: Callable) -> Callable:
+    """`and` / `or` / `not` of conditions: BOOL scalars give a BOOL scalar; everything else
+    is the elementwise operator's."""
+
+    def logic(args, attrs, span):
+        if args and all(a.type == _BOOL for a in args):
+            return _BOOL
+        return infer(args, attrs, span)
+
+    return logic
 
 
 def _infer_sel(args, attrs, span):
@@ -444,8 +475,8 @@ def _infer_expand(name: str, axis: int, dtypes: frozenset) -> Callable:
             )
         valid = None
         if isinstance(x, TileType) and (x.valid_shape or v.valid_shape):
-            vr = min(x.valid[0], v.valid[0]) if axis == 0 else x.valid[0]
-            vc = min(x.valid[1], v.valid[1]) if axis == 1 else x.valid[1]
+            vr = _vmin(x.valid[0], v.valid[0]) if axis == 0 else x.valid[0]
+            vc = _vmin(x.valid[1], v.valid[1]) if axis == 1 else x.valid[1]
             valid = (vr, vc)
         return _like(x, valid=valid)
 
@@ -540,6 +571,8 @@ def _check_window(op, tensor, offsets, shape, span):
         )
     for off, size, dim in zip(offsets, shape, tensor.shape):
         start = _const_value(off)
+        if not isinstance(size, int):
+            continue  # an extent known only at run time: the tile's own bounds limit it
         if start is not None and (start < 0 or start + size > dim):
             raise TypeCheckError(
                 f"pl.{op}: window {_fmt_shape(shape)} at offset "
@@ -553,15 +586,24 @@ def _check_window(op, tensor, offsets, shape, span):
 
 
 def _check_valid(op: str, valid, shape, span) -> None:
+    """A valid region fits its tile; an extent known only at run time (an integer index
+    expression) is limited to the tile's at run time."""
     if valid is None:
         return
     if not isinstance(valid, tuple) or len(valid) != len(shape) or any(
-            not isinstance(v, int) or v > s or v < 0 for v, s in zip(valid, shape)):
+            (not isinstance(v, int) and not _runtime_extent(v))
+            or (isinstance(v, int) and (v > s or v < 0)) for v, s in zip(valid, shape)):
         raise TypeCheckError(
             f"pl.{op}: valid_shape {_fmt_shape(valid) if isinstance(valid, tuple) else valid!r} "
             f"must fit in the tile {_fmt_shape(shape)}",
             span,
         )
+
+
+def _runtime_extent(v) -> bool:
+    t = getattr(v, "type", None)
+    return (isinstance(t, ScalarType) and not t.dtype.is_float and t.dtype is not DataType.BOOL
+            and not isinstance(v, bool))
 
 
 def _infer_load(args, attrs, span):
@@ -690,7 +732,7 @@ def _infer_concat(args, attrs, span):
     shape = (a.shape[0], a.shape[1] + b.shape[1])
     valid = None
     if a.valid_shape or b.valid_shape:
-        valid = (min(a.valid[0], b.valid[0]), a.shape[1] + b.valid[1])
+        valid = (_vmin(a.valid[0], b.valid[0]), a.shape[1] + b.valid[1])
     return TileType(shape, a.dtype, valid_shape=valid)
 
 
@@ -832,10 +874,12 @@ for _name, (_doc, _torch, _isa, _isa_s, _isa_r) in _BITWISE.items():
         OpDef(
             _name,
             (OpParam("lhs", "value"), OpParam("rhs", "value")),
-            _binary(_name, INTS, rscalar=bool(_isa_r)),
+            _with_scalar_logic(_binary(_name, INTS, rscalar=bool(_isa_r))),
             "binary",
             _doc + (" An integer as the second operand selects the scalar form." if not _isa_r
-                    else " An integer as either operand selects the scalar form."),
+                    else " An integer as either operand selects the scalar form.")
+            + (" On two BOOL scalars (conditions) it is the logical operator." if _name in
+               ("and_", "or_") else ""),
             dtypes=INTS,
             torch=_torch,
             emit="binary",
@@ -896,10 +940,12 @@ for _name, (_doc, _torch, _dtypes, _isa) in _UNARY.items():
         OpDef(
             _name,
             (OpParam("x", "value"),),
-            _unary(_name, _dtypes),
+            _with_scalar_logic(_unary(_name, _dtypes)) if _name == "not_"
+            else _unary(_name, _dtypes),
             "unary",
             _doc + (" Computed in FP32 and rounded once to FP16/BF16." if _dtypes is FLOATS
-                    else ""),
+                    else "") + (" On a BOOL scalar (a condition) it is `not`." if _name == "not_"
+                                else ""),
             dtypes=_dtypes,
             torch=_torch,
             emit="unary",

@@ -44,6 +44,10 @@ at = DslBuiltin("at")
 range = DslBuiltin("range")  # noqa: A001 - the DSL's loop, shadowing is intended
 unroll = DslBuiltin("unroll")
 parallel = DslBuiltin("parallel")
+pipeline = DslBuiltin("pipeline")
+"""`for i in pl.pipeline(n, stage=F)`: a loop whose body is replicated F times per iteration."""
+yield_ = DslBuiltin("yield_")
+"""`x = pl.yield_(v)`: ends an `if` branch (x = v) or a loop with init_values (its carries)."""
 const = DslBuiltin("const")
 static_assert = DslBuiltin("static_assert")
 constexpr = DslBuiltin("constexpr")
@@ -134,6 +138,8 @@ __all__ = [
     "range",
     "unroll",
     "parallel",
+    "pipeline",
+    "yield_",
     "const",
     "static_assert",
     "constexpr",

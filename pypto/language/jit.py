@@ -45,6 +45,7 @@ class JitFunction:
         self.fn = fn
         self.func_type = func_type
         self._source = None
+        self._constants = None  # indices of specialisation-constant parameters, once read
         self._loaded: dict = {}
 
     # ------------------------------------------------------------------ source
@@ -70,11 +71,29 @@ class JitFunction:
         closure = inspect.getclosurevars(self.fn)
         return ChainMap(dict(closure.nonlocals), self.fn.__globals__, vars(builtins))
 
-    def _parse(self, arg_types: list, resolve) -> Function:
+    def _parse(self, arg_types: list, resolve, constants: dict | None = None) -> Function:
         fndef, info = self._parsed_source()
         parser = FunctionParser(info, self._namespace(), self.func_type, resolve)
         sig = parse_signature(fndef, parser, arg_types, skip_self=False)
-        return parser.parse(fndef, sig)
+        return parser.parse(fndef, sig, constants)
+
+    def _constant_params(self) -> tuple[int, ...]:
+        """Indices of the parameters annotated with a bare dtype (`vlen: pl.INDEX`): in an
+        entry they are specialisation constants, as in upstream's @pl.jit (each value
+        compiles its own program; the body reads the value as a constant)."""
+        if self._constants is None:
+            fndef, info = self._parsed_source()
+            parser = FunctionParser(info, self._namespace(), self.func_type, None)
+            self._constants = tuple(
+                i for i, a in enumerate(fndef.args.args)
+                if a.annotation is not None and isinstance(parser.static(a.annotation),
+                                                           DataType))
+        return self._constants
+
+    def _constant_values(self, args) -> dict:
+        fndef, _ = self._parsed_source()
+        return {fndef.args.args[i].arg: args[i] for i in self._constant_params()
+                if i < len(args)}
 
     # ------------------------------------------------------------------ IR
     def _arg_types(self, args) -> list:
@@ -103,7 +122,7 @@ class JitFunction:
 
     def frontend(self, *args) -> Program:
         """The parsed (pre-pass) program specialised to these arguments."""
-        return build_program(self, self._arg_types(args))
+        return build_program(self, self._arg_types(args), self._constant_values(args))
 
     def frontend_for_types(self, arg_types) -> Program:
         """The parsed (pre-pass) program for IR argument types (`TensorType`, `ScalarType`)
@@ -135,10 +154,13 @@ class JitFunction:
         """
         config = _config(config)
         key = tuple(map(_spec, args)), _COMPILE_FIELDS(config)
+        constants = self._constants if self._constants is not None else self._constant_params()
+        if constants:
+            key += tuple(args[i] for i in constants if i < len(args)),
         try:
             loaded = self._loaded.get(key)
         except TypeError:  # a list or set among the compile fields: `_call_key` sorts it
-            key = _call_key(args, config)
+            key = _call_key(args, config) + tuple(args[i] for i in constants if i < len(args))
             loaded = self._loaded.get(key)
         if loaded is None:
             from ..runtime import load_artifact
@@ -199,8 +221,9 @@ def _options(config):
     )
 
 
-def build_program(entry: JitFunction, arg_types: list) -> Program:
-    """Parse `entry` and every kernel it calls into one program."""
+def build_program(entry: JitFunction, arg_types: list, constants: dict | None = None) -> Program:
+    """Parse `entry` and every kernel it calls into one program; `constants` are the
+    entry's specialisation-constant parameters with their values."""
     callees: dict[str, Function] = {}
 
     def resolve(ref, args, span: Span) -> Callee:
@@ -219,10 +242,10 @@ def build_program(entry: JitFunction, arg_types: list) -> Program:
         return Callee(fn.name, fn.params, fn.returns)
 
     if entry.func_type is FunctionType.InCore:
-        kernel = entry._parse(arg_types, resolve)
+        kernel = entry._parse(arg_types, resolve, constants)
         orchestration = _direct_call(kernel)
         return Program(entry.__name__, (kernel, orchestration), orchestration.name)
-    fn = entry._parse(arg_types, resolve)
+    fn = entry._parse(arg_types, resolve, constants)
     return Program(entry.__name__, tuple(callees.values()) + (fn,), fn.name)
 
 

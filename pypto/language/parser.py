@@ -22,7 +22,6 @@ from ..ir.nodes import (
     Const,
     ExprList,
     ExprStmt,
-    For,
     FuncCall,
     Function,
     Param,
@@ -46,6 +45,7 @@ from ..ir.types import (
 )
 from ..ir.visitor import exposed_uses
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
+from .control_flow import ControlFlowSyntax
 from .tasks import TaskSyntax
 from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
 
@@ -67,6 +67,8 @@ _FOLD = {
     "min": min,
     "max": max,
 }
+# ast comparison -> pl.cmp's cmp_type code (EQ NE LT LE GT GE).
+_CMP_CODES = {ast.Eq: 0, ast.NotEq: 1, ast.Lt: 2, ast.LtE: 3, ast.Gt: 4, ast.GtE: 5}
 _COMPARE = {
     ast.Eq: lambda a, b: a == b,
     ast.NotEq: lambda a, b: a != b,
@@ -77,7 +79,6 @@ _COMPARE = {
 }
 # Categories of operators that may appear in an orchestration body outside `pl.at`.
 _ORCHESTRATION_OK = {"index", "orchestration"}
-_LOOP_KINDS = {"range": "range", "unroll": "unroll", "parallel": "parallel"}
 # Operators that write into a tensor, and which operand is that tensor.
 _WRITE_DESTINATION = {"store": 2, "assemble": 0}
 
@@ -149,7 +150,7 @@ class FunctionSignature:
     dynamic: dict[str, dict[int, str]] = field(default_factory=dict)
 
 
-class FunctionParser(TaskSyntax, CompileTimeSyntax):
+class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
     """Parses one function body in the context of its program."""
 
     def __init__(
@@ -169,6 +170,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         self.retyped: dict[str, tuple[Var, Var]] = {}
         self.in_scope = False
         self.init_compile_time({})
+        self.init_control_flow()
 
     # ------------------------------------------------------------------ errors and statics
     def error(self, node, message, hint=None, cls=ParseError):
@@ -254,9 +256,16 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         return isinstance(fn, DslBuiltin) and fn.name == "dim"
 
     # ------------------------------------------------------------------ functions
-    def parse(self, fndef: ast.FunctionDef, sig: FunctionSignature) -> Function:
+    def parse(self, fndef: ast.FunctionDef, sig: FunctionSignature,
+              constants: dict | None = None) -> Function:
+        """The function's IR.  `constants` (name -> value) are parameters specialised to
+        their call's value (`scale: pl.FP32` of a @pl.jit entry): the body reads them as
+        constants; the parameter stays, so the call passes the same arguments."""
         for p in sig.params:
-            self.vars[p.var.name] = p.var
+            if constants and p.var.name in constants:
+                self.namespace.maps[0][p.var.name] = constants[p.var.name]
+            else:
+                self.vars[p.var.name] = p.var
         self.init_compile_time(sig.dynamic)
         attrs, stmts = self._function_attrs(fndef.body)
         body = self.body(stmts)
@@ -372,17 +381,40 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         target = node.targets[0]
         if isinstance(target, ast.Subscript):
             return self._assign_subscript(target, node.value, node)
+        if isinstance(node.value, ast.Call) and self._is_builtin_call(
+                ast.Expr(node.value), "yield_"):
+            return self.yield_assign(target, node.value, node)
         value = self.expr(node.value)
         return self._bind(target, value, node, annotation=None)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign):
         if node.value is None:
             raise self.error(node, "a declaration needs a value: `x: T = ...`")
-        annotation = self.static(node.annotation)
+        annotation = self._annotation(node.annotation)
         if isinstance(annotation, DslBuiltin) and annotation.name == "constexpr":
             return self.bind_constexpr(node)
         value = self.expr(node.value)
         return self._bind(node.target, value, node, annotation)
+
+    def _annotation(self, node: ast.AST):
+        """A statement's annotation.  A tile type whose valid region holds runtime extents
+        (`pl.Tile[[16, 64], pl.FP32, [16, n]]`, as the printer writes a runtime valid
+        region) reads those extents as index expressions."""
+        if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple)
+                and len(node.slice.elts) >= 3 and isinstance(node.slice.elts[2], ast.List)
+                and not self.is_static(node.slice.elts[2])):
+            return self.static(node)
+        valid_node = node.slice.elts[2]
+        placeholder = ast.copy_location(ast.List([ast.Constant(0) for _ in valid_node.elts],
+                                                 ast.Load()), valid_node)
+        elts = node.slice.elts[:2] + [placeholder] + node.slice.elts[3:]
+        fixed = ast.copy_location(ast.Subscript(node.value, ast.copy_location(
+            ast.Tuple(elts, ast.Load()), node.slice), ast.Load()), node)
+        tile = self.static(fixed)
+        if not isinstance(tile, TileType):
+            raise self.error(node, f"`{ast.unparse(node)}` is not a type")
+        extents = self._runtime_valid_shape(valid_node, get_op("load"))
+        return replace(tile, valid_shape=extents)
 
     def stmt_AugAssign(self, node: ast.AugAssign):
         if type(node.op) not in _BINOPS or not isinstance(node.target, ast.Name):
@@ -468,49 +500,6 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             values = (self.expr(node.value),)
         return Return(values, self.source.span(node))
 
-    def stmt_For(self, node: ast.For):
-        if node.orelse:
-            raise self.error(node, "`for ... else` is not supported")
-        if not isinstance(node.target, ast.Name):
-            raise self.error(node, "the loop variable must be a single name")
-        call = node.iter
-        fn = self._callable(call.func) if isinstance(call, ast.Call) else None
-        if isinstance(fn, DslBuiltin) and fn.name == "spmd":
-            return self.spmd_loop(node)
-        if not (isinstance(fn, DslBuiltin) and fn.name in _LOOP_KINDS):
-            raise self.error(node,
-                             "loop with `for i in pl.range(...)` (or pl.unroll / pl.parallel)")
-        if call.keywords or not 1 <= len(call.args) <= 3:
-            raise self.error(call,
-                             f"pl.{fn.name} takes (stop), (start, stop) or (start, stop, step)")
-        bounds = [self.scalar(a) for a in call.args]
-        for a, b in zip(call.args, bounds):
-            if b.type.dtype.is_float:
-                raise self.error(a, f"the loop bound `{ast.unparse(a)}` is a "
-                                 f"{b.type.dtype.name} scalar; loop bounds are integers",
-                                 hint="bound loops by integer constants, index expressions or "
-                                      "elements of integer tiles",
-                                 cls=TypeCheckError)
-        if len(bounds) == 1:
-            bounds = [Const(0, INDEX), bounds[0]]
-        if len(bounds) == 2:
-            bounds.append(Const(1, INDEX))
-        start, stop, step = bounds
-        if isinstance(step, Const) and step.value <= 0:
-            raise self.error(call, "the loop step must be positive")
-        span = self.source.span(node)
-        if fn.name == "unroll":
-            return self._unroll(node, start, stop, step)
-        var = Var(node.target.id, INDEX, span)
-        self.check_not_constexpr(var.name, node)
-        entry = dict(self.vars)
-        self.vars[var.name] = var
-        body = self.body(node.body)
-        self._loop_types(entry, body, var.name, _runs(start, stop, step))
-        if var.name in entry:
-            self.vars[var.name] = entry[var.name]
-        return For(var, start, stop, step, body, _LOOP_KINDS[fn.name], span)
-
     def _loop_types(self, entry: dict, body, index: str, runs: bool) -> None:
         """A name the body reads before binding it carries a value from one iteration to
         the next: it must leave the body with the type it came in with.  Any other name
@@ -528,28 +517,6 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                          "new name for the new value")
             if not runs:
                 self.retyped[name] = (old, new)
-
-    def _unroll(self, node, start, stop, step):
-        if not all(isinstance(b, Const) for b in (start, stop, step)):
-            raise self.error(node, "pl.unroll needs compile-time bounds", hint="use pl.range")
-        out = []
-        self.check_not_constexpr(node.target.id, node)
-        for k in range(start.value, stop.value, step.value):
-            # Each iteration is a scope of its own: its pl.constexpr locals start afresh.
-            self.namespace = self.namespace.new_child({node.target.id: k})
-            saved = dict(self.constexpr_lines)
-            try:
-                out.extend(self.body(node.body))
-            finally:
-                self.namespace = self.namespace.parents
-                self.constexpr_lines = saved
-        return out
-
-    def stmt_If(self, node: ast.If):
-        if not self.is_static(node.test):
-            raise self.error(node, "`if` on a runtime value is not supported yet",
-                             hint="only compile-time conditions are folded")
-        return list(self.body(node.body if self.static(node.test) else node.orelse))
 
     # ------------------------------------------------------------------ expressions
     def expr(self, node: ast.AST):
@@ -573,11 +540,33 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             return self._const(self.static(node), node)
         if isinstance(node, ast.Subscript):
             return self._subscript_read(node)
+        if isinstance(node, (ast.Compare, ast.BoolOp)) or (
+                isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+            return self._condition_expr(node)
         if isinstance(node, ast.IfExp):
             if not self.is_static(node.test):
                 raise self.error(node, "`x if cond else y` needs a compile-time condition")
             return self.expr(node.body if self.static(node.test) else node.orelse)
         raise self.error(node, f"`{ast.unparse(node)}` is not supported in a pypto kernel body")
+
+    def _condition_expr(self, node: ast.AST):
+        """`a < b`, `a and b`, `not a` on scalars: BOOL conditions (folded when constant)."""
+        if self.is_static(node):
+            return self._const(self.static(node), node)
+        if isinstance(node, ast.UnaryOp):
+            return self._call_op("not_", [self.condition(node.operand)], {}, node)
+        if isinstance(node, ast.BoolOp):
+            op = "and_" if isinstance(node.op, ast.And) else "or_"
+            value = self.condition(node.values[0])
+            for item in node.values[1:]:
+                value = self._call_op(op, [value, self.condition(item)], {}, node)
+            return value
+        if len(node.ops) != 1 or type(node.ops[0]) not in _CMP_CODES:
+            raise self.error(node, f"`{ast.unparse(node)}` is not supported: compare two "
+                             "values with one of == != < <= > >=")
+        lhs, rhs = self.scalar(node.left), self.scalar(node.comparators[0])
+        return self._call_op("cmp", [lhs, rhs], {"cmp_type": _CMP_CODES[type(node.ops[0])]},
+                             node)
 
     def _subscript_read(self, node: ast.Subscript):
         """`t[r0:r1, c0:c1]` reads a window: `pl.slice(t, [r1 - r0, c1 - c0], [r0, c0])`;
@@ -708,9 +697,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         for t in kinds[:1]:
             if fn.level is not None and not isinstance(t, want):
                 other = "tensor" if fn.level == "tile" else "tile"
-                raise self.error(node, f"{fn.written} works on {fn.level}s, got {_describe(t)}",
+                raise self.error(node, f"{fn.written} works on {fn.level}s, got {describe(t)}",
                                  hint=f"use pl.{fn.name} (it takes either), or the "
                                       f"pl.{other} spelling", cls=TypeCheckError)
+
+    def index_op(self, name: str, lhs, rhs, node):
+        """`lhs <name> rhs` on index scalars, folded when both are constants."""
+        return self._call_op(name, [lhs, rhs], {}, node)
 
     def _dim(self, node: ast.Call):
         """`pl.tensor.dim(t, axis)`: `t.shape[axis]`, a constant of the specialised kernel (a
@@ -784,9 +777,28 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                 if not isinstance(arg, (ast.List, ast.Tuple)):
                     raise self.error(arg, f"`{p.name}` of pl.{op.name} must be a list like [i, 0]")
                 operands.append(self.expr(arg))
+            elif p.name == "valid_shape" and not self.is_static(arg):
+                attrs[p.name] = self._runtime_valid_shape(arg, op)
             else:
                 attrs[p.name] = self._attr_value(self.static(arg), arg)
         return self._call_op(op.name, operands, attrs, node)
+
+    def _runtime_valid_shape(self, node: ast.AST, op) -> tuple:
+        """`valid_shape=[16, vlen]` with a runtime extent: constants stay ints, the rest are
+        integer index expressions; the tile's valid region is then known at run time."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(node, f"valid_shape of pl.{op.name} must be a list like [16, n]")
+        extents = []
+        for item in node.elts:
+            if self.is_static(item):
+                extents.append(self.static(item))
+                continue
+            value = self.scalar(item)
+            if value.type.dtype.is_float or value.type.dtype is DataType.BOOL:
+                raise self.error(item, f"the valid extent `{ast.unparse(item)}` must be an "
+                                 "integer", cls=TypeCheckError)
+            extents.append(value)
+        return tuple(extents)
 
     def _attr_value(self, value, node):
         if isinstance(value, list):
@@ -863,6 +875,13 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
         return annotation
     if annotation in (int, float):
         return ScalarType(DataType.INT64 if annotation is int else DataType.FP32)
+    if isinstance(annotation, DataType):  # `scale: pl.FP32`, upstream's scalar spelling
+        if arg_type is not None and not isinstance(arg_type, ScalarType):
+            raise error(f"parameter `{name}` is a {annotation.name} scalar, got "
+                        f"{describe(arg_type)}")
+        if arg_type is not None and arg_type.dtype.is_float and not annotation.is_float:
+            raise error(f"parameter `{name}` is a {annotation.name} scalar, got a float")
+        return ScalarType(annotation)
     raise error(f"parameter `{name}` has an unsupported annotation {annotation!r}")
 
 
@@ -945,12 +964,6 @@ def _affine(e) -> dict | None:
     return {k: lhs.get(k, 0) + sign * rhs.get(k, 0) for k in lhs.keys() | rhs.keys()}
 
 
-def _runs(start, stop, step) -> bool:
-    """Does a loop with these bounds surely run at least once?"""
-    bounds = [b.value for b in (start, stop, step) if isinstance(b, Const)]
-    return len(bounds) == 3 and len(range(*bounds)) > 0
-
-
 def _shape_text(shape) -> str:
     return "[" + ", ".join(d.name if isinstance(d, DynamicDim) else str(d) for d in shape) + "]"
 
@@ -986,19 +999,22 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
     for m in methods:
         ftype = _function_type(m, FunctionParser(info, ns, FunctionType.InCore, None))
         sig = parse_signature(m, FunctionParser(info, ns, ftype, None), None, skip_self=True)
-        if sig.returns is None:
-            sig = FunctionSignature(sig.name, sig.params, (), sig.dynamic)
         signatures[m.name] = (sig, ftype, m)
 
     def resolve(ref, args, span):
         if not isinstance(ref, str) or ref not in signatures:
             raise ParseError(f"program has no function `{ref}`", span)
         sig = signatures[ref][0]
-        return Callee(sig.name, sig.params, sig.returns)
+        return Callee(sig.name, sig.params, sig.returns or ())
 
-    functions = []
-    for name, (sig, ftype, m) in signatures.items():
-        functions.append(FunctionParser(info, ns, ftype, resolve).parse(m, sig))
+    # Kernels first: a kernel without a return annotation returns what its return statement
+    # does, which the orchestration's call sites need.
+    parsed: dict[str, Function] = {}
+    for name in sorted(signatures, key=lambda n: signatures[n][1] is FunctionType.Orchestration):
+        sig, ftype, m = signatures[name]
+        parsed[name] = FunctionParser(info, ns, ftype, resolve).parse(m, sig)
+        signatures[name] = (replace(sig, returns=parsed[name].returns), ftype, m)
+    functions = [parsed[name] for name in signatures]
     if entry is None:
         orch = [f.name for f in functions if f.func_type is FunctionType.Orchestration]
         entry = orch[0] if len(orch) == 1 else (cls.name if cls.name in signatures

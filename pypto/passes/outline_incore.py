@@ -24,6 +24,7 @@ from ..ir.nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Param,
     Program,
     Return,
@@ -150,6 +151,9 @@ class _Outliner:
                 # iteration, so it outlives the block that defines it.
                 inner = self.body(stmt.body, inner_env, after | exposed_uses(stmt.body))
                 new = [replace(stmt, body=tuple(inner))]
+            elif isinstance(stmt, If):
+                new = [replace(stmt, then_body=tuple(self.body(stmt.then_body, env, after)),
+                               else_body=tuple(self.body(stmt.else_body, env, after)))]
             else:
                 new = [stmt]
             for s in new:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.errors import CapacityError, LoweringError
-from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var
+from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Return, Var
 from ..ir.ops import get_op, make_call
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
 from ..ir.visitor import IRMutator, defs, uses
@@ -214,20 +214,26 @@ class _TensorReads(IRMutator):
 
 def _views(body):
     for stmt in body:
-        if isinstance(stmt, For):
-            yield from _views(stmt.body)
+        if isinstance(stmt, (For, If)):
+            yield from _views(_nested(stmt))
         elif is_view(stmt):
             yield stmt.targets[0].name, stmt
 
 
+def _nested(stmt) -> tuple:
+    """The statements a loop or an `if` holds."""
+    return stmt.body if isinstance(stmt, For) else stmt.then_body + stmt.else_body
+
+
 def _reject_nested(stmt) -> None:
-    if isinstance(stmt, For):
-        for inner in stmt.body:
+    if isinstance(stmt, (For, If)):
+        where = "a loop" if isinstance(stmt, For) else "an `if`"
+        for inner in _nested(stmt):
             if _is_tensor_stmt(inner):
                 raise LoweringError(
-                    "tensor-level operators inside a loop of a kernel are not supported yet",
+                    f"tensor-level operators inside {where} of a kernel are not supported yet",
                     inner.span,
-                    hint="inside loops, work on tiles: pl.load / pl.<op> / pl.store",
+                    hint=f"inside {where}, work on tiles: pl.load / pl.<op> / pl.store",
                 )
             _reject_nested(inner)
 
