@@ -68,6 +68,9 @@ def compile(
     disabled_diagnostics=None,
     profiling: bool = False,
     enabled_diagnostics=None,
+    strategy=None,
+    backend_type=None,
+    distributed_config=None,
 ) -> CompiledProgram:
     """Lower, generate and build `program` for `platform`; returns the built artifact.
 
@@ -77,12 +80,21 @@ def compile(
     defers to env PYPTO_VERIFY_LEVEL (default BASIC); `diagnostic_phase` None defers to
     env PYPTO_WARNING_LEVEL; `enabled_diagnostics` turns on opt-in checks such as
     `UnusedControlFlowResult`; `profiling` writes `report/pipeline_profile.{txt,json}`.
+    Upstream's `strategy` (only `OptimizationStrategy.Default`) and `backend_type` (the
+    platform's) are checked; `distributed_config` (a multi-rank program) is refused.  With
+    PYPTO_SIMULATE_DEVICE=1 a device platform builds for its simulator.
     """
     from ..compiler import CompileOptions, build_program
-    from ..platform import default_platform, get_platform
+    from ..platform import check_target, default_platform, get_platform, simulator_for
 
     platform = default_platform() if platform is None else platform
     get_platform(platform)  # unknown platform: ValueError listing the four
+    platform = simulator_for(platform)
+    check_target(platform, backend_type, strategy)
+    if distributed_config is not None:
+        from ..runtime import RunConfig
+
+        RunConfig(platform=platform, distributed_config=distributed_config).check_single_device()
     options = CompileOptions(
         platform=platform,
         dump_passes=resolve_dump_level(dump_passes),

@@ -16,7 +16,8 @@ from ..ir.nodes import Assign, ExprStmt, FuncCall, Function, Param, Program, Ret
 from ..ir.types import FunctionType, ScalarType, TensorType, TupleType
 from .parser import Callee, FunctionParser, SourceInfo, parse_signature
 
-_COMPILE_KEYS = ("platform", "dump_passes", "diagnostic_phase", "disabled_diagnostics")
+_COMPILE_KEYS = ("platform", "dump_passes", "diagnostic_phase", "disabled_diagnostics",
+                 "compile_profiling")
 _COMPILE_FIELDS = operator.attrgetter(*_COMPILE_KEYS)
 
 
@@ -135,6 +136,7 @@ class JitFunction:
         from ..platform import get_platform
 
         config = _config(config)
+        config.check_single_device()
         return lower(self.frontend(*args), get_platform(config.platform))
 
     def compile(self, *args, config=None):
@@ -213,11 +215,13 @@ def _config(config):
 def _options(config):
     from ..compiler import CompileOptions
 
+    config.check_single_device()
     return CompileOptions(
         platform=config.platform,
         dump_passes=config.dump_passes,
         diagnostic_phase=config.diagnostic_phase,
         disabled_diagnostics=frozenset(config.disabled_diagnostics or ()),
+        profiling=config.compile_profiling,
     )
 
 
