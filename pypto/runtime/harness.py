@@ -16,7 +16,7 @@ from pypto.runtime.config import RunConfig
 def run(program: Any, *args: Any, config: RunConfig | None = None) -> Any:
     """Compiles `program` (a `@pl.program` or a `@pl.jit` function) for the config's
     platform through the content-keyed cache and runs it on `args`; returns its outputs."""
-    from pypto import ir
+    import pypto.ir as ir
 
     config = config if config is not None else RunConfig()
     if not isinstance(config, RunConfig):
