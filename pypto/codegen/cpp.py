@@ -35,6 +35,7 @@ from ..ir.types import (
     TensorType,
     TileType,
 )
+from ..ir.visitor import IRVisitor
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -379,6 +380,7 @@ class _OrchestrationBuilder:
         self.view_base: dict[str, str] = {}
         for name in _dump_tagged(fn.body):
             self.dump_slots.setdefault(name, len(self.dump_slots))
+        _check_orchestration_reads(fn)
 
     def local(self, var: Var) -> str:
         if var.name not in self.params and var.name not in self.locals:
@@ -479,6 +481,38 @@ class _OrchestrationBuilder:
                 "deps": [ident(d.name) for d in call.deps],
                 "blocks": expr_model(call.blocks) if call.blocks is not None else None,
                 "tid": tid, "results": results}
+
+
+class _TensorReads(IRVisitor):
+    def __init__(self):
+        self.reads: list[Call] = []
+
+    def visit_Call(self, expr: Call) -> None:
+        if expr.op == "read" and isinstance(expr.args[0].type, TensorType):
+            self.reads.append(expr)
+        super().visit_Call(expr)
+
+
+def _check_orchestration_reads(fn: Function) -> None:
+    """An orchestration reads elements only of its input tensors: ones no task writes, so
+    every read sees the caller's values whatever the tasks do meanwhile."""
+    finder = _TensorReads()
+    finder.visit_function(fn)
+    for call in finder.reads:
+        tensor = call.args[0]
+        param = fn.param(tensor.name)
+        if param is None or param.direction is not Direction.In:
+            raise LoweringError(
+                f"the orchestration reads an element of `{tensor.name}`, which "
+                + ("is not a parameter" if param is None else "a task writes")
+                + ": the read could race with the tasks",
+                call.span,
+                hint="read elements of input tensors only, or read inside a pl.at block")
+        if tensor.type.dtype.cpp_type.startswith("pto::"):
+            raise LoweringError(
+                f"the orchestration reads an element of `{tensor.name}`, a "
+                f"{tensor.type.dtype.name} tensor; it reads integer, BOOL and FP32 elements",
+                call.span, hint="read it inside a pl.at block")
 
 
 def _is_dump_tag(stmt: ExprStmt) -> bool:

@@ -9,7 +9,7 @@ from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprStmt, For, If, Return, Var
 from ..ir.ops import OpDef, get_op
 from ..ir.printer import CMP_SYMBOLS
-from ..ir.types import ScalarType
+from ..ir.types import ScalarType, TensorType
 
 _RESERVED = set(
     """alignas alignof and asm auto bool break case catch char class const constexpr continue
@@ -45,6 +45,12 @@ def expr_model(e, idents=None) -> dict:
         if isinstance(e.value, int):
             return {"kind": "int", "value": e.value}
         return {"kind": "float", "value": float(e.value)}
+    if isinstance(e, Call) and e.op == "read" and isinstance(e.args[0].type, TensorType):
+        tensor, indices = e.args  # an orchestration's read of an input tensor's element
+        return {"kind": "element", "ctype": scalar_ctype(e.type.dtype),
+                "elem": tensor.type.dtype.cpp_type, "tensor": (idents or {}).get(
+                    tensor.name, ident(tensor.name)),
+                "index": [expr_model(i, idents) for i in indices.items]}
     if isinstance(e, Call) and isinstance(e.type, ScalarType) and e.op == "cast":
         return _scalar_cast(e, idents)
     if isinstance(e, Call) and isinstance(e.type, ScalarType) and e.op == "not_":

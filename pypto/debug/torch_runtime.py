@@ -541,9 +541,10 @@ def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory=
     return tile
 
 
-def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_",
+def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", shapes=None,
           valid=None) -> torch.Tensor:
-    """Write the tile's valid region into the tensor at `offsets` (in place)."""
+    """Write the tile's valid region into the tensor at `offsets` (in place); `shapes`
+    restates the tile's shape (checked by the compiler)."""
     extent = tuple(valid) if valid is not None else tuple(tile.shape)
     window = tuple(builtins.slice(o, o + e) for o, e in zip(offsets, extent))
     part = tile[tuple(builtins.slice(0, e) for e in extent)]
@@ -557,7 +558,7 @@ def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_",
 
 def assemble(dst: torch.Tensor, src: torch.Tensor, offset, atomic="None_",
              valid=None) -> torch.Tensor:
-    return store(src, offset, dst, atomic, valid)
+    return store(src, offset, dst, atomic, valid=valid)
 
 
 def tile_assemble(dst: torch.Tensor, src: torch.Tensor, offset, valid=None) -> torch.Tensor:

@@ -43,6 +43,7 @@ from .nodes import (
 )
 from .ops import OpDef, all_ops, get_op
 from .options import PassDumpLevel, VerificationLevel, resolve_dump_level
+from .pass_manager import OptimizationStrategy
 from .types import (
     AtomicType,
     Direction,
@@ -110,6 +111,7 @@ def compile(
 __all__ = [
     "compile",
     "CompiledProgram",
+    "OptimizationStrategy",
     "DataType",
     "Program",
     "Function",

@@ -203,6 +203,11 @@ class Function:
                 return value
         return default
 
+    @property
+    def return_types(self) -> tuple:
+        """Upstream PyPTO's name of `returns`."""
+        return self.returns
+
     def param(self, name: str) -> Param | None:
         for p in self.params:
             if p.var.name == name:
@@ -219,6 +224,28 @@ class Function:
         return []
 
 
+class FunctionTable(tuple):
+    """A program's functions in order, also looked up by name as upstream PyPTO's
+    `program.functions` dict is (`.values()`, `.keys()`, `.items()`, `table["name"]`)."""
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for f in self:
+                if f.name == key:
+                    return f
+            raise KeyError(key)
+        return super().__getitem__(key)
+
+    def keys(self) -> list[str]:
+        return [f.name for f in self]
+
+    def values(self) -> list[Function]:
+        return list(self)
+
+    def items(self) -> list[tuple[str, Function]]:
+        return [(f.name, f) for f in self]
+
+
 @dataclass(frozen=True)
 class Program:
     """A set of functions; `entry` names the one a caller invokes."""
@@ -226,6 +253,13 @@ class Program:
     name: str
     functions: tuple[Function, ...]
     entry: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "functions", FunctionTable(self.functions))
+
+    def get_function(self, name: str) -> Function | None:
+        """The function called `name`, or None (upstream's lookup)."""
+        return next((f for f in self.functions if f.name == name), None)
 
     def function(self, name: str) -> Function:
         for f in self.functions:

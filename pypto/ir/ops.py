@@ -68,6 +68,7 @@ class OpParam:
     name: str
     kind: str
     default: Any = REQUIRED
+    aliases: tuple[str, ...] = ()  # other keyword spellings (upstream's `target_type`)
 
 
 @dataclass(frozen=True)
@@ -632,6 +633,11 @@ def _infer_store(args, attrs, span):
             hint="pl.cast the tile first",
         )
     _check_window("store", tensor.type, offsets.items, tile.type.valid, span)
+    shapes = attrs.get("shapes")
+    if shapes is not None and tuple(shapes) not in (tuple(tile.type.shape), tuple(tile.type.valid)):
+        raise TypeCheckError(f"pl.store: shapes {_fmt_shape(shapes)} differ from the tile's "
+                             f"{_fmt_shape(tile.type.shape)}", span,
+                             hint="drop the shapes argument, or store a tile of that shape")
     return tensor.type
 
 
@@ -1024,7 +1030,8 @@ register(
 register(
     OpDef(
         "cast",
-        (OpParam("x", "value"), OpParam("dtype", "attr"), OpParam("mode", "attr", "rint")),
+        (OpParam("x", "value"), OpParam("dtype", "attr", aliases=("target_type",)),
+         OpParam("mode", "attr", "rint")),
         _infer_cast,
         "cast",
         "Convert to `dtype` with rounding `mode`: rint (nearest, ties to even; torch's), round "
@@ -1209,11 +1216,14 @@ register(
             OpParam("offsets", "index_list"),
             OpParam("tensor", "value"),
             OpParam("atomic", "attr", AtomicType.None_),
+            OpParam("shapes", "attr", None),
         ),
         _infer_store,
         "movement",
         "Write a tile's valid region (from Vec, or Acc for matmul results) into `tensor` at "
-        "`offsets`; returns the tensor.",
+        "`offsets`; returns the tensor.  `shapes` (upstream's fourth argument, "
+        "`pl.store(t, offsets, out, [r, c])`) restates the region's shape: it must be the "
+        "tile's.",
         dtypes=ANY,
         torch="tensor[window] = tile",
         emit="store",

@@ -54,6 +54,8 @@ constexpr = DslBuiltin("constexpr")
 """`N: pl.constexpr = expr` binds a compile-time name in a kernel body (folded, not in the IR)."""
 spmd = DslBuiltin("spmd")
 manual_scope = DslBuiltin("manual_scope")
+cluster = DslBuiltin("cluster")
+"""`with pl.cluster():` groups cube and vector dispatches on one cluster (see language.md)."""
 submit = DslBuiltin("submit")
 spmd_submit = DslBuiltin("spmd_submit")
 split = DslBuiltin("split")
@@ -79,11 +81,15 @@ dim = DslBuiltin("dim")
 def program(cls=None, *, entry: str | None = None):
     """`@pl.program` marks a class of `@pl.function` methods: the form the IR printer emits.
 
-    The class body is parsed from source; use `pl.parse(text)` for printed programs.
+    The class body is parsed from source; use `pl.parse(text)` for printed programs.  Names
+    are those of the class's module, and of the function that defines the class (a builder
+    `def build(rows): @pl.program class P: ...` reads `rows`).
     """
+    import sys
 
-    def wrap(c):
+    def wrap(c, frame):
         import inspect
+        import textwrap
 
         from ..ir.errors import ParseError
 
@@ -92,14 +98,15 @@ def program(cls=None, *, entry: str | None = None):
             file = inspect.getsourcefile(c) or "<unknown>"
         except (OSError, TypeError):
             raise ParseError(f"cannot read the source of class `{c.__name__}`; use pl.parse(text)")
-        import sys
-        import textwrap
-
         module = sys.modules.get(c.__module__)
         namespace = dict(vars(module)) if module else {}
+        if frame is not None and frame.f_globals is not frame.f_locals:
+            namespace.update(frame.f_locals)  # the defining function's locals
         return parse_program(textwrap.dedent("".join(lines)), file, namespace, first - 1)
 
-    return wrap(cls) if cls is not None else wrap
+    if cls is not None:
+        return wrap(cls, sys._getframe(1))
+    return lambda c: wrap(c, sys._getframe(1))
 
 
 def function(fn=None, *, type: FunctionType = FunctionType.InCore):  # noqa: A002
@@ -145,6 +152,7 @@ __all__ = [
     "constexpr",
     "spmd",
     "manual_scope",
+    "cluster",
     "submit",
     "spmd_submit",
     "split",

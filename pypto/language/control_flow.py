@@ -268,7 +268,7 @@ class ControlFlowSyntax:
         return self._call_op("cmp", [cond, Const(0, INDEX)], {"cmp_type": 1}, node)
 
     # ------------------------------------------------------------------ pl.yield_
-    def yield_assign(self, target: ast.AST, call: ast.Call, node) -> list:
+    def yield_assign(self, target: ast.AST, call: ast.Call, node, annotation=None) -> list:
         """`x, ... = pl.yield_(v, ...)`: in an `if` branch, `x = v`; ending a loop with
         init_values, the carries take the values and x, ... are bound after the loop."""
         if call.keywords:
@@ -285,7 +285,7 @@ class ControlFlowSyntax:
                              hint="outside those, bind the value with a plain assignment")
         values = [self.expr(a) for a in call.args]
         if scope.kind == "if":
-            return [self._bind(n, v, node, annotation=None) for n, v in zip(names, values)]
+            return [self._bind(n, v, node, annotation) for n, v in zip(names, values)]
         if len(values) != len(scope.carries):
             raise self.error(call, f"the loop carries {len(scope.carries)} value(s); "
                              f"pl.yield_ gives {len(values)}")

@@ -122,7 +122,10 @@ class JitFunction:
         return types
 
     def frontend(self, *args) -> Program:
-        """The parsed (pre-pass) program specialised to these arguments."""
+        """The parsed (pre-pass) program specialised to these arguments; without
+        arguments, a kernel whose parameters are all fully annotated needs none."""
+        if not args:
+            return build_program(self, None)
         return build_program(self, self._arg_types(args), self._constant_values(args))
 
     def frontend_for_types(self, arg_types) -> Program:

@@ -166,6 +166,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
         self.func_type = func_type
         self.resolve_callee = resolve_callee
         self.vars: dict[str, Var] = {}
+        # name -> the tensor it names: `a = pl.store(t, offsets, out)` makes `a` name `out`.
+        self.aliases: dict[str, str] = {}
         # Names a loop that may not run gave a new type: (type before, type in the loop).
         self.retyped: dict[str, tuple[Var, Var]] = {}
         self.in_scope = False
@@ -393,6 +395,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
         annotation = self._annotation(node.annotation)
         if isinstance(annotation, DslBuiltin) and annotation.name == "constexpr":
             return self.bind_constexpr(node)
+        if isinstance(node.value, ast.Call) and self._is_builtin_call(
+                ast.Expr(node.value), "yield_"):
+            return self.yield_assign(node.target, node.value, node, annotation)
         value = self.expr(node.value)
         return self._bind(node.target, value, node, annotation)
 
@@ -426,6 +431,14 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
     def _bind(self, target, value, node, annotation):
         span = self.source.span(node)
         if isinstance(target, ast.Name):
+            dst = _write_destination(value)
+            if dst is None or dst.name != target.id:  # not a write into the name itself
+                self._unalias(target.id)
+            if dst is not None and dst.name != target.id:
+                # `out_left = pl.store(t, offsets, out)`: the store's result is `out`
+                # updated in place, so `out_left` names `out` from here on.
+                self.aliases[target.id] = dst.name
+                target = ast.copy_location(ast.Name(dst.name, ast.Store()), target)
             vtype = value.type
             if isinstance(vtype, TupleType):
                 raise self.error(node, f"`{target.id}` receives {len(vtype.items)} values; "
@@ -611,7 +624,16 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
                              cls=TypeCheckError)
         return e
 
+    def _unalias(self, name: str) -> None:
+        """`name` is rebound: it stops naming a tensor it named through a write, and names
+        that stood for it through a write (`a = pl.store(..., name)`) stand for nothing."""
+        self.aliases.pop(name, None)
+        for alias in [a for a, dst in self.aliases.items() if dst == name]:
+            del self.aliases[alias]
+
     def _name(self, node: ast.Name):
+        if node.id in self.aliases:
+            node = ast.copy_location(ast.Name(self.aliases[node.id], ast.Load()), node)
         if node.id in self.retyped:
             old, new = self.retyped[node.id]
             raise self.error(node, f"`{node.id}` is read after a loop that may not run and "
@@ -738,8 +760,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
         if len(args) != len(callee.params):
             raise self.error(node, f"`{callee.name}` takes {len(callee.params)} arguments, "
                              f"got {len(args)}", cls=TypeCheckError)
-        for arg, p in zip(args, callee.params):
-            if not same_value_type(arg.type, p.var.type):
+        for i, (arg, p) in enumerate(zip(args, callee.params)):
+            if not same_value_type(arg.type, p.var.type) and _scalar_widens(arg.type,
+                                                                           p.var.type):
+                args[i] = self._call_op("cast", [arg], {"dtype": p.var.type.dtype}, node)
+            elif not same_value_type(arg.type, p.var.type):
                 raise self.error(node, f"argument `{p.var.name}` of `{callee.name}` expects "
                                  f"{describe(p.var.type)}, got {describe(arg.type)}",
                                  cls=TypeCheckError)
@@ -751,15 +776,20 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
         bound: dict[str, ast.AST] = {}
         if len(node.args) > len(names):
             raise self.error(node, f"pl.{op.name} takes at most {len(names)} arguments")
-        for name, arg in zip(names, node.args):
+        positional = list(zip(names, node.args))
+        if op.name == "store" and len(node.args) == 4 and isinstance(node.args[3], ast.List):
+            positional[3] = ("shapes", node.args[3])  # upstream's pl.store(t, offsets, out, shape)
+        for name, arg in positional:
             bound[name] = arg
+        aliases = {a: p.name for p in op.params for a in p.aliases}
         for kw in node.keywords:
-            if kw.arg not in names:
+            name = aliases.get(kw.arg, kw.arg)
+            if name not in names:
                 raise self.error(node, f"pl.{op.name} has no parameter `{kw.arg}`",
                                  hint=f"parameters: {', '.join(names)}")
-            if kw.arg in bound:
-                raise self.error(node, f"pl.{op.name} got `{kw.arg}` twice")
-            bound[kw.arg] = kw.value
+            if name in bound:
+                raise self.error(node, f"pl.{op.name} got `{name}` twice")
+            bound[name] = kw.value
         operands, attrs = [], {}
         for p in op.params:
             if p.name not in bound:
@@ -774,6 +804,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
             elif p.kind == "value":
                 operands.append(self.expr(arg))
             elif p.kind == "index_list":
+                if op.name == "read" and not isinstance(arg, (ast.List, ast.Tuple)):
+                    # `pl.read(t, i)`: the one index of a rank-1 tensor
+                    arg = ast.copy_location(ast.List([arg], ast.Load()), arg)
                 if not isinstance(arg, (ast.List, ast.Tuple)):
                     raise self.error(arg, f"`{p.name}` of pl.{op.name} must be a list like [i, 0]")
                 operands.append(self.expr(arg))
@@ -815,8 +848,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
         attrs = {**{p.name: p.default for p in op.attr_params}, **attrs}
         if (self.func_type is FunctionType.Orchestration and not self.in_scope
                 and op.category not in _ORCHESTRATION_OK
-                and not (op.category == "binary" and operands
-                         and all(isinstance(o.type, ScalarType) for o in operands))
+                and not (operands and all(isinstance(o.type, ScalarType) for o in operands))
+                # The control plane reads elements of its input tensors (codegen checks
+                # that no task writes them).
+                and not (name == "read" and operands and isinstance(operands[0].type,
+                                                                    TensorType))
                 # A view of a tensor moves no data: orchestration hands windows to tasks.
                 and not (name == "slice" and operands and isinstance(operands[0].type,
                                                                      TensorType))):
@@ -869,7 +905,8 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
                         f"{arg_type.dtype.name}")
         return arg_type
     if isinstance(annotation, (TensorType, ScalarType, TileType)):
-        if arg_type is not None and not same_value_type(annotation, arg_type):
+        if arg_type is not None and not same_value_type(annotation, arg_type) \
+                and not _scalar_widens(arg_type, annotation):
             raise error(f"parameter `{name}` expects {describe(annotation)}, got "
                         f"{describe(arg_type)}")
         return annotation
@@ -925,6 +962,24 @@ def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: l
                                                           None) is tuple else None
         returns = tuple(items) if items is not None else (ann,)
     return FunctionSignature(fndef.name, tuple(params), returns, dynamic)
+
+
+def _scalar_widens(arg, param) -> bool:
+    """A scalar argument a scalar parameter takes as it is: integers of any width for an
+    integer, floats for a float (kernels receive integers as int64 and floats as double)."""
+    if not (isinstance(arg, ScalarType) and isinstance(param, ScalarType)):
+        return False
+    kind = [(t.dtype is DataType.BOOL, t.dtype.is_float) for t in (arg, param)]
+    return kind[0] == kind[1]
+
+
+def _write_destination(value) -> Var | None:
+    """The tensor variable a `pl.store` / `pl.assemble` call writes into, else None."""
+    if isinstance(value, Call) and value.op in _WRITE_DESTINATION:
+        dst = value.args[_WRITE_DESTINATION[value.op]]
+        if isinstance(dst, Var) and isinstance(dst.type, TensorType):
+            return dst
+    return None
 
 
 def _value_node(node: ast.stmt) -> ast.AST:

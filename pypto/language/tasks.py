@@ -64,10 +64,13 @@ class TaskSyntax:
         builtin = self._builtin_name(call.func) if isinstance(call, ast.Call) else None
         if builtin == "manual_scope":
             return self._manual_scope(node, item)
+        if builtin == "cluster":
+            return self._cluster(node, item)
         if builtin in ("at", "spmd"):
             return self._task_scope(node, item, builtin)
         raise self.error(node, "only `with pl.at(level=pl.Level.CORE_GROUP):`, `with "
-                         "pl.spmd(n):` and `with pl.manual_scope():` blocks are supported")
+                         "pl.spmd(n):`, `with pl.cluster():` and `with pl.manual_scope():` "
+                         "blocks are supported")
 
     def _builtin_name(self, func: ast.AST) -> str | None:
         from .parser import DslBuiltin  # the parser module imports this one
@@ -96,6 +99,17 @@ class TaskSyntax:
             return list(self.body(node.body))
         finally:
             self.manual = False
+
+    def _cluster(self, node: ast.With, item: ast.withitem):
+        """`with pl.cluster():` co-schedules the cube and vector kernels inside on one
+        physical cluster, so they can exchange tiles through the cross-core pipe.  This
+        project has no pipe (a kernel cannot use one), so nothing inside can observe where
+        its tasks run: the tasks are dispatched as they are written."""
+        self._orchestration_only(node, "pl.cluster")
+        call = item.context_expr
+        if call.args or call.keywords or item.optional_vars is not None:
+            raise self.error(node, "write `with pl.cluster():` (no arguments, no `as`)")
+        return list(self.body(node.body))
 
     def _task_scope(self, node: ast.With, item: ast.withitem, builtin: str):
         self._orchestration_only(node, f"pl.{builtin}")

@@ -20,6 +20,7 @@ from pypto.runtime.golden import GoldenError, GoldenMismatchError, GoldenRecord,
 from pypto.runtime.harness import run
 from pypto.runtime.library import CheckTable, Library, load_library
 from pypto.runtime.loader import LoadedProgram, load_artifact, verify_artifact
+from pypto.runtime.tensor_spec import TensorSpec
 from pypto.runtime.worker import ChipWorker, DistributedWorker, RegisteredProgram
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "RaceError",
     "RegisteredProgram",
     "RunConfig",
+    "TensorSpec",
     "UnsupportedError",
     "Tolerance",
     "load_artifact",

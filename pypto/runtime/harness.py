@@ -15,7 +15,8 @@ from pypto.runtime.config import RunConfig
 
 def run(program: Any, *args: Any, config: RunConfig | None = None) -> Any:
     """Compiles `program` (a `@pl.program` or a `@pl.jit` function) for the config's
-    platform through the content-keyed cache and runs it on `args`; returns its outputs."""
+    platform through the content-keyed cache and runs it on `args`; returns its outputs.
+    Without `args`, a `@pl.program` is compiled only: the `CompiledProgram` is returned."""
     import pypto.ir as ir
 
     config = config if config is not None else RunConfig()
@@ -32,7 +33,7 @@ def run(program: Any, *args: Any, config: RunConfig | None = None) -> Any:
                           disabled_diagnostics=config.disabled_diagnostics,
                           profiling=config.compile_profiling, strategy=config.strategy,
                           backend_type=config.backend_type)
-    return compiled(*args, config=config)
+    return compiled(*args, config=config) if args else compiled
 
 
 __all__ = ["run"]
