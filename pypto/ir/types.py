@@ -36,6 +36,7 @@ class FunctionType(enum.Enum):
     Orchestration = "Orchestration"
     InCore = "InCore"
     Inline = "Inline"
+    Opaque = "Opaque"  # upstream's plane-less building block: spliced where it is called
 
     def __repr__(self) -> str:
         return f"pl.FunctionType.{self.name}"
@@ -51,6 +52,16 @@ class Level(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pl.Level.{self.name}"
+
+
+class Role(enum.Enum):
+    """Upstream's roles of HOST-level functions in a multi-chip program (refused here)."""
+
+    Orchestrator = "Orchestrator"
+    SubWorker = "SubWorker"
+
+    def __repr__(self) -> str:
+        return f"pl.Role.{self.name}"
 
 
 class PadValue(enum.Enum):

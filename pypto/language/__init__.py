@@ -15,6 +15,7 @@ from ..ir.types import (
     Level,
     MemorySpace,
     PadValue,
+    Role,
     SplitMode,
 )
 from . import namespaces
@@ -109,8 +110,10 @@ def program(cls=None, *, entry: str | None = None):
     return lambda c: wrap(c, sys._getframe(1))
 
 
-def function(fn=None, *, type: FunctionType = FunctionType.InCore):  # noqa: A002
-    """`@pl.function(type=...)` marks a method of a `@pl.program` class."""
+def function(fn=None, *, type: FunctionType = FunctionType.InCore, level=None,  # noqa: A002
+             role=None):
+    """`@pl.function(type=...)` marks a method of a `@pl.program` class (the class is parsed
+    from source; `level=pl.Level.HOST` / `role=` functions are refused there)."""
     return fn if fn is not None else (lambda f: f)
 
 
@@ -159,6 +162,7 @@ __all__ = [
     "cross_core_slot",
     "func_attr",
     "SplitMode",
+    "Role",
     "TaskId",
     "DataType",
     "INDEX",

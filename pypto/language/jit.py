@@ -13,7 +13,7 @@ from collections import ChainMap
 from ..ir.dtypes import DataType, from_torch
 from ..ir.errors import ParseError, Span, TypeCheckError
 from ..ir.nodes import Assign, ExprStmt, FuncCall, Function, Param, Program, Return, Var
-from ..ir.types import FunctionType, ScalarType, TensorType, TupleType
+from ..ir.types import FunctionType, Level, ScalarType, TensorType, TupleType
 from .parser import Callee, FunctionParser, SourceInfo, parse_signature
 
 _COMPILE_KEYS = ("platform", "dump_passes", "diagnostic_phase", "disabled_diagnostics",
@@ -280,13 +280,55 @@ def _returned(kernel: Function) -> tuple:
 
 
 class _JitDecorator:
-    """`@pl.jit` (orchestration entry) and `@pl.jit.incore` (one device kernel)."""
+    """`@pl.jit` (orchestration entry), `@pl.jit.incore` (one device kernel),
+    `@pl.jit.inline` / `@pl.jit.opaque` (helpers spliced where they are called: see
+    language/inline.py) and `@pl.jit.host` (a multi-chip HOST orchestrator: refused)."""
 
     def __call__(self, fn) -> JitFunction:
         return JitFunction(fn, FunctionType.Orchestration)
 
-    def incore(self, fn) -> JitFunction:
+    def incore(self, fn=None, *, level=None) -> JitFunction:
+        if level is not None and level is not Level.CORE_GROUP:
+            raise ParseError(f"@pl.jit.incore(level={level!r}) targets one core type; this "
+                             "project's kernels run on the whole core group", _caller_span(),
+                             hint="drop level=, or use level=pl.Level.CORE_GROUP")
+        if fn is None:
+            return lambda f: JitFunction(f, FunctionType.InCore)
         return JitFunction(fn, FunctionType.InCore)
+
+    def inline(self, fn) -> JitFunction:
+        return JitFunction(fn, FunctionType.Inline)
+
+    def opaque(self, fn) -> JitFunction:
+        return JitFunction(fn, FunctionType.Opaque)
+
+    def host(self, fn=None, **options) -> HostFunction:
+        return HostFunction(fn) if fn is not None else (lambda f: HostFunction(f))
+
+
+class HostFunction:
+    """`@pl.jit.host`: upstream's HOST-level orchestrator of a multi-chip (L3) program.
+    This project runs single-chip programs; calling or compiling one is refused at its
+    definition's line."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+
+    def _refuse(self, *args, **kwargs):
+        code = self.fn.__code__
+        raise ParseError(
+            f"`{self.fn.__name__}` is @pl.jit.host, a HOST orchestrator over several chips; "
+            "this project compiles and runs single-chip programs only",
+            Span(code.co_filename, code.co_firstlineno),
+            hint="call the chip-level @pl.jit function it dispatches directly")
+
+    __call__ = compile = lower = frontend = _refuse
+
+
+def _caller_span() -> Span:
+    frame = inspect.currentframe().f_back.f_back
+    return Span(frame.f_code.co_filename, frame.f_lineno)
 
 
 jit = _JitDecorator()

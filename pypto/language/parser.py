@@ -34,6 +34,7 @@ from ..ir.types import (
     INDEX,
     Direction,
     FunctionType,
+    Level,
     ScalarType,
     SplitMode,
     TaskIdType,
@@ -46,6 +47,7 @@ from ..ir.types import (
 from ..ir.visitor import exposed_uses
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
+from .inline import InlineSyntax
 from .tasks import TaskSyntax
 from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
 
@@ -150,7 +152,7 @@ class FunctionSignature:
     dynamic: dict[str, dict[int, str]] = field(default_factory=dict)
 
 
-class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
+class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyntax):
     """Parses one function body in the context of its program."""
 
     def __init__(
@@ -351,6 +353,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
                                  "function body")
             if isinstance(fn, OpStub) and fn.name == "dump_tag":
                 return self.dump_tag_stmt(node)
+            callee = self.spliced_callee(node.value)
+            if callee is not None:
+                return self.inline_call(callee, node.value, None, node)
         value = self.expr(node.value)
         if isinstance(value, Call) and value.op in _WRITE_DESTINATION:
             return self._bind_write(value, node)
@@ -386,6 +391,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax):
         if isinstance(node.value, ast.Call) and self._is_builtin_call(
                 ast.Expr(node.value), "yield_"):
             return self.yield_assign(target, node.value, node)
+        callee = self.spliced_callee(node.value)
+        if callee is not None:
+            return self.inline_call(callee, node.value, target, node)
         value = self.expr(node.value)
         return self._bind(target, value, node, annotation=None)
 
@@ -1081,6 +1089,14 @@ def _function_type(m: ast.FunctionDef, parser: FunctionParser) -> FunctionType:
     for deco in m.decorator_list:
         if isinstance(deco, ast.Call):
             for kw in deco.keywords:
+                if kw.arg == "role" or (kw.arg == "level"
+                                        and parser.static(kw.value) is Level.HOST):
+                    raise parser.error(
+                        deco, f"`{m.name}` is a HOST-level function ({ast.unparse(kw)}), part "
+                        "of a multi-chip (L3) program; this project compiles and runs "
+                        "single-chip programs only",
+                        hint="keep the chip-level orchestration and its kernels, and run "
+                             "them with a ChipWorker")
                 if kw.arg == "type":
                     value = parser.static(kw.value)
                     if isinstance(value, FunctionType):

@@ -205,3 +205,47 @@ def test_a_spmd_block_cannot_mix_dispatches_and_computation():
 
     with pytest.raises(ParseError, match="either calls kernels"):
         mixed.frontend(torch.zeros(4, 8, dtype=torch.int64), torch.zeros(4, 8, dtype=torch.int64))
+
+
+@pl.jit.inline
+def plus_one(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [32, 128])
+        pl.store(pl.add(t, 1.0), [0, 0], c)
+    return c
+
+
+@pl.jit.opaque
+def doubled(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [0, 0], [32, 128])
+        pl.store(pl.mul(t, 2.0), [0, 0], c)
+    return c
+
+
+@pl.jit
+def composed(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    t = pl.create_tensor([32, 128], dtype=pl.FP32)
+    t = plus_one(a, t)
+    result = doubled(t, c)
+    return result
+
+
+def test_inline_and_opaque_helpers_are_spliced_into_the_caller():
+    a, c = torch.randn(32, 128), torch.zeros(32, 128)
+    composed(a, c)
+    assert torch.equal(c, (a + 1.0) * 2.0)
+    program = composed.frontend(a, c)
+    assert [f.name for f in program.functions.values()] == ["composed"]
+    assert "t__plus_one_" in program.as_python()  # the helper's local, suffixed
+
+
+@pl.jit.host
+def host_entry(a: pl.Tensor, c: pl.Out[pl.Tensor]):
+    return composed(a, c)
+
+
+def test_a_host_orchestrator_is_refused_at_its_definition():
+    with pytest.raises(ParseError, match="@pl.jit.host, a HOST orchestrator") as info:
+        host_entry(torch.zeros(32, 128), torch.zeros(32, 128))
+    assert info.value.span.line == host_entry.fn.__code__.co_firstlineno
