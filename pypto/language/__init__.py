@@ -51,6 +51,8 @@ yield_ = DslBuiltin("yield_")
 """`x = pl.yield_(v)`: ends an `if` branch (x = v) or a loop with init_values (its carries)."""
 const = DslBuiltin("const")
 static_assert = DslBuiltin("static_assert")
+static_print = DslBuiltin("static_print")
+"""`pl.static_print(*args)`: prints at parse time what the parser knows of the values."""
 constexpr = DslBuiltin("constexpr")
 """`N: pl.constexpr = expr` binds a compile-time name in a kernel body (folded, not in the IR)."""
 spmd = DslBuiltin("spmd")
@@ -76,6 +78,8 @@ del _name, _op
 tile = namespaces.tile
 tensor = namespaces.tensor
 dim = DslBuiltin("dim")
+inline = jit.inline
+"""`@pl.inline`: a helper spliced into its callers (the same as `@pl.jit.inline`)."""
 """`pl.dim(t, axis)` (also `pl.tensor.dim`): a tensor's dimension, as `t.shape[axis]`."""
 
 
@@ -152,6 +156,8 @@ __all__ = [
     "yield_",
     "const",
     "static_assert",
+    "static_print",
+    "inline",
     "constexpr",
     "spmd",
     "manual_scope",

@@ -348,6 +348,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             fn = self._callable(node.value.func)
             if isinstance(fn, DslBuiltin) and fn.name == "static_assert":
                 return self._static_assert(node.value)
+            if isinstance(fn, DslBuiltin) and fn.name == "static_print":
+                return self._static_print(node.value)
             if isinstance(fn, DslBuiltin) and fn.name == "func_attr":
                 raise self.error(node, "pl.func_attr({...}) must be the first statement of the "
                                  "function body")
@@ -374,6 +376,19 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         var = Var(dst.name, call.type, span)
         self._rebind(var, node)
         return Assign((var,), call, span)
+
+    def _static_print(self, call: ast.Call):
+        """`pl.static_print(*args)`: prints at parse time, leaving nothing in the IR; a
+        runtime value prints as what the parser knows of it (its name and type)."""
+        parts = []
+        for arg in call.args:
+            if self.is_static(arg):
+                parts.append(str(self.static(arg)))
+            else:
+                value = self.expr(arg)
+                parts.append(f"{ast.unparse(arg)}: {describe(value.type)}")
+        print(f"{self.source.span(call)}: " + " ".join(parts))
+        return None
 
     def _static_assert(self, call: ast.Call):
         cond = self.static(call.args[0])

@@ -44,13 +44,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    text = render()
-    if args.check:
-        current = args.output.read_text() if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output} is stale: run `pypto operators-doc`")
-            return 1
-        return 0
-    args.output.write_text(text)
-    print(f"wrote {args.output}")
-    return 0
+    from pypto.tools.generated_page import write_or_check
+
+    return write_or_check(render(), args.output, "operators-doc", args.check)
