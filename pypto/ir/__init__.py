@@ -108,8 +108,23 @@ def compile(
     return CompiledProgram(build_program(program, options, output_dir))
 
 
+def serialize(node: Program | Function) -> bytes:
+    """A program or function as bytes: its printed form (`as_python()`), which
+    `deserialize` parses back into an equal node (no pickles)."""
+    return node.as_python().encode("utf-8")
+
+
+def deserialize(data: bytes) -> Program | Function:
+    """The program or function `serialize` wrote."""
+    from ..language import parse
+
+    return parse(data.decode("utf-8"), "<ir.deserialize>")
+
+
 __all__ = [
     "compile",
+    "serialize",
+    "deserialize",
     "CompiledProgram",
     "OptimizationStrategy",
     "DataType",

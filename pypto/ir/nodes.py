@@ -208,6 +208,12 @@ class Function:
         """Upstream PyPTO's name of `returns`."""
         return self.returns
 
+    def as_python(self, concise: bool = False) -> str:
+        """Print as a standalone `@pl.function` that `pl.parse` reads back."""
+        from .printer import print_function
+
+        return print_function(self, concise=concise)
+
     def param(self, name: str) -> Param | None:
         for p in self.params:
             if p.var.name == name:

@@ -713,12 +713,14 @@ def _infer_reshape(args, attrs, span):
 
 def _infer_transpose(args, attrs, span):
     (x,) = (a.type for a in args)
-    _need(TileType, x, "transposes tiles", "transpose", span)
+    _block("transpose", x, "the transposed value", span)
     _rank2("transpose", x, span)
     axes = {attrs["axis1"] % 2 if isinstance(attrs["axis1"], int) else None,
             attrs["axis2"] % 2 if isinstance(attrs["axis2"], int) else None}
     if axes != {0, 1}:
         raise TypeCheckError("pl.transpose swaps axes 0 and 1 of a [rows, cols] tile", span)
+    if isinstance(x, TensorType):
+        return TensorType(x.shape[::-1], x.dtype)  # typed; kernels transpose tiles only
     valid = x.valid_shape[::-1] if x.valid_shape else None
     return TileType(x.shape[::-1], x.dtype, valid_shape=valid)
 
@@ -1302,7 +1304,8 @@ register(
         (OpParam("x", "value"), OpParam("axis1", "attr", 0), OpParam("axis2", "attr", 1)),
         _infer_transpose,
         "movement",
-        "The [C, R] transpose of a [R, C] tile (axes 0 and 1, negative indices allowed).",
+        "The [C, R] transpose of a [R, C] tile (axes 0 and 1, negative indices allowed).  A "
+        "tensor's is typed (a standalone @pl.function parses) but not lowered in a kernel.",
         dtypes=ANY,
         torch="x.transpose(axis1, axis2)",
         emit="unary",

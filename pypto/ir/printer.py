@@ -58,6 +58,14 @@ def print_program(program: Program, concise: bool = False) -> str:
     return _Printer(concise).program(program)
 
 
+def print_function(fn: Function, concise: bool = False) -> str:
+    """A function on its own: a standalone `@pl.function`, which `pl.parse` reads back."""
+    printer = _Printer(concise)
+    printer.lines = ["import pypto.language as pl", "", ""]
+    printer.function(fn, standalone=True)
+    return "\n".join(printer.lines) + "\n"
+
+
 def print_statement(stmt, concise: bool = False) -> str:
     """One statement (with its nested body) as DSL source."""
     printer = _Printer(concise)
@@ -113,8 +121,8 @@ class _Printer:
             self.function(fn)
         return "\n".join(self.lines) + "\n"
 
-    def function(self, fn: Function) -> None:
-        params = ["self"]
+    def function(self, fn: Function, standalone: bool = False) -> None:
+        params = [] if standalone else ["self"]
         for p in fn.params:
             t = self.type(p.var.type)
             if p.direction is Direction.Out:
@@ -127,12 +135,13 @@ class _Printer:
             ret = f" -> {self.type(fn.returns[0])}"
         elif fn.returns:
             ret = f" -> tuple[{', '.join(self.type(t) for t in fn.returns)}]"
-        self.lines.append(f"    @pl.function(type={fn.func_type!r})")
-        self.lines.append(f"    def {fn.name}({', '.join(params)}){ret}:")
+        indent = "" if standalone else "    "
+        self.lines.append(f"{indent}@pl.function(type={fn.func_type!r})")
+        self.lines.append(f"{indent}def {fn.name}({', '.join(params)}){ret}:")
         if fn.attrs:
             attrs = ", ".join(f"{key!r}: {value!r}" for key, value in fn.attrs)
-            self.lines.append(f"        pl.func_attr({{{attrs}}})")
-        self.body(fn.body, 2)
+            self.lines.append(f"{indent}    pl.func_attr({{{attrs}}})")
+        self.body(fn.body, 1 if standalone else 2)
 
     def body(self, body, depth: int) -> None:
         if not body:

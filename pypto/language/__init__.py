@@ -114,19 +114,33 @@ def program(cls=None, *, entry: str | None = None):
     return lambda c: wrap(c, sys._getframe(1))
 
 
-def function(fn=None, *, type: FunctionType = FunctionType.InCore, level=None,  # noqa: A002
+def function(fn=None, *, type: FunctionType = FunctionType.Opaque, level=None,  # noqa: A002
              role=None):
     """`@pl.function(type=...)` marks a method of a `@pl.program` class (the class is parsed
-    from source; `level=pl.Level.HOST` / `role=` functions are refused there)."""
-    return fn if fn is not None else (lambda f: f)
+    from source; `level=pl.Level.HOST` / `role=` functions are refused there).  At module
+    level it makes a standalone function: a `@pl.program` that calls it by name gets it
+    as one of its functions (parsed for the call's argument types)."""
+    if fn is None:
+        return lambda f: JitFunction(f, type)
+    return JitFunction(fn, type)
 
 
 def parse(source: str, filename: str = "<pl.parse>"):
-    """Read `Program.as_python()` text back into a Program."""
+    """Read `Program.as_python()` text back into a Program; text holding one standalone
+    `@pl.function` (no class) gives that Function.  `pl` needs no import in the text."""
     return parse_program(source, filename)
 
 
-loads = parse
+def loads(source_or_path):
+    """`pl.parse` of a file's text when given the path of an existing file (upstream's
+    `pl.loads(path)`), else of the text itself."""
+    import os
+
+    text = str(source_or_path)
+    if "\n" not in text and os.path.isfile(text):
+        with open(text, encoding="utf-8") as f:
+            return parse_program(f.read(), text)
+    return parse_program(text)
 
 __all__ = [
     "jit",

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..ir.dtypes import DataType
-from ..ir.errors import ParseError, PyptoError, Span, TypeCheckError
+from ..ir.errors import (
+    ParseContentError,
+    ParseError,
+    ParseSyntaxError,
+    PyptoError,
+    Span,
+    TypeCheckError,
+)
 from ..ir.nodes import (
     Assign,
     Call,
@@ -1057,14 +1064,19 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
     try:
         module = ast.parse(source, filename)
     except SyntaxError as exc:
-        raise ParseError(f"invalid Python: {exc.msg}",
-                         Span(filename, (exc.lineno or 1) + line_offset)) from None
+        raise ParseSyntaxError(f"invalid Python: {exc.msg}",
+                               Span(filename, (exc.lineno or 1) + line_offset)) from None
     ns = ChainMap({"pl": pl, "tuple": tuple}, namespace or {}, vars(builtins))
     info = SourceInfo(filename, line_offset)
     classes = [n for n in module.body if isinstance(n, ast.ClassDef)]
+    functions = [n for n in module.body if isinstance(n, ast.FunctionDef)]
+    if not classes and len(functions) == 1:
+        return parse_standalone(functions[0], info, ns)
     if len(classes) != 1:
-        raise ParseError("expected exactly one `@pl.program` class", Span(filename,
-                                                                          1 + line_offset))
+        raise ParseContentError(
+            "expected exactly one `@pl.program` class, or one `@pl.function`, got "
+            f"{len(classes)} class(es) and {len(functions)} function(s)",
+            Span(filename, 1 + line_offset))
     cls = classes[0]
     entry = None
     for deco in cls.decorator_list:
@@ -1079,7 +1091,14 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
         sig = parse_signature(m, FunctionParser(info, ns, ftype, None), None, skip_self=True)
         signatures[m.name] = (sig, ftype, m)
 
+    standalone: dict[str, Function] = {}
+
     def resolve(ref, args, span):
+        if getattr(ref, "__pypto_kernel__", False):  # a module-level @pl.function
+            fn = standalone.get(ref.__name__)
+            if fn is None:
+                fn = standalone[ref.__name__] = ref._parse([a.type for a in args], resolve)
+            return Callee(fn.name, fn.params, fn.returns)
         if not isinstance(ref, str) or ref not in signatures:
             raise ParseError(f"program has no function `{ref}`", span)
         sig = signatures[ref][0]
@@ -1092,7 +1111,7 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
         sig, ftype, m = signatures[name]
         parsed[name] = FunctionParser(info, ns, ftype, resolve).parse(m, sig)
         signatures[name] = (replace(sig, returns=parsed[name].returns), ftype, m)
-    functions = [parsed[name] for name in signatures]
+    functions = list(standalone.values()) + [parsed[name] for name in signatures]
     if entry is None:
         orch = [f.name for f in functions if f.func_type is FunctionType.Orchestration]
         entry = orch[0] if len(orch) == 1 else (cls.name if cls.name in signatures
@@ -1100,7 +1119,22 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
     return Program(cls.name, tuple(functions), entry)
 
 
-def _function_type(m: ast.FunctionDef, parser: FunctionParser) -> FunctionType:
+def parse_standalone(fndef: ast.FunctionDef, info: SourceInfo, namespace) -> Function:
+    """A standalone `@pl.function` (no `self`; its type from the decorator, Opaque by
+    default: a building block whose plane is where it is used)."""
+    ftype = _function_type(fndef, FunctionParser(info, namespace, FunctionType.Opaque, None),
+                           default=FunctionType.Opaque)
+    parser = FunctionParser(info, namespace, ftype, _no_callees)
+    return parser.parse(fndef, parse_signature(fndef, parser, None, skip_self=False))
+
+
+def _no_callees(ref, args, span):
+    raise ParseError(f"a standalone @pl.function calls no other function (`{ref}`)", span,
+                     hint="write the functions as methods of a @pl.program class")
+
+
+def _function_type(m: ast.FunctionDef, parser: FunctionParser,
+                   default: FunctionType | None = None) -> FunctionType:
     for deco in m.decorator_list:
         if isinstance(deco, ast.Call):
             for kw in deco.keywords:
@@ -1116,6 +1150,8 @@ def _function_type(m: ast.FunctionDef, parser: FunctionParser) -> FunctionType:
                     value = parser.static(kw.value)
                     if isinstance(value, FunctionType):
                         return value
+    if default is not None:
+        return default
     raise parser.error(m, f"`{m.name}` needs @pl.function(type=pl.FunctionType....)")
 
 

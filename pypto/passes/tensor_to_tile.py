@@ -79,6 +79,7 @@ class TensorToTile(FunctionPass):
                 body.extend(_lower_run(run, names, backend, split))
                 run, written = [], set()
             _reject_nested(stmt)
+            _reject_unlowered(stmt)
             body.append(_returned_params(stmt, params))
         if run:
             body.extend(_lower_run(run, names, backend, split))
@@ -218,6 +219,15 @@ def _views(body):
             yield from _views(_nested(stmt))
         elif is_view(stmt):
             yield stmt.targets[0].name, stmt
+
+
+def _reject_unlowered(stmt) -> None:
+    """A tensor-level operator this pass does not tile (pl.transpose of a tensor)."""
+    value = getattr(stmt, "value", None)
+    if (isinstance(stmt, Assign) and isinstance(value, Call) and isinstance(value.type, TensorType)
+            and value.op not in ("slice", "store", "assemble", "create_tensor")):
+        raise LoweringError(f"tensor-level pl.{value.op} is not supported in a kernel",
+                            stmt.span, hint=f"load tiles and pl.{value.op} them")
 
 
 def _nested(stmt) -> tuple:
