@@ -310,10 +310,9 @@ def render() -> str:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
-                        help="where to write the page (default: docs/upstream-compat.md)")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 if the page differs from the table instead of writing it")
+    from pypto.tools.generated_page import add_page_arguments
+
+    add_page_arguments(parser, DEFAULT_OUTPUT, "table")
 
 
 def run(args) -> int:
