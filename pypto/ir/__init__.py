@@ -88,6 +88,10 @@ def compile(
     from ..compiler import CompileOptions, build_program
     from ..platform import check_target, default_platform, get_platform, simulator_for
 
+    if hasattr(program, "specialize_for"):
+        raise TypeError(f"{program!r} has pl.dynamic dimensions in its entry: compile "
+                        "`program.specialize_for(*args)` for the call's tensors, or run it "
+                        "with pypto.runtime.run(program, *args)")
     platform = default_platform() if platform is None else platform
     get_platform(platform)  # unknown platform: ValueError listing the four
     platform = simulator_for(platform)

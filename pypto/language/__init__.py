@@ -20,7 +20,8 @@ from ..ir.types import (
 )
 from . import namespaces
 from .jit import JitFunction, jit
-from .parser import DslBuiltin, OpStub, parse_program
+from .parser import DslBuiltin, DynamicProgram, OpStub, parse_program
+from .program_template import ProgramTemplate
 from .typing import DynamicDim, InOut, Out, Scalar, Tensor, Tile, dynamic
 
 BOOL = DataType.BOOL
@@ -88,7 +89,8 @@ def program(cls=None, *, entry: str | None = None):
 
     The class body is parsed from source; use `pl.parse(text)` for printed programs.  Names
     are those of the class's module, and of the function that defines the class (a builder
-    `def build(rows): @pl.program class P: ...` reads `rows`).
+    `def build(rows): @pl.program class P: ...` reads `rows`).  A class whose entry has
+    `pl.dynamic` dimensions gives a `ProgramTemplate`, parsed per call's tensors.
     """
     import sys
 
@@ -107,7 +109,11 @@ def program(cls=None, *, entry: str | None = None):
         namespace = dict(vars(module)) if module else {}
         if frame is not None and frame.f_globals is not frame.f_locals:
             namespace.update(frame.f_locals)  # the defining function's locals
-        return parse_program(textwrap.dedent("".join(lines)), file, namespace, first - 1)
+        source = textwrap.dedent("".join(lines))
+        try:
+            return parse_program(source, file, namespace, first - 1)
+        except DynamicProgram:
+            return ProgramTemplate(c.__name__, source, file, namespace, first - 1)
 
     if cls is not None:
         return wrap(cls, sys._getframe(1))
@@ -120,9 +126,13 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, level=None,  
     from source; `level=pl.Level.HOST` / `role=` functions are refused there).  At module
     level it makes a standalone function: a `@pl.program` that calls it by name gets it
     as one of its functions (parsed for the call's argument types)."""
+    import sys
+
+    frame = sys._getframe(1)
+    scope = dict(frame.f_locals) if frame.f_locals is not frame.f_globals else None
     if fn is None:
-        return lambda f: JitFunction(f, type)
-    return JitFunction(fn, type)
+        return lambda f: JitFunction(f, type, scope)
+    return JitFunction(fn, type, scope)
 
 
 def parse(source: str, filename: str = "<pl.parse>"):
@@ -146,6 +156,7 @@ __all__ = [
     "jit",
     "JitFunction",
     "program",
+    "ProgramTemplate",
     "function",
     "parse",
     "loads",

@@ -41,6 +41,7 @@ class _YieldScope:
     kind: str  # "if" or "loop"
     carries: list[str] | None = None
     after: list[str] = field(default_factory=list)  # names the loop's yield binds after it
+    in_place: dict[str, bool] = field(default_factory=dict)  # carries naming a kernel tensor
 
 
 class ControlFlowSyntax:
@@ -83,7 +84,8 @@ class ControlFlowSyntax:
         if carried is not None:
             prologue = self._bind_init_values(options["init_values"], carried, node)
         span = self.source.span(node)
-        scope = _YieldScope("loop", carried)
+        scope = _YieldScope("loop", carried,
+                            in_place={c: c in self.aliases for c in carried or ()})
         if fn.name == "pipeline":
             loops = self._pipeline(node, name, options.get("stage"), start, stop, step, scope)
         else:
@@ -135,10 +137,23 @@ class ControlFlowSyntax:
         exprs = [self.expr(v) for v in values]
         out = []
         for name, value, value_node in zip(carried, exprs, values):
+            if self._carries_in_place(value):
+                # A kernel's tensor is written in place: the carry names the tensor itself.
+                self._unalias(name)
+                self.aliases[name] = value.name
+                continue
             var = Var(name, value.type, self.source.span(value_node))
             self._rebind(var, loop)
             out.append(Assign((var,), value, var.span))
         return out
+
+    def _carries_in_place(self, value) -> bool:
+        """A tensor variable carried through a kernel's loop (`init_values=(out,)`): its
+        stores write the tensor in place, so the carry and the result name it."""
+        from ..ir.types import FunctionType, TensorType
+
+        return (isinstance(value, Var) and isinstance(value.type, TensorType)
+                and (self.func_type is FunctionType.InCore or self.in_scope))
 
     def _loop_body(self, node: ast.For, var: Var, stmts, scope: _YieldScope,
                    runs: bool = False) -> tuple:
@@ -164,6 +179,11 @@ class ControlFlowSyntax:
                              "`x, ... = pl.yield_(...)`, which names its results")
         out = []
         for after, carry in zip(scope.after, scope.carries):
+            # a tensor carried in place: so is its result
+            if scope.in_place.get(carry) and carry in self.aliases:
+                self._unalias(after)
+                self.aliases[after] = self.aliases[carry]
+                continue
             value = self.vars[carry]
             var = Var(after, value.type, self.source.span(node))
             self._rebind(var, node)
@@ -299,6 +319,13 @@ class ControlFlowSyntax:
             if any(carry in r for r in reads[i + 1:]):
                 raise self.error(call, f"pl.yield_ reads `{carry}` after passing it a new "
                                  "value", hint="bind the yielded values to new names first")
+            if carry in self.aliases and scope.in_place.get(carry):
+                if not (isinstance(value, Var) and value.name == self.aliases[carry]):
+                    raise self.error(call, f"`{carry}` carries tensor `{self.aliases[carry]}`, "
+                                     "which the kernel writes in place; pl.yield_ gives "
+                                     f"`{ast.unparse(call.args[i])}`",
+                                     hint=f"yield the result of the pl.store into `{carry}`")
+                continue
             var = Var(carry, value.type, self.source.span(node))
             self._rebind(var, node)
             out.append(Assign((var,), value, var.span))

@@ -41,10 +41,13 @@ class JitFunction:
 
     __pypto_kernel__ = True
 
-    def __init__(self, fn, func_type: FunctionType):
+    def __init__(self, fn, func_type: FunctionType, scope: dict | None = None):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.func_type = func_type
+        # the defining function's locals when the decorator ran: names its annotations
+        # read (Python evaluates those in the enclosing scope, so they are no closure)
+        self._scope = scope or {}
         self._source = None
         self._constants = None  # indices of specialisation-constant parameters, once read
         self._loaded: dict = {}
@@ -70,7 +73,8 @@ class JitFunction:
 
     def _namespace(self) -> ChainMap:
         closure = inspect.getclosurevars(self.fn)
-        return ChainMap(dict(closure.nonlocals), self.fn.__globals__, vars(builtins))
+        return ChainMap(dict(closure.nonlocals), self._scope, self.fn.__globals__,
+                        vars(builtins))
 
     def _parse(self, arg_types: list, resolve, constants: dict | None = None) -> Function:
         fndef, info = self._parsed_source()

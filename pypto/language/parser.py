@@ -48,6 +48,7 @@ from ..ir.types import (
     TensorType,
     TileType,
     TupleType,
+    Type,
     describe,
     same_value_type,
 )
@@ -157,6 +158,9 @@ class FunctionSignature:
     returns: tuple | None  # None: taken from the return statement
     # parameter -> {dimension: pl.dynamic name}: sizes the body may not read
     dynamic: dict[str, dict[int, str]] = field(default_factory=dict)
+    # a pl.dynamic program's function parsed for its call: a name assigned once, from a
+    # compile-time expression (`rows = pl.tensor.dim(q, 0)`), is a constant of the body
+    fold_single_assignments: bool = False
 
 
 class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyntax):
@@ -175,6 +179,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.func_type = func_type
         self.resolve_callee = resolve_callee
         self.vars: dict[str, Var] = {}
+        self.foldable: set[str] = set()  # see FunctionSignature.fold_single_assignments
         # name -> the tensor it names: `a = pl.store(t, offsets, out)` makes `a` name `out`.
         self.aliases: dict[str, str] = {}
         # Names a loop that may not run gave a new type: (type before, type in the loop).
@@ -278,11 +283,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             else:
                 self.vars[p.var.name] = p.var
         self.init_compile_time(sig.dynamic)
+        self.foldable = _assigned_once(fndef) if sig.fold_single_assignments else set()
         attrs, stmts = self._function_attrs(fndef.body)
         body = self.body(stmts)
         returns = sig.returns
         ret_stmts = [s for s in body if isinstance(s, Return)]
-        if returns is None:
+        if returns is None or not all(isinstance(r, Type) for r in returns):
+            # unannotated, or a pl.dynamic dimension no parameter binds: the body's types
             returns = tuple(v.type for v in ret_stmts[-1].values) if ret_stmts else ()
         elif ret_stmts:
             got = tuple(v.type for v in ret_stmts[-1].values)
@@ -416,6 +423,15 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         callee = self.spliced_callee(node.value)
         if callee is not None:
             return self.inline_call(callee, node.value, target, node)
+        if isinstance(target, ast.Name) and target.id in self.foldable \
+                and target.id not in self.vars and self.is_static(node.value):
+            try:
+                value = self.static(node.value)
+            except ParseError:  # an op call: not a compile-time expression
+                value = None
+            if isinstance(value, (int, float)):
+                self.namespace.maps[0][target.id] = value
+                return None
         value = self.expr(node.value)
         return self._bind(target, value, node, annotation=None)
 
@@ -991,7 +1007,33 @@ def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: l
         items = getattr(ann, "__args__", None) if getattr(ann, "__origin__",
                                                           None) is tuple else None
         returns = tuple(items) if items is not None else (ann,)
+        bound = _dynamic_bindings(params, dynamic, parser, fndef)
+        returns = tuple(_bind_dynamic(r, bound) for r in returns)
     return FunctionSignature(fndef.name, tuple(params), returns, dynamic)
+
+
+def _dynamic_bindings(params, dynamic: dict, parser, fndef) -> dict[str, int]:
+    """Each pl.dynamic dimension's size, from the parameters' (call-completed) shapes; one
+    name bound to two sizes is an error."""
+    bound: dict[str, int] = {}
+    for p in params:
+        for axis, name in dynamic.get(p.var.name, {}).items():
+            size = p.var.type.shape[axis]
+            if bound.setdefault(name, size) != size:
+                raise parser.error(fndef, f"pl.dynamic dimension `{name}` is {bound[name]} "
+                                   f"and {size} (parameter `{p.var.name}`, axis {axis})",
+                                   cls=TypeCheckError)
+    return bound
+
+
+def _bind_dynamic(annotation, bound: dict[str, int]):
+    """A return annotation with pl.dynamic dimensions as the tensor type the parameters
+    bind it to (left as written when a dimension or the dtype is unbound)."""
+    if not isinstance(annotation, TensorSpec) or annotation.shape is None \
+            or annotation.dtype is None:
+        return annotation
+    shape = [bound.get(d.name) if isinstance(d, DynamicDim) else d for d in annotation.shape]
+    return annotation if None in shape else TensorType(tuple(shape), annotation.dtype)
 
 
 def _scalar_widens(arg, param) -> bool:
@@ -1057,8 +1099,10 @@ def _shape_text(shape) -> str:
 
 
 def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | None = None,
-                  line_offset: int = 0) -> Program:
-    """Parse `@pl.program` class source (the printer's form) into a Program."""
+                  line_offset: int = 0, entry_args: list | None = None) -> Program:
+    """Parse `@pl.program` class source (the printer's form) into a Program.  An entry
+    with pl.dynamic dimensions needs `entry_args` (the call's IR types; else
+    `DynamicProgram` is raised); other pl.dynamic functions take their calls' types."""
     import pypto.language as pl
 
     try:
@@ -1085,11 +1129,25 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
                 if kw.arg == "entry" and isinstance(kw.value, ast.Constant):
                     entry = kw.value.value
     methods = [n for n in cls.body if isinstance(n, ast.FunctionDef)]
+    ftypes = {m.name: _function_type(m, FunctionParser(info, ns, FunctionType.InCore, None))
+              for m in methods}
+    if entry is None:
+        orch = [name for name, t in ftypes.items() if t is FunctionType.Orchestration]
+        entry = orch[0] if len(orch) == 1 else (cls.name if cls.name in ftypes
+                                                else methods[0].name if methods else None)
     signatures: dict[str, tuple[FunctionSignature, FunctionType, ast.FunctionDef]] = {}
+    deferred: dict[str, ast.FunctionDef] = {}  # pl.dynamic kernels: typed by their calls
     for m in methods:
-        ftype = _function_type(m, FunctionParser(info, ns, FunctionType.InCore, None))
-        sig = parse_signature(m, FunctionParser(info, ns, ftype, None), None, skip_self=True)
-        signatures[m.name] = (sig, ftype, m)
+        parser = FunctionParser(info, ns, ftypes[m.name], None)
+        if _has_dynamic_dims(m, parser):
+            if m.name != entry:
+                deferred[m.name] = m
+                continue
+            if entry_args is None:
+                raise DynamicProgram(cls.name)
+        args = entry_args if m.name == entry else None
+        sig = parse_signature(m, parser, args, skip_self=True)
+        signatures[m.name] = (_specialised(sig) if args else sig, ftypes[m.name], m)
 
     standalone: dict[str, Function] = {}
 
@@ -1099,6 +1157,12 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
             if fn is None:
                 fn = standalone[ref.__name__] = ref._parse([a.type for a in args], resolve)
             return Callee(fn.name, fn.params, fn.returns)
+        if isinstance(ref, str) and ref in deferred:
+            m = deferred.pop(ref)
+            parser = FunctionParser(info, ns, ftypes[ref], resolve)
+            sig = _specialised(parse_signature(m, parser, [a.type for a in args], skip_self=True))
+            parsed[ref] = parser.parse(m, sig)
+            signatures[ref] = (replace(sig, returns=parsed[ref].returns), ftypes[ref], m)
         if not isinstance(ref, str) or ref not in signatures:
             raise ParseError(f"program has no function `{ref}`", span)
         sig = signatures[ref][0]
@@ -1108,15 +1172,57 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
     # does, which the orchestration's call sites need.
     parsed: dict[str, Function] = {}
     for name in sorted(signatures, key=lambda n: signatures[n][1] is FunctionType.Orchestration):
+        if name in parsed:
+            continue  # a pl.dynamic kernel parsed at its first call
         sig, ftype, m = signatures[name]
         parsed[name] = FunctionParser(info, ns, ftype, resolve).parse(m, sig)
         signatures[name] = (replace(sig, returns=parsed[name].returns), ftype, m)
-    functions = list(standalone.values()) + [parsed[name] for name in signatures]
-    if entry is None:
-        orch = [f.name for f in functions if f.func_type is FunctionType.Orchestration]
-        entry = orch[0] if len(orch) == 1 else (cls.name if cls.name in signatures
-                                                else functions[0].name)
+    functions = list(standalone.values()) + [parsed[m.name] for m in methods if m.name in parsed]
     return Program(cls.name, tuple(functions), entry)
+
+
+def _assigned_once(fndef: ast.FunctionDef) -> set[str]:
+    """Names a function body binds exactly once, by a plain `name = ...` statement."""
+    counts: dict[str, int] = {}
+    plain: set[str] = set()
+    for node in ast.walk(fndef):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+            plain.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.comprehension)):
+            targets = [node.target]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        elif isinstance(node, (ast.NamedExpr,)):
+            targets = [node.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+    return {name for name in plain if counts.get(name) == 1}
+
+
+def _specialised(sig: FunctionSignature) -> FunctionSignature:
+    """A program function parsed for its call's tensors: its pl.dynamic dimensions read
+    (`pl.tensor.dim`, `.shape`) as that call's sizes, the values upstream reads at run
+    time; another shape parses the program again."""
+    return replace(sig, dynamic={}, fold_single_assignments=True)
+
+
+class DynamicProgram(Exception):
+    """A `@pl.program` whose entry has pl.dynamic dimensions: it is parsed per call, for
+    the call's tensors (`pl.program` returns a `ProgramTemplate`)."""
+
+
+def _has_dynamic_dims(m: ast.FunctionDef, parser: FunctionParser) -> bool:
+    for a in m.args.args:
+        annotation = parser.static(a.annotation) if a.annotation is not None else None
+        annotation = getattr(annotation, "type", annotation)  # pl.Out[...] / pl.InOut[...]
+        if isinstance(annotation, TensorSpec) and any(
+                isinstance(d, DynamicDim) for d in annotation.shape or ()):
+            return True
+    return False
 
 
 def parse_standalone(fndef: ast.FunctionDef, info: SourceInfo, namespace) -> Function:

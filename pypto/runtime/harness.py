@@ -16,7 +16,8 @@ from pypto.runtime.config import RunConfig
 def run(program: Any, *args: Any, config: RunConfig | None = None) -> Any:
     """Compiles `program` (a `@pl.program` or a `@pl.jit` function) for the config's
     platform through the content-keyed cache and runs it on `args`; returns its outputs.
-    Without `args`, a `@pl.program` is compiled only: the `CompiledProgram` is returned."""
+    Without `args`, a `@pl.program` is compiled only: the `CompiledProgram` is returned.
+    A `@pl.program` with `pl.dynamic` entry dimensions is specialised to `args` first."""
     import pypto.ir as ir
 
     config = config if config is not None else RunConfig()
@@ -25,6 +26,8 @@ def run(program: Any, *args: Any, config: RunConfig | None = None) -> Any:
     config.check_single_device()
     if getattr(program, "__pypto_kernel__", False):
         return program(*args, config=config)
+    if hasattr(program, "specialize_for") and args:  # a pl.dynamic @pl.program
+        program = program.specialize_for(*args)
     if not isinstance(program, ir.Program):
         raise TypeError(f"run takes a @pl.program or a @pl.jit function, got "
                         f"{type(program).__name__}")
