@@ -24,6 +24,7 @@ from pypto.resources import BUILD_RULES_ENV, build_rules_dir
 
 PLATFORM_ENV = "PYPTO_PLATFORM"
 DEFAULT_PLATFORM = "a2a3sim"
+SIMULATE_DEVICE_ENV = "PYPTO_SIMULATE_DEVICE"
 SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
 CORE_TYPES = ("vector", "cube")
 # sim: our bit-exact ISA model; device: an NPU; cpu_model: the device sources on pto-isa's
@@ -66,6 +67,7 @@ class Backend:
     vector_cores: int
     device_arch: dict[str, str]  # core type -> AI Core ISA name for the device compiler
     tile_moves: dict[str, tuple[str, ...]]  # on-chip buffer -> buffers pl.move can copy it to
+    tile_inserts: dict[str, tuple[str, ...]]  # source buffer -> pl.tile.assemble targets
 
     # The dict fields would make the generated hash raise; the name identifies a backend.
     def __hash__(self) -> int:
@@ -156,13 +158,50 @@ def default_platform() -> str:
     return name
 
 
+def simulator_for(name: str) -> str:
+    """The platform a run asked for as `name` uses: `name` itself, or, when the environment
+    sets PYPTO_SIMULATE_DEVICE=1, the simulator of a device platform's backend ("a2a3" ->
+    "a2a3sim"), so a program written for a device runs unedited where there is none."""
+    if os.environ.get(SIMULATE_DEVICE_ENV, "") in ("", "0"):
+        return name
+    platform = get_platform(name)
+    if platform.kind == "sim":
+        return name
+    rules = build_rules_dir()
+    for other in _platform_names(rules):
+        candidate = _load_platform(rules, other)
+        if candidate.kind == "sim" and candidate.backend.name == platform.backend.name:
+            return other
+    raise ValueError(f"{SIMULATE_DEVICE_ENV} is set, but build_rules/ has no simulator of "
+                     f"{platform.backend.name} for platform {name!r}")
+
+
+def check_target(platform: str, backend_type: Any = None, strategy: Any = None) -> None:
+    """Upstream PyPTO's compile arguments that name the target: `backend_type` (a
+    `pypto.backend.BackendType` or its name) must be `platform`'s backend, and `strategy`
+    the only pass pipeline there is, `OptimizationStrategy.Default`."""
+    backend = getattr(backend_type, "name", backend_type)
+    own = get_platform(platform).backend.name
+    if backend is not None and backend != own:
+        raise ValueError(f"backend_type {backend} does not match platform {platform!r}, whose "
+                         f"backend is {own}; pick the platform of that backend")
+    name = getattr(strategy, "name", strategy)
+    if name not in (None, "Default"):
+        raise ValueError(f"strategy {strategy!r} is not a pass pipeline here; the only one is "
+                         "OptimizationStrategy.Default")
+
+
+def backend_names() -> tuple[str, ...]:
+    """Names of the backends defined under build_rules/ (e.g. "Ascend910B")."""
+    return tuple(sorted(p.stem for p in (build_rules_dir() / "backends").glob("*.toml")))
+
+
 def get_backend(name: str) -> Backend:
     """The backend called `name` (e.g. "Ascend910B"); unknown names raise ValueError."""
-    rules = build_rules_dir()
-    known = sorted(p.stem for p in (rules / "backends").glob("*.toml"))
+    known = backend_names()
     if name not in known:
         raise ValueError(f"unknown backend {name!r}; choose one of: {', '.join(known)}")
-    return _load_backend(rules, name)
+    return _load_backend(build_rules_dir(), name)
 
 
 @dataclass(frozen=True)
@@ -427,6 +466,7 @@ def _load_backend(rules: Path, name: str) -> Backend:
     cores = rule.table("cores", CORE_TYPES)
     arch = rule.table("device_arch", CORE_TYPES)
     moves = rule.table("tile_moves")
+    inserts = rule.table("tile_inserts")
     return Backend(
         name=name,
         capacities={space: capacities.positive_int(space) for space in SPACES},
@@ -437,6 +477,7 @@ def _load_backend(rules: Path, name: str) -> Backend:
         vector_cores=cores.positive_int("vector"),
         device_arch={core: arch.text(core) for core in CORE_TYPES},
         tile_moves={src: moves.texts(src) for src in moves.data},
+        tile_inserts={src: inserts.texts(src) for src in inserts.data},
     )
 
 

@@ -20,6 +20,7 @@ from ..ir.nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Program,
     Return,
     Var,
@@ -34,6 +35,7 @@ from ..ir.types import (
     TensorType,
     TileType,
 )
+from ..ir.visitor import IRVisitor
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -92,6 +94,8 @@ def _partially_valid(fn: Function) -> set[tuple]:
         for s in stmts:
             if isinstance(s, For):
                 walk(s.body)
+            elif isinstance(s, If):
+                walk(s.then_body + s.else_body)
             elif isinstance(s, Assign):
                 for t in s.targets:
                     if isinstance(t.type, TileType) and t.type.valid_shape is not None:
@@ -128,8 +132,9 @@ class _KernelBuilder:
                 "elem": t.dtype.cpp_type,
                 "space": _SPACE[t.memory.name],
                 "addr": t.addr,
-                "rows": t.shape[0],
-                "cols": t.shape[1] if len(t.shape) > 1 else 1,
+                # A rank-1 tile is one row, as tload / tstore view a rank-1 tensor ([1, n]).
+                "rows": t.shape[0] if len(t.shape) > 1 else 1,
+                "cols": t.shape[1] if len(t.shape) > 1 else t.shape[0],
             }
         return self.tiles[key]["ident"]
 
@@ -138,7 +143,10 @@ class _KernelBuilder:
             "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
             "stop": expr_model(s.stop), "step": expr_model(s.step),
             "body": self.body(s.body),
-        }, self.assign)
+        }, self.assign, lambda s: {
+            "kind": "if", "cond": expr_model(s.cond), "then_body": self.body(s.then_body),
+            "else_body": self.body(s.else_body),
+        })
 
     def assign(self, s: Assign) -> dict:
         (dst,) = s.targets
@@ -152,16 +160,28 @@ class _KernelBuilder:
         if isinstance(call, Var) and isinstance(call.type, TileType):
             # `b = a`: a copy of the tile (value semantics; b has its own buffer).
             model = {"kind": "unary", "fn": "tmov", "dst": self.tile(dst), "a": self.tile(call)}
-            return self._with_valid(model, dst)
+            return self._with_valid(model, dst, call)
         op, form = operator_form(self, call, s)
-        return self._with_valid(form(op, call, dst, s), dst)
+        return self._with_valid(form(op, call, dst, s), dst, call)
 
-    def _with_valid(self, model: dict, dst: Var) -> dict:
-        """Sets the definition's valid region where its C++ tile can hold a partial one."""
+    def _with_valid(self, model: dict, dst: Var, value=None) -> dict:
+        """Sets the definition's valid region where its C++ tile can hold a partial one.
+        An extent known only at run time is the load's index expression, or for a value
+        computed from such a tile that tile's extent as the simulator holds it."""
         model["valid"] = None
         if isinstance(dst.type, TileType) and _tile_key(dst) in self.partial:
-            model["valid"] = list(dst.type.valid)
+            model["valid"] = [v if isinstance(v, int) else self._runtime_extent(v, axis, value)
+                              for axis, v in enumerate(dst.type.valid)]
         return model
+
+    def _runtime_extent(self, extent, axis: int, value) -> dict:
+        if isinstance(value, Call) and value.op != "load":
+            for arg in value.args:
+                t = getattr(arg, "type", None)
+                if isinstance(t, TileType) and len(t.valid) > axis and t.valid[axis] == extent:
+                    field_ = "vrows" if axis == 0 else "vcols"
+                    return {"kind": "var", "name": f"{self.tile(arg)}.{field_}"}
+        return expr_model(extent)
 
     # -- one builder per operator form (templates/ops.cpp.j2 macro of the same name)
 
@@ -258,18 +278,30 @@ class _KernelBuilder:
             raise InternalError(f"an element read of a tensor reached codegen: {s!r}")
         if not isinstance(dst.type, ScalarType):
             raise InternalError(f"an element read into a non-scalar: {s!r}")
-        # A rank-1 tile is a column of `rows` elements (cols = 1).
-        r, c = (tuple(indices.items) + (Const(0, INDEX),))[:2]
+        # A rank-1 tile is one row (see `tile`).
+        r, c = indices.items if len(indices.items) == 2 else (Const(0, INDEX),) + indices.items
         return {"kind": "read", "fn": op.isa, "dst": ident(dst.name), "tile": self.tile(tile),
                 "r": expr_model(r), "c": expr_model(c)}
+
+    def _form_insert(self, op, call, dst, s):
+        target, src, offsets = call.args
+        r0, c0 = _window_origin(offsets, s)
+        model = {"kind": "insert", "fn": op.isa, "dst": self.tile(dst), "src": self.tile(src),
+                 "r0": expr_model(r0), "c0": expr_model(c0), "target": None}
+        if self.tile(target) != model["dst"]:
+            model["target"] = self.tile(target)  # the result has its own buffer: copy first
+        return model
 
     def _form_create(self, op, call, dst, s):
         return {"kind": "create", "dst": self.tile(dst)}
 
 
 def _window_origin(offsets, stmt):
+    """(row, column) of a window's origin; a rank-1 tensor is one row, [1, n]."""
+    if len(offsets.items) == 1:
+        return (Const(0, INDEX),) + tuple(offsets.items)
     if len(offsets.items) != 2:
-        raise LoweringError("tile loads and stores need rank-2 tensors for now", stmt.span)
+        raise LoweringError("tile loads and stores need rank-1 or rank-2 tensors", stmt.span)
     return offsets.items
 
 
@@ -348,6 +380,7 @@ class _OrchestrationBuilder:
         self.view_base: dict[str, str] = {}
         for name in _dump_tagged(fn.body):
             self.dump_slots.setdefault(name, len(self.dump_slots))
+        _check_orchestration_reads(fn)
 
     def local(self, var: Var) -> str:
         if var.name not in self.params and var.name not in self.locals:
@@ -369,6 +402,10 @@ class _OrchestrationBuilder:
                     "stop": expr_model(s.stop), "step": expr_model(s.step),
                     "body": self.body(s.body),
                 })
+            elif isinstance(s, If):
+                out.append({"kind": "if", "cond": expr_model(s.cond),
+                            "then_body": self.body(s.then_body),
+                            "else_body": self.body(s.else_body)})
             elif isinstance(s, Assign) and isinstance(s.value, FuncCall):
                 out.append(self.submit(s.value, s.targets))
             elif isinstance(s, ExprStmt) and isinstance(s.value, FuncCall):
@@ -446,6 +483,38 @@ class _OrchestrationBuilder:
                 "tid": tid, "results": results}
 
 
+class _TensorReads(IRVisitor):
+    def __init__(self):
+        self.reads: list[Call] = []
+
+    def visit_Call(self, expr: Call) -> None:
+        if expr.op == "read" and isinstance(expr.args[0].type, TensorType):
+            self.reads.append(expr)
+        super().visit_Call(expr)
+
+
+def _check_orchestration_reads(fn: Function) -> None:
+    """An orchestration reads elements only of its input tensors: ones no task writes, so
+    every read sees the caller's values whatever the tasks do meanwhile."""
+    finder = _TensorReads()
+    finder.visit_function(fn)
+    for call in finder.reads:
+        tensor = call.args[0]
+        param = fn.param(tensor.name)
+        if param is None or param.direction is not Direction.In:
+            raise LoweringError(
+                f"the orchestration reads an element of `{tensor.name}`, which "
+                + ("is not a parameter" if param is None else "a task writes")
+                + ": the read could race with the tasks",
+                call.span,
+                hint="read elements of input tensors only, or read inside a pl.at block")
+        if tensor.type.dtype.cpp_type.startswith("pto::"):
+            raise LoweringError(
+                f"the orchestration reads an element of `{tensor.name}`, a "
+                f"{tensor.type.dtype.name} tensor; it reads integer, BOOL and FP32 elements",
+                call.span, hint="read it inside a pl.at block")
+
+
 def _is_dump_tag(stmt: ExprStmt) -> bool:
     return isinstance(stmt.value, Call) and stmt.value.op == "dump_tag"
 
@@ -456,6 +525,8 @@ def _dump_tagged(stmts) -> list[str]:
     for s in stmts:
         if isinstance(s, For):
             names += _dump_tagged(s.body)
+        elif isinstance(s, If):
+            names += _dump_tagged(s.then_body + s.else_body)
         elif isinstance(s, ExprStmt) and _is_dump_tag(s):
             names.append(s.value.args[0].name)
     return names
@@ -490,6 +561,9 @@ def accumulated_params(fn: Function) -> set[str]:
                 for e in (st.start, st.stop, st.step):
                     visit(e)
                 walk(st.body)
+            elif isinstance(st, If):
+                visit(st.cond)
+                walk(st.then_body + st.else_body)
             elif isinstance(st, (Assign, ExprStmt)):
                 visit(st.value)  # `t = pl.store(..., t)` rebinds the name, reads nothing
 

@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
-from ..ir.nodes import Assign, Call, Const, ExprStmt, For, Return, Var
+from ..ir.nodes import Assign, Call, Const, ExprStmt, For, If, Return, Var
 from ..ir.ops import OpDef, get_op
-from ..ir.types import ScalarType
+from ..ir.printer import CMP_SYMBOLS
+from ..ir.types import ScalarType, TensorType
 
 _RESERVED = set(
     """alignas alignof and asm auto bool break case catch char class const constexpr continue
@@ -21,6 +22,9 @@ _RESERVED = set(
 )
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}
+_SELECT = {"min": "<", "max": ">"}  # pl.min / pl.max: lhs if lhs OP rhs else rhs
+_LOGIC = {"and_": "&&", "or_": "||"}  # of conditions (BOOL scalars)
+_BLOCK_FIELDS = {"get_block_idx": "block_idx", "get_block_num": "block_num"}
 
 
 def ident(name: str) -> str:
@@ -41,24 +45,68 @@ def expr_model(e, idents=None) -> dict:
         if isinstance(e.value, int):
             return {"kind": "int", "value": e.value}
         return {"kind": "float", "value": float(e.value)}
+    if isinstance(e, Call) and e.op == "read" and isinstance(e.args[0].type, TensorType):
+        tensor, indices = e.args  # an orchestration's read of an input tensor's element
+        return {"kind": "element", "ctype": scalar_ctype(e.type.dtype),
+                "elem": tensor.type.dtype.cpp_type, "tensor": (idents or {}).get(
+                    tensor.name, ident(tensor.name)),
+                "index": [expr_model(i, idents) for i in indices.items]}
+    if isinstance(e, Call) and isinstance(e.type, ScalarType) and e.op == "cast":
+        return _scalar_cast(e, idents)
+    if isinstance(e, Call) and isinstance(e.type, ScalarType) and e.op == "not_":
+        return {"kind": "not", "operand": expr_model(e.args[0], idents)}
     if isinstance(e, Call) and isinstance(e.type, ScalarType) and len(e.args) == 2:
         lhs, rhs = (expr_model(a, idents) for a in e.args)
         if e.op in _INFIX:
             return {"kind": "binop", "op": _INFIX[e.op], "lhs": lhs, "rhs": rhs}
+        if e.op == "cmp":
+            return {"kind": "binop", "op": CMP_SYMBOLS[e.attr("cmp_type")], "lhs": lhs,
+                    "rhs": rhs}
+        if e.op in _LOGIC:
+            return {"kind": "binop", "op": _LOGIC[e.op], "lhs": lhs, "rhs": rhs}
         if e.op in _INDEX_CALLS:
             return {"kind": "call", "fn": _INDEX_CALLS[e.op], "lhs": lhs, "rhs": rhs}
-    if isinstance(e, Call) and e.op == "get_block_idx":
-        return {"kind": "var", "name": "(int64_t)core->block_idx"}  # kernels only
+        if e.op in _SELECT:
+            return {"kind": "select", "op": _SELECT[e.op], "lhs": lhs, "rhs": rhs}
+    if isinstance(e, Call) and e.op in _BLOCK_FIELDS:
+        return {"kind": "var", "name": f"(int64_t)core->{_BLOCK_FIELDS[e.op]}"}  # kernels only
     raise InternalError(f"no scalar C++ form for {e!r}")
 
 
-def kernel_statements(stmts, on_for: Callable, on_assign: Callable) -> list:
-    """What `on_for` / `on_assign` make of each statement of a kernel body, in order
-    (returns skipped; anything else is an error), shared by the kernel code generators."""
+# Rounding of a float scalar cast to an integer (scalars compute in double).
+_SCALAR_ROUND = {"rint": "__builtin_rint", "round": "__builtin_round", "floor": "__builtin_floor",
+                 "ceil": "__builtin_ceil", "trunc": None, "none": None}
+
+
+def _scalar_cast(e: Call, idents) -> dict:
+    """`pl.cast(s, dtype, mode)` of a scalar: integers are held as int64_t and floats as
+    double, so only a float -> integer conversion computes (rounded by `mode`)."""
+    src, dst, mode = e.args[0].type.dtype, e.type.dtype, e.attr("mode")
+    fn = None
+    if src.is_float and not dst.is_float:
+        if mode not in _SCALAR_ROUND:
+            raise LoweringError(f"a scalar cast to {dst.name} cannot round with mode "
+                                f"{mode!r}", e.span, hint="use rint, round, floor, ceil or trunc")
+        fn = _SCALAR_ROUND[mode]
+    return {"kind": "cast", "ctype": scalar_ctype(dst), "fn": fn,
+            "operand": expr_model(e.args[0], idents)}
+
+
+def kernel_statements(stmts, on_for: Callable, on_assign: Callable,
+                      on_if: Callable | None = None) -> list:
+    """What `on_for` / `on_assign` / `on_if` make of each statement of a kernel body, in
+    order (returns skipped; anything else is an error), shared by the kernel code
+    generators.  A generator without `on_if` refuses a runtime `if` at its line."""
     out = []
     for s in stmts:
         if isinstance(s, For):
             out.append(on_for(s))
+        elif isinstance(s, If):
+            if on_if is None:
+                raise LoweringError("a runtime `if` in a kernel has no device code here yet",
+                                    s.span, hint="run it on a simulator platform (a2a3sim, "
+                                    "a5sim), or compute both branches and select")
+            out.append(on_if(s))
         elif isinstance(s, Assign):
             out.append(on_assign(s))
         elif isinstance(s, Return):

@@ -23,13 +23,14 @@ from ..ir.nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Program,
     Return,
     Var,
 )
 from ..ir.ops import get_op
-from ..ir.printer import INFIX
-from ..ir.types import ScalarType, TensorType, TileType
+from ..ir.printer import scalar_operator
+from ..ir.types import TensorType, TileType
 from . import torch_runtime
 
 
@@ -53,6 +54,11 @@ def torch_codegen(program_or_function: Program | Function, *, check_shapes: bool
     return render("torch_program.py.j2", m=model)
 
 
+def runtime_name(op: str) -> str:
+    """The `torch_runtime` function of an operator (`tile.assemble` -> `tile_assemble`)."""
+    return op.replace(".", "_")
+
+
 def load_entry(source: str, entry: str):
     """Execute generated source and return its entry function."""
     namespace: dict = {"__name__": "pypto_torch_program"}
@@ -73,8 +79,8 @@ def _attr(value):
 def _type_facts(call: Call) -> list:
     """What a runtime function needs from the IR's types: a tile's valid region (stores,
     fillpad) and whether a slice views a tensor."""
-    if call.op in ("store", "assemble", "fillpad"):
-        value = call.args[1] if call.op == "assemble" else call.args[0]
+    if call.op in ("store", "assemble", "tile.assemble", "fillpad"):
+        value = call.args[1] if call.op in ("assemble", "tile.assemble") else call.args[0]
         t = value.type
         if isinstance(t, TileType) and t.valid_shape is not None:
             return [("valid", list(t.valid_shape))]
@@ -111,6 +117,10 @@ class _Builder:
                 out.append({"kind": "for", "var": s.var.name, "start": self.expr(s.start),
                             "stop": self.expr(s.stop), "step": self.expr(s.step),
                             "body": self.body(s.body)})
+            elif isinstance(s, If):
+                out.append({"kind": "if", "cond": self.expr(s.cond),
+                            "then_body": self.body(s.then_body),
+                            "else_body": self.body(s.else_body)})
             elif isinstance(s, AtScope):
                 out.append({
                     "kind": "block", "level": s.level.name, "body": self.body(s.body),
@@ -146,11 +156,14 @@ class _Builder:
                     "task_id": e.task_id}
         if isinstance(e, Call):
             # Index division truncates in C++; Python's `/` would not, so it stays a call.
-            if e.op in INFIX and e.op != "div" and \
-                    all(isinstance(a.type, ScalarType) for a in e.args):
+            symbol = scalar_operator(e)
+            if symbol == "not":
+                return {"kind": "not", "operand": self.expr(e.args[0])}
+            if symbol is not None and e.op != "div":
                 lhs, rhs = (self.expr(a) for a in e.args)
-                return {"kind": "infix", "op": INFIX[e.op], "lhs": lhs, "rhs": rhs}
-            if not hasattr(torch_runtime, e.op):
+                return {"kind": "infix", "op": symbol, "lhs": lhs, "rhs": rhs}
+            fn = runtime_name(e.op)
+            if not hasattr(torch_runtime, fn):
                 raise InternalError(f"pl.{e.op} has no torch semantics in "
                                     "pypto.debug.torch_runtime")
             attrs = [(k, _attr(v)) for k, v in e.attrs] + _type_facts(e)
@@ -164,5 +177,5 @@ class _Builder:
             named = [(p.name, a) for p, a in zip(operands, args)
                      if op.params.index(p) > first_attr]
             args = args[:len(args) - len(named)]
-            return {"kind": "op", "fn": e.op, "args": args, "attrs": attrs, "named": named}
+            return {"kind": "op", "fn": fn, "args": args, "attrs": attrs, "named": named}
         raise InternalError(f"torch_codegen: unexpected expression {e!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import math
 
 import numpy as np
 import torch
@@ -99,6 +100,14 @@ def floordiv(lhs, rhs):
 
 def mod(lhs, rhs):
     return lhs % rhs
+
+
+def min(lhs, rhs):  # noqa: A001 - the operator's name
+    return builtins.min(lhs, rhs)
+
+
+def max(lhs, rhs):  # noqa: A001 - the operator's name
+    return builtins.max(lhs, rhs)
 
 
 def _float_once(x: torch.Tensor, fn) -> torch.Tensor:
@@ -411,14 +420,21 @@ def get_block_idx():
     return _block["index"]
 
 
+def get_block_num():
+    """The current SPMD dispatch's block count (1 outside an SPMD dispatch)."""
+    return _block.get("count", 1)
+
+
 def blocks(count: int):
     """Iterate an SPMD block's indices in order, each visible to `get_block_idx`."""
     try:
+        _block["count"] = count
         for b in range(count):
             _block["index"] = b
             yield b
     finally:
         _block["index"] = 0
+        _block["count"] = 1
 
 
 _tasks = {"next": 0}
@@ -477,6 +493,13 @@ def submit(fn, *args, blocks_=None, task_id=False):
 def cast(x: torch.Tensor, dtype: str, mode: str = "rint") -> torch.Tensor:
     """One hop, rounded once by `mode` (exact for every source but INT64 beyond 2**53)."""
     dst = DataType[dtype]
+    if not isinstance(x, torch.Tensor):  # a scalar: ints and floats as the kernel holds them
+        if dst.is_float:
+            return float(x)
+        rounded = {"round": lambda v: math.floor(v + 0.5) if v >= 0 else -math.floor(-v + 0.5),
+                   "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
+                   "none": math.trunc}.get(mode, round)
+        return int(rounded(x)) if isinstance(x, float) else int(x)
     src = _dt(x)
     if src == dst:
         return x.clone()
@@ -518,9 +541,10 @@ def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory=
     return tile
 
 
-def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_",
+def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", shapes=None,
           valid=None) -> torch.Tensor:
-    """Write the tile's valid region into the tensor at `offsets` (in place)."""
+    """Write the tile's valid region into the tensor at `offsets` (in place); `shapes`
+    restates the tile's shape (checked by the compiler)."""
     extent = tuple(valid) if valid is not None else tuple(tile.shape)
     window = tuple(builtins.slice(o, o + e) for o, e in zip(offsets, extent))
     part = tile[tuple(builtins.slice(0, e) for e in extent)]
@@ -534,7 +558,16 @@ def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_",
 
 def assemble(dst: torch.Tensor, src: torch.Tensor, offset, atomic="None_",
              valid=None) -> torch.Tensor:
-    return store(src, offset, dst, atomic, valid)
+    return store(src, offset, dst, atomic, valid=valid)
+
+
+def tile_assemble(dst: torch.Tensor, src: torch.Tensor, offset, valid=None) -> torch.Tensor:
+    """`pl.tile.assemble`: a copy of dst with src's valid region written at `offset`."""
+    return store(src, offset, dst.clone(), valid=valid)
+
+
+def tile_transpose_view(x: torch.Tensor) -> torch.Tensor:
+    return x.transpose(0, 1).contiguous()
 
 
 def dump_tag(t) -> None:

@@ -35,6 +35,7 @@ from .nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Param,
     Program,
     Return,
@@ -42,6 +43,7 @@ from .nodes import (
 )
 from .ops import OpDef, all_ops, get_op
 from .options import PassDumpLevel, VerificationLevel, resolve_dump_level
+from .pass_manager import OptimizationStrategy
 from .types import (
     AtomicType,
     Direction,
@@ -50,6 +52,7 @@ from .types import (
     MemorySpace,
     PadValue,
     ScalarType,
+    SplitMode,
     TensorType,
     TileType,
     TupleType,
@@ -66,6 +69,9 @@ def compile(
     disabled_diagnostics=None,
     profiling: bool = False,
     enabled_diagnostics=None,
+    strategy=None,
+    backend_type=None,
+    distributed_config=None,
 ) -> CompiledProgram:
     """Lower, generate and build `program` for `platform`; returns the built artifact.
 
@@ -75,12 +81,25 @@ def compile(
     defers to env PYPTO_VERIFY_LEVEL (default BASIC); `diagnostic_phase` None defers to
     env PYPTO_WARNING_LEVEL; `enabled_diagnostics` turns on opt-in checks such as
     `UnusedControlFlowResult`; `profiling` writes `report/pipeline_profile.{txt,json}`.
+    Upstream's `strategy` (only `OptimizationStrategy.Default`) and `backend_type` (the
+    platform's) are checked; `distributed_config` (a multi-rank program) is refused.  With
+    PYPTO_SIMULATE_DEVICE=1 a device platform builds for its simulator.
     """
     from ..compiler import CompileOptions, build_program
-    from ..platform import default_platform, get_platform
+    from ..platform import check_target, default_platform, get_platform, simulator_for
 
+    if hasattr(program, "specialize_for"):
+        raise TypeError(f"{program!r} has pl.dynamic dimensions in its entry: compile "
+                        "`program.specialize_for(*args)` for the call's tensors, or run it "
+                        "with pypto.runtime.run(program, *args)")
     platform = default_platform() if platform is None else platform
     get_platform(platform)  # unknown platform: ValueError listing the four
+    platform = simulator_for(platform)
+    check_target(platform, backend_type, strategy)
+    if distributed_config is not None:
+        from ..runtime import RunConfig
+
+        RunConfig(platform=platform, distributed_config=distributed_config).check_single_device()
     options = CompileOptions(
         platform=platform,
         dump_passes=resolve_dump_level(dump_passes),
@@ -93,9 +112,25 @@ def compile(
     return CompiledProgram(build_program(program, options, output_dir))
 
 
+def serialize(node: Program | Function) -> bytes:
+    """A program or function as bytes: its printed form (`as_python()`), which
+    `deserialize` parses back into an equal node (no pickles)."""
+    return node.as_python().encode("utf-8")
+
+
+def deserialize(data: bytes) -> Program | Function:
+    """The program or function `serialize` wrote."""
+    from ..language import parse
+
+    return parse(data.decode("utf-8"), "<ir.deserialize>")
+
+
 __all__ = [
     "compile",
+    "serialize",
+    "deserialize",
     "CompiledProgram",
+    "OptimizationStrategy",
     "DataType",
     "Program",
     "Function",
@@ -107,6 +142,7 @@ __all__ = [
     "ExprList",
     "Assign",
     "ExprStmt",
+    "If",
     "For",
     "AtScope",
     "Return",
@@ -119,6 +155,7 @@ __all__ = [
     "FunctionType",
     "Level",
     "PadValue",
+    "SplitMode",
     "AtomicType",
     "OpDef",
     "get_op",

@@ -44,12 +44,31 @@ class CompiledProgram:
         return list(self._manifest["outputs"])
 
     def __call__(self, *args, config=None):
-        """Run on the artifact's platform; outputs are copied back into the caller's tensors."""
+        """Run on the artifact's platform; outputs are copied back into the caller's tensors.
+
+        Given only the inputs (upstream's `compiled(*inputs)`), the parameters declared
+        `pl.Out` get new tensors, which the call returns.
+        """
         from ..runtime import RunConfig, load_artifact
 
         if self._loaded is None:
             self._loaded = load_artifact(self.output_dir)
-        return self._loaded.run(args, config or RunConfig(platform=self.platform))
+        return self._loaded.run(self._with_outputs(args),
+                                config or RunConfig(platform=self.platform))
+
+    def _with_outputs(self, args: tuple) -> tuple:
+        params = self._manifest["params"]
+        outs = [i for i, p in enumerate(params)
+                if p.get("declared_direction", p.get("direction")) == "out"]
+        if len(args) == len(params) or len(args) + len(outs) != len(params):
+            return args  # all given, or a wrong count the run's own check reports
+        import torch
+
+        from .dtypes import from_name
+
+        given = iter(args)
+        return tuple(torch.empty(p["shape"], dtype=from_name(p["dtype"]).to_torch())
+                     if i in outs else next(given) for i, p in enumerate(params))
 
     def validate_ir(self, tensors, expected, *, rtol: float = 5e-2, atol: float = 5e-2):
         """Run every pass dump on torch (copies of `tensors`), print `max_abs_diff` per
@@ -66,6 +85,10 @@ class CompiledProgram:
                 f"{self.output_dir} has no passes_dump/: compile with dump_passes=True"
             )
         return validate_pass_dumps(dump_dir, tensors, expected, rtol=rtol, atol=atol)
+
+    def __fspath__(self) -> str:
+        """The artifact directory, so the handle works where upstream code takes a path."""
+        return str(self.output_dir)
 
     def __repr__(self) -> str:
         return f"CompiledProgram({str(self.output_dir)!r}, platform={self.platform!r})"

@@ -37,6 +37,16 @@ class ParseError(PyptoError):
     """The DSL source is not a valid pypto program."""
 
 
+class ParseSyntaxError(ParseError, SyntaxError):
+    """The source given to `pl.parse` is not valid Python (also a SyntaxError, as upstream
+    PyPTO raises)."""
+
+
+class ParseContentError(ParseError, ValueError):
+    """The source given to `pl.parse` holds no program or function to read, or several
+    (also a ValueError, as upstream PyPTO raises)."""
+
+
 class TypeCheckError(PyptoError):
     """Operands have incompatible shapes or dtypes, or an op does not support a dtype."""
 

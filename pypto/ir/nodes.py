@@ -130,12 +130,26 @@ class For:
 
 
 @dataclass(frozen=True)
+class If:
+    """`if cond: ... else: ...` on a runtime value (a condition known at compile time is
+    folded by the parser).  Names are rebound in the branches as anywhere else: a name
+    bound in both branches (or before the `if`) is bound after it, with one type."""
+
+    cond: Any
+    then_body: tuple
+    else_body: tuple = ()
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
 class AtScope:
     """`with pl.at(level=...)`: a region the outliner turns into an InCore kernel.
 
     `task` is the TaskId variable `as tid` binds; `deps`, `no_dep_args`, `dumps` and
     `manual` are as on `FuncCall`; `blocks` (an expression) makes it `with pl.spmd(blocks)`: one
     dispatch of that many blocks, each reading its index with `pl.get_block_idx()`.
+    `split` (`pl.at(optimizations=[pl.split(mode)])`) divides the block's vector work
+    between the two vector lanes; the outlined kernel carries it as its `split` attribute.
     """
 
     level: Level
@@ -148,6 +162,7 @@ class AtScope:
     manual: bool = False
     blocks: Any = None
     dumps: tuple = ()
+    split: Any = None
 
 
 @dataclass(frozen=True)
@@ -156,7 +171,7 @@ class Return:
     span: Span | None = _span()
 
 
-Stmt = Assign | ExprStmt | For | AtScope | Return
+Stmt = Assign | ExprStmt | For | If | AtScope | Return
 
 
 # ----------------------------------------------------------------------------- functions
@@ -170,12 +185,34 @@ class Param:
 
 @dataclass(frozen=True)
 class Function:
+    """A function of a program.  `attrs` are its function attributes as sorted (name,
+    value) pairs, written `pl.func_attr({...})` as the body's first statement (today:
+    "split", a `SplitMode` for a mixed cube/vector kernel)."""
+
     name: str
     params: tuple[Param, ...]
     returns: tuple
     body: tuple
     func_type: FunctionType
     span: Span | None = _span()
+    attrs: tuple = ()
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        for key, value in self.attrs:
+            if key == name:
+                return value
+        return default
+
+    @property
+    def return_types(self) -> tuple:
+        """Upstream PyPTO's name of `returns`."""
+        return self.returns
+
+    def as_python(self, concise: bool = False) -> str:
+        """Print as a standalone `@pl.function` that `pl.parse` reads back."""
+        from .printer import print_function
+
+        return print_function(self, concise=concise)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
@@ -193,6 +230,28 @@ class Function:
         return []
 
 
+class FunctionTable(tuple):
+    """A program's functions in order, also looked up by name as upstream PyPTO's
+    `program.functions` dict is (`.values()`, `.keys()`, `.items()`, `table["name"]`)."""
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for f in self:
+                if f.name == key:
+                    return f
+            raise KeyError(key)
+        return super().__getitem__(key)
+
+    def keys(self) -> list[str]:
+        return [f.name for f in self]
+
+    def values(self) -> list[Function]:
+        return list(self)
+
+    def items(self) -> list[tuple[str, Function]]:
+        return [(f.name, f) for f in self]
+
+
 @dataclass(frozen=True)
 class Program:
     """A set of functions; `entry` names the one a caller invokes."""
@@ -200,6 +259,13 @@ class Program:
     name: str
     functions: tuple[Function, ...]
     entry: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "functions", FunctionTable(self.functions))
+
+    def get_function(self, name: str) -> Function | None:
+        """The function called `name`, or None (upstream's lookup)."""
+        return next((f for f in self.functions if f.name == name), None)
 
     def function(self, name: str) -> Function:
         for f in self.functions:

@@ -68,6 +68,7 @@ class OpParam:
     name: str
     kind: str
     default: Any = REQUIRED
+    aliases: tuple[str, ...] = ()  # other keyword spellings (upstream's `target_type`)
 
 
 @dataclass(frozen=True)
@@ -189,11 +190,25 @@ def _rank2(op: str, t, span) -> None:
 
 
 def _meet(*types) -> tuple | None:
-    """The valid region where all tile operands hold real data (None: all fully valid)."""
+    """The valid region where all tile operands hold real data (None: all fully valid).
+    An extent known only at run time (an index expression) meets only itself."""
     valids = [t.valid_shape for t in types if isinstance(t, TileType) and t.valid_shape]
     if not valids:
         return None
-    return tuple(min(dims) for dims in zip(*valids))
+    return tuple(_vmin(*dims) for dims in zip(*valids))
+
+
+def _vmin(*extents):
+    """The smallest of valid extents; one known only at run time meets only itself."""
+    if all(isinstance(e, int) for e in extents):
+        return min(extents)
+    if len(set(extents)) == 1:
+        return extents[0]
+    raise TypeCheckError(
+        "tiles whose valid regions differ, one known only at run time, meet here",
+        getattr(next(e for e in extents if not isinstance(e, int)), "span", None),
+        hint="pl.fillpad the tile with the runtime valid region and pl.set_validshape it to "
+             "a static region first")
 
 
 def _like(x, shape=None, dtype=None, valid=None):
@@ -295,7 +310,24 @@ def _infer_cmp(args, attrs, span):
             span,
             hint="codes: " + ", ".join(f"{i}={n.upper()}" for i, n in enumerate(CMP_TYPES)),
         )
+    if all(isinstance(a.type, ScalarType) for a in args):
+        return ScalarType(DataType.BOOL)  # a condition: `if i == n - 1:`
     return _binary("cmp", NUMERIC, result=DataType.BOOL)(args, attrs, span)
+
+
+_BOOL = ScalarType(DataType.BOOL)
+
+
+def _with_scalar_logic(infer: Callable) -> Callable:
+    """`and` / `or` / `not` of conditions: BOOL scalars give a BOOL scalar; everything else
+    is the elementwise operator's."""
+
+    def logic(args, attrs, span):
+        if args and all(a.type == _BOOL for a in args):
+            return _BOOL
+        return infer(args, attrs, span)
+
+    return logic
 
 
 def _infer_sel(args, attrs, span):
@@ -444,8 +476,8 @@ def _infer_expand(name: str, axis: int, dtypes: frozenset) -> Callable:
             )
         valid = None
         if isinstance(x, TileType) and (x.valid_shape or v.valid_shape):
-            vr = min(x.valid[0], v.valid[0]) if axis == 0 else x.valid[0]
-            vc = min(x.valid[1], v.valid[1]) if axis == 1 else x.valid[1]
+            vr = _vmin(x.valid[0], v.valid[0]) if axis == 0 else x.valid[0]
+            vc = _vmin(x.valid[1], v.valid[1]) if axis == 1 else x.valid[1]
             valid = (vr, vc)
         return _like(x, valid=valid)
 
@@ -540,6 +572,8 @@ def _check_window(op, tensor, offsets, shape, span):
         )
     for off, size, dim in zip(offsets, shape, tensor.shape):
         start = _const_value(off)
+        if not isinstance(size, int):
+            continue  # an extent known only at run time: the tile's own bounds limit it
         if start is not None and (start < 0 or start + size > dim):
             raise TypeCheckError(
                 f"pl.{op}: window {_fmt_shape(shape)} at offset "
@@ -553,15 +587,24 @@ def _check_window(op, tensor, offsets, shape, span):
 
 
 def _check_valid(op: str, valid, shape, span) -> None:
+    """A valid region fits its tile; an extent known only at run time (an integer index
+    expression) is limited to the tile's at run time."""
     if valid is None:
         return
     if not isinstance(valid, tuple) or len(valid) != len(shape) or any(
-            not isinstance(v, int) or v > s or v < 0 for v, s in zip(valid, shape)):
+            (not isinstance(v, int) and not _runtime_extent(v))
+            or (isinstance(v, int) and (v > s or v < 0)) for v, s in zip(valid, shape)):
         raise TypeCheckError(
             f"pl.{op}: valid_shape {_fmt_shape(valid) if isinstance(valid, tuple) else valid!r} "
             f"must fit in the tile {_fmt_shape(shape)}",
             span,
         )
+
+
+def _runtime_extent(v) -> bool:
+    t = getattr(v, "type", None)
+    return (isinstance(t, ScalarType) and not t.dtype.is_float and t.dtype is not DataType.BOOL
+            and not isinstance(v, bool))
 
 
 def _infer_load(args, attrs, span):
@@ -590,6 +633,11 @@ def _infer_store(args, attrs, span):
             hint="pl.cast the tile first",
         )
     _check_window("store", tensor.type, offsets.items, tile.type.valid, span)
+    shapes = attrs.get("shapes")
+    if shapes is not None and tuple(shapes) not in (tuple(tile.type.shape), tuple(tile.type.valid)):
+        raise TypeCheckError(f"pl.store: shapes {_fmt_shape(shapes)} differ from the tile's "
+                             f"{_fmt_shape(tile.type.shape)}", span,
+                             hint="drop the shapes argument, or store a tile of that shape")
     return tensor.type
 
 
@@ -665,12 +713,14 @@ def _infer_reshape(args, attrs, span):
 
 def _infer_transpose(args, attrs, span):
     (x,) = (a.type for a in args)
-    _need(TileType, x, "transposes tiles", "transpose", span)
+    _block("transpose", x, "the transposed value", span)
     _rank2("transpose", x, span)
     axes = {attrs["axis1"] % 2 if isinstance(attrs["axis1"], int) else None,
             attrs["axis2"] % 2 if isinstance(attrs["axis2"], int) else None}
     if axes != {0, 1}:
         raise TypeCheckError("pl.transpose swaps axes 0 and 1 of a [rows, cols] tile", span)
+    if isinstance(x, TensorType):
+        return TensorType(x.shape[::-1], x.dtype)  # typed; kernels transpose tiles only
     valid = x.valid_shape[::-1] if x.valid_shape else None
     return TileType(x.shape[::-1], x.dtype, valid_shape=valid)
 
@@ -690,7 +740,7 @@ def _infer_concat(args, attrs, span):
     shape = (a.shape[0], a.shape[1] + b.shape[1])
     valid = None
     if a.valid_shape or b.valid_shape:
-        valid = (min(a.valid[0], b.valid[0]), a.shape[1] + b.valid[1])
+        valid = (_vmin(a.valid[0], b.valid[0]), a.shape[1] + b.valid[1])
     return TileType(shape, a.dtype, valid_shape=valid)
 
 
@@ -741,6 +791,25 @@ def _infer_read(args, attrs, span):
                      "from the end",
             )
     return ScalarType(xt.dtype)
+
+
+def _infer_tile_assemble(args, attrs, span):
+    dst, src, offsets = args
+    _need(TileType, dst.type, "inserts into a tile (pl.assemble writes tensors)",
+          "tile.assemble", span)
+    _need(TileType, src.type, "inserts a tile", "tile.assemble", span)
+    _rank2("tile.assemble", dst.type, span)
+    _same_dtype("tile.assemble", dst.type, src.type, span)
+    _check_window("tile.assemble", dst.type, offsets.items, src.type.valid, span)
+    return dst.type
+
+
+def _infer_transpose_view(args, attrs, span):
+    (x,) = (a.type for a in args)
+    _need(TileType, x, "views a tile as its transpose", "tile.transpose_view", span)
+    _rank2("tile.transpose_view", x, span)
+    valid = x.valid_shape[::-1] if x.valid_shape else None
+    return TileType(x.shape[::-1], x.dtype, valid_shape=valid)
 
 
 def _infer_create_tensor(args, attrs, span):
@@ -813,10 +882,12 @@ for _name, (_doc, _torch, _isa, _isa_s, _isa_r) in _BITWISE.items():
         OpDef(
             _name,
             (OpParam("lhs", "value"), OpParam("rhs", "value")),
-            _binary(_name, INTS, rscalar=bool(_isa_r)),
+            _with_scalar_logic(_binary(_name, INTS, rscalar=bool(_isa_r))),
             "binary",
             _doc + (" An integer as the second operand selects the scalar form." if not _isa_r
-                    else " An integer as either operand selects the scalar form."),
+                    else " An integer as either operand selects the scalar form.")
+            + (" On two BOOL scalars (conditions) it is the logical operator." if _name in
+               ("and_", "or_") else ""),
             dtypes=INTS,
             torch=_torch,
             emit="binary",
@@ -846,6 +917,18 @@ register(
         torch="lhs % rhs",
     )
 )
+for _name, _what in (("min", "smaller"), ("max", "larger")):
+    register(
+        OpDef(
+            _name,
+            (OpParam("lhs", "value"), OpParam("rhs", "value")),
+            _infer_scalar_int(f"pl.{_name}"),
+            "index",
+            f"The {_what} of two integer scalars (index arithmetic: loop bounds, offsets, "
+            "valid lengths); not a reduction of a tile (pl.row_max / pl.col_max are).",
+            torch=f"{_name}(lhs, rhs)",
+        )
+    )
 
 # -- elementwise unary: name -> (doc, torch, dtypes, isa)
 _UNARY = {
@@ -865,10 +948,12 @@ for _name, (_doc, _torch, _dtypes, _isa) in _UNARY.items():
         OpDef(
             _name,
             (OpParam("x", "value"),),
-            _unary(_name, _dtypes),
+            _with_scalar_logic(_unary(_name, _dtypes)) if _name == "not_"
+            else _unary(_name, _dtypes),
             "unary",
             _doc + (" Computed in FP32 and rounded once to FP16/BF16." if _dtypes is FLOATS
-                    else ""),
+                    else "") + (" On a BOOL scalar (a condition) it is `not`." if _name == "not_"
+                                else ""),
             dtypes=_dtypes,
             torch=_torch,
             emit="unary",
@@ -947,7 +1032,8 @@ register(
 register(
     OpDef(
         "cast",
-        (OpParam("x", "value"), OpParam("dtype", "attr"), OpParam("mode", "attr", "rint")),
+        (OpParam("x", "value"), OpParam("dtype", "attr", aliases=("target_type",)),
+         OpParam("mode", "attr", "rint")),
         _infer_cast,
         "cast",
         "Convert to `dtype` with rounding `mode`: rint (nearest, ties to even; torch's), round "
@@ -1132,11 +1218,14 @@ register(
             OpParam("offsets", "index_list"),
             OpParam("tensor", "value"),
             OpParam("atomic", "attr", AtomicType.None_),
+            OpParam("shapes", "attr", None),
         ),
         _infer_store,
         "movement",
         "Write a tile's valid region (from Vec, or Acc for matmul results) into `tensor` at "
-        "`offsets`; returns the tensor.",
+        "`offsets`; returns the tensor.  `shapes` (upstream's fourth argument, "
+        "`pl.store(t, offsets, out, [r, c])`) restates the region's shape: it must be the "
+        "tile's.",
         dtypes=ANY,
         torch="tensor[window] = tile",
         emit="store",
@@ -1215,7 +1304,8 @@ register(
         (OpParam("x", "value"), OpParam("axis1", "attr", 0), OpParam("axis2", "attr", 1)),
         _infer_transpose,
         "movement",
-        "The [C, R] transpose of a [R, C] tile (axes 0 and 1, negative indices allowed).",
+        "The [C, R] transpose of a [R, C] tile (axes 0 and 1, negative indices allowed).  A "
+        "tensor's is typed (a standalone @pl.function parses) but not lowered in a kernel.",
         dtypes=ANY,
         torch="x.transpose(axis1, axis2)",
         emit="unary",
@@ -1264,6 +1354,37 @@ register(
     )
 )
 
+register(
+    OpDef(
+        "tile.assemble",
+        (OpParam("dst", "value"), OpParam("src", "value"), OpParam("offset", "index_list")),
+        _infer_tile_assemble,
+        "movement",
+        "`dst` with the valid region of tile `src` written at `offset` (TINSERT); dst's other "
+        "elements and its valid region are kept.  The buffer pairs are backend facts "
+        "(build_rules/backends/*.toml [tile_inserts]): Acc -> Mat and Vec -> Vec everywhere, "
+        "Acc -> Vec and Vec -> Mat on Ascend950.  Equal dtypes.",
+        dtypes=ANY,
+        torch="dst.clone() with dst[window] = src",
+        emit="insert",
+        isa="tinsert",
+    )
+)
+register(
+    OpDef(
+        "tile.transpose_view",
+        (OpParam("x", "value"),),
+        _infer_transpose_view,
+        "movement",
+        "The [C, R] transpose of a [R, C] tile, in the tile's own buffer kind: how a Mat "
+        "operand is read transposed by the cube (`pl.move` it to Right afterwards).",
+        dtypes=ANY,
+        torch="x.transpose(0, 1)",
+        emit="unary",
+        isa="ttrans",
+    )
+)
+
 # -- element reads
 register(
     OpDef(
@@ -1296,6 +1417,19 @@ register(
         "a plain task).  Legal in kernels and inside `pl.at` / `pl.spmd` blocks.",
         dtypes=frozenset(),
         torch="block_idx",
+    )
+)
+
+register(
+    OpDef(
+        "get_block_num",
+        (),
+        lambda args, attrs, span: INDEX,
+        "index",
+        "The number of blocks of the running SPMD dispatch (`pl.spmd(n)`: n; 1 in a plain "
+        "task).  Legal in kernels and inside `pl.at` / `pl.spmd` blocks.",
+        dtypes=frozenset(),
+        torch="block_num",
     )
 )
 

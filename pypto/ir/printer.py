@@ -18,6 +18,7 @@ from .nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Program,
     Return,
     Var,
@@ -35,11 +36,34 @@ from .types import (
 )
 
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%"}
+CMP_SYMBOLS = ("==", "!=", "<", "<=", ">", ">=")  # pl.cmp's cmp_type codes 0..5
+
+
+def scalar_operator(call: Call) -> str | None:
+    """The Python operator a call on scalars is written with (`i + 1`, `i == n`, `a and
+    b`, `not a`), or None for a call written as `pl.<op>(...)`."""
+    if not all(isinstance(a.type, ScalarType) for a in call.args):
+        return None
+    if call.op in INFIX:
+        return INFIX[call.op]
+    if call.op == "cmp":
+        return CMP_SYMBOLS[call.attr("cmp_type")]
+    if call.op in ("and_", "or_", "not_") and call.type == ScalarType(DataType.BOOL):
+        return call.op[:-1]
+    return None
 _FOR_KIND = {"range": "pl.range", "unroll": "pl.unroll", "parallel": "pl.parallel"}
 
 
 def print_program(program: Program, concise: bool = False) -> str:
     return _Printer(concise).program(program)
+
+
+def print_function(fn: Function, concise: bool = False) -> str:
+    """A function on its own: a standalone `@pl.function`, which `pl.parse` reads back."""
+    printer = _Printer(concise)
+    printer.lines = ["import pypto.language as pl", "", ""]
+    printer.function(fn, standalone=True)
+    return "\n".join(printer.lines) + "\n"
 
 
 def print_statement(stmt, concise: bool = False) -> str:
@@ -66,7 +90,7 @@ class _Printer:
         if isinstance(t, TileType):
             parts = [_list(t.shape), repr(t.dtype)]
             if t.valid_shape is not None:  # part of the value, printed even when concise
-                parts.append(_list(t.valid_shape))
+                parts.append(self._extents(t.valid_shape))
             if t.memory is not None and not self.concise:
                 parts.append(repr(t.memory))
                 if t.addr is not None:
@@ -97,8 +121,8 @@ class _Printer:
             self.function(fn)
         return "\n".join(self.lines) + "\n"
 
-    def function(self, fn: Function) -> None:
-        params = ["self"]
+    def function(self, fn: Function, standalone: bool = False) -> None:
+        params = [] if standalone else ["self"]
         for p in fn.params:
             t = self.type(p.var.type)
             if p.direction is Direction.Out:
@@ -111,9 +135,13 @@ class _Printer:
             ret = f" -> {self.type(fn.returns[0])}"
         elif fn.returns:
             ret = f" -> tuple[{', '.join(self.type(t) for t in fn.returns)}]"
-        self.lines.append(f"    @pl.function(type={fn.func_type!r})")
-        self.lines.append(f"    def {fn.name}({', '.join(params)}){ret}:")
-        self.body(fn.body, 2)
+        indent = "" if standalone else "    "
+        self.lines.append(f"{indent}@pl.function(type={fn.func_type!r})")
+        self.lines.append(f"{indent}def {fn.name}({', '.join(params)}){ret}:")
+        if fn.attrs:
+            attrs = ", ".join(f"{key!r}: {value!r}" for key, value in fn.attrs)
+            self.lines.append(f"{indent}    pl.func_attr({{{attrs}}})")
+        self.body(fn.body, 1 if standalone else 2)
 
     def body(self, body, depth: int) -> None:
         if not body:
@@ -162,19 +190,21 @@ class _Printer:
             rng = ", ".join(self.expr(e) for e in (stmt.start, stmt.stop, stmt.step))
             self.lines.append(f"{pad}for {stmt.var.name} in {_FOR_KIND[stmt.kind]}({rng}):")
             self.body(stmt.body, depth + 1)
-        elif isinstance(stmt, AtScope) and (stmt.blocks is not None or stmt.deps
-                                             or stmt.no_dep_args or stmt.dumps
-                                             or stmt.task is not None):
+        elif isinstance(stmt, If):
+            self.lines.append(f"{pad}if {self.expr(stmt.cond)}:")
+            self.body(stmt.then_body, depth + 1)
+            if stmt.else_body:
+                self.lines.append(f"{pad}else:")
+                self.body(stmt.else_body, depth + 1)
+        elif isinstance(stmt, AtScope):
             args = [f"level={stmt.level!r}"] if stmt.blocks is None else [self.expr(stmt.blocks)]
             args += self._task_keywords(stmt.deps, stmt.no_dep_args, stmt.name_hint,
                                         stmt.dumps)
+            if stmt.split is not None:
+                args.append(f"optimizations=[pl.split({stmt.split!r})]")
             builtin = "pl.at" if stmt.blocks is None else "pl.spmd"
             bind = f" as {stmt.task.name}" if stmt.task is not None else ""
             self.lines.append(f"{pad}with {builtin}({', '.join(args)}){bind}:")
-            self.body(stmt.body, depth + 1)
-        elif isinstance(stmt, AtScope):
-            hint = f", name_hint={stmt.name_hint!r}" if stmt.name_hint else ""
-            self.lines.append(f"{pad}with pl.at(level={stmt.level!r}{hint}):")
             self.body(stmt.body, depth + 1)
         elif isinstance(stmt, Return):
             values = ", ".join(self.expr(v) for v in stmt.values)
@@ -204,9 +234,12 @@ class _Printer:
         raise TypeError(f"cannot print expression {e!r}")
 
     def call(self, e: Call) -> str:
-        if e.op in INFIX and all(isinstance(a.type, ScalarType) for a in e.args):
+        symbol = scalar_operator(e)
+        if symbol == "not":
+            return f"not {self._operand(e.args[0])}"
+        if symbol is not None:
             lhs, rhs = (self._operand(a) for a in e.args)
-            return f"{lhs} {INFIX[e.op]} {rhs}"
+            return f"{lhs} {symbol} {rhs}"
         op = get_op(e.op)
         attrs = dict(e.attrs)
         args = iter(e.args)
@@ -219,12 +252,23 @@ class _Printer:
             if p.kind == "attr":
                 value = attrs[p.name]
                 if i <= last_required:
-                    positional.append(_attr(value))
+                    positional.append(self._attr(value))
                 elif value != p.default:
-                    keywords.append(f"{p.name}={_attr(value)}")
+                    keywords.append(f"{p.name}={self._attr(value)}")
             elif p.name not in attrs:  # a left-out optional operand is recorded as an attr
                 positional.append(self.expr(next(args)))
         return f"pl.{e.op}({', '.join(positional + keywords)})"
+
+    def _attr(self, value) -> str:
+        if isinstance(value, tuple):
+            return self._extents(value)
+        return repr(value)
+
+    def _extents(self, items) -> str:
+        """A shape or valid region: ints, and index expressions for extents known only
+        at run time."""
+        return "[" + ", ".join(str(i) if isinstance(i, int) else self.expr(i)
+                               for i in items) + "]"
 
     def _task_keywords(self, deps, no_dep_args, name_hint: str, dumps=()) -> list[str]:
         out = [f"name_hint={name_hint!r}"] if name_hint else []
@@ -238,7 +282,7 @@ class _Printer:
 
     def _operand(self, e) -> str:
         text = self.expr(e)
-        if isinstance(e, Call) and e.op in INFIX:
+        if isinstance(e, Call) and (e.op in INFIX or scalar_operator(e) is not None):
             return f"({text})"
         return text
 
@@ -250,8 +294,9 @@ def _manual_state(stmt) -> bool | None:
         return stmt.manual
     if isinstance(stmt, (Assign, ExprStmt)):
         return stmt.value.manual if isinstance(stmt.value, FuncCall) else None
-    if isinstance(stmt, For):
-        states = {_manual_state(s) for s in stmt.body}
+    if isinstance(stmt, (For, If)):
+        body = stmt.body if isinstance(stmt, For) else stmt.then_body + stmt.else_body
+        states = {_manual_state(s) for s in body}
         return False if False in states else (True if True in states else None)
     return None
 
@@ -272,8 +317,3 @@ def _const(c: Const) -> str:
         text = f'float("{v}")'
     return text if default else f"pl.const({text}, {c.type.dtype!r})"
 
-
-def _attr(value) -> str:
-    if isinstance(value, tuple):
-        return _list(value)
-    return repr(value)

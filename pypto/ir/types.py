@@ -36,6 +36,7 @@ class FunctionType(enum.Enum):
     Orchestration = "Orchestration"
     InCore = "InCore"
     Inline = "Inline"
+    Opaque = "Opaque"  # upstream's plane-less building block: spliced where it is called
 
     def __repr__(self) -> str:
         return f"pl.FunctionType.{self.name}"
@@ -51,6 +52,16 @@ class Level(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pl.Level.{self.name}"
+
+
+class Role(enum.Enum):
+    """Upstream's roles of HOST-level functions in a multi-chip program (refused here)."""
+
+    Orchestrator = "Orchestrator"
+    SubWorker = "SubWorker"
+
+    def __repr__(self) -> str:
+        return f"pl.Role.{self.name}"
 
 
 class PadValue(enum.Enum):
@@ -73,6 +84,18 @@ class AtomicType(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pl.AtomicType.{self.name}"
+
+
+class SplitMode(enum.Enum):
+    """How `pl.split(mode)` divides the vector work of a mixed cube/vector kernel
+    between the two vector (AIV) lanes of a core group: by rows, by columns, or not."""
+
+    NONE = "NONE"
+    UP_DOWN = "UP_DOWN"
+    LEFT_RIGHT = "LEFT_RIGHT"
+
+    def __repr__(self) -> str:
+        return f"pl.SplitMode.{self.name}"
 
 
 Shape = tuple[int, ...]

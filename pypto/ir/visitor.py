@@ -14,6 +14,7 @@ from .nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Return,
     Var,
 )
@@ -49,6 +50,11 @@ class IRVisitor:
         self.visit_def(stmt.var)
         self.visit_body(stmt.body)
 
+    def visit_If(self, stmt: If) -> None:
+        self.visit_expr(stmt.cond)
+        self.visit_body(stmt.then_body)
+        self.visit_body(stmt.else_body)
+
     def visit_AtScope(self, stmt: AtScope) -> None:
         if stmt.blocks is not None:
             self.visit_expr(stmt.blocks)
@@ -78,6 +84,8 @@ class IRVisitor:
     def visit_Call(self, expr: Call) -> None:
         for arg in expr.args:
             self.visit_expr(arg)
+        for item in _attr_exprs(expr):
+            self.visit_expr(item)
 
     def visit_FuncCall(self, expr: FuncCall) -> None:
         for arg in expr.args:
@@ -131,6 +139,11 @@ class IRMutator:
             body=self.mutate_body(stmt.body),
         )
 
+    def mutate_If(self, stmt: If):
+        return replace(stmt, cond=self.mutate_expr(stmt.cond),
+                       then_body=self.mutate_body(stmt.then_body),
+                       else_body=self.mutate_body(stmt.else_body))
+
     def mutate_AtScope(self, stmt: AtScope):
         return replace(
             stmt,
@@ -158,7 +171,12 @@ class IRMutator:
         return replace(expr, items=tuple(self.mutate_expr(i) for i in expr.items))
 
     def mutate_Call(self, expr: Call):
-        return replace(expr, args=tuple(self.mutate_expr(a) for a in expr.args))
+        expr = replace(expr, args=tuple(self.mutate_expr(a) for a in expr.args))
+        if not _attr_exprs(expr):
+            return expr
+        attrs = tuple((k, tuple(self.mutate_expr(i) if isinstance(i, _EXPRS) else i for i in v)
+                       if isinstance(v, tuple) else v) for k, v in expr.attrs)
+        return replace(expr, attrs=attrs)
 
     def mutate_FuncCall(self, expr: FuncCall):
         return replace(
@@ -169,6 +187,15 @@ class IRMutator:
             no_dep_args=tuple(self.mutate_expr(e) for e in expr.no_dep_args),
             dumps=tuple(self.mutate_expr(e) for e in expr.dumps),
         )
+
+
+_EXPRS = (Var, Const, Call)
+
+
+def _attr_exprs(call: Call) -> list:
+    """Index expressions inside a call's attributes: the runtime extents of a
+    `valid_shape=[16, n]`."""
+    return [i for _, v in call.attrs if isinstance(v, tuple) for i in v if isinstance(i, _EXPRS)]
 
 
 class VarUses(IRVisitor):
@@ -224,6 +251,16 @@ class _ExposedUses(IRVisitor):
         super().visit_For(stmt)
         self.defined = outside  # a loop may run zero times: its bindings are not certain
 
+    def visit_If(self, stmt: If) -> None:
+        self.visit_expr(stmt.cond)
+        outside = set(self.defined)
+        bound = []
+        for branch in (stmt.then_body, stmt.else_body):
+            self.defined = set(outside)
+            self.visit_body(branch)
+            bound.append(self.defined)
+        self.defined = bound[0] & bound[1]  # bound after the `if` on either path
+
 
 def exposed_uses(stmts) -> set[str]:
     """Names a statement list reads before it binds them (its upward-exposed uses)."""
@@ -235,7 +272,7 @@ def exposed_uses(stmts) -> set[str]:
 def _walk(visitor: IRVisitor, node) -> None:
     if isinstance(node, (list, tuple)):
         visitor.visit_body(node)
-    elif isinstance(node, (Assign, ExprStmt, For, AtScope, Return)):
+    elif isinstance(node, (Assign, ExprStmt, For, If, AtScope, Return)):
         visitor.visit_stmt(node)
     else:
         visitor.visit_expr(node)

@@ -13,10 +13,11 @@ from collections import ChainMap
 from ..ir.dtypes import DataType, from_torch
 from ..ir.errors import ParseError, Span, TypeCheckError
 from ..ir.nodes import Assign, ExprStmt, FuncCall, Function, Param, Program, Return, Var
-from ..ir.types import FunctionType, ScalarType, TensorType, TupleType
+from ..ir.types import FunctionType, Level, ScalarType, TensorType, TupleType
 from .parser import Callee, FunctionParser, SourceInfo, parse_signature
 
-_COMPILE_KEYS = ("platform", "dump_passes", "diagnostic_phase", "disabled_diagnostics")
+_COMPILE_KEYS = ("platform", "dump_passes", "diagnostic_phase", "disabled_diagnostics",
+                 "compile_profiling")
 _COMPILE_FIELDS = operator.attrgetter(*_COMPILE_KEYS)
 
 
@@ -40,11 +41,15 @@ class JitFunction:
 
     __pypto_kernel__ = True
 
-    def __init__(self, fn, func_type: FunctionType):
+    def __init__(self, fn, func_type: FunctionType, scope: dict | None = None):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.func_type = func_type
+        # the defining function's locals when the decorator ran: names its annotations
+        # read (Python evaluates those in the enclosing scope, so they are no closure)
+        self._scope = scope or {}
         self._source = None
+        self._constants = None  # indices of specialisation-constant parameters, once read
         self._loaded: dict = {}
 
     # ------------------------------------------------------------------ source
@@ -68,13 +73,32 @@ class JitFunction:
 
     def _namespace(self) -> ChainMap:
         closure = inspect.getclosurevars(self.fn)
-        return ChainMap(dict(closure.nonlocals), self.fn.__globals__, vars(builtins))
+        return ChainMap(dict(closure.nonlocals), self._scope, self.fn.__globals__,
+                        vars(builtins))
 
-    def _parse(self, arg_types: list, resolve) -> Function:
+    def _parse(self, arg_types: list, resolve, constants: dict | None = None) -> Function:
         fndef, info = self._parsed_source()
         parser = FunctionParser(info, self._namespace(), self.func_type, resolve)
         sig = parse_signature(fndef, parser, arg_types, skip_self=False)
-        return parser.parse(fndef, sig)
+        return parser.parse(fndef, sig, constants)
+
+    def _constant_params(self) -> tuple[int, ...]:
+        """Indices of the parameters annotated with a bare dtype (`vlen: pl.INDEX`): in an
+        entry they are specialisation constants, as in upstream's @pl.jit (each value
+        compiles its own program; the body reads the value as a constant)."""
+        if self._constants is None:
+            fndef, info = self._parsed_source()
+            parser = FunctionParser(info, self._namespace(), self.func_type, None)
+            self._constants = tuple(
+                i for i, a in enumerate(fndef.args.args)
+                if a.annotation is not None and isinstance(parser.static(a.annotation),
+                                                           DataType))
+        return self._constants
+
+    def _constant_values(self, args) -> dict:
+        fndef, _ = self._parsed_source()
+        return {fndef.args.args[i].arg: args[i] for i in self._constant_params()
+                if i < len(args)}
 
     # ------------------------------------------------------------------ IR
     def _arg_types(self, args) -> list:
@@ -102,8 +126,11 @@ class JitFunction:
         return types
 
     def frontend(self, *args) -> Program:
-        """The parsed (pre-pass) program specialised to these arguments."""
-        return build_program(self, self._arg_types(args))
+        """The parsed (pre-pass) program specialised to these arguments; without
+        arguments, a kernel whose parameters are all fully annotated needs none."""
+        if not args:
+            return build_program(self, None)
+        return build_program(self, self._arg_types(args), self._constant_values(args))
 
     def frontend_for_types(self, arg_types) -> Program:
         """The parsed (pre-pass) program for IR argument types (`TensorType`, `ScalarType`)
@@ -116,6 +143,7 @@ class JitFunction:
         from ..platform import get_platform
 
         config = _config(config)
+        config.check_single_device()
         return lower(self.frontend(*args), get_platform(config.platform))
 
     def compile(self, *args, config=None):
@@ -135,10 +163,13 @@ class JitFunction:
         """
         config = _config(config)
         key = tuple(map(_spec, args)), _COMPILE_FIELDS(config)
+        constants = self._constants if self._constants is not None else self._constant_params()
+        if constants:
+            key += tuple(args[i] for i in constants if i < len(args)),
         try:
             loaded = self._loaded.get(key)
         except TypeError:  # a list or set among the compile fields: `_call_key` sorts it
-            key = _call_key(args, config)
+            key = _call_key(args, config) + tuple(args[i] for i in constants if i < len(args))
             loaded = self._loaded.get(key)
         if loaded is None:
             from ..runtime import load_artifact
@@ -191,16 +222,19 @@ def _config(config):
 def _options(config):
     from ..compiler import CompileOptions
 
+    config.check_single_device()
     return CompileOptions(
         platform=config.platform,
         dump_passes=config.dump_passes,
         diagnostic_phase=config.diagnostic_phase,
         disabled_diagnostics=frozenset(config.disabled_diagnostics or ()),
+        profiling=config.compile_profiling,
     )
 
 
-def build_program(entry: JitFunction, arg_types: list) -> Program:
-    """Parse `entry` and every kernel it calls into one program."""
+def build_program(entry: JitFunction, arg_types: list, constants: dict | None = None) -> Program:
+    """Parse `entry` and every kernel it calls into one program; `constants` are the
+    entry's specialisation-constant parameters with their values."""
     callees: dict[str, Function] = {}
 
     def resolve(ref, args, span: Span) -> Callee:
@@ -219,10 +253,10 @@ def build_program(entry: JitFunction, arg_types: list) -> Program:
         return Callee(fn.name, fn.params, fn.returns)
 
     if entry.func_type is FunctionType.InCore:
-        kernel = entry._parse(arg_types, resolve)
+        kernel = entry._parse(arg_types, resolve, constants)
         orchestration = _direct_call(kernel)
         return Program(entry.__name__, (kernel, orchestration), orchestration.name)
-    fn = entry._parse(arg_types, resolve)
+    fn = entry._parse(arg_types, resolve, constants)
     return Program(entry.__name__, tuple(callees.values()) + (fn,), fn.name)
 
 
@@ -250,13 +284,55 @@ def _returned(kernel: Function) -> tuple:
 
 
 class _JitDecorator:
-    """`@pl.jit` (orchestration entry) and `@pl.jit.incore` (one device kernel)."""
+    """`@pl.jit` (orchestration entry), `@pl.jit.incore` (one device kernel),
+    `@pl.jit.inline` / `@pl.jit.opaque` (helpers spliced where they are called: see
+    language/inline.py) and `@pl.jit.host` (a multi-chip HOST orchestrator: refused)."""
 
     def __call__(self, fn) -> JitFunction:
         return JitFunction(fn, FunctionType.Orchestration)
 
-    def incore(self, fn) -> JitFunction:
+    def incore(self, fn=None, *, level=None) -> JitFunction:
+        if level is not None and level is not Level.CORE_GROUP:
+            raise ParseError(f"@pl.jit.incore(level={level!r}) targets one core type; this "
+                             "project's kernels run on the whole core group", _caller_span(),
+                             hint="drop level=, or use level=pl.Level.CORE_GROUP")
+        if fn is None:
+            return lambda f: JitFunction(f, FunctionType.InCore)
         return JitFunction(fn, FunctionType.InCore)
+
+    def inline(self, fn) -> JitFunction:
+        return JitFunction(fn, FunctionType.Inline)
+
+    def opaque(self, fn) -> JitFunction:
+        return JitFunction(fn, FunctionType.Opaque)
+
+    def host(self, fn=None, **options) -> HostFunction:
+        return HostFunction(fn) if fn is not None else (lambda f: HostFunction(f))
+
+
+class HostFunction:
+    """`@pl.jit.host`: upstream's HOST-level orchestrator of a multi-chip (L3) program.
+    This project runs single-chip programs; calling or compiling one is refused at its
+    definition's line."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+
+    def _refuse(self, *args, **kwargs):
+        code = self.fn.__code__
+        raise ParseError(
+            f"`{self.fn.__name__}` is @pl.jit.host, a HOST orchestrator over several chips; "
+            "this project compiles and runs single-chip programs only",
+            Span(code.co_filename, code.co_firstlineno),
+            hint="call the chip-level @pl.jit function it dispatches directly")
+
+    __call__ = compile = lower = frontend = _refuse
+
+
+def _caller_span() -> Span:
+    frame = inspect.currentframe().f_back.f_back
+    return Span(frame.f_code.co_filename, frame.f_lineno)
 
 
 jit = _JitDecorator()

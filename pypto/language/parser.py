@@ -15,14 +15,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..ir.dtypes import DataType
-from ..ir.errors import ParseError, PyptoError, Span, TypeCheckError
+from ..ir.errors import (
+    ParseContentError,
+    ParseError,
+    ParseSyntaxError,
+    PyptoError,
+    Span,
+    TypeCheckError,
+)
 from ..ir.nodes import (
     Assign,
     Call,
     Const,
     ExprList,
     ExprStmt,
-    For,
     FuncCall,
     Function,
     Param,
@@ -35,16 +41,21 @@ from ..ir.types import (
     INDEX,
     Direction,
     FunctionType,
+    Level,
     ScalarType,
+    SplitMode,
     TaskIdType,
     TensorType,
     TileType,
     TupleType,
+    Type,
     describe,
     same_value_type,
 )
 from ..ir.visitor import exposed_uses
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
+from .control_flow import ControlFlowSyntax
+from .inline import InlineSyntax
 from .tasks import TaskSyntax
 from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
 
@@ -63,7 +74,11 @@ _FOLD = {
     "div": lambda a, b: a / b,
     "floordiv": lambda a, b: a // b,
     "mod": lambda a, b: a % b,
+    "min": min,
+    "max": max,
 }
+# ast comparison -> pl.cmp's cmp_type code (EQ NE LT LE GT GE).
+_CMP_CODES = {ast.Eq: 0, ast.NotEq: 1, ast.Lt: 2, ast.LtE: 3, ast.Gt: 4, ast.GtE: 5}
 _COMPARE = {
     ast.Eq: lambda a, b: a == b,
     ast.NotEq: lambda a, b: a != b,
@@ -74,18 +89,32 @@ _COMPARE = {
 }
 # Categories of operators that may appear in an orchestration body outside `pl.at`.
 _ORCHESTRATION_OK = {"index", "orchestration"}
-_LOOP_KINDS = {"range": "range", "unroll": "unroll", "parallel": "parallel"}
+# Operators that write into a tensor, and which operand is that tensor.
+_WRITE_DESTINATION = {"store": 2, "assemble": 0}
 
 
 @dataclass(frozen=True)
 class OpStub:
-    """`pl.add` and friends: names the parser recognises; calling one from Python is an error."""
+    """`pl.add` and friends: names the parser recognises; calling one from Python is an error.
+
+    `name` is the registry operator.  The level-specific spellings of pl.tile / pl.tensor
+    (language/namespaces.py) set `level` ("tile" / "tensor": the operands must be of that
+    kind), `scalar` (a scalar-operand spelling such as `pl.tile.adds`: the second operand
+    is a scalar) and `spelling` (the name as written, for messages).
+    """
 
     name: str
+    level: str | None = None
+    scalar: bool = False
+    spelling: str = ""
+
+    @property
+    def written(self) -> str:
+        return f"pl.{self.spelling or self.name}"
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(
-            f"pl.{self.name} can only be used inside a @pl.jit / @pl.jit.incore function or a "
+            f"{self.written} can only be used inside a @pl.jit / @pl.jit.incore function or a "
             "@pl.program: those bodies are compiled, not executed as Python"
         )
 
@@ -129,9 +158,12 @@ class FunctionSignature:
     returns: tuple | None  # None: taken from the return statement
     # parameter -> {dimension: pl.dynamic name}: sizes the body may not read
     dynamic: dict[str, dict[int, str]] = field(default_factory=dict)
+    # a pl.dynamic program's function parsed for its call: a name assigned once, from a
+    # compile-time expression (`rows = pl.tensor.dim(q, 0)`), is a constant of the body
+    fold_single_assignments: bool = False
 
 
-class FunctionParser(TaskSyntax, CompileTimeSyntax):
+class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyntax):
     """Parses one function body in the context of its program."""
 
     def __init__(
@@ -147,10 +179,14 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         self.func_type = func_type
         self.resolve_callee = resolve_callee
         self.vars: dict[str, Var] = {}
+        self.foldable: set[str] = set()  # see FunctionSignature.fold_single_assignments
+        # name -> the tensor it names: `a = pl.store(t, offsets, out)` makes `a` name `out`.
+        self.aliases: dict[str, str] = {}
         # Names a loop that may not run gave a new type: (type before, type in the loop).
         self.retyped: dict[str, tuple[Var, Var]] = {}
         self.in_scope = False
         self.init_compile_time({})
+        self.init_control_flow()
 
     # ------------------------------------------------------------------ errors and statics
     def error(self, node, message, hint=None, cls=ParseError):
@@ -209,6 +245,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             return not self.static(node.operand)
         if isinstance(node, ast.Call):
             fn = self.static(node.func)
+            if isinstance(fn, DslBuiltin) and fn.name == "dim":
+                return self._dim(node).value
             args = [self.static(a) for a in node.args]
             kwargs = {k.arg: self.static(k.value) for k in node.keywords}
             if isinstance(fn, (OpStub, DslBuiltin)):
@@ -225,17 +263,33 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             return True
         if isinstance(node, ast.Name):
             return node.id not in self.vars
+        if isinstance(node, ast.Call) and self._is_dim(node.func):
+            return True  # pl.tensor.dim(t, axis) reads t's type, as t.shape does
         return all(self.is_static(child) for child in ast.iter_child_nodes(node))
 
+    def _is_dim(self, func: ast.AST) -> bool:
+        fn = self._callable(func) if isinstance(func, ast.Attribute) else None
+        return isinstance(fn, DslBuiltin) and fn.name == "dim"
+
     # ------------------------------------------------------------------ functions
-    def parse(self, fndef: ast.FunctionDef, sig: FunctionSignature) -> Function:
+    def parse(self, fndef: ast.FunctionDef, sig: FunctionSignature,
+              constants: dict | None = None) -> Function:
+        """The function's IR.  `constants` (name -> value) are parameters specialised to
+        their call's value (`scale: pl.FP32` of a @pl.jit entry): the body reads them as
+        constants; the parameter stays, so the call passes the same arguments."""
         for p in sig.params:
-            self.vars[p.var.name] = p.var
+            if constants and p.var.name in constants:
+                self.namespace.maps[0][p.var.name] = constants[p.var.name]
+            else:
+                self.vars[p.var.name] = p.var
         self.init_compile_time(sig.dynamic)
-        body = self.body(fndef.body)
+        self.foldable = _assigned_once(fndef) if sig.fold_single_assignments else set()
+        attrs, stmts = self._function_attrs(fndef.body)
+        body = self.body(stmts)
         returns = sig.returns
         ret_stmts = [s for s in body if isinstance(s, Return)]
-        if returns is None:
+        if returns is None or not all(isinstance(r, Type) for r in returns):
+            # unannotated, or a pl.dynamic dimension no parameter binds: the body's types
             returns = tuple(v.type for v in ret_stmts[-1].values) if ret_stmts else ()
         elif ret_stmts:
             got = tuple(v.type for v in ret_stmts[-1].values)
@@ -244,7 +298,40 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                                  f"`{sig.name}` returns values that differ from its annotation",
                                  cls=TypeCheckError)
         return Function(sig.name, sig.params, tuple(returns), body, self.func_type,
-                        self.source.span(fndef))
+                        self.source.span(fndef), attrs=attrs)
+
+    def _function_attrs(self, stmts: list) -> tuple[tuple, list]:
+        """`pl.func_attr({"split": pl.SplitMode.UP_DOWN})` as the first statement (after a
+        docstring): the function's attributes, and the statements after it."""
+        start = 1 if (stmts and isinstance(stmts[0], ast.Expr)
+                      and isinstance(stmts[0].value, ast.Constant)
+                      and isinstance(stmts[0].value.value, str)) else 0
+        if start >= len(stmts) or not self._is_builtin_call(stmts[start], "func_attr"):
+            return (), stmts
+        call = stmts[start].value
+        if call.keywords or len(call.args) != 1 or not isinstance(call.args[0], ast.Dict):
+            raise self.error(call, "write pl.func_attr({\"name\": value, ...}) with a dict "
+                             "literal")
+        attrs = {}
+        for key_node, value_node in zip(call.args[0].keys, call.args[0].values):
+            key = self.static(key_node) if key_node is not None else None
+            if key in attrs:
+                raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
+            if key != "split":
+                raise self.error(key_node or call, f"function attribute {key!r} is not "
+                                 "supported here", hint="supported: \"split\" (a pl.SplitMode)")
+            value = self.static(value_node)
+            if not isinstance(value, SplitMode):
+                raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+            if value is not SplitMode.NONE:
+                attrs[key] = value
+        return tuple(sorted(attrs.items())), stmts[:start] + stmts[start + 1:]
+
+    def _is_builtin_call(self, stmt: ast.stmt, name: str) -> bool:
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        fn = self._callable(stmt.value.func)
+        return isinstance(fn, DslBuiltin) and fn.name == name
 
     def body(self, stmts) -> tuple:
         out: list = []
@@ -275,10 +362,47 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             fn = self._callable(node.value.func)
             if isinstance(fn, DslBuiltin) and fn.name == "static_assert":
                 return self._static_assert(node.value)
+            if isinstance(fn, DslBuiltin) and fn.name == "static_print":
+                return self._static_print(node.value)
+            if isinstance(fn, DslBuiltin) and fn.name == "func_attr":
+                raise self.error(node, "pl.func_attr({...}) must be the first statement of the "
+                                 "function body")
             if isinstance(fn, OpStub) and fn.name == "dump_tag":
                 return self.dump_tag_stmt(node)
+            callee = self.spliced_callee(node.value)
+            if callee is not None:
+                return self.inline_call(callee, node.value, None, node)
         value = self.expr(node.value)
+        if isinstance(value, Call) and value.op in _WRITE_DESTINATION:
+            return self._bind_write(value, node)
         return ExprStmt(value, self.source.span(node))
+
+    def _bind_write(self, call: Call, node: ast.Expr) -> Assign:
+        """A bare `pl.store(tile, offsets, out)` / `pl.assemble(out, x, offsets)` statement:
+        the write's result is the updated tensor, so the statement rebinds `out` to it, as
+        `out = pl.store(...)` does."""
+        dst = call.args[_WRITE_DESTINATION[call.op]]
+        if not isinstance(dst, Var):
+            raise self.error(node, f"pl.{call.op} writes into `{ast.unparse(node.value)}`, "
+                             "which is not a tensor variable",
+                             hint="write into a tensor parameter or a tensor bound to a name")
+        span = self.source.span(node)
+        var = Var(dst.name, call.type, span)
+        self._rebind(var, node)
+        return Assign((var,), call, span)
+
+    def _static_print(self, call: ast.Call):
+        """`pl.static_print(*args)`: prints at parse time, leaving nothing in the IR; a
+        runtime value prints as what the parser knows of it (its name and type)."""
+        parts = []
+        for arg in call.args:
+            if self.is_static(arg):
+                parts.append(str(self.static(arg)))
+            else:
+                value = self.expr(arg)
+                parts.append(f"{ast.unparse(arg)}: {describe(value.type)}")
+        print(f"{self.source.span(call)}: " + " ".join(parts))
+        return None
 
     def _static_assert(self, call: ast.Call):
         cond = self.static(call.args[0])
@@ -293,17 +417,55 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         target = node.targets[0]
         if isinstance(target, ast.Subscript):
             return self._assign_subscript(target, node.value, node)
+        if isinstance(node.value, ast.Call) and self._is_builtin_call(
+                ast.Expr(node.value), "yield_"):
+            return self.yield_assign(target, node.value, node)
+        callee = self.spliced_callee(node.value)
+        if callee is not None:
+            return self.inline_call(callee, node.value, target, node)
+        if isinstance(target, ast.Name) and target.id in self.foldable \
+                and target.id not in self.vars and self.is_static(node.value):
+            try:
+                value = self.static(node.value)
+            except ParseError:  # an op call: not a compile-time expression
+                value = None
+            if isinstance(value, (int, float)):
+                self.namespace.maps[0][target.id] = value
+                return None
         value = self.expr(node.value)
         return self._bind(target, value, node, annotation=None)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign):
         if node.value is None:
             raise self.error(node, "a declaration needs a value: `x: T = ...`")
-        annotation = self.static(node.annotation)
+        annotation = self._annotation(node.annotation)
         if isinstance(annotation, DslBuiltin) and annotation.name == "constexpr":
             return self.bind_constexpr(node)
+        if isinstance(node.value, ast.Call) and self._is_builtin_call(
+                ast.Expr(node.value), "yield_"):
+            return self.yield_assign(node.target, node.value, node, annotation)
         value = self.expr(node.value)
         return self._bind(node.target, value, node, annotation)
+
+    def _annotation(self, node: ast.AST):
+        """A statement's annotation.  A tile type whose valid region holds runtime extents
+        (`pl.Tile[[16, 64], pl.FP32, [16, n]]`, as the printer writes a runtime valid
+        region) reads those extents as index expressions."""
+        if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple)
+                and len(node.slice.elts) >= 3 and isinstance(node.slice.elts[2], ast.List)
+                and not self.is_static(node.slice.elts[2])):
+            return self.static(node)
+        valid_node = node.slice.elts[2]
+        placeholder = ast.copy_location(ast.List([ast.Constant(0) for _ in valid_node.elts],
+                                                 ast.Load()), valid_node)
+        elts = node.slice.elts[:2] + [placeholder] + node.slice.elts[3:]
+        fixed = ast.copy_location(ast.Subscript(node.value, ast.copy_location(
+            ast.Tuple(elts, ast.Load()), node.slice), ast.Load()), node)
+        tile = self.static(fixed)
+        if not isinstance(tile, TileType):
+            raise self.error(node, f"`{ast.unparse(node)}` is not a type")
+        extents = self._runtime_valid_shape(valid_node, get_op("load"))
+        return replace(tile, valid_shape=extents)
 
     def stmt_AugAssign(self, node: ast.AugAssign):
         if type(node.op) not in _BINOPS or not isinstance(node.target, ast.Name):
@@ -315,6 +477,14 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
     def _bind(self, target, value, node, annotation):
         span = self.source.span(node)
         if isinstance(target, ast.Name):
+            dst = _write_destination(value)
+            if dst is None or dst.name != target.id:  # not a write into the name itself
+                self._unalias(target.id)
+            if dst is not None and dst.name != target.id:
+                # `out_left = pl.store(t, offsets, out)`: the store's result is `out`
+                # updated in place, so `out_left` names `out` from here on.
+                self.aliases[target.id] = dst.name
+                target = ast.copy_location(ast.Name(dst.name, ast.Store()), target)
             vtype = value.type
             if isinstance(vtype, TupleType):
                 raise self.error(node, f"`{target.id}` receives {len(vtype.items)} values; "
@@ -389,49 +559,6 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             values = (self.expr(node.value),)
         return Return(values, self.source.span(node))
 
-    def stmt_For(self, node: ast.For):
-        if node.orelse:
-            raise self.error(node, "`for ... else` is not supported")
-        if not isinstance(node.target, ast.Name):
-            raise self.error(node, "the loop variable must be a single name")
-        call = node.iter
-        fn = self._callable(call.func) if isinstance(call, ast.Call) else None
-        if isinstance(fn, DslBuiltin) and fn.name == "spmd":
-            return self.spmd_loop(node)
-        if not (isinstance(fn, DslBuiltin) and fn.name in _LOOP_KINDS):
-            raise self.error(node,
-                             "loop with `for i in pl.range(...)` (or pl.unroll / pl.parallel)")
-        if call.keywords or not 1 <= len(call.args) <= 3:
-            raise self.error(call,
-                             f"pl.{fn.name} takes (stop), (start, stop) or (start, stop, step)")
-        bounds = [self.scalar(a) for a in call.args]
-        for a, b in zip(call.args, bounds):
-            if b.type.dtype.is_float:
-                raise self.error(a, f"the loop bound `{ast.unparse(a)}` is a "
-                                 f"{b.type.dtype.name} scalar; loop bounds are integers",
-                                 hint="bound loops by integer constants, index expressions or "
-                                      "elements of integer tiles",
-                                 cls=TypeCheckError)
-        if len(bounds) == 1:
-            bounds = [Const(0, INDEX), bounds[0]]
-        if len(bounds) == 2:
-            bounds.append(Const(1, INDEX))
-        start, stop, step = bounds
-        if isinstance(step, Const) and step.value <= 0:
-            raise self.error(call, "the loop step must be positive")
-        span = self.source.span(node)
-        if fn.name == "unroll":
-            return self._unroll(node, start, stop, step)
-        var = Var(node.target.id, INDEX, span)
-        self.check_not_constexpr(var.name, node)
-        entry = dict(self.vars)
-        self.vars[var.name] = var
-        body = self.body(node.body)
-        self._loop_types(entry, body, var.name, _runs(start, stop, step))
-        if var.name in entry:
-            self.vars[var.name] = entry[var.name]
-        return For(var, start, stop, step, body, _LOOP_KINDS[fn.name], span)
-
     def _loop_types(self, entry: dict, body, index: str, runs: bool) -> None:
         """A name the body reads before binding it carries a value from one iteration to
         the next: it must leave the body with the type it came in with.  Any other name
@@ -449,28 +576,6 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                          "new name for the new value")
             if not runs:
                 self.retyped[name] = (old, new)
-
-    def _unroll(self, node, start, stop, step):
-        if not all(isinstance(b, Const) for b in (start, stop, step)):
-            raise self.error(node, "pl.unroll needs compile-time bounds", hint="use pl.range")
-        out = []
-        self.check_not_constexpr(node.target.id, node)
-        for k in range(start.value, stop.value, step.value):
-            # Each iteration is a scope of its own: its pl.constexpr locals start afresh.
-            self.namespace = self.namespace.new_child({node.target.id: k})
-            saved = dict(self.constexpr_lines)
-            try:
-                out.extend(self.body(node.body))
-            finally:
-                self.namespace = self.namespace.parents
-                self.constexpr_lines = saved
-        return out
-
-    def stmt_If(self, node: ast.If):
-        if not self.is_static(node.test):
-            raise self.error(node, "`if` on a runtime value is not supported yet",
-                             hint="only compile-time conditions are folded")
-        return list(self.body(node.body if self.static(node.test) else node.orelse))
 
     # ------------------------------------------------------------------ expressions
     def expr(self, node: ast.AST):
@@ -494,11 +599,33 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             return self._const(self.static(node), node)
         if isinstance(node, ast.Subscript):
             return self._subscript_read(node)
+        if isinstance(node, (ast.Compare, ast.BoolOp)) or (
+                isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+            return self._condition_expr(node)
         if isinstance(node, ast.IfExp):
             if not self.is_static(node.test):
                 raise self.error(node, "`x if cond else y` needs a compile-time condition")
             return self.expr(node.body if self.static(node.test) else node.orelse)
         raise self.error(node, f"`{ast.unparse(node)}` is not supported in a pypto kernel body")
+
+    def _condition_expr(self, node: ast.AST):
+        """`a < b`, `a and b`, `not a` on scalars: BOOL conditions (folded when constant)."""
+        if self.is_static(node):
+            return self._const(self.static(node), node)
+        if isinstance(node, ast.UnaryOp):
+            return self._call_op("not_", [self.condition(node.operand)], {}, node)
+        if isinstance(node, ast.BoolOp):
+            op = "and_" if isinstance(node.op, ast.And) else "or_"
+            value = self.condition(node.values[0])
+            for item in node.values[1:]:
+                value = self._call_op(op, [value, self.condition(item)], {}, node)
+            return value
+        if len(node.ops) != 1 or type(node.ops[0]) not in _CMP_CODES:
+            raise self.error(node, f"`{ast.unparse(node)}` is not supported: compare two "
+                             "values with one of == != < <= > >=")
+        lhs, rhs = self.scalar(node.left), self.scalar(node.comparators[0])
+        return self._call_op("cmp", [lhs, rhs], {"cmp_type": _CMP_CODES[type(node.ops[0])]},
+                             node)
 
     def _subscript_read(self, node: ast.Subscript):
         """`t[r0:r1, c0:c1]` reads a window: `pl.slice(t, [r1 - r0, c1 - c0], [r0, c0])`;
@@ -543,7 +670,16 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                              cls=TypeCheckError)
         return e
 
+    def _unalias(self, name: str) -> None:
+        """`name` is rebound: it stops naming a tensor it named through a write, and names
+        that stood for it through a write (`a = pl.store(..., name)`) stand for nothing."""
+        self.aliases.pop(name, None)
+        for alias in [a for a, dst in self.aliases.items() if dst == name]:
+            del self.aliases[alias]
+
     def _name(self, node: ast.Name):
+        if node.id in self.aliases:
+            node = ast.copy_location(ast.Name(self.aliases[node.id], ast.Load()), node)
         if node.id in self.retyped:
             old, new = self.retyped[node.id]
             raise self.error(node, f"`{node.id}` is read after a loop that may not run and "
@@ -592,12 +728,17 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                 self.check_block_idx(node)
             elif fn.name == "dump_tag":
                 self.check_dump_tag(node)
-            return self._op_call(get_op(fn.name), node)
+            call = self._op_call(get_op(fn.name), node)
+            if fn.level is not None or fn.scalar:
+                self._check_spelling(fn, call, node)
+            return call
         if isinstance(fn, DslBuiltin):
             if fn.name == "const":
                 return self._pl_const(node)
             if fn.name in ("submit", "spmd_submit"):
                 return self.submit_call(node, fn.name)
+            if fn.name == "dim":
+                return self._dim(node)
             raise self.error(node, f"pl.{fn.name}(...) cannot be used as a value here")
         if fn is not None and getattr(fn, "__pypto_kernel__", False):
             return self._func_call(fn, node)
@@ -606,6 +747,43 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         raise self.error(node, f"`{ast.unparse(func)}` is not a pypto operator or kernel",
                          hint="operators are spelled pl.<op>(...); kernels must be decorated "
                               "with @pl.jit.incore")
+
+    def _check_spelling(self, fn: OpStub, call, node: ast.Call) -> None:
+        """A level-specific spelling (`pl.tile.add`, `pl.tensor.read`) takes operands of its
+        level; a scalar spelling (`pl.tile.adds`) a scalar second operand."""
+        operands = list(call.args) if isinstance(call, Call) else []
+        if fn.scalar and not (len(operands) == 2
+                              and isinstance(operands[1].type, ScalarType)):
+            raise self.error(node, f"{fn.written} takes a scalar as its second operand",
+                             hint=f"for two {fn.level or 'value'}s use pl.{fn.name}",
+                             cls=TypeCheckError)
+        kinds = [o.type for o in operands
+                 if isinstance(getattr(o, "type", None), (TensorType, TileType))]
+        if not kinds and isinstance(getattr(call, "type", None), (TensorType, TileType)):
+            kinds = [call.type]
+        want = TileType if fn.level == "tile" else TensorType
+        for t in kinds[:1]:
+            if fn.level is not None and not isinstance(t, want):
+                other = "tensor" if fn.level == "tile" else "tile"
+                raise self.error(node, f"{fn.written} works on {fn.level}s, got {describe(t)}",
+                                 hint=f"use pl.{fn.name} (it takes either), or the "
+                                      f"pl.{other} spelling", cls=TypeCheckError)
+
+    def index_op(self, name: str, lhs, rhs, node):
+        """`lhs <name> rhs` on index scalars, folded when both are constants."""
+        return self._call_op(name, [lhs, rhs], {}, node)
+
+    def _dim(self, node: ast.Call):
+        """`pl.tensor.dim(t, axis)`: `t.shape[axis]`, a constant of the specialised kernel (a
+        pl.dynamic dimension is an error, as reading it through `t.shape` is)."""
+        if node.keywords or len(node.args) != 2:
+            raise self.error(node, "write pl.tensor.dim(t, axis)")
+        shape = ast.copy_location(ast.Attribute(node.args[0], "shape", ast.Load()), node)
+        read = ast.copy_location(ast.Subscript(shape, node.args[1], ast.Load()), node)
+        value = self.static(read)
+        if not isinstance(value, int):
+            raise self.error(node, "pl.tensor.dim(t, axis) takes one axis")
+        return self._const(value, node)
 
     def _pl_const(self, node: ast.Call):
         value, dtype = (self.static(a) for a in node.args)
@@ -620,7 +798,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
                                   "deps=[...])")
         if self.func_type is not FunctionType.Orchestration:
             raise self.error(node, "kernels are called from a @pl.jit (orchestration) function")
-        if self.in_scope:
+        if self.in_scope and not self.spmd_dispatch:
             raise self.error(node, "call kernels outside `pl.at`: each kernel call is its own task")
         args = [self.expr(a) for a in (node.args if arg_nodes is None else arg_nodes)]
         span = self.source.span(node)
@@ -628,8 +806,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         if len(args) != len(callee.params):
             raise self.error(node, f"`{callee.name}` takes {len(callee.params)} arguments, "
                              f"got {len(args)}", cls=TypeCheckError)
-        for arg, p in zip(args, callee.params):
-            if not same_value_type(arg.type, p.var.type):
+        for i, (arg, p) in enumerate(zip(args, callee.params)):
+            if not same_value_type(arg.type, p.var.type) and _scalar_widens(arg.type,
+                                                                           p.var.type):
+                args[i] = self._call_op("cast", [arg], {"dtype": p.var.type.dtype}, node)
+            elif not same_value_type(arg.type, p.var.type):
                 raise self.error(node, f"argument `{p.var.name}` of `{callee.name}` expects "
                                  f"{describe(p.var.type)}, got {describe(arg.type)}",
                                  cls=TypeCheckError)
@@ -641,15 +822,20 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         bound: dict[str, ast.AST] = {}
         if len(node.args) > len(names):
             raise self.error(node, f"pl.{op.name} takes at most {len(names)} arguments")
-        for name, arg in zip(names, node.args):
+        positional = list(zip(names, node.args))
+        if op.name == "store" and len(node.args) == 4 and isinstance(node.args[3], ast.List):
+            positional[3] = ("shapes", node.args[3])  # upstream's pl.store(t, offsets, out, shape)
+        for name, arg in positional:
             bound[name] = arg
+        aliases = {a: p.name for p in op.params for a in p.aliases}
         for kw in node.keywords:
-            if kw.arg not in names:
+            name = aliases.get(kw.arg, kw.arg)
+            if name not in names:
                 raise self.error(node, f"pl.{op.name} has no parameter `{kw.arg}`",
                                  hint=f"parameters: {', '.join(names)}")
-            if kw.arg in bound:
-                raise self.error(node, f"pl.{op.name} got `{kw.arg}` twice")
-            bound[kw.arg] = kw.value
+            if name in bound:
+                raise self.error(node, f"pl.{op.name} got `{name}` twice")
+            bound[name] = kw.value
         operands, attrs = [], {}
         for p in op.params:
             if p.name not in bound:
@@ -664,12 +850,34 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
             elif p.kind == "value":
                 operands.append(self.expr(arg))
             elif p.kind == "index_list":
+                if op.name == "read" and not isinstance(arg, (ast.List, ast.Tuple)):
+                    # `pl.read(t, i)`: the one index of a rank-1 tensor
+                    arg = ast.copy_location(ast.List([arg], ast.Load()), arg)
                 if not isinstance(arg, (ast.List, ast.Tuple)):
                     raise self.error(arg, f"`{p.name}` of pl.{op.name} must be a list like [i, 0]")
                 operands.append(self.expr(arg))
+            elif p.name == "valid_shape" and not self.is_static(arg):
+                attrs[p.name] = self._runtime_valid_shape(arg, op)
             else:
                 attrs[p.name] = self._attr_value(self.static(arg), arg)
         return self._call_op(op.name, operands, attrs, node)
+
+    def _runtime_valid_shape(self, node: ast.AST, op) -> tuple:
+        """`valid_shape=[16, vlen]` with a runtime extent: constants stay ints, the rest are
+        integer index expressions; the tile's valid region is then known at run time."""
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(node, f"valid_shape of pl.{op.name} must be a list like [16, n]")
+        extents = []
+        for item in node.elts:
+            if self.is_static(item):
+                extents.append(self.static(item))
+                continue
+            value = self.scalar(item)
+            if value.type.dtype.is_float or value.type.dtype is DataType.BOOL:
+                raise self.error(item, f"the valid extent `{ast.unparse(item)}` must be an "
+                                 "integer", cls=TypeCheckError)
+            extents.append(value)
+        return tuple(extents)
 
     def _attr_value(self, value, node):
         if isinstance(value, list):
@@ -686,8 +894,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax):
         attrs = {**{p.name: p.default for p in op.attr_params}, **attrs}
         if (self.func_type is FunctionType.Orchestration and not self.in_scope
                 and op.category not in _ORCHESTRATION_OK
-                and not (op.category == "binary" and operands
-                         and all(isinstance(o.type, ScalarType) for o in operands))
+                and not (operands and all(isinstance(o.type, ScalarType) for o in operands))
+                # The control plane reads elements of its input tensors (codegen checks
+                # that no task writes them).
+                and not (name == "read" and operands and isinstance(operands[0].type,
+                                                                    TensorType))
                 # A view of a tensor moves no data: orchestration hands windows to tasks.
                 and not (name == "slice" and operands and isinstance(operands[0].type,
                                                                      TensorType))):
@@ -740,12 +951,20 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
                         f"{arg_type.dtype.name}")
         return arg_type
     if isinstance(annotation, (TensorType, ScalarType, TileType)):
-        if arg_type is not None and not same_value_type(annotation, arg_type):
+        if arg_type is not None and not same_value_type(annotation, arg_type) \
+                and not _scalar_widens(arg_type, annotation):
             raise error(f"parameter `{name}` expects {describe(annotation)}, got "
                         f"{describe(arg_type)}")
         return annotation
     if annotation in (int, float):
         return ScalarType(DataType.INT64 if annotation is int else DataType.FP32)
+    if isinstance(annotation, DataType):  # `scale: pl.FP32`, upstream's scalar spelling
+        if arg_type is not None and not isinstance(arg_type, ScalarType):
+            raise error(f"parameter `{name}` is a {annotation.name} scalar, got "
+                        f"{describe(arg_type)}")
+        if arg_type is not None and arg_type.dtype.is_float and not annotation.is_float:
+            raise error(f"parameter `{name}` is a {annotation.name} scalar, got a float")
+        return ScalarType(annotation)
     raise error(f"parameter `{name}` has an unsupported annotation {annotation!r}")
 
 
@@ -788,7 +1007,51 @@ def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: l
         items = getattr(ann, "__args__", None) if getattr(ann, "__origin__",
                                                           None) is tuple else None
         returns = tuple(items) if items is not None else (ann,)
+        bound = _dynamic_bindings(params, dynamic, parser, fndef)
+        returns = tuple(_bind_dynamic(r, bound) for r in returns)
     return FunctionSignature(fndef.name, tuple(params), returns, dynamic)
+
+
+def _dynamic_bindings(params, dynamic: dict, parser, fndef) -> dict[str, int]:
+    """Each pl.dynamic dimension's size, from the parameters' (call-completed) shapes; one
+    name bound to two sizes is an error."""
+    bound: dict[str, int] = {}
+    for p in params:
+        for axis, name in dynamic.get(p.var.name, {}).items():
+            size = p.var.type.shape[axis]
+            if bound.setdefault(name, size) != size:
+                raise parser.error(fndef, f"pl.dynamic dimension `{name}` is {bound[name]} "
+                                   f"and {size} (parameter `{p.var.name}`, axis {axis})",
+                                   cls=TypeCheckError)
+    return bound
+
+
+def _bind_dynamic(annotation, bound: dict[str, int]):
+    """A return annotation with pl.dynamic dimensions as the tensor type the parameters
+    bind it to (left as written when a dimension or the dtype is unbound)."""
+    if not isinstance(annotation, TensorSpec) or annotation.shape is None \
+            or annotation.dtype is None:
+        return annotation
+    shape = [bound.get(d.name) if isinstance(d, DynamicDim) else d for d in annotation.shape]
+    return annotation if None in shape else TensorType(tuple(shape), annotation.dtype)
+
+
+def _scalar_widens(arg, param) -> bool:
+    """A scalar argument a scalar parameter takes as it is: integers of any width for an
+    integer, floats for a float (kernels receive integers as int64 and floats as double)."""
+    if not (isinstance(arg, ScalarType) and isinstance(param, ScalarType)):
+        return False
+    kind = [(t.dtype is DataType.BOOL, t.dtype.is_float) for t in (arg, param)]
+    return kind[0] == kind[1]
+
+
+def _write_destination(value) -> Var | None:
+    """The tensor variable a `pl.store` / `pl.assemble` call writes into, else None."""
+    if isinstance(value, Call) and value.op in _WRITE_DESTINATION:
+        dst = value.args[_WRITE_DESTINATION[value.op]]
+        if isinstance(dst, Var) and isinstance(dst.type, TensorType):
+            return dst
+    return None
 
 
 def _value_node(node: ast.stmt) -> ast.AST:
@@ -828,12 +1091,6 @@ def _affine(e) -> dict | None:
     return {k: lhs.get(k, 0) + sign * rhs.get(k, 0) for k in lhs.keys() | rhs.keys()}
 
 
-def _runs(start, stop, step) -> bool:
-    """Does a loop with these bounds surely run at least once?"""
-    bounds = [b.value for b in (start, stop, step) if isinstance(b, Const)]
-    return len(bounds) == 3 and len(range(*bounds)) > 0
-
-
 def _shape_text(shape) -> str:
     return "[" + ", ".join(d.name if isinstance(d, DynamicDim) else str(d) for d in shape) + "]"
 
@@ -842,21 +1099,28 @@ def _shape_text(shape) -> str:
 
 
 def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | None = None,
-                  line_offset: int = 0) -> Program:
-    """Parse `@pl.program` class source (the printer's form) into a Program."""
+                  line_offset: int = 0, entry_args: list | None = None) -> Program:
+    """Parse `@pl.program` class source (the printer's form) into a Program.  An entry
+    with pl.dynamic dimensions needs `entry_args` (the call's IR types; else
+    `DynamicProgram` is raised); other pl.dynamic functions take their calls' types."""
     import pypto.language as pl
 
     try:
         module = ast.parse(source, filename)
     except SyntaxError as exc:
-        raise ParseError(f"invalid Python: {exc.msg}",
-                         Span(filename, (exc.lineno or 1) + line_offset)) from None
+        raise ParseSyntaxError(f"invalid Python: {exc.msg}",
+                               Span(filename, (exc.lineno or 1) + line_offset)) from None
     ns = ChainMap({"pl": pl, "tuple": tuple}, namespace or {}, vars(builtins))
     info = SourceInfo(filename, line_offset)
     classes = [n for n in module.body if isinstance(n, ast.ClassDef)]
+    functions = [n for n in module.body if isinstance(n, ast.FunctionDef)]
+    if not classes and len(functions) == 1:
+        return parse_standalone(functions[0], info, ns)
     if len(classes) != 1:
-        raise ParseError("expected exactly one `@pl.program` class", Span(filename,
-                                                                          1 + line_offset))
+        raise ParseContentError(
+            "expected exactly one `@pl.program` class, or one `@pl.function`, got "
+            f"{len(classes)} class(es) and {len(functions)} function(s)",
+            Span(filename, 1 + line_offset))
     cls = classes[0]
     entry = None
     for deco in cls.decorator_list:
@@ -865,38 +1129,135 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
                 if kw.arg == "entry" and isinstance(kw.value, ast.Constant):
                     entry = kw.value.value
     methods = [n for n in cls.body if isinstance(n, ast.FunctionDef)]
+    ftypes = {m.name: _function_type(m, FunctionParser(info, ns, FunctionType.InCore, None))
+              for m in methods}
+    if entry is None:
+        orch = [name for name, t in ftypes.items() if t is FunctionType.Orchestration]
+        entry = orch[0] if len(orch) == 1 else (cls.name if cls.name in ftypes
+                                                else methods[0].name if methods else None)
     signatures: dict[str, tuple[FunctionSignature, FunctionType, ast.FunctionDef]] = {}
+    deferred: dict[str, ast.FunctionDef] = {}  # pl.dynamic kernels: typed by their calls
     for m in methods:
-        ftype = _function_type(m, FunctionParser(info, ns, FunctionType.InCore, None))
-        sig = parse_signature(m, FunctionParser(info, ns, ftype, None), None, skip_self=True)
-        if sig.returns is None:
-            sig = FunctionSignature(sig.name, sig.params, (), sig.dynamic)
-        signatures[m.name] = (sig, ftype, m)
+        parser = FunctionParser(info, ns, ftypes[m.name], None)
+        if _has_dynamic_dims(m, parser):
+            if m.name != entry:
+                deferred[m.name] = m
+                continue
+            if entry_args is None:
+                raise DynamicProgram(cls.name)
+        args = entry_args if m.name == entry else None
+        sig = parse_signature(m, parser, args, skip_self=True)
+        signatures[m.name] = (_specialised(sig) if args else sig, ftypes[m.name], m)
+
+    standalone: dict[str, Function] = {}
 
     def resolve(ref, args, span):
+        if getattr(ref, "__pypto_kernel__", False):  # a module-level @pl.function
+            fn = standalone.get(ref.__name__)
+            if fn is None:
+                fn = standalone[ref.__name__] = ref._parse([a.type for a in args], resolve)
+            return Callee(fn.name, fn.params, fn.returns)
+        if isinstance(ref, str) and ref in deferred:
+            m = deferred.pop(ref)
+            parser = FunctionParser(info, ns, ftypes[ref], resolve)
+            sig = _specialised(parse_signature(m, parser, [a.type for a in args], skip_self=True))
+            parsed[ref] = parser.parse(m, sig)
+            signatures[ref] = (replace(sig, returns=parsed[ref].returns), ftypes[ref], m)
         if not isinstance(ref, str) or ref not in signatures:
             raise ParseError(f"program has no function `{ref}`", span)
         sig = signatures[ref][0]
-        return Callee(sig.name, sig.params, sig.returns)
+        return Callee(sig.name, sig.params, sig.returns or ())
 
-    functions = []
-    for name, (sig, ftype, m) in signatures.items():
-        functions.append(FunctionParser(info, ns, ftype, resolve).parse(m, sig))
-    if entry is None:
-        orch = [f.name for f in functions if f.func_type is FunctionType.Orchestration]
-        entry = orch[0] if len(orch) == 1 else (cls.name if cls.name in signatures
-                                                else functions[0].name)
+    # Kernels first: a kernel without a return annotation returns what its return statement
+    # does, which the orchestration's call sites need.
+    parsed: dict[str, Function] = {}
+    for name in sorted(signatures, key=lambda n: signatures[n][1] is FunctionType.Orchestration):
+        if name in parsed:
+            continue  # a pl.dynamic kernel parsed at its first call
+        sig, ftype, m = signatures[name]
+        parsed[name] = FunctionParser(info, ns, ftype, resolve).parse(m, sig)
+        signatures[name] = (replace(sig, returns=parsed[name].returns), ftype, m)
+    functions = list(standalone.values()) + [parsed[m.name] for m in methods if m.name in parsed]
     return Program(cls.name, tuple(functions), entry)
 
 
-def _function_type(m: ast.FunctionDef, parser: FunctionParser) -> FunctionType:
+def _assigned_once(fndef: ast.FunctionDef) -> set[str]:
+    """Names a function body binds exactly once, by a plain `name = ...` statement."""
+    counts: dict[str, int] = {}
+    plain: set[str] = set()
+    for node in ast.walk(fndef):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+            plain.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.comprehension)):
+            targets = [node.target]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        elif isinstance(node, (ast.NamedExpr,)):
+            targets = [node.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+    return {name for name in plain if counts.get(name) == 1}
+
+
+def _specialised(sig: FunctionSignature) -> FunctionSignature:
+    """A program function parsed for its call's tensors: its pl.dynamic dimensions read
+    (`pl.tensor.dim`, `.shape`) as that call's sizes, the values upstream reads at run
+    time; another shape parses the program again."""
+    return replace(sig, dynamic={}, fold_single_assignments=True)
+
+
+class DynamicProgram(Exception):
+    """A `@pl.program` whose entry has pl.dynamic dimensions: it is parsed per call, for
+    the call's tensors (`pl.program` returns a `ProgramTemplate`)."""
+
+
+def _has_dynamic_dims(m: ast.FunctionDef, parser: FunctionParser) -> bool:
+    for a in m.args.args:
+        annotation = parser.static(a.annotation) if a.annotation is not None else None
+        annotation = getattr(annotation, "type", annotation)  # pl.Out[...] / pl.InOut[...]
+        if isinstance(annotation, TensorSpec) and any(
+                isinstance(d, DynamicDim) for d in annotation.shape or ()):
+            return True
+    return False
+
+
+def parse_standalone(fndef: ast.FunctionDef, info: SourceInfo, namespace) -> Function:
+    """A standalone `@pl.function` (no `self`; its type from the decorator, Opaque by
+    default: a building block whose plane is where it is used)."""
+    ftype = _function_type(fndef, FunctionParser(info, namespace, FunctionType.Opaque, None),
+                           default=FunctionType.Opaque)
+    parser = FunctionParser(info, namespace, ftype, _no_callees)
+    return parser.parse(fndef, parse_signature(fndef, parser, None, skip_self=False))
+
+
+def _no_callees(ref, args, span):
+    raise ParseError(f"a standalone @pl.function calls no other function (`{ref}`)", span,
+                     hint="write the functions as methods of a @pl.program class")
+
+
+def _function_type(m: ast.FunctionDef, parser: FunctionParser,
+                   default: FunctionType | None = None) -> FunctionType:
     for deco in m.decorator_list:
         if isinstance(deco, ast.Call):
             for kw in deco.keywords:
+                if kw.arg == "role" or (kw.arg == "level"
+                                        and parser.static(kw.value) is Level.HOST):
+                    raise parser.error(
+                        deco, f"`{m.name}` is a HOST-level function ({ast.unparse(kw)}), part "
+                        "of a multi-chip (L3) program; this project compiles and runs "
+                        "single-chip programs only",
+                        hint="keep the chip-level orchestration and its kernels, and run "
+                             "them with a ChipWorker")
                 if kw.arg == "type":
                     value = parser.static(kw.value)
                     if isinstance(value, FunctionType):
                         return value
+    if default is not None:
+        return default
     raise parser.error(m, f"`{m.name}` needs @pl.function(type=pl.FunctionType....)")
 
 

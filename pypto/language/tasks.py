@@ -24,11 +24,20 @@ import ast
 from dataclasses import replace
 
 from ..ir.nodes import Assign, AtScope, Const, ExprStmt, FuncCall, Var
-from ..ir.types import INDEX, TASK_ID, FunctionType, Level, TaskIdType, TensorType, TupleType
+from ..ir.types import (
+    INDEX,
+    TASK_ID,
+    FunctionType,
+    Level,
+    SplitMode,
+    TaskIdType,
+    TensorType,
+    TupleType,
+)
 
 _SCOPE_KEYWORDS = {
-    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps"),
-    "spmd": ("name_hint", "deps", "no_dep_args", "dumps"),
+    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations"),
+    "spmd": ("name_hint", "deps", "no_dep_args", "dumps", "core_num", "sync_start"),
 }
 _SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps"),
                     "spmd_submit": ("core_num", "deps", "no_dep_args", "dumps")}
@@ -40,6 +49,8 @@ class TaskSyntax:
 
     manual = False
     """True while parsing the body of `with pl.manual_scope():`."""
+    spmd_dispatch = False
+    """True while parsing the body of `with pl.spmd(n):`, which may call kernels."""
 
     # ------------------------------------------------------------------ with-statements
     def stmt_With(self, node: ast.With):
@@ -53,10 +64,13 @@ class TaskSyntax:
         builtin = self._builtin_name(call.func) if isinstance(call, ast.Call) else None
         if builtin == "manual_scope":
             return self._manual_scope(node, item)
+        if builtin == "cluster":
+            return self._cluster(node, item)
         if builtin in ("at", "spmd"):
             return self._task_scope(node, item, builtin)
         raise self.error(node, "only `with pl.at(level=pl.Level.CORE_GROUP):`, `with "
-                         "pl.spmd(n):` and `with pl.manual_scope():` blocks are supported")
+                         "pl.spmd(n):`, `with pl.cluster():` and `with pl.manual_scope():` "
+                         "blocks are supported")
 
     def _builtin_name(self, func: ast.AST) -> str | None:
         from .parser import DslBuiltin  # the parser module imports this one
@@ -86,6 +100,17 @@ class TaskSyntax:
         finally:
             self.manual = False
 
+    def _cluster(self, node: ast.With, item: ast.withitem):
+        """`with pl.cluster():` co-schedules the cube and vector kernels inside on one
+        physical cluster, so they can exchange tiles through the cross-core pipe.  This
+        project has no pipe (a kernel cannot use one), so nothing inside can observe where
+        its tasks run: the tasks are dispatched as they are written."""
+        self._orchestration_only(node, "pl.cluster")
+        call = item.context_expr
+        if call.args or call.keywords or item.optional_vars is not None:
+            raise self.error(node, "write `with pl.cluster():` (no arguments, no `as`)")
+        return list(self.body(node.body))
+
     def _task_scope(self, node: ast.With, item: ast.withitem, builtin: str):
         self._orchestration_only(node, f"pl.{builtin}")
         call = item.context_expr
@@ -96,30 +121,71 @@ class TaskSyntax:
                 raise self.error(node, "bind the task id to one name: `... as tid:`")
             task = Var(item.optional_vars.id, TASK_ID, self.source.span(item.optional_vars))
         self.in_scope = True
+        self.spmd_dispatch = builtin == "spmd"
         try:
             body = self.body(node.body)
         finally:
             self.in_scope = False
+            self.spmd_dispatch = False
+        if any(isinstance(getattr(s, "value", None), FuncCall) for s in body):
+            return self._spmd_dispatches(node, body, options, task)
         if task is not None:
             self._rebind(task, node)  # bound after the block: it cannot wait for itself
         return AtScope(options["level"], body, options["name_hint"], self.source.span(node),
                        deps=options["deps"], no_dep_args=options["no_dep_args"], task=task,
-                       manual=self.manual, blocks=options["blocks"], dumps=options["dumps"])
+                       manual=self.manual, blocks=options["blocks"], dumps=options["dumps"],
+                       split=options["split"])
+
+    def _spmd_dispatches(self, node: ast.With, body, options: dict, task) -> list:
+        """`with pl.spmd(n): out = kernel(...)`, the dispatch form: each kernel call in the
+        block is one dispatch of n blocks (as `pl.spmd_submit(kernel, ..., core_num=n)`)."""
+        calls = [s for s in body if isinstance(getattr(s, "value", None), FuncCall)]
+        if len(calls) != len(body):
+            raise self.error(node, "a `pl.spmd` block either calls kernels (one dispatch of "
+                             "the blocks each) or computes itself, not both",
+                             hint="move the computation into the kernel, or into its own "
+                                  "`with pl.spmd(n):` block")
+        if task is not None and len(calls) != 1:
+            raise self.error(node, "`as tid` names the task of one kernel dispatch; this "
+                             f"block dispatches {len(calls)} kernels")
+        out = []
+        for stmt in calls:
+            call = replace(stmt.value, blocks=options["blocks"], deps=options["deps"],
+                           no_dep_args=options["no_dep_args"], dumps=options["dumps"])
+            passed = {a.name for a in call.args if isinstance(a, Var)}
+            for var in call.no_dep_args + call.dumps:
+                if var.name not in passed:
+                    raise self.error(node, f"`{var.name}` is not an argument of the kernel "
+                                     "this block dispatches")
+            targets = stmt.targets if isinstance(stmt, Assign) else ()
+            if task is not None:
+                results = call.type.items if isinstance(call.type, TupleType) else (
+                    (call.type,) if targets else ())
+                call = replace(call, task_id=True,
+                               type=TupleType(tuple(results) + (TASK_ID,)) if results
+                               else TASK_ID)
+                self._rebind(task, node)
+                targets = tuple(targets) + (task,)
+            out.append(Assign(tuple(targets), call, stmt.span) if targets
+                       else ExprStmt(call, stmt.span))
+        return out
 
     def _scope_options(self, call: ast.Call, builtin: str) -> dict:
         """Level, block count, name hint, deps, no_dep_args and dumps of `pl.at(...)` /
         `pl.spmd(...)`."""
         allowed = _SCOPE_KEYWORDS[builtin]
         options = {"level": Level.CORE_GROUP, "blocks": None, "name_hint": "", "deps": (),
-                   "no_dep_args": (), "dumps": ()}
+                   "no_dep_args": (), "dumps": (), "split": None}
         if builtin == "at":
             if call.args:
                 raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
             options["level"] = None
         else:
-            if len(call.args) != 1:
-                raise self.error(call, "pl.spmd takes the number of blocks: pl.spmd(n, ...)")
-            options["blocks"] = self._block_count(call.args[0])
+            counts = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "core_num"]
+            if len(counts) != 1:
+                raise self.error(call, "pl.spmd takes the number of blocks: pl.spmd(n, ...) or "
+                                 "pl.spmd(core_num=n)")
+            options["blocks"] = self._block_count(counts[0])
         for kw in call.keywords:
             if kw.arg not in allowed:
                 hint = f"pl.{builtin} accepts {', '.join(allowed)}"
@@ -128,6 +194,15 @@ class TaskSyntax:
                 options["deps"] = self._task_deps(kw.value)
             elif kw.arg in ("no_dep_args", "dumps"):
                 options[kw.arg] = self._tensor_list(kw.value, kw.arg)
+            elif kw.arg == "optimizations":
+                options["split"] = self._optimizations(kw.value)
+            elif kw.arg == "core_num":
+                continue  # the block count, read above
+            elif kw.arg == "sync_start":
+                # All blocks start together; no operator here can wait for another block,
+                # so every schedule of the blocks is one such a launch may give.
+                if not isinstance(self.static(kw.value), bool):
+                    raise self.error(call, "sync_start= takes True or False")
             elif kw.arg == "name_hint":
                 hint_value = self.static(kw.value)
                 if not isinstance(hint_value, str) or not hint_value.isidentifier():
@@ -139,6 +214,43 @@ class TaskSyntax:
         if not isinstance(options["level"], Level):
             raise self.error(call, "pl.at needs level=pl.Level.CORE_GROUP")
         return options
+
+    def _optimizations(self, node: ast.AST):
+        """`optimizations=[pl.split(mode), ...]`, written inline: the split mode (None for
+        none or `pl.SplitMode.NONE`).  `pl.cross_core_slot(slot_num=N)` sizes an on-chip
+        ring this project's lowering does not have: it is refused, not ignored."""
+        from .parser import DslBuiltin  # the parser module imports this one
+
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(node, "optimizations= takes a list written at the call site: "
+                             "optimizations=[pl.split(pl.SplitMode.UP_DOWN)]",
+                             hint="the list is read from the source, so it cannot be built "
+                                  "up in a variable")
+        split = None
+        for item in node.elts:
+            fn = self._callable(item.func) if isinstance(item, ast.Call) else None
+            name = fn.name if isinstance(fn, DslBuiltin) else None
+            if name == "cross_core_slot":
+                raise self.error(
+                    item, "pl.cross_core_slot(slot_num=...) is not supported here: it sizes "
+                    "the on-chip ring of the cube->vector handoff, and this project hands "
+                    "a mixed kernel's matmul result to the vector work through global memory "
+                    "(no ring to size)",
+                    hint="remove pl.cross_core_slot(...); pl.split(...) alone keeps its meaning")
+            if name != "split":
+                raise self.error(item, f"`{ast.unparse(item)}` is not a pl.at optimization",
+                                 hint="optimizations=[pl.split(pl.SplitMode.UP_DOWN)]")
+            if split is not None:
+                raise self.error(item, "pl.split is given twice")
+            if len(item.args) != 1 or item.keywords:
+                raise self.error(item, "write pl.split(pl.SplitMode.UP_DOWN) (or LEFT_RIGHT, "
+                                 "NONE)")
+            mode = self.static(item.args[0])
+            if not isinstance(mode, SplitMode):
+                raise self.error(item, f"pl.split takes a pl.SplitMode, got "
+                                 f"`{ast.unparse(item.args[0])}`")
+            split = mode
+        return None if split is SplitMode.NONE else split
 
     def _block_count(self, node: ast.AST):
         blocks = self.scalar(node)

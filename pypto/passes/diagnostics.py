@@ -8,7 +8,7 @@ with POST_PIPELINE, checks of the lowered program (perf hints) run at the end.
 from __future__ import annotations
 
 from ..ir.diagnostics import Diagnostic, DiagnosticCheck, DiagnosticPhase
-from ..ir.nodes import Assign, AtScope, Call, For, FuncCall, Program
+from ..ir.nodes import Assign, AtScope, Call, For, FuncCall, If, Program
 from ..ir.types import Direction, FunctionType, TileType
 from ..ir.visitor import IRVisitor, uses
 from .manager import PassInstrument
@@ -23,6 +23,9 @@ def _walk(body, loops=()):
             yield from _walk(stmt.body, loops + (stmt,))
         elif isinstance(stmt, AtScope):
             yield from _walk(stmt.body, loops)
+        elif isinstance(stmt, If):
+            yield stmt, loops
+            yield from _walk(stmt.then_body + stmt.else_body, loops)
         else:
             yield stmt, loops
 
@@ -93,6 +96,9 @@ def _unused_loop_results(body, bound: set, params: set) -> list[Diagnostic]:
             found.extend(_unused_loop_results(stmt.body, bound | {stmt.var.name}, params))
         elif isinstance(stmt, AtScope):
             found.extend(_unused_loop_results(stmt.body, bound, params))
+        elif isinstance(stmt, If):
+            found.extend(_unused_loop_results(stmt.then_body + stmt.else_body, set(bound),
+                                              params))
         if isinstance(stmt, Assign):
             bound |= {t.name for t in stmt.targets}
     return found

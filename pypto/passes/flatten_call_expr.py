@@ -52,7 +52,7 @@ class _Flattener(IRMutator):
         if isinstance(arg, Call) and (not isinstance(arg.type, ScalarType) or arg.op == "read"):
             inner = self.mutate_Call(arg)
             # Named after the operator, so messages about the value say what it is.
-            var = Var(self.names.fresh(arg.op.rstrip("_")), inner.type, arg.span)
+            var = Var(self.names.fresh(arg.op.split(".")[-1].rstrip("_")), inner.type, arg.span)
             self.pending.append(Assign((var,), inner, arg.span))
             return var
         if isinstance(arg, Call):

@@ -6,7 +6,10 @@ The operator that defines a tile decides its buffer:
   of build_rules/backends/*.toml);
 - `pl.matmul` / `pl.matmul_acc`: Acc, reading lhs from Left, rhs from Right (and acc
   from Acc);
-- `pl.slice`, `pl.reshape`, `pl.fillpad`, `pl.set_validshape`: their source's buffer;
+- `pl.slice`, `pl.reshape`, `pl.fillpad`, `pl.set_validshape`, `pl.tile.transpose_view`:
+  their source's buffer;
+- `pl.tile.assemble`: its target's buffer, when the backend inserts the source's buffer
+  there (`[tile_inserts]`);
 - every other operator runs on the vector unit: Vec, reading Vec tiles.
 `b = a` copies a tile within its buffer.  `pl.store` writes from Vec or Acc.  A tile in the
 wrong buffer is an error naming the operand, where it is and how to get it where it must be.
@@ -27,7 +30,7 @@ from .retype import VarRetyper
 Mem = MemorySpace
 _LOAD_TARGETS = (Mem.Vec, Mem.Mat)
 _STORE_SOURCES = (Mem.Vec, Mem.Acc)
-_FROM_SOURCE = ("slice", "reshape", "fillpad", "set_validshape")
+_FROM_SOURCE = ("slice", "reshape", "fillpad", "set_validshape", "tile.transpose_view")
 _MATMUL_OPERANDS = {"lhs": Mem.Left, "rhs": Mem.Right, "acc": Mem.Acc}
 
 
@@ -96,6 +99,8 @@ class _Placer(VarRetyper):
             return target
         if call.op == "move":
             return self._move(operands["tile"], call.attr("target_memory"), stmt)
+        if call.op == "tile.assemble":
+            return self._insert(operands["src"], operands["dst"], stmt)
         if op.category == "matmul":
             for name, arg in operands.items():
                 self._expect(call, name, arg, (_MATMUL_OPERANDS[name],), stmt,
@@ -124,12 +129,29 @@ class _Placer(VarRetyper):
         if target.name not in legal:
             paths = ", ".join(f"{s}->{d}" for s, ds in sorted(self.backend.tile_moves.items())
                               for d in ds)
+            crossing = (source is Mem.Vec) != (target is Mem.Vec)
             raise LoweringError(
                 f"pl.move from {source.name} to {target.name} is not a data path of "
-                f"{self.backend.name}",
+                f"{self.backend.name}" + (
+                    " (a move across the cube/vector boundary is, in upstream PyPTO, a "
+                    "TPUSH/TPOP cross-core transfer; this project has no such pipe)"
+                    if crossing else ""),
                 stmt.span,
                 hint=f"moves on {self.backend.name}: {paths}; otherwise pl.store the tile and "
                      "pl.load it back",
+            )
+        return target
+
+    def _insert(self, src, dst, stmt) -> MemorySpace:
+        source, target = src.type.memory, dst.type.memory
+        if target.name not in self.backend.tile_inserts.get(source.name, ()):
+            pairs = ", ".join(f"{s}->{d}" for s, ds in sorted(self.backend.tile_inserts.items())
+                              for d in ds)
+            raise LoweringError(
+                f"pl.tile.assemble cannot insert a {source.name} tile ({src.name}) into a "
+                f"{target.name} tile ({dst.name}) on {self.backend.name}",
+                stmt.span,
+                hint=f"insertions on {self.backend.name}: {pairs}",
             )
         return target
 

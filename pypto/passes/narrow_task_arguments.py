@@ -30,6 +30,7 @@ from ..ir.nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Program,
     Return,
     Var,
@@ -117,6 +118,8 @@ def _call_sites(program: Program) -> dict[str, list[tuple[FuncCall, tuple]]]:
         for s in stmts:
             if isinstance(s, For):
                 walk(s.body)
+            elif isinstance(s, If):
+                walk(s.then_body + s.else_body)
             elif isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, FuncCall):
                 targets = s.targets if isinstance(s, Assign) else ()
                 found.setdefault(s.value.callee, []).append((s.value, targets))
@@ -140,8 +143,9 @@ class _Accesses(IRVisitor):
     def _touch(self, var, offsets: ExprList, extents) -> bool:
         if not (isinstance(var, Var) and var.name in self.tensors):
             return False
-        if self.uncertain_loops:
-            self.whole.add(var.name)  # the access may not happen: no window to trust
+        if self.uncertain_loops or not all(isinstance(e, int) for e in extents):
+            # The access may not happen, or its extent is known only at run time.
+            self.whole.add(var.name)
         else:
             self.windows[var.name].append((tuple(offsets.items), tuple(extents)))
         self.visit_expr(offsets)
@@ -179,6 +183,11 @@ class _Accesses(IRVisitor):
         super().visit_For(stmt)
         self.uncertain_loops -= 0 if certain else 1
 
+    def visit_If(self, stmt: If) -> None:
+        self.uncertain_loops += 1  # a branch's accesses may not happen
+        super().visit_If(stmt)
+        self.uncertain_loops -= 1
+
 
 def _rebound(fn: Function, tensors: set[str]) -> set[str]:
     """Tensor parameters the body rebinds to anything but a write into themselves."""
@@ -189,6 +198,8 @@ def _rebound(fn: Function, tensors: set[str]) -> set[str]:
             if isinstance(s, For):
                 out.update(n for n in (s.var.name,) if n in tensors)
                 walk(s.body)
+            elif isinstance(s, If):
+                walk(s.then_body + s.else_body)
             elif isinstance(s, Assign):
                 for t in s.targets:
                     if t.name in tensors and not _writes_into(s, t.name):

@@ -24,6 +24,7 @@ from ..ir.nodes import (
     For,
     FuncCall,
     Function,
+    If,
     Param,
     Program,
     Return,
@@ -32,6 +33,7 @@ from ..ir.nodes import (
 from ..ir.ops import get_op
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor, defs, exposed_uses, uses
+from .cube_vector import crossing_values
 from .manager import Pass
 from .names import NameSupply
 from .narrow_task_arguments import narrow_task_arguments
@@ -149,6 +151,9 @@ class _Outliner:
                 # iteration, so it outlives the block that defines it.
                 inner = self.body(stmt.body, inner_env, after | exposed_uses(stmt.body))
                 new = [replace(stmt, body=tuple(inner))]
+            elif isinstance(stmt, If):
+                new = [replace(stmt, then_body=tuple(self.body(stmt.then_body, env, after)),
+                               else_body=tuple(self.body(stmt.else_body, env, after)))]
             else:
                 new = [stmt]
             for s in new:
@@ -184,7 +189,9 @@ class _Outliner:
         inputs = dict(sorted(inputs.items(), key=lambda kv: order.index(kv[0])))
         # The final binding of each name defined in the block (a later def overrides).
         final = {name: self._final_var(scope.body, name) for name in local}
-        outputs = [n for n in local if n in written or n in after]
+        # Values one unit computes and the other reads go through a scratch tensor too.
+        crossing = crossing_values(scope.body)
+        outputs = [n for n in local if n in written or n in after or n in crossing]
         body = list(scope.body)
         scratch: list[Var] = []
         for name in outputs:
@@ -221,7 +228,7 @@ class _Outliner:
             body.append(Return(out_vars, scope.span))
         kernel = Function(
             name, params, tuple(v.type for v in out_vars), tuple(body), FunctionType.InCore,
-            scope.span,
+            scope.span, attrs=(("split", scope.split),) if scope.split is not None else (),
         )
         self.kernels.append(kernel)
         stmts: list = [

@@ -12,7 +12,8 @@ products are accumulated in K order exactly as the tile form does.  TM and TN ar
 largest divisors of M and N whose blocks fit Left, Right, Mat and Acc together; when
 even one row and one column do not fit, K is too long and the user is told to write a
 K loop with `pl.matmul_acc`.  The matmul's result must be written straight to an
-output: fusing vector work onto it is tile-level code.
+output; in a `pl.at` block, a result the vector unit reads goes through a scratch tensor
+first (cube_vector.py).
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ def lower_matmul_run(computed: list[Assign], writes: list[Assign], names: NameSu
     for s in computed:
         if get_op(s.value.op).category != "matmul":
             raise LoweringError(
-                f"pl.{s.value.op} shares a pl.at block with a tensor-level pl.matmul",
+                f"pl.{s.value.op} works on the vector unit on a tensor-level pl.matmul result "
+                "that has no name in a pl.at block",
                 s.span,
-                hint="give the matmul its own pl.at block (its result written to a tensor), or "
-                     "write the fused kernel with tiles",
+                hint="bind the matmul to a name in the pl.at block (`acc = pl.matmul(a, b)`): "
+                     "the block then hands it to the vector work through global memory; in an "
+                     "@pl.jit.incore kernel, store it to a tensor parameter first",
             )
     out: list = []
     for w in writes:

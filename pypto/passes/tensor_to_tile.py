@@ -21,10 +21,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.errors import CapacityError, LoweringError
-from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var
+from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Return, Var
 from ..ir.ops import get_op, make_call
-from ..ir.types import INDEX, FunctionType, ScalarType, TensorType, TileType
+from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
 from ..ir.visitor import IRMutator, defs, uses
+from .cube_vector import CUBE, VECTOR_CATEGORIES, unit_of
 from .legalize_tile_cast import cast_path
 from .manager import FunctionPass
 from .names import NameSupply
@@ -32,9 +33,7 @@ from .properties import IRProperty
 from .tensor_matmul import lower_matmul_run
 from .tensor_views import fold_views, index_add, is_view
 
-_VECTOR = ("binary", "unary", "cast", "select", "expands", "reduce_row", "reduce_col",
-           "expand_row", "expand_col")
-_LOWERED = _VECTOR + ("matmul",)
+_LOWERED = VECTOR_CATEGORIES + ("matmul",)
 _ALIGN = 32
 
 
@@ -55,6 +54,7 @@ class TensorToTile(FunctionPass):
     def run_function(self, fn, ctx):
         names = NameSupply(fn)
         backend = ctx.backend
+        split = fn.attr("split")
         params = {p.var.name: p.var for p in fn.params}
         body, run = [], []
         written: set[str] = set()  # tensors the current run writes
@@ -63,7 +63,7 @@ class TensorToTile(FunctionPass):
                 if run and _reads(stmt) & written:
                     # A read of what this run wrote (a window of it) must see the store:
                     # the run ends here and the next one loads after it.
-                    body.extend(_lower_run(run, names, backend))
+                    body.extend(_lower_run(run, names, backend, split))
                     run, written = [], set()
                 run.append(stmt)
                 if stmt.value.op == "assemble":
@@ -76,12 +76,13 @@ class TensorToTile(FunctionPass):
                 body.append(stmt)  # `s = x[i, j]` of an input: read before the run loads
                 continue
             if run:
-                body.extend(_lower_run(run, names, backend))
+                body.extend(_lower_run(run, names, backend, split))
                 run, written = [], set()
             _reject_nested(stmt)
+            _reject_unlowered(stmt)
             body.append(_returned_params(stmt, params))
         if run:
-            body.extend(_lower_run(run, names, backend))
+            body.extend(_lower_run(run, names, backend, split))
         fn = _TileWrites().mutate_function(replace(fn, body=tuple(body)))
         return fold_views(_TensorReads(fn, names).mutate_function(fn))
 
@@ -120,9 +121,11 @@ def _without_tensor_aliases(body, params: dict[str, Var]) -> list:
       rebinding a parameter's name keeps its statement;
     - after a whole-tensor write `d = pl.assemble(d, v, [0, 0])`, the tensor statements
       of the same run read v where they read d (the store has not happened when a run
-      loads its inputs)."""
+      loads its inputs) -- unless v is a matmul result or the reader a matmul: values
+      crossing between the cube and the vector unit go through memory (cube_vector.py)."""
     aliases: dict[str, Var] = {}
     written: dict[str, Var] = {}
+    units: dict[str, str] = {}  # tensor value -> the unit computing it (cube_vector.py)
     out = []
     for stmt in body:
         if aliases:
@@ -130,7 +133,8 @@ def _without_tensor_aliases(body, params: dict[str, Var]) -> list:
         tensor_stmt = _is_tensor_stmt(stmt)
         if not tensor_stmt and not is_view(stmt):
             written = {}  # the run ends: later runs load d from memory
-        elif written and tensor_stmt:
+        elif written and tensor_stmt and unit_of(stmt.value) != CUBE:
+            # (a tensor-level matmul reads its operands from memory, on the cube)
             stmt = _read_from(stmt, written)
         if (isinstance(stmt, Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, Var)
                 and isinstance(stmt.value.type, TensorType)
@@ -140,7 +144,11 @@ def _without_tensor_aliases(body, params: dict[str, Var]) -> list:
         for target in stmt.targets if isinstance(stmt, Assign) else ():
             aliases.pop(target.name, None)
             written.pop(target.name, None)
-        if tensor_stmt and stmt.value.op == "assemble" and _whole_write(stmt.value):
+        if tensor_stmt and unit_of(stmt.value) is not None:
+            units[stmt.targets[0].name] = unit_of(stmt.value)
+        if (tensor_stmt and stmt.value.op == "assemble" and _whole_write(stmt.value)
+                and units.get(stmt.value.args[1].name) != CUBE):
+            # A matmul result written out is read back from memory by the vector unit.
             written[stmt.targets[0].name] = stmt.value.args[1]
         out.append(stmt)
     return out
@@ -207,20 +215,35 @@ class _TensorReads(IRMutator):
 
 def _views(body):
     for stmt in body:
-        if isinstance(stmt, For):
-            yield from _views(stmt.body)
+        if isinstance(stmt, (For, If)):
+            yield from _views(_nested(stmt))
         elif is_view(stmt):
             yield stmt.targets[0].name, stmt
 
 
+def _reject_unlowered(stmt) -> None:
+    """A tensor-level operator this pass does not tile (pl.transpose of a tensor)."""
+    value = getattr(stmt, "value", None)
+    if (isinstance(stmt, Assign) and isinstance(value, Call) and isinstance(value.type, TensorType)
+            and value.op not in ("slice", "store", "assemble", "create_tensor")):
+        raise LoweringError(f"tensor-level pl.{value.op} is not supported in a kernel",
+                            stmt.span, hint=f"load tiles and pl.{value.op} them")
+
+
+def _nested(stmt) -> tuple:
+    """The statements a loop or an `if` holds."""
+    return stmt.body if isinstance(stmt, For) else stmt.then_body + stmt.else_body
+
+
 def _reject_nested(stmt) -> None:
-    if isinstance(stmt, For):
-        for inner in stmt.body:
+    if isinstance(stmt, (For, If)):
+        where = "a loop" if isinstance(stmt, For) else "an `if`"
+        for inner in _nested(stmt):
             if _is_tensor_stmt(inner):
                 raise LoweringError(
-                    "tensor-level operators inside a loop of a kernel are not supported yet",
+                    f"tensor-level operators inside {where} of a kernel are not supported yet",
                     inner.span,
-                    hint="inside loops, work on tiles: pl.load / pl.<op> / pl.store",
+                    hint=f"inside {where}, work on tiles: pl.load / pl.<op> / pl.store",
                 )
             _reject_nested(inner)
 
@@ -243,7 +266,7 @@ def _returned_params(stmt, params: dict[str, Var]):
     return replace(stmt, values=tuple(values))
 
 
-def _lower_run(run: list[Assign], names: NameSupply, backend) -> list:
+def _lower_run(run: list[Assign], names: NameSupply, backend, split=None) -> list:
     defined = {s.targets[0].name: s for s in run if s.value.op != "assemble"}
     writes = [s for s in run if s.value.op == "assemble"]
     # Liveness: only values that flow into a write are computed.
@@ -259,15 +282,17 @@ def _lower_run(run: list[Assign], names: NameSupply, backend) -> list:
         return []
     if any(get_op(s.value.op).category == "matmul" for s in computed):
         return lower_matmul_run(computed, writes, names, backend)
-    return _VectorRun(computed, writes, names, backend).lower()
+    return _VectorRun(computed, writes, names, backend, split).lower()
 
 
 class _VectorRun:
     """One run of vector operators over a frame [M, N], lowered chunk by chunk."""
 
-    def __init__(self, computed: list[Assign], writes: list[Assign], names: NameSupply, backend):
+    def __init__(self, computed: list[Assign], writes: list[Assign], names: NameSupply, backend,
+                 split=None):
         self.computed, self.writes = computed, writes
         self.names, self.backend = names, backend
+        self.split = split
         defined = {s.targets[0].name for s in computed}
         self.inputs: dict[str, Var] = {}
         for stmt in computed + writes:
@@ -331,9 +356,13 @@ class _VectorRun:
         capacity = self.backend.capacities["Vec"]
         rows = _divisors(self.rows) if self.split_rows else [self.rows]
         cols = _divisors(self.cols) if self.split_cols else [self.cols]
+        if self.split is SplitMode.UP_DOWN:
+            rows = self._halves(rows, self.rows, self.split_rows, "rows", "columns")
+        elif self.split is SplitMode.LEFT_RIGHT:
+            cols = self._halves(cols, self.cols, self.split_cols, "columns", "rows")
         for r in rows:
-            if self._bytes(r, self.cols) <= capacity:
-                return r, self.cols
+            if self._bytes(r, cols[0]) <= capacity:
+                return r, cols[0]
         for c in cols:
             if self._bytes(rows[-1], c) <= capacity:
                 return rows[-1], c
@@ -352,6 +381,22 @@ class _VectorRun:
             f"Vec buffer's {capacity}",
             self.writes[0].span,
         )
+
+    def _halves(self, sizes: list[int], extent: int, divisible: bool, axis: str,
+                other: str) -> list[int]:
+        """Chunk sizes of an axis `pl.split` halves between the two vector lanes: at most
+        half of it, dividing that half."""
+        mode = f"pl.split({self.split!r})"
+        if not divisible:
+            raise LoweringError(f"{mode} halves the vector work by {axis}, but this "
+                                f"computation reduces whole {axis[:-1]}s",
+                                self.writes[0].span,
+                                hint=f"split along the {other} instead, or drop pl.split")
+        if extent % 2:
+            raise LoweringError(f"{mode} halves the vector work by {axis}, but it has {extent} "
+                                f"{axis}", self.writes[0].span,
+                                hint="split along an even axis, or drop pl.split")
+        return [d for d in sizes if (extent // 2) % d == 0]
 
     # -- emission
 

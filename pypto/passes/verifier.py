@@ -9,7 +9,7 @@ parses it back and requires a structurally equal program.
 from __future__ import annotations
 
 from ..ir.errors import PyptoError, VerificationError
-from ..ir.nodes import Assign, AtScope, Call, For, FuncCall, Function, Program, Return, Var
+from ..ir.nodes import Assign, AtScope, Call, For, FuncCall, Function, If, Program, Return, Var
 from ..ir.ops import get_op
 from ..ir.options import VerificationLevel
 from ..ir.printer import print_statement
@@ -55,6 +55,10 @@ def _types_body(body, env, functions, fn) -> None:
             inner = dict(env, **{stmt.var.name: stmt.var})
             _types_body(stmt.body, inner, functions, fn)
             env.update({k: v for k, v in inner.items() if k != stmt.var.name})
+        elif isinstance(stmt, If):
+            _check_uses(stmt.cond, env, stmt)
+            for branch in (stmt.then_body, stmt.else_body):
+                _types_body(branch, env, functions, fn)
         elif isinstance(stmt, AtScope):
             _types_body(stmt.body, env, functions, fn)
             if stmt.task is not None:  # `with pl.at(...) as tid` binds the task id
@@ -137,6 +141,12 @@ def _defs_body(body, defined: set) -> None:
             inner = defined | {stmt.var.name}
             _defs_body(stmt.body, inner)
             defined |= inner - {stmt.var.name}
+        elif isinstance(stmt, If):
+            _need(stmt.cond, defined, stmt)
+            for branch in (stmt.then_body, stmt.else_body):
+                inner = set(defined)
+                _defs_body(branch, inner)
+                defined |= inner  # as after a loop: what a branch binds counts as bound
         elif isinstance(stmt, AtScope):
             for e in (stmt.deps + stmt.no_dep_args + stmt.dumps
                       + ((stmt.blocks,) if stmt.blocks else ())):
@@ -221,6 +231,8 @@ def _statements(body):
         yield stmt, None
         if isinstance(stmt, (For, AtScope)):
             yield from _statements(stmt.body)
+        elif isinstance(stmt, If):
+            yield from _statements(stmt.then_body + stmt.else_body)
 
 
 def check_directions(program: Program, backend) -> None:

@@ -14,17 +14,21 @@ from pypto.runtime.errors import (
     OrchestrationError,
     PyptoRuntimeError,
     RaceError,
+    UnsupportedError,
 )
 from pypto.runtime.golden import GoldenError, GoldenMismatchError, GoldenRecord, write_golden
+from pypto.runtime.harness import run
 from pypto.runtime.library import CheckTable, Library, load_library
 from pypto.runtime.loader import LoadedProgram, load_artifact, verify_artifact
-from pypto.runtime.worker import ChipWorker, RegisteredProgram
+from pypto.runtime.tensor_spec import TensorSpec
+from pypto.runtime.worker import ChipWorker, DistributedWorker, RegisteredProgram
 
 __all__ = [
     "ArtifactError",
     "CheckTable",
     "ChipWorker",
     "DeviceUnavailableError",
+    "DistributedWorker",
     "GoldenError",
     "GoldenMismatchError",
     "GoldenRecord",
@@ -37,9 +41,12 @@ __all__ = [
     "RaceError",
     "RegisteredProgram",
     "RunConfig",
+    "TensorSpec",
+    "UnsupportedError",
     "Tolerance",
     "load_artifact",
     "load_library",
+    "run",
     "verify_artifact",
     "write_golden",
 ]

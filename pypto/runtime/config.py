@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from dataclasses import dataclass, field
+import sys
+from dataclasses import InitVar, dataclass, field
 
-from pypto.platform import default_platform, get_platform
+from pypto.platform import (
+    SIMULATE_DEVICE_ENV,
+    check_target,
+    default_platform,
+    get_platform,
+    simulator_for,
+)
+from pypto.runtime.errors import UnsupportedError
 
 
 @dataclass(kw_only=True)
@@ -21,6 +30,15 @@ class RunConfig:
     the current directory; see `pypto.runtime.dfx`); `enable_dump_args=1` dumps the
     tensors tagged with `pl.dump_tag` / `dumps=`, `=2` every task's tensors, to
     `dfx_outputs/args_dump/` (see `pypto.runtime.dump`).
+
+    Upstream PyPTO's arguments (docs/upstream-compat.md): `enable_chip_swimlane` is
+    `enable_swimlane`; `device_id` names the chip (on a simulator, the simulated one: its
+    swimlane is labelled with it); `strategy` the pass pipeline (only
+    `OptimizationStrategy.Default` exists); `backend_type` must be the platform's backend;
+    `compile_profiling` writes `report/pipeline_profile.{txt,json}` with the artifact;
+    `distributed_config` (a multi-rank program) is refused when the config is used.  With
+    PYPTO_SIMULATE_DEVICE=1 a device platform ("a2a3", "a5") runs on its simulator:
+    `platform` is then the simulator and `requested_platform` the device asked for.
     """
 
     platform: str = field(default_factory=default_platform)  # $PYPTO_PLATFORM, else a2a3sim
@@ -36,9 +54,18 @@ class RunConfig:
     diagnostic_phase: object = None
     disabled_diagnostics: object = None
     workers: int | None = None
+    device_id: int | None = None
+    strategy: object = None
+    backend_type: object = None
+    compile_profiling: bool = False
+    distributed_config: object = None
+    enable_chip_swimlane: InitVar[bool | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, enable_chip_swimlane: bool | None) -> None:
+        self.requested_platform = self.platform
         get_platform(self.platform)  # raises ValueError listing the known platforms
+        self.platform = simulator_for(self.platform)
+        self.where = caller_location()  # the user's line, for errors about what it asked for
         dump = self.enable_dump_args
         if dump is True or dump not in (0, 1, 2):
             raise ValueError(f"enable_dump_args must be 0 (off), 1 (tagged tensors) or 2 "
@@ -51,3 +78,77 @@ class RunConfig:
             not isinstance(self.schedule_seed, int) or isinstance(self.schedule_seed, bool)
         ):
             raise TypeError(f"schedule_seed must be an int or None, got {self.schedule_seed!r}")
+        if enable_chip_swimlane is not None:
+            self.enable_swimlane = bool(enable_chip_swimlane) or self.enable_swimlane
+        self._check_upstream_arguments()
+
+    def _check_upstream_arguments(self) -> None:
+        if self.device_id is not None and (not isinstance(self.device_id, int)
+                                           or isinstance(self.device_id, bool)
+                                           or self.device_id < 0):
+            raise ValueError(f"device_id must be a non-negative integer, got {self.device_id!r}")
+        check_target(self.platform, self.backend_type, self.strategy)
+
+    def check_single_device(self) -> None:
+        """Refuses a config asking for a multi-rank program: this project runs one chip."""
+        if self.distributed_config is not None:
+            raise UnsupportedError(
+                f"{self.where}: RunConfig(distributed_config=...) asks for a multi-rank "
+                "(distributed) program; this project compiles and runs single-chip programs "
+                "only (no HOST orchestrator, ranks or collectives)",
+                hint="drop distributed_config and run the chip-level @pl.jit program on one "
+                     "device; multi-rank programs need upstream PyPTO's distributed runtime")
+
+    @property
+    def simulated_device(self) -> str | None:
+        """The device platform PYPTO_SIMULATE_DEVICE replaced by `platform`, else None."""
+        return self.requested_platform if self.requested_platform != self.platform else None
+
+
+# Upstream RunConfig arguments that have no meaning here, and what to do instead.
+UNSUPPORTED_ARGUMENTS = {
+    "enable_pmu": "samples the device's performance counters; the simulator has none "
+                  "(enable_swimlane=True records each task's time)",
+    "enable_scope_stats": "reports the device runtime's ring occupancy; this runtime has no "
+                          "fixed rings (enable_dep_gen=True shows the task graph)",
+    "ring_task_window": "sizes the device runtime's task ring; this runtime has no fixed rings",
+    "ring_heap": "sizes the device runtime's heap ring; this runtime has no fixed rings",
+    "ring_dep_pool": "sizes the device runtime's dependency pool; this runtime has none",
+    "aicpu_thread_num": "sets the device's AICPU scheduler threads (workers= sets the "
+                        "simulated cores here)",
+    "save_kernels": "keeps upstream's build directory; artifacts here always stay in the "
+                    "content-keyed cache (compiled.output_dir)",
+    "save_kernels_dir": "places upstream's build directory; kernel.compile(...).output_dir "
+                        "is where an artifact is",
+    "codegen_only": "stops upstream's harness before dispatch; use kernel.compile(...) to "
+                    "build without running",
+}
+
+
+def _refuse_unsupported(init):
+    @functools.wraps(init)
+    def checked(self, *args, **kwargs):
+        for name in sorted(set(kwargs) & set(UNSUPPORTED_ARGUMENTS)):
+            raise TypeError(f"{caller_location()}: RunConfig({name}=...) is not supported: it "
+                            f"{UNSUPPORTED_ARGUMENTS[name]}; remove the argument")
+        init(self, *args, **kwargs)
+
+    return checked
+
+
+RunConfig.__init__ = _refuse_unsupported(RunConfig.__init__)
+
+
+def caller_location() -> str:
+    """file:line of the first frame outside pypto: where the user built the config."""
+    frame = sys._getframe(1)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    while frame is not None and (frame.f_code.co_filename.startswith("<")
+                                 or os.path.abspath(frame.f_code.co_filename).startswith(package)):
+        frame = frame.f_back  # pypto's frames, and the dataclass's generated __init__
+    if frame is None:
+        return "<unknown>"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+__all__ = ["RunConfig", "SIMULATE_DEVICE_ENV", "UNSUPPORTED_ARGUMENTS", "caller_location"]

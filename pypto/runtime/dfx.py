@@ -140,6 +140,16 @@ def _overlap_tensor(run, src, dst) -> int | None:
     return None
 
 
+def _chip(config, platform: str) -> str:
+    """The chip a run is on: its platform, the device it simulates, its device id."""
+    name = platform
+    if config.simulated_device is not None:
+        name += f" (simulating {config.simulated_device})"
+    if config.device_id is not None:
+        name += f" device {config.device_id}"
+    return name
+
+
 def swimlane_document(run: ProgramRun) -> dict:
     """The run's tasks as Chrome trace events: one lane per simulated core, flows for edges."""
     scheduler = run.scheduler
@@ -147,7 +157,7 @@ def swimlane_document(run: ProgramRun) -> dict:
     manifest = run.program.manifest
     events: list[dict] = [
         {"name": "process_name", "ph": "M", "pid": 0, "tid": 0,
-         "args": {"name": f"{manifest.entry} on {manifest.platform}"}},
+         "args": {"name": f"{manifest.entry} on {_chip(run.config, manifest.platform)}"}},
     ]
     for core in scheduler.cores:
         events.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": core.core_id,

@@ -15,6 +15,15 @@ class DeviceUnavailableError(PyptoRuntimeError):
     """The artifact targets an NPU platform and this host has no NPU runtime."""
 
 
+class UnsupportedError(PyptoRuntimeError):
+    """A feature upstream PyPTO has and this project does not (multi-rank programs, ...):
+    the message names it and where it was asked for, the hint what to do instead."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message + (f"\n  hint: {hint}" if hint else ""))
+        self.hint = hint
+
+
 class OrchestrationError(PyptoRuntimeError):
     """The orchestration code reported a failure or submitted an invalid task."""
 

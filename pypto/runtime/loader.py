@@ -108,6 +108,8 @@ class LoadedProgram:
         Python numbers.  Out/InOut results are copied back into the caller's tensors;
         the return value is the output tensor, or a tuple when there are several.
         """
+        if config is not None and config.distributed_config is not None:
+            config.check_single_device()
         try:
             result = _execution().run(self, config if config is not None else RunConfig(), args)
         except BaseException:

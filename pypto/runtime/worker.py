@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from pypto.ir import dtypes
-from pypto.runtime.config import RunConfig
-from pypto.runtime.errors import PyptoRuntimeError
+from pypto.runtime.config import RunConfig, caller_location
+from pypto.runtime.errors import PyptoRuntimeError, UnsupportedError
 from pypto.runtime.loader import LoadedProgram, load_artifact
 
 if TYPE_CHECKING:
@@ -59,18 +59,28 @@ class ChipWorker:
         if config is not None and not isinstance(config, RunConfig):
             raise TypeError(f"config must be a RunConfig, got {type(config).__name__}")
         self.config = config if config is not None else RunConfig()
+        self.config.check_single_device()
         self._cores: list[SimCore] | None = None
         self._resident: dict[int, torch.Tensor] = {}
         self._programs: dict[Path, RegisteredProgram] = {}
         self._closed = False
+
+    @property
+    def aicpu_dlopen_count(self) -> int:
+        """How many programs this worker has loaded (upstream's count of the device
+        scheduler's dlopens: one per registered program, none per dispatch)."""
+        return len(self._programs)
 
     # ------------------------------------------------------------------ device memory
     def alloc_tensor(
         self,
         shape: Sequence[int],
         dtype: torch.dtype | dtypes.DataType | None = None,
+        init: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """A resident device tensor (FP32 unless `dtype` says), uninitialised: NaN / 0xA5.
+        """A resident device tensor (FP32 unless `dtype` says), uninitialised (NaN / 0xA5)
+        unless `init` gives its contents (upstream's allocate-and-upload in one step; `init`
+        must have the tensor's shape).
 
         Pass it to `run` or a registered program in place of a host tensor: it is bound
         without copies.  On the simulator its storage is host memory, so reading it or
@@ -90,6 +100,11 @@ class ChipWorker:
         tensor = poison_(torch.empty(tuple(shape), dtype=data_type.to_torch()))
         if tensor.numel() == 0:
             raise ValueError("alloc_tensor: a resident tensor needs at least one element")
+        if init is not None:
+            if tuple(init.shape) != tuple(tensor.shape):
+                raise ValueError(f"alloc_tensor: init has shape {list(init.shape)}, the tensor "
+                                 f"{list(tensor.shape)}")
+            tensor.copy_(init)
         self._resident[tensor.data_ptr()] = tensor
         return tensor
 
@@ -179,3 +194,15 @@ class ChipWorker:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._resident)} resident tensors"
         return f"ChipWorker({self.config.platform!r}, {state})"
+
+
+class DistributedWorker:
+    """Upstream PyPTO's worker for multi-rank programs (a HOST orchestrator over several
+    chips).  This project runs single-chip programs: constructing one is refused."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise UnsupportedError(
+            f"{caller_location()}: DistributedWorker runs multi-rank (distributed) programs; "
+            "this project compiles and runs single-chip programs only",
+            hint="run the chip-level @pl.jit program with a ChipWorker, which keeps resident "
+                 "tensors (alloc_tensor) across the programs it registers")

@@ -17,6 +17,8 @@ TOOLS: dict[str, tuple[str, str]] = {
     "platforms": ("pypto.tools.platforms", "list the platforms and their backends"),
     "deps-viewer": ("pypto.tools.deps_viewer", "a run's task graph (deps.json): text, DOT, HTML"),
     "operators-doc": ("pypto.tools.operators_doc", "write docs/operators.md from the op registry"),
+    "upstream-compat": ("pypto.tools.upstream_compat",
+                        "write docs/upstream-compat.md: what of upstream PyPTO runs here"),
     "dump-viewer": ("pypto.tools.dump_viewer", "a run's tensor dump (args_dump/): list, export, "
                     "compare"),
     "triage": ("pypto.tools.triage", "walk the five precision-debugging steps for a kernel"),

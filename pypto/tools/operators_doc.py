@@ -37,20 +37,12 @@ def render() -> str:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
-                        help="where to write the page (default: docs/operators.md)")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 if the page differs from the registry instead of writing it")
+    from pypto.tools.generated_page import add_page_arguments
+
+    add_page_arguments(parser, DEFAULT_OUTPUT, "registry")
 
 
 def run(args) -> int:
-    text = render()
-    if args.check:
-        current = args.output.read_text() if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output} is stale: run `pypto operators-doc`")
-            return 1
-        return 0
-    args.output.write_text(text)
-    print(f"wrote {args.output}")
-    return 0
+    from pypto.tools.generated_page import write_or_check
+
+    return write_or_check(render(), args.output, "operators-doc", args.check)

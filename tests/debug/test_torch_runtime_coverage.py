@@ -7,6 +7,7 @@ import torch
 
 import pypto.language as pl
 from pypto.debug import load_entry, torch_codegen, torch_runtime
+from pypto.debug.torch_codegen import runtime_name
 from pypto.ir.ops import all_ops
 from pypto.runtime import RunConfig
 
@@ -14,7 +15,8 @@ pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftes
 
 
 def test_every_registry_operator_has_a_torch_function():
-    missing = [name for name in all_ops() if not callable(getattr(torch_runtime, name, None))]
+    missing = [name for name in all_ops()
+               if not callable(getattr(torch_runtime, runtime_name(name), None))]
     assert missing == []
 
 

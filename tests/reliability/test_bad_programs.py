@@ -209,13 +209,13 @@ def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         pass
     return out
 """, (T(16, 128), T(16, 128)), ParseError, "not supported"),
-    "if_on_runtime_value": Case("""
+    "if_on_a_float_value": Case("""
 @pl.jit.incore
-def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor], n: pl.Scalar[pl.INT64]):
-    if n:  # <-
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor], x: pl.Scalar[pl.FP32]):
+    if x:  # <-
         pass
     return out
-""", (T(16, 128), T(16, 128), 1), ParseError, "compile-time conditions"),
+""", (T(16, 128), T(16, 128), 1.5), TypeCheckError, "write a comparison as the condition"),
     "undefined_name": Case("""
 @pl.jit.incore
 def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):

@@ -23,6 +23,11 @@ def test_defaults_are_the_documented_ones():
         "diagnostic_phase": None,
         "disabled_diagnostics": None,
         "workers": None,
+        "device_id": None,
+        "strategy": None,
+        "backend_type": None,
+        "compile_profiling": False,
+        "distributed_config": None,
     }
 
 

@@ -664,6 +664,15 @@ template <class T> inline void textract(Tile<T> dst, Tile<T> src, int64_t r0, in
     detail::for_each(dst, [&](int32_t r, int32_t c) { return detail::at(src, int32_t(r0 + r), int32_t(c0 + c)); });
 }
 
+/* The valid region of src written into dst at (r0, c0) (TINSERT); dst keeps its other
+ * elements.  Elements that would land outside dst are not written. */
+template <class T> inline void tinsert(Tile<T> dst, Tile<T> src, int64_t r0, int64_t c0) {
+    for (int32_t r = 0; r < src.vrows; ++r)
+        for (int32_t c = 0; c < src.vcols; ++c)
+            if (r0 + r >= 0 && r0 + r < dst.rows && c0 + c >= 0 && c0 + c < dst.cols)
+                detail::ref(dst, int32_t(r0 + r), int32_t(c0 + c)) = detail::at(src, r, c);
+}
+
 /* The same row-major elements under dst's shape. */
 template <class T> inline void treshape(Tile<T> dst, Tile<T> src) {
     const int64_t n = int64_t(dst.rows) * dst.cols;

@@ -1,0 +1,78 @@
+"""`pl.tile.*` and `pl.tensor.*`: the level-specific spellings of the operators.
+
+`pl.<op>` dispatches on its operands' kind; `pl.tile.<op>` and `pl.tensor.<op>` name the
+same registry operator and insist on tiles or tensors (an operand of the other kind is a
+type error at its line).  Some operators exist at one level only and are reached here
+alone (`pl.tile.assemble`, `pl.tile.transpose_view`); the scalar-operand spellings
+(`pl.tile.adds`, `pl.tensor.muls`, and `pl.adds` itself) are the binary operator with a
+scalar second operand.  A name that is not listed raises AttributeError, which the parser
+reports at the user's line.
+"""
+
+from __future__ import annotations
+
+from ..ir.ops import all_ops
+from .parser import DslBuiltin, OpStub
+
+# Registry categories that exist on tiles and on tensors alike.
+_BOTH = ("binary", "unary", "cast", "select", "expands", "reduce_row", "reduce_col",
+         "expand_row", "expand_col", "matmul", "element")
+# Operators of other categories, per level.
+_TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_validshape",
+              "reshape", "transpose", "concat", "slice", "get_block_idx", "get_block_num",
+              "tile.assemble", "tile.transpose_view")
+_TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
+                "dump_tag")
+# Other spellings of a registry operator, per level.
+_ALIASES = {"tile": {"create": "create_tile"}, "tensor": {"create": "create_tensor"}}
+# Parser constructs reached through a namespace (`pl.tensor.dim(t, 0)`).
+_BUILTINS = {"tensor": ("dim",)}
+# The scalar-operand spellings: `adds` is `add` with a scalar second operand.
+SCALAR_SPELLINGS = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div",
+                    "maximums": "maximum", "minimums": "minimum", "cmps": "cmp",
+                    "ands": "and_", "ors": "or_", "xors": "xor", "shls": "shl", "shrs": "shr"}
+
+
+class OpNamespace:
+    """`pl.tile` / `pl.tensor`: attribute access yields the operator stubs of one level."""
+
+    def __init__(self, level: str, ops: dict[str, str]):
+        self._level = level
+        self._ops = ops
+
+    def __getattr__(self, name: str) -> OpStub:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        spelling = f"{self._level}.{name}"
+        if name in SCALAR_SPELLINGS:
+            return OpStub(SCALAR_SPELLINGS[name], self._level, True, spelling)
+        if name in _BUILTINS.get(self._level, ()):
+            return DslBuiltin(name)
+        op = self._ops.get(name)
+        if op is None:
+            raise AttributeError(f"pl.{spelling} is not an operator of this project")
+        # Only operators of both levels check their operands' kind: the others are of one
+        # level by what they are (pl.tile.load takes a tensor and makes a tile).
+        level = self._level if all_ops()[op].category in _BOTH else None
+        return OpStub(op, level, False, spelling)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(self._ops) | set(SCALAR_SPELLINGS))
+
+    def __repr__(self) -> str:
+        return f"<pl.{self._level}: {len(self._ops)} operators>"
+
+
+def _level_ops(level: str, only: tuple[str, ...]) -> dict[str, str]:
+    ops = {}
+    for name, op in all_ops().items():
+        if op.category in _BOTH or name in only:
+            ops[name.split(".")[-1]] = name
+    ops.update(_ALIASES[level])
+    return ops
+
+
+tile = OpNamespace("tile", _level_ops("tile", _TILE_ONLY))
+tensor = OpNamespace("tensor", _level_ops("tensor", _TENSOR_ONLY))
+
+__all__ = ["OpNamespace", "SCALAR_SPELLINGS", "tile", "tensor"]

@@ -1,0 +1,328 @@
+"""`pypto upstream-compat`: write docs/upstream-compat.md, what of upstream PyPTO runs here.
+
+Users' programs are written in upstream PyPTO's spelling (the `pypto-upstream` snapshot:
+its user guide and examples).  This module is the one table of that surface: every `pl.`
+name the guide and the examples use, the constructs they rely on, and every example
+program, each with its status here and, where it is refused, why and what to do.
+`tests/upstream` checks it against the code (a supported name resolves, an absent one
+does not, each program ends as listed) and against the snapshot (every name it uses is
+listed), and the page against this table.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "upstream-compat.md"
+SNAPSHOT_ENV = "PYPTO_UPSTREAM_ROOT"
+
+
+def snapshot_root() -> Path:
+    """Where the upstream PyPTO snapshot is: `$PYPTO_UPSTREAM_ROOT`, else
+    `../shared/third_party/pypto-upstream` beside the checkout (it may be absent)."""
+    explicit = os.environ.get(SNAPSHOT_ENV)
+    if explicit:
+        return Path(explicit)
+    return Path(__file__).resolve().parents[3] / "shared" / "third_party" / "pypto-upstream"
+
+SUPPORTED = "supported"
+REFUSED = "refused"  # resolves, and is refused at the line that uses it, saying why
+ABSENT = "absent"  # does not resolve: the parser reports `pl.X` does not exist at its line
+
+# Why a group of names is refused or absent, and what to do instead.
+WHY = {
+    "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-32, FP16, "
+             "BF16, FP32, FP8E4M3FN, FP8E5M2)",
+    "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
+              "with a_trans= / b_trans= or pl.tile.transpose_view",
+    "array": "on-core arrays (and arrays of task ids) are not supported; keep task ids in "
+             "names and list them in deps=",
+    "pipe": "the cross-core pipe (TPUSH/TPOP, AIV lanes) is not modelled: write mixed "
+            "kernels with pl.at(optimizations=[pl.split(...)]), which hands values through "
+            "global memory",
+    "host": "multi-chip (L3) programs are not supported: run the chip-level @pl.jit program",
+    "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
+                   "project runs single-chip programs",
+    "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
+    "while": "pl.while_ / pl.cond loops are not supported; bound the loop with pl.range",
+    "scope": "scope modes other than pl.manual_scope() are not supported",
+    "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
+    "bias": "the cube's bias buffer is not modelled (no pl.tile.matmul_bias): add the bias "
+            "on the vector unit",
+    "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
+                  "does not have (values cross through global memory); remove it",
+    "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
+    "task_dummy": "a dependency-only task is not supported; list the task ids in deps= of "
+                  "the task that waits",
+    "task_id": "pl.TASK_ID is the task-id type here (pl.TaskId, bound by `as tid` and "
+               "pl.submit); pl.Scalar[pl.TASK_ID] and arrays of task ids are not supported",
+}
+
+_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "INT8",
+                     "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32")
+_OPS_SUPPORTED = (
+    "abs", "add", "and_", "ands", "assemble", "cast", "cmp", "col_expand", "col_expand_add",
+    "col_expand_div", "col_expand_expdif", "col_expand_max", "col_expand_min",
+    "col_expand_mul", "col_expand_sub", "col_max", "col_min", "col_sum", "concat",
+    "create_tensor", "create_tile", "div", "dump_tag", "exp", "expands", "fillpad", "full",
+    "get_block_idx", "load", "log", "matmul", "matmul_acc", "max", "maximum", "min",
+    "minimum", "move", "mul", "neg", "not_", "or_", "ors", "read", "recip", "relu", "reshape",
+    "row_expand", "row_expand_add", "row_expand_div", "row_expand_expdif", "row_expand_max",
+    "row_expand_min", "row_expand_mul", "row_expand_sub", "row_max", "row_min", "row_sum",
+    "rsqrt", "set_validshape", "shl", "shls", "shr", "shrs", "slice", "sqrt", "store", "sub",
+    "transpose", "xor", "xors")
+_LANGUAGE_SUPPORTED = (
+    "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
+    "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.DDR", "Mem.Left", "Mem.Mat", "Mem.Right",
+    "Mem.Vec", "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right",
+    "MemorySpace.Vec", "Out", "PadValue.min", "PadValue.zero", "Scalar", "SplitMode.LEFT_RIGHT",
+    "SplitMode.NONE", "SplitMode.UP_DOWN", "TaskId", "Tensor", "Tile", "at", "cluster", "const",
+    "dim", "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline",
+    "jit.opaque", "loads", "manual_scope", "parallel", "parse", "parse_program", "pipeline",
+    "program", "range", "spmd", "spmd_submit", "split", "static_assert", "static_print",
+    "submit", "tensor", "tile", "unroll", "yield_")
+_TILE_SUPPORTED = ("add", "adds", "assemble", "cmps", "create", "fillpad", "full",
+                   "get_block_idx", "get_block_num", "load", "maximums", "minimums", "move",
+                   "read", "relu", "rsqrt", "sel", "store", "transpose_view")
+_TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "get_block_idx",
+                     "get_block_num", "read")
+
+_ABSENT = {
+    "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
+    "layout": ("DN", "ND", "NZ", "MX_A_ZZ", "MX_B_NN", "TensorLayout", "TensorLayout.ND",
+               "TensorView", "TileView"),
+    "array": ("Array", "Tuple", "array", "array.create"),
+    "pipe": ("aic_gather", "aic_initialize_pipe", "aiv_initialize_pipe", "aiv_shard",
+             "split_aiv", "system", "system.aic_initialize_pipe", "system.aiv_initialize_pipe",
+             "system.available_aiv_count", "system.available_cluster_count",
+             "system.cacheinvalid", "system.fence", "system.import_peer_buffer",
+             "system.reserve_buffer", "system.syncall", "system.tfree_to_aic",
+             "system.tfree_to_aiv", "system.tpop_from_aic", "system.tpop_from_aiv",
+             "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
+             "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
+             "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
+    "op": ("batch_matmul", "col_argmax", "col_argmin", "col_prod", "create_l1",
+           "fillpad_expand", "fmod", "fmods", "matmul_mx", "no_dep", "part_add", "part_max",
+           "part_min", "part_mul", "prefetch", "reinterpret_view", "row_argmax", "row_argmin",
+           "row_prod", "write", "tensor.ci", "tensor.cos", "tensor.create_l1",
+           "tensor.expand_clone", "tensor.full", "tensor.gather", "tensor.gather_row",
+           "tensor.mrgsort", "tensor.no_dep", "tensor.paged_gather", "tensor.random",
+           "tensor.scatter", "tensor.scatter_update", "tensor.sin", "tensor.sort32",
+           "tile.addc", "tile.addsc", "tile.gatherb", "tile.gemv", "tile.gemv_acc",
+           "tile.gemv_bias", "tile.lrelu", "tile.matmul_bias", "tile.matmul_mx",
+           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "tile.max", "tile.mgather",
+           "tile.min", "tile.mscatter", "tile.prelu", "tile.rem", "tile.rems", "tile.sels",
+           "tile.subc", "tile.subsc", "tile.tri", "loads_program", "InlineFunction"),
+    "while": ("while_", "cond"),
+    "scope": ("scope", "ScopeMode.MANUAL", "RUNTIME"),
+    "memref": ("MemRef",),
+    "bias": ("Mem.Bias",),
+    "level": ("FunctionType.AIV",),
+    "task_dummy": ("task_dummy", "system.task_dummy"),
+}
+_REFUSED = {
+    "task_id": ("TASK_ID",),
+    "host": ("jit.host", "Level.HOST", "Role.Orchestrator", "Role.SubWorker"),
+    "split_ring": ("cross_core_slot",),
+}
+
+
+def _names() -> dict[str, tuple[str, str]]:
+    names = {f"pl.{n}": (SUPPORTED, "") for n in
+             _DTYPES_SUPPORTED + _OPS_SUPPORTED + _LANGUAGE_SUPPORTED}
+    names.update({f"pl.tile.{n}": (SUPPORTED, "") for n in _TILE_SUPPORTED})
+    names.update({f"pl.tensor.{n}": (SUPPORTED, "") for n in _TENSOR_SUPPORTED})
+    for status, groups in ((ABSENT, _ABSENT), (REFUSED, _REFUSED)):
+        for why, members in groups.items():
+            names.update({f"pl.{n}": (status, WHY[why]) for n in members})
+    return dict(sorted(names.items()))
+
+
+NAMES = _names()
+"""`pl.` name -> (status, why it is refused or absent)."""
+
+# Constructs of upstream programs: (construct, status, how it is supported or why refused).
+CONSTRUCTS = (
+    ("bare `pl.store(tile, offsets, out)` / `pl.assemble(out, x, offsets)` statements",
+     SUPPORTED, "the write rebinds `out` to the updated tensor"),
+    ("a store result under a new name (`out2 = pl.store(t, offsets, out)`)", SUPPORTED,
+     "`out2` names `out` from there on"),
+    ("`if` / `else` on runtime values, `pl.yield_` in branches", SUPPORTED,
+     "kept as a branch in kernels and orchestration"),
+    ("`for i, (a, b) in pl.range(n, init_values=(a0, b0))` ... `x, y = pl.yield_(...)`",
+     SUPPORTED, "a loop carrying values"),
+    ("`pl.pipeline(n, stage=F)`", SUPPORTED,
+     "the body replicated F times per iteration, then the remaining iterations"),
+    ("bare-dtype scalar parameters (`scale: pl.FP32`, `n: pl.INDEX`)", SUPPORTED,
+     "specialisation constants of a @pl.jit entry (one program per value); scalars elsewhere"),
+    ("`valid_shape=[16, n]` with a runtime `n`", SUPPORTED,
+     "the tile's valid region is set at run time (load, fillpad, store)"),
+    ("tensor-level `pl.matmul` with vector work in one `pl.at`, `pl.split(UP_DOWN|LEFT_RIGHT)`",
+     SUPPORTED, "the value crosses through a scratch tensor; split halves the vector work"),
+    ("`with pl.spmd(n): out = kernel(...)` and `pl.spmd(core_num=, sync_start=)`", SUPPORTED,
+     "each call is one dispatch of n blocks"),
+    ("`@pl.program` classes defined in a builder function", SUPPORTED,
+     "the builder's locals are visible to the class body"),
+    ("orchestration reads of input tensors (`pl.tensor.read(config, [0])`)", SUPPORTED,
+     "a tensor some task writes is refused at the read's line"),
+    ("`@pl.jit.inline` / `@pl.jit.opaque` helpers", SUPPORTED,
+     "spliced into the caller (locals suffixed)"),
+    ("a standalone `@pl.function` called from a program, `pl.parse` / `pl.loads` of one",
+     SUPPORTED, "added to the program, parsed for the call's argument types; "
+     "`ir.serialize` / `ir.deserialize` go through the printed form"),
+    ("`pl.dynamic` dimensions in a `@pl.program`", SUPPORTED,
+     "a class whose entry has them is a `ProgramTemplate`, parsed per call's tensor shapes "
+     "by `run(program, *args)`: `pl.tensor.dim` reads that call's sizes (what upstream "
+     "reads at run time), a name bound once to such a size is a constant"),
+    ("a view (`pl.slice`) reaching past its tensor's end, read only in part", REFUSED,
+     "each task's window of a tensor must lie inside it; the run stops with "
+     "OrchestrationError (status 3) before any kernel runs"),
+    ("tensor shapes known only at run time (`pl.create_tensor([16, n])`, runtime slice "
+     "extents)", REFUSED, "tensor shapes are compile-time constants here; the refusal names "
+     "the runtime value"),
+    ("tensor-level operators inside loops or `if` of a `pl.at` block (qwen3_jit)", REFUSED,
+     "write tiles (pl.load / pl.<op> / pl.store) inside loops"),
+    ("`pl.move` across the cube/vector boundary (Mat -> Vec, Vec -> Left, Acc -> Vec on "
+     "A2/A3)", REFUSED, "no such PTO data path; upstream lowers it to a TPUSH/TPOP transfer, "
+     "which this project does not model: store and load through a tensor"),
+    ("an Out parameter rebound without a write (`out = pl.add(...)` in pl.at)", REFUSED,
+     "a warning here (OutParamWriteDropped, documented), an error upstream; the output "
+     "keeps the device's poison"),
+    ("`RunConfig(enable_chip_swimlane=, device_id=, strategy=, backend_type=, "
+     "compile_profiling=)`", SUPPORTED, "see docs/running.md"),
+    ("`RunConfig(distributed_config=)`, `DistributedWorker`, `@pl.jit.host`", REFUSED,
+     WHY["host"]),
+    ("`RunConfig(enable_pmu=, enable_scope_stats=, ring_*=, aicpu_thread_num=, "
+     "save_kernels=, codegen_only=)`", REFUSED,
+     "TypeError naming the argument and what it is for; they size or sample the device "
+     "runtime, which the simulator does not have"),
+    ("a program written for `platform=\"a2a3\"` / `\"a5\"` run without a device", SUPPORTED,
+     "PYPTO_SIMULATE_DEVICE=1 runs it on that backend's simulator"),
+    ("`pypto.runtime.run`, `TensorSpec`, `ChipWorker.alloc_tensor(init=)`", SUPPORTED, ""),
+    ("`pypto.backend.BackendType`, `pto_backend.PartialCodegenError`", SUPPORTED,
+     "PartialCodegenError is LoweringError"),
+)
+
+
+@dataclass(frozen=True)
+class Program:
+    """One run of an upstream example and how it must end here.
+
+    `expect`: the starts of lines its stdout must hold (its own success lines, printed
+    after its torch comparisons); `refused`: instead, fragments its stderr must hold (the
+    located refusal), with a non-zero exit; `why`: the reason, for the page.  `env`: the
+    environment it needs (PYPTO_SIMULATE_DEVICE=1 for programs written for a device);
+    `slow`: left out of the default test run; `module`: run with `python -m` (a package).
+    """
+
+    path: str
+    args: tuple = ()
+    expect: tuple = ("OK",)
+    refused: tuple = ()
+    why: str = ""
+    env: tuple = ()
+    slow: bool = True
+    module: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.path.removeprefix("examples/").removesuffix(".py") + "".join(
+            f"[{a}]" for a in self.args if not a.startswith("-"))
+
+    @property
+    def status(self) -> str:
+        return REFUSED if self.refused else SUPPORTED
+
+
+_DEVICE = (("PYPTO_SIMULATE_DEVICE", "1"),)
+
+PROGRAMS = (
+    Program("examples/beginner/01_hello_world.py", slow=False),
+    Program("examples/beginner/02_elementwise.py"),
+    Program("examples/beginner/03_scalar_ops.py"),
+    Program("examples/beginner/04_activation.py"),
+    Program("examples/beginner/05_matmul.py"),
+    Program("examples/beginner/06_concat.py"),
+    Program("examples/intermediate/01_fused_linear.py"),
+    Program("examples/intermediate/02_softmax.py"),
+    Program("examples/intermediate/03_normalization.py"),
+    Program("examples/intermediate/04_matmul_acc.py"),
+    Program("examples/intermediate/05_assemble.py",
+            refused=("05_assemble.py:82", "pl.move from Mat to Vec is not a data path"),
+            why="its first kernel moves a Mat tile to Vec: no such PTO data path (upstream "
+                "turns it into a TPUSH/TPOP transfer); its other five kernels run"),
+    Program("examples/intermediate/06_dyn_valid_shape.py",
+            expect=("dyn_valid_shape (full): 2 fn(s)", "dyn_valid_shape (partial): 2 fn(s)",
+                    "dyn_valid_shape_if_else: 2 fn(s)", "dyn_valid_shape_loop: 2 fn(s)",
+                    "OK")),
+    Program("examples/intermediate/07_task_graph.py"),
+    Program("examples/advanced/01_split_k.py"),
+    Program("examples/advanced/02_auto_tile_matmul.py"),
+    Program("examples/advanced/03_mixed_kernel.py", ("--mode", "mixed"), slow=False),
+    Program("examples/advanced/03_mixed_kernel.py", ("--mode", "staged")),
+    Program("examples/advanced/03_mixed_kernel.py", ("--mode", "left_right")),
+    Program("examples/models/01_ffn.py"),
+    Program("examples/models/02_vector_dag.py"),
+    Program("examples/models/03_flash_attention.py",
+            expect=("SKIPPED: flash_attention body fails IR verification (see "
+                    "KNOWN_ISSUES.md)",),
+            why="the program only prints its @pl.jit function (upstream skips it)"),
+    Program("examples/models/04_paged_attention.py", env=_DEVICE,
+            refused=("04_paged_attention.py:307", "`head_dim_cfg` is a runtime value"),
+            why="allocates tensors whose shape is read from a config tensor at run time"),
+    Program("examples/models/05_paged_attention_batch.py", expect=("Done.",)),
+    Program("examples/models/06_paged_attention_dynamic.py",
+            refused=("has no attribute 'TensorView'",),
+            why="describes a kernel argument with pl.TensorView (layouts are not modelled)"),
+    Program("examples/models/07_paged_attention_multi_config.py",
+            refused=("returned 3 for 'paged_attention'", "lies outside the tensor"),
+            why="its pl.dynamic program builds and runs to the first dispatch, whose "
+                "`pl.slice(block_table, [n_unroll], [bt_offset])` takes 64 entries at 96 of "
+                "128 for the last request (the kernel reads the first 16); with "
+                "N_UNROLL = 32 it passes its golden"),
+    Program("examples/models/08_llama_mini.py", expect=()),
+    Program("examples/models/09_paged_attention_spmd.py", env=_DEVICE, expect=("PASSED",)),
+    Program("examples/models/qwen3_jit/qwen3_decode.py", module=True,
+            refused=("rmsnorm.py:41", "pl.reshape"),
+            why="tensor-level code in loops of a pl.at block (tensor reshape, pl.full)"),
+    Program("examples/utils/cross_function_calls.py", expect=("main_kernel: 3 fn(s)",)),
+    Program("examples/utils/error_handling.py",
+            expect=("OK -- caught expected error: LoweringError",),
+            why="rejected here for its rank-1 tensor-level operators (its rebinding of an "
+                "Out parameter is a warning here)"),
+    Program("examples/utils/parse_from_text.py",
+            expect=("All examples completed successfully!",)),
+    Program("examples/utils/phase_fence_dep_compression.py",
+            refused=("phase_fence_dep_compression.py:78", "pl.array.create"),
+            why=WHY["array"]),
+    Program("examples/runtime/explicit_dispatch.py"),
+    Program("examples/runtime/multi_program_kv_cache.py",
+            expect=("skipped (needs a device + simpler runtime): ParseError: ",),
+            why="@pl.jit.host (a multi-chip HOST orchestrator) is refused at its line; the "
+                "program reports it and exits"),
+    Program("examples/runtime/distributed_callback.py",
+            refused=("distributed_callback.py:73", "HOST-level function"),
+            why=WHY["host"]),
+)
+
+
+def render() -> str:
+    """The compatibility page as Markdown."""
+    from pypto.codegen.environment import render as render_template
+
+    return render_template("upstream_compat.md.j2", names=NAMES, constructs=CONSTRUCTS,
+                           programs=PROGRAMS)
+
+
+def add_arguments(parser) -> None:
+    from pypto.tools.generated_page import add_page_arguments
+
+    add_page_arguments(parser, DEFAULT_OUTPUT, "table")
+
+
+def run(args) -> int:
+    from pypto.tools.generated_page import write_or_check
+
+    return write_or_check(render(), args.output, "upstream-compat", args.check)

@@ -1,0 +1,63 @@
+"""docs/upstream-compat.md cannot drift: it is generated from the table, every `pl.` name
+the upstream snapshot uses is in the table, and each status agrees with the code."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pytest
+
+import pypto.language as pl
+from pypto.tools import upstream_compat
+from pypto.tools.upstream_compat import ABSENT, NAMES, REFUSED, SUPPORTED
+
+SNAPSHOT = upstream_compat.snapshot_root()
+
+
+def _resolve(name: str):
+    return functools.reduce(getattr, name.removeprefix("pl.").split("."), pl)
+
+
+def test_the_page_is_generated_from_the_table():
+    assert upstream_compat.DEFAULT_OUTPUT.read_text() == upstream_compat.render(), \
+        "docs/upstream-compat.md is stale: run `pypto upstream-compat`"
+
+
+@pytest.mark.parametrize("name", [n for n, (s, _) in NAMES.items() if s != ABSENT])
+def test_a_supported_or_refused_name_resolves(name):
+    _resolve(name)
+
+
+@pytest.mark.parametrize("name", [n for n, (s, _) in NAMES.items() if s == ABSENT])
+def test_an_absent_name_does_not_resolve(name):
+    with pytest.raises(AttributeError):
+        _resolve(name)
+
+
+def test_every_refusal_says_why():
+    for name, (status, why) in NAMES.items():
+        assert status in (SUPPORTED, REFUSED, ABSENT), name
+        assert (status == SUPPORTED) == (why == ""), name
+
+
+_NAME = re.compile(r"\bpl\.[A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*)*")
+_CATALOG = re.compile(r"\]\[pypto\.language\.([A-Za-z_][A-Za-z_0-9.]*)\]")
+
+
+def _snapshot_names() -> set[str]:
+    names = set()
+    for path in [*(SNAPSHOT / "docs").rglob("*.md"), *(SNAPSHOT / "examples").rglob("*.py")]:
+        text = path.read_text()
+        names.update(_NAME.findall(text))
+        names.update(f"pl.{n}" for n in _CATALOG.findall(text))
+    # Methods of dtypes and attributes of the module are not names of the language.
+    return {n.removesuffix(".get_byte") for n in names if n != "pl.__all__"}
+
+
+@pytest.mark.skipif(not (SNAPSHOT / "docs").is_dir(),
+                    reason=f"the upstream PyPTO snapshot is absent (looked for {SNAPSHOT}); "
+                           "set PYPTO_UPSTREAM_ROOT")
+def test_every_name_the_snapshot_uses_is_in_the_table():
+    missing = sorted(_snapshot_names() - set(NAMES))
+    assert missing == [], f"add these to pypto/tools/upstream_compat.py: {missing}"

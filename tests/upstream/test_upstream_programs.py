@@ -1,0 +1,99 @@
+"""Users' existing PyPTO programs, run unmodified from the upstream snapshot.
+
+Each program of `pypto-upstream/examples` runs in its own interpreter, as a user runs it
+(`cd pypto-upstream && python examples/beginner/01_hello_world.py`), and must end the way
+its own code says it succeeded: its torch comparisons are `assert`s followed by a final
+`print("OK")` (or the lines its `__main__` prints after lowering), so the printed lines
+prove the comparisons ran.  A program that cannot run here must stop with the located
+refusal docs/upstream-compat.md lists, naming its file and line.  The table of programs
+and how each ends is `pypto.tools.upstream_compat.PROGRAMS`, which the page is generated
+from.
+
+The snapshot is found at `$PYPTO_UPSTREAM_ROOT`, else
+`../shared/third_party/pypto-upstream` beside the checkout; without it the tests skip,
+saying so.  Platforms: a2a3sim by default; `PYPTO_UPSTREAM_PLATFORMS=a2a3sim,a5sim` also
+runs every program on a5sim, through `PYPTO_PLATFORM` (the default platform of
+`RunConfig()`) and the programs' own `--platform` flags.  A representative program per
+tier runs by default; the rest carry `@pytest.mark.slow`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pypto.tools import upstream_compat
+from pypto.tools.upstream_compat import Program
+
+SNAPSHOT = upstream_compat.snapshot_root()
+PLATFORMS = tuple(p for p in os.environ.get("PYPTO_UPSTREAM_PLATFORMS", "a2a3sim").split(",")
+                  if p)
+
+pytestmark = pytest.mark.skipif(
+    not (SNAPSHOT / "examples").is_dir(),
+    reason=f"the upstream PyPTO snapshot is absent (looked for {SNAPSHOT}/examples); set "
+           "PYPTO_UPSTREAM_ROOT to a checkout of hw-native-sys/pypto to run these tests")
+
+
+PROGRAMS = upstream_compat.PROGRAMS
+
+
+def _params(programs):
+    for platform in PLATFORMS:
+        for program in programs:
+            marks = [pytest.mark.slow] if program.slow or platform != "a2a3sim" else []
+            yield pytest.param(program, platform, id=f"{program.id}-{platform}", marks=marks)
+
+
+def _with_platform(program: Program, platform: str) -> list[str]:
+    """The program's arguments, its own platform flag set to `platform` where it has one."""
+    args = list(program.args)
+    source = (SNAPSHOT / program.path).read_text()
+    if '"--platform"' in source and "--platform" not in args:
+        args += ["--platform", platform]
+    return args
+
+
+def run_program(program: Program, platform: str, work_dir: Path) -> subprocess.CompletedProcess:
+    """Runs `program` unmodified from the snapshot, as a user would."""
+    env = dict(os.environ, PYPTO_PLATFORM=platform, PYPTO_WORK_DIR=str(work_dir),
+               PYTHONDONTWRITEBYTECODE="1", **dict(program.env))
+    target = ["-m", program.path.removesuffix(".py").replace("/", ".")] if program.module \
+        else [program.path]
+    return subprocess.run([sys.executable, *target, *_with_platform(program, platform)],
+                          cwd=SNAPSHOT, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _names_its_platform(program: Program, platform: str) -> str | None:
+    """The platform a program names itself (`RunConfig(platform="a2a3sim")`) when it is
+    not `platform` and no flag of the program changes it, else None."""
+    source = (SNAPSHOT / program.path).read_text()
+    if '"--platform"' in source:
+        return None
+    for name in ("a2a3sim", "a5sim"):
+        if name != platform and f'platform="{name}"' in source:
+            return name
+    return None
+
+
+@pytest.mark.parametrize("program, platform", list(_params(PROGRAMS)))
+def test_upstream_program_runs_unmodified(program: Program, platform: str, tmp_path):
+    named = _names_its_platform(program, platform)
+    if named is not None:
+        pytest.skip(f"{program.path} names platform=\"{named}\" itself (no flag changes it): "
+                    f"it runs on {named} whatever PYPTO_PLATFORM says")
+    result = run_program(program, platform, tmp_path)
+    report = f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+    if program.refused:
+        assert result.returncode != 0, report
+        for fragment in program.refused:
+            assert fragment in result.stderr, report
+        return
+    assert result.returncode == 0, report
+    lines = result.stdout.splitlines()
+    for expected in program.expect:
+        assert any(line.startswith(expected) for line in lines), report
