@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pypto
 from pypto.platform import SPACES, Platform
+from pypto.runtime.manifest import manifest_digest
 from pypto.toolchain.compiler import Toolchain
 
 if TYPE_CHECKING:
@@ -69,15 +70,6 @@ def build_artifact(
     manifest["manifest_sha256"] = manifest_digest(manifest)
     # Written last: its presence is what marks the artifact complete.
     _write_text(out_dir / MANIFEST_NAME, json.dumps(manifest, sort_keys=True, indent=2) + "\n")
-
-
-def manifest_digest(manifest: dict) -> str:
-    """sha256 of the manifest's content without its `manifest_sha256` field (canonical JSON:
-    sorted keys, no whitespace).  pypto/runtime/manifest.py computes the same; a test
-    holds the two together."""
-    content = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _units(sources: GeneratedSources, suffix: str) -> list[_Unit]:
