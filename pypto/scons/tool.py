@@ -83,14 +83,14 @@ def _user_facing(function):
         from pypto.golden.reference import GoldenCaseError
         from pypto.ir.errors import PyptoError
         from pypto.runtime.errors import PyptoRuntimeError
-        from pypto.toolchain import CompileError, ToolchainNotFoundError
+        from pypto.toolchain import CacheStorageError, CompileError, ToolchainNotFoundError
 
         try:
             return function(target, source, env)
         except SCons.Errors.UserError:
             raise
         except (PyptoError, PyptoRuntimeError, GoldenCaseError, CompileError,
-                ToolchainNotFoundError, FileExistsError) as exc:
+                ToolchainNotFoundError, CacheStorageError, FileExistsError) as exc:
             raise SCons.Errors.UserError(str(exc)) from exc
         except Exception as exc:
             raise SCons.Errors.UserError(

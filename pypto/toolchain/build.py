@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import pypto
 from pypto.platform import SPACES, Platform
-from pypto.runtime.manifest import manifest_digest
 from pypto.toolchain.compiler import Toolchain
 
 if TYPE_CHECKING:
@@ -53,6 +52,9 @@ def build_artifact(
     """Writes `sources` into the empty directory `out_dir`, compiles every kernel and the
     orchestration in parallel, then writes manifest.json last: an artifact the runtime can
     load without build_rules/.  Raises CompileError when a source does not compile."""
+    # The loader's own digest; imported here: a no-op scons imports pypto.toolchain only.
+    from pypto.runtime.manifest import manifest_digest
+
     if toolchain.platform != platform:
         raise ValueError(
             f"toolchain is for platform {toolchain.platform.name!r}, not {platform.name!r}"

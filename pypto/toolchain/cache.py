@@ -30,10 +30,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from pypto.ir.errors import PyptoError
 from pypto.platform import default_cache_root
-from pypto.runtime.errors import ArtifactError
-from pypto.runtime.loader import verify_artifact
 from pypto.toolchain.build import MANIFEST_NAME
 
 DEFAULT_LOCK_TIMEOUT_S = 600.0
@@ -49,7 +46,7 @@ class CorruptCacheEntryWarning(UserWarning):
     """A cache entry was damaged on disk; it was moved to `<root>/quarantine/` and rebuilt."""
 
 
-class CacheStorageError(PyptoError):
+class CacheStorageError(OSError):
     """The artifact cache cannot be written: read-only, not the user's, or the disk is full.
     The message names the cache and the file and says what to do."""
 
@@ -132,16 +129,14 @@ class ArtifactCache:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise CacheStorageError(
                     f"the disk holding the artifact cache {self.root} is full ({where}"
-                    f"{exc.strerror})",
-                    hint="free some space, or point PYPTO_CACHE_DIR at a directory on another "
-                         f"disk; nothing half-written was kept ({self.root / 'quarantine'} holds "
-                         "damaged entries you may delete)",
+                    f"{exc.strerror}); free some space, or point PYPTO_CACHE_DIR at a "
+                    f"directory on another disk (nothing half-written was kept; "
+                    f"{self.root / 'quarantine'} holds damaged entries you may delete)",
                 ) from None
             raise CacheStorageError(
                 f"the artifact cache {self.root} cannot be written ({where}"
-                f"{exc.strerror or exc})",
-                hint="point PYPTO_CACHE_DIR at a directory you can write, e.g. "
-                     "PYPTO_CACHE_DIR=$HOME/.cache/pypto",
+                f"{exc.strerror or exc}); point PYPTO_CACHE_DIR at a directory you can write, "
+                "e.g. PYPTO_CACHE_DIR=$HOME/.cache/pypto",
             ) from None
 
     def _holds(self, filename: object) -> bool:
@@ -214,6 +209,10 @@ class ArtifactCache:
 def entry_damage(entry: Path, key: str) -> str | None:
     """Why the loader would refuse the published entry `entry` of `key` (every check
     `pypto.runtime.verify_artifact` runs), or why it is not `key`'s; None when intact."""
+    # Imported on first use: a no-op scons imports pypto.toolchain, never the runtime.
+    from pypto.runtime.errors import ArtifactError
+    from pypto.runtime.loader import verify_artifact
+
     try:
         manifest = verify_artifact(entry)
     except ArtifactError as exc:

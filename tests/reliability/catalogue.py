@@ -14,7 +14,7 @@ from pypto.ir import PyptoError
 from pypto.runtime import PyptoRuntimeError, RunConfig, write_golden
 from pypto.runtime.manifest import manifest_digest
 from pypto.spec.package import LibraryEntry, write_library_index
-from pypto.toolchain import CacheLockTimeoutError, ToolchainNotFoundError
+from pypto.toolchain import CacheLockTimeoutError, CacheStorageError, ToolchainNotFoundError
 
 PLATFORM = "a2a3sim"
 
@@ -84,7 +84,7 @@ def signing_key(path: Path) -> tuple[Path, str]:
 
 
 USER_ERRORS = (PyptoError, PyptoRuntimeError, ToolchainNotFoundError, CacheLockTimeoutError,
-               TypeError, ValueError, FileNotFoundError)
+               CacheStorageError, TypeError, ValueError, FileNotFoundError)
 """What a user may see: pypto's own errors, TypeError / ValueError for arguments of the
 wrong kind or value (a wrong call, a wrong environment value) and FileNotFoundError for a
 path that holds no artifact."""
