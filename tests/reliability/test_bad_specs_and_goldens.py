@@ -59,6 +59,7 @@ def test_malformed_spec_is_refused_at_its_declaration(name):
     assert message in str(error), str(error)
     assert error.span is not None and error.span.file == HERE and error.span.line == line
     assert str(error).startswith(f"{HERE}:{line}: ")
+    assert_user_facing(error)
 
 
 def test_a_tolerance_without_a_reason_is_refused_where_it_is_written():
