@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import os
 from functools import lru_cache
 
 import jinja2
 
-from pypto.resources import templates_dir
+from pypto.resources import TEMPLATES_ENV, templates_dir
 
 TEMPLATES_DIR = templates_dir()
 
@@ -43,4 +44,19 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context) -> str:
-    return environment().get_template(template).render(**context)
+    """The text of `template` (a file of TEMPLATES_DIR) rendered with `context`."""
+    try:
+        return environment().get_template(template).render(**context)
+    except jinja2.TemplateNotFound as exc:  # this one, or one it includes
+        raise _wrong_templates(f"{TEMPLATES_DIR} holds no {exc.name}") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise _wrong_templates(f"{exc.filename}:{exc.lineno}: {exc.message}") from None
+
+
+def _wrong_templates(what: str) -> ValueError:
+    """The error for templates that are not pypto's: $PYPTO_TEMPLATES_DIR may point
+    anywhere."""
+    where = f"{TEMPLATES_ENV}={os.environ[TEMPLATES_ENV]!r}: " if TEMPLATES_ENV in os.environ \
+        else ""
+    return ValueError(f"{where}{what}; point {TEMPLATES_ENV} at a copy of pypto's templates/ "
+                      "directory, or unset it to use the installed one")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -15,6 +16,14 @@ class Span:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+
+def syntax_error_line(exc: SyntaxError) -> int:
+    """The line of the mistake a SyntaxError reports: Python detects a missing block on
+    the line after the statement that needs one, and names that statement's line in
+    the message ("expected an indented block after 'with' statement on line 5")."""
+    named = re.search(r"\bon line (\d+)", exc.msg or "")
+    return int(named.group(1)) if named else (exc.lineno or 1)
 
 
 class PyptoError(Exception):

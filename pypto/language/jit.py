@@ -122,6 +122,14 @@ class JitFunction:
                     "tensors and Python numbers",
                     info.span(fndef),
                 )
+            if isinstance(t, TensorType) and 0 in t.shape:
+                names = [a.arg for a in fndef.args.args]
+                raise TypeCheckError(
+                    f"argument {names[i] if i < len(names) else i} is an empty tensor "
+                    f"{list(t.shape)}; a kernel runs on tensors with at least one element",
+                    info.span(fndef.args.args[i] if i < len(names) else fndef),
+                    hint="skip the call when there is nothing to compute",
+                )
             types.append(t)
         return types
 
@@ -270,9 +278,10 @@ def _direct_call(kernel: Function) -> Function:
         rtype = kernel.returns[0] if len(kernel.returns) == 1 else TupleType(kernel.returns)
         rets = tuple(Var(v.name, v.type) for v in _returned(kernel))
         body = (Assign(rets, FuncCall(kernel.name, args, rtype)), Return(rets))
-    else:
+    else:  # a kernel without `return` hands back what it stored into its outputs
         body = (ExprStmt(FuncCall(kernel.name, args, TupleType(()))), Return(tuple(outs)))
-    return Function(f"{kernel.name}_main", params, tuple(kernel.returns), body,
+    returns = kernel.returns or tuple(o.type for o in outs)
+    return Function(f"{kernel.name}_main", params, tuple(returns), body,
                     FunctionType.Orchestration, kernel.span)
 
 

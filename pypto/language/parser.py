@@ -22,6 +22,7 @@ from ..ir.errors import (
     PyptoError,
     Span,
     TypeCheckError,
+    syntax_error_line,
 )
 from ..ir.nodes import (
     Assign,
@@ -87,6 +88,9 @@ _COMPARE = {
     ast.Gt: lambda a, b: a > b,
     ast.GtE: lambda a, b: a >= b,
 }
+MAX_EXPRESSION_DEPTH = 100
+"""How deeply one statement's expression may nest (a chain `a + b + ...` nests one level
+per operator): the parser and every pass walk expressions recursively."""
 # Categories of operators that may appear in an orchestration body outside `pl.at`.
 _ORCHESTRATION_OK = {"index", "orchestration"}
 # Operators that write into a tensor, and which operand is that tensor.
@@ -184,6 +188,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.aliases: dict[str, str] = {}
         # Names a loop that may not run gave a new type: (type before, type in the loop).
         self.retyped: dict[str, tuple[Var, Var]] = {}
+        self.tensor_params: set[str] = set()
         self.in_scope = False
         self.init_compile_time({})
         self.init_control_flow()
@@ -282,12 +287,20 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 self.namespace.maps[0][p.var.name] = constants[p.var.name]
             else:
                 self.vars[p.var.name] = p.var
+        self.tensor_params = {p.var.name for p in sig.params if isinstance(p.var.type, TensorType)}
         self.init_compile_time(sig.dynamic)
         self.foldable = _assigned_once(fndef) if sig.fold_single_assignments else set()
         attrs, stmts = self._function_attrs(fndef.body)
         body = self.body(stmts)
         returns = sig.returns
         ret_stmts = [s for s in body if isinstance(s, Return)]
+        if self.func_type is FunctionType.InCore and ret_stmts:
+            for value in ret_stmts[-1].values:
+                if not isinstance(value.type, TensorType):
+                    raise TypeCheckError(
+                        f"an InCore kernel returns the tensors it stores into; this returns "
+                        f"{describe(value.type)}", ret_stmts[-1].span,
+                        hint="pl.store the tile into a pl.Out tensor parameter and return that")
         if returns is None or not all(isinstance(r, Type) for r in returns):
             # unannotated, or a pl.dynamic dimension no parameter binds: the body's types
             returns = tuple(v.type for v in ret_stmts[-1].values) if ret_stmts else ()
@@ -348,6 +361,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
 
     # ------------------------------------------------------------------ statements
     def stmt(self, node: ast.stmt):
+        if _nesting(node) > MAX_EXPRESSION_DEPTH:
+            raise self.error(node, f"this statement nests expressions more than "
+                             f"{MAX_EXPRESSION_DEPTH} levels deep",
+                             hint="split it: name intermediate results in statements of their "
+                                  "own (`s = a + b` then `s + c`)")
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
             raise self.error(node, f"`{type(node).__name__}` statements are not supported in a "
@@ -516,6 +534,12 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
 
     def _rebind(self, var: Var, node) -> None:
         self.check_not_constexpr(var.name, node)
+        if var.name in self.tensor_params and isinstance(var.type, ScalarType):
+            raise self.error(node, f"`{var.name}` is a tensor parameter; this rebinds its name "
+                             f"to {describe(var.type)}",
+                             hint=f"write into the tensor with `{var.name}[:] = ...` (pl.store "
+                                  "in an InCore kernel), or give the value a name of its own",
+                             cls=TypeCheckError)
         self.vars[var.name] = var
         self.retyped.pop(var.name, None)
 
@@ -1054,6 +1078,18 @@ def _write_destination(value) -> Var | None:
     return None
 
 
+def _nesting(node: ast.stmt) -> int:
+    """How deeply the expressions of one statement nest (its nested statements are
+    measured on their own), without recursion."""
+    deepest, pending = 0, [(child, 1) for child in ast.iter_child_nodes(node)
+                           if not isinstance(child, ast.stmt)]
+    while pending:
+        item, depth = pending.pop()
+        deepest = max(deepest, depth)
+        pending.extend((child, depth + 1) for child in ast.iter_child_nodes(item))
+    return deepest
+
+
 def _value_node(node: ast.stmt) -> ast.AST:
     """What a binding statement computes from (an augmented assignment reads its target)."""
     return node if isinstance(node, ast.AugAssign) else node.value
@@ -1109,7 +1145,7 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
         module = ast.parse(source, filename)
     except SyntaxError as exc:
         raise ParseSyntaxError(f"invalid Python: {exc.msg}",
-                               Span(filename, (exc.lineno or 1) + line_offset)) from None
+                               Span(filename, syntax_error_line(exc) + line_offset)) from None
     ns = ChainMap({"pl": pl, "tuple": tuple}, namespace or {}, vars(builtins))
     info = SourceInfo(filename, line_offset)
     classes = [n for n in module.body if isinstance(n, ast.ClassDef)]

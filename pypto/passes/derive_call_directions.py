@@ -5,6 +5,11 @@ or InOut when the kernel also reads it; a declared direction is only ever widene
 An orchestration parameter passed to a callee's Out/InOut parameter is written too.
 The runtime infers task dependencies from these directions, so they must be right.
 
+A parameter of the entry function the user left `In` (the default) may not be written:
+the write would change the caller's tensor, which `In` promises not to do.  It is refused
+at the writing line (in the kernel, for a write through a callee) with the hint to
+declare it `pl.InOut`.
+
 An atomic-add store (`atomic=pl.AtomicType.Add`) writes without a plain read; a
 parameter written only that way is dispatched as an accumulate access (codegen
 decides that from the kernel body).  Here its dtype is checked against the backend's
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.errors import TypeCheckError
+from ..ir.errors import Span, TypeCheckError
 from ..ir.nodes import Assign, Call, FuncCall, Function, Program, Var
 from ..ir.types import AtomicType, Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
@@ -27,9 +32,12 @@ from .properties import IRProperty
 class _Access(IRVisitor):
     """Which names are written through write ops or callee outputs, and which are read."""
 
-    def __init__(self, directions: dict[str, tuple[Direction, ...]]):
+    def __init__(self, directions: dict[str, tuple[Direction, ...]],
+                 write_spans: dict[str, tuple[Span | None, ...]] | None = None):
         self.directions = directions
+        self.write_spans = write_spans if write_spans is not None else {}
         self.written: set[str] = set()
+        self.first_write: dict[str, Span | None] = {}  # where each name is first written
         self.read: set[str] = set()
         self.atomic: list[Call] = []
         # Orchestration views (`v = pl.slice(t, ...)`): a task writing `v` writes `t`.
@@ -65,7 +73,7 @@ class _Access(IRVisitor):
             dst_index = 0 if expr.op == "assemble" else 2
             for i, arg in enumerate(expr.args):
                 if i == dst_index and isinstance(arg, Var):
-                    self.written.add(arg.name)
+                    self._write(arg.name, expr.span)
                 else:
                     self.visit_expr(arg)
             return
@@ -73,15 +81,22 @@ class _Access(IRVisitor):
 
     def visit_FuncCall(self, expr: FuncCall) -> None:
         dirs = self.directions.get(expr.callee, ())
-        for arg, d in zip(expr.args, dirs):
+        spans = self.write_spans.get(expr.callee, ())
+        for index, (arg, d) in enumerate(zip(expr.args, dirs)):
             if isinstance(arg, Var):
                 for name in {arg.name, self._base(arg.name)}:
                     if d is not Direction.In:
-                        self.written.add(name)
+                        # The callee's own write is the line to show, not the call.
+                        within = spans[index] if index < len(spans) else None
+                        self._write(name, within or expr.span)
                     if d is not Direction.Out:
                         self.read.add(name)
             else:
                 self.visit_expr(arg)
+
+    def _write(self, name: str, span: Span | None) -> None:
+        self.written.add(name)
+        self.first_write.setdefault(name, span)
 
     def visit_Var(self, expr: Var) -> None:
         self.read.add(expr.name)
@@ -96,14 +111,18 @@ class DeriveCallDirections(Pass):
 
     def run(self, program: Program, ctx) -> Program:
         directions: dict[str, tuple[Direction, ...]] = {}
+        write_spans: dict[str, tuple[Span | None, ...]] = {}
         # Kernels first: orchestration directions follow from the kernels they call.
         order = sorted(program.functions, key=lambda f: f.func_type is FunctionType.Orchestration)
         derived: dict[str, Function] = {}
         for fn in order:
-            access = _Access(directions)
+            access = _Access(directions, write_spans)
             access.visit_function(fn)
             for call in access.atomic:
                 _check_atomic_dtype(call, ctx.backend)
+            if fn.name == program.entry:
+                _check_inputs_unwritten(fn, access)
+            write_spans[fn.name] = tuple(access.first_write.get(p.var.name) for p in fn.params)
             params = []
             for p in fn.params:
                 if not isinstance(p.var.type, TensorType):
@@ -116,6 +135,22 @@ class DeriveCallDirections(Pass):
             directions[fn.name] = tuple(p.direction for p in params)
             derived[fn.name] = new_fn
         return program.with_functions(derived[f.name] for f in program.functions)
+
+
+def _check_inputs_unwritten(entry: Function, access: _Access) -> None:
+    """A tensor parameter of the entry declared In (the default) that the program writes
+    would change the caller's tensor: refused where it is first written."""
+    for p in entry.params:
+        name = p.var.name
+        if (isinstance(p.var.type, TensorType) and p.direction is Direction.In
+                and name in access.written):
+            raise TypeCheckError(
+                f"`{name}` is an input parameter (In, the default direction), and this writes "
+                "it: the caller's tensor would change",
+                access.first_write.get(name) or p.var.span,
+                hint=f"declare it `{name}: pl.InOut[...]` to update it in place, or write the "
+                     "result into a pl.Out parameter",
+            )
 
 
 def _check_atomic_dtype(call: Call, backend) -> None:

@@ -414,7 +414,8 @@ class RunReuse:
             if spec.is_tensor:
                 torch_dtype = spec.dtype.to_torch()
                 exact = dtypes.from_torch(torch_dtype).name == spec.dtype.name
-                self._tensor_checks.append((index, torch_dtype if exact else None, spec.shape))
+                self._tensor_checks.append((index, torch_dtype if exact else None, spec.shape,
+                                            spec.direction.writes))
             else:
                 self._scalar_checks.append((index, spec))
 
@@ -424,10 +425,12 @@ class RunReuse:
         params = self.program.manifest.params
         if len(args) != len(params):
             _check_arguments(self.program.manifest.entry, params, args)
-        tensor = torch.Tensor
-        for index, dtype, shape in self._tensor_checks:
+        tensor, strided = torch.Tensor, torch.strided
+        for index, dtype, shape, writes in self._tensor_checks:
             value = args[index]
-            if not (isinstance(value, tensor) and value.dtype is dtype and value.shape == shape):
+            if not (isinstance(value, tensor) and value.dtype is dtype and value.shape == shape
+                    and value.is_cpu and value.layout is strided and not value.is_neg()
+                    and (not writes or value.is_contiguous())):
                 _check_arguments(self.program.manifest.entry, params, args)
                 return
         for index, spec in self._scalar_checks:
@@ -594,6 +597,29 @@ def _check_tensor(spec: ParamSpec, value: Any) -> None:
     if tuple(value.shape) != spec.shape:
         raise ValueError(
             f"parameter {spec.name!r}: expected shape {list(spec.shape)}, found {list(value.shape)}"
+        )
+    # The simulator reads and writes tensors through their host addresses: a tensor
+    # elsewhere has none (a `meta` tensor's address is null), a sparse one no dense layout.
+    if value.layout is not torch.strided:
+        raise TypeError(
+            f"parameter {spec.name!r}: expected a dense tensor, found a {value.layout} one; "
+            "pass tensor.to_dense()"
+        )
+    if not value.is_cpu:
+        raise TypeError(
+            f"parameter {spec.name!r}: expected a tensor in host memory, found one on "
+            f"{value.device}; the simulator runs on the host: pass tensor.cpu() (and copy "
+            "outputs back)"
+        )
+    if value.is_neg():  # its bytes hold the negated values: a copy by address reads those
+        raise TypeError(
+            f"parameter {spec.name!r}: expected a tensor whose bytes are its values, found a "
+            "lazily negated view; pass tensor.resolve_neg()"
+        )
+    if spec.direction.writes and torch._debug_has_internal_overlap(value) == 1:
+        raise ValueError(
+            f"parameter {spec.name!r} is written, but its elements share memory (an expand()ed "
+            "or as_strided view); pass a tensor that owns its elements, e.g. tensor.clone()"
         )
 
 

@@ -33,6 +33,7 @@ from pypto.runtime.comparison import (
     warn_if_too_tight,
 )
 from pypto.runtime.errors import ArtifactError, PyptoRuntimeError
+from pypto.runtime.records import RecordError, read_record, record_digest
 
 GOLDEN_NAME = "golden.json"
 INPUTS_NAME = "inputs.safetensors"
@@ -140,13 +141,13 @@ class GoldenRecord:
         directory = Path(directory)
         path = directory / GOLDEN_NAME
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = read_record(path)
         except FileNotFoundError:
             raise GoldenError(
                 f"{path}: no golden here; write one with pypto.runtime.write_golden or "
                 "`scons goldens`"
             ) from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except RecordError as exc:
             raise GoldenError(f"{path}: cannot read golden.json: {exc}") from None
         if not isinstance(raw, dict):
             raise GoldenError(f"{path}: golden.json must be a JSON object")
@@ -193,6 +194,8 @@ class GoldenRecord:
         producer = raw.get("producer") or {}
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise GoldenError(f"{path}: 'seed' should be an integer or null")
+        if not isinstance(producer, dict):
+            raise GoldenError(f"{path}: 'producer' should be an object or null")
         return cls(
             directory=directory,
             inputs=inputs,
@@ -540,9 +543,7 @@ def write_golden(
 
 def _record_digest(record: Mapping[str, Any]) -> str:
     """sha256 of golden.json's content without its golden_sha256 field (canonical JSON)."""
-    content = {k: v for k, v in record.items() if k != "golden_sha256"}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return record_digest(record, "golden_sha256")
 
 
 def _check_names(role: str, values: Mapping[str, Any]) -> None:

@@ -9,62 +9,50 @@ A library is a directory (the build directory `scons` writes) or a package archi
     <platform>/<kernel>/<variant>/   artifact directories (manifest.json, binaries)
     goldens/<kernel>/<variant>/      goldens (golden.json, inputs/expected.safetensors)
 
-Opening reads the index alone and checks it: its own digest (`index_sha256`, so a
-truncated or bit-flipped index is refused at once), schema major version, platform, ABI
-version and the shape of every entry.  A variant is checked as a whole on its first use
-(`run`, `load`, `check`, `manifest`, `golden_record` or `verify`), before anything of it
-runs: the sha256 of its manifest.json and golden.json against the index, of every binary
-against the manifest (through `verify_artifact`) and of both tensor files against
-golden.json (through `GoldenRecord.read`).  So opening a 200-variant library costs one
-small JSON file, and a damaged variant fails where it is used, naming the file (and, for
-a hash, both hashes), while the others stay usable.  `Library.verify()` checks every
-variant at once, for a deployment check.
+Opening reads the index alone and checks it: who signed it (`trusted_keys`, see
+`pypto.runtime.signature`; an unsigned library opens only with `allow_unsigned=True`),
+its own digest (`index_sha256`, so a truncated or bit-flipped index is refused at once),
+schema major version, platform, ABI version and the shape of every entry.  A package is
+unpacked first, bounded by its index and checked file by file against it
+(`pypto.runtime.unpack`); errors about its files name the archive and the member.
+
+A variant is checked as a whole on its first use (`run`, `load`, `check`, `manifest`,
+`golden_record` or `verify`), before anything of it runs: the sha256 of its manifest.json
+and golden.json against the index, of every binary against the manifest (through
+`verify_artifact`) and of both tensor files against golden.json (through
+`GoldenRecord.read`).  So opening a 200-variant library costs one small JSON file, and a
+damaged variant fails where it is used, naming the file (and, for a hash, both hashes),
+while the others stay usable.  `Library.verify()` checks every variant at once, for a
+deployment check.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
-import tarfile
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
 from pypto.platform import get_platform
-from pypto.runtime.abi import ABI_VERSION
 from pypto.runtime.comparison import Tolerance
 from pypto.runtime.config import RunConfig
 from pypto.runtime.errors import ArtifactError
 from pypto.runtime.golden import GoldenRecord
+from pypto.runtime.library_index import field, index_name, inside, read_index
 from pypto.runtime.loader import LoadedProgram, load_artifact, verify_artifact
 from pypto.runtime.manifest import MANIFEST_NAME, Manifest
-
-LIBRARY_SCHEMA_VERSION = "1.1"
-LIBRARY_SCHEMA_MAJOR = 1
-"""Major version of the library index schema this runtime reads."""
-# 1.1 added index_sha256, the digest of the index itself: with it every file of a library
-# is covered by a hash, and the index, the one file read at open, checks itself.
-_UNDIGESTED_SCHEMAS = frozenset({"1.0"})
+from pypto.runtime.records import MAX_RECORD_BYTES
+from pypto.runtime.signature import MAX_SIGNATURE_BYTES, Trust, signature_name
+from pypto.runtime.unpack import unpack_package
 
 GOLDEN_FILE = "golden.json"
-
-
-def index_name(platform: str) -> str:
-    """File name of a library's index for `platform`: `library-<platform>.json`."""
-    return f"library-{platform}.json"
-
-
-def index_digest(raw: Mapping[str, Any]) -> str:
-    """sha256 of an index's content without its `index_sha256` field, as canonical JSON
-    (sorted keys, no whitespace), like manifest.json's and golden.json's own digests."""
-    content = {k: v for k, v in raw.items() if k != "index_sha256"}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- check results
@@ -185,13 +173,13 @@ def check_artifact(
 class LibraryVariant:
     """One built variant of a kernel: its artifact and golden, checked on first use."""
 
-    def __init__(self, kernel: str, name: str, root: Path, index_path: Path, artifact: str,
-                 golden: str, manifest_sha256: str, golden_sha256: str, platform: str) -> None:
+    def __init__(self, kernel: str, name: str, place: _Place, artifact: str, golden: str,
+                 manifest_sha256: str, golden_sha256: str, platform: str) -> None:
         self.kernel = kernel
         self.name = name
         self.platform = platform
-        self._root = root
-        self._index_path = index_path
+        self._place = place
+        self._root = place.root
         self._artifact = artifact  # relative to the root, checked to stay inside it
         self._golden = golden
         self._manifest_sha256 = manifest_sha256
@@ -221,12 +209,11 @@ class LibraryVariant:
         index's sha256, each binary against the manifest, both tensor files against
         golden.json.  Returns the manifest; raises `ArtifactError` naming the file."""
         if self._manifest is None:
-            with self._lock:
+            with self._lock, self._place.naming():
                 if self._manifest is None:
-                    artifact, golden = self.artifact, self.golden
-                    _check_sha256(artifact / MANIFEST_NAME, self._manifest_sha256,
-                                  self._index_path)
-                    _check_sha256(golden / GOLDEN_FILE, self._golden_sha256, self._index_path)
+                    artifact, golden, index = self.artifact, self.golden, self._place.index
+                    _check_sha256(artifact / MANIFEST_NAME, self._manifest_sha256, index)
+                    _check_sha256(golden / GOLDEN_FILE, self._golden_sha256, index)
                     record = GoldenRecord.read(golden)  # checks both tensor files' sha256
                     manifest = verify_artifact(artifact, platform=self.platform)
                     self._record = record
@@ -243,7 +230,7 @@ class LibraryVariant:
         sha256 again right before mapping it)."""
         if self._loaded is None:
             self.verify()
-            with self._lock:
+            with self._lock, self._place.naming():
                 if self._loaded is None:
                     self._loaded = load_artifact(self.artifact, platform=self.platform)
         return self._loaded
@@ -291,12 +278,15 @@ class Library:
     """A verified kernel library: `library["add"]["f32_128x128"].run(...)`, `check()`."""
 
     def __init__(self, root: Path, index: dict[str, Any], kernels: dict[str, LibraryKernel],
-                 keep: Any = None) -> None:
+                 keep: Any = None, signed_by: str | None = None) -> None:
         self.root = root
         self.name: str = index["name"]
         self.version: str = index["version"]
         self.platform: str = index["platform"]
         self.kernels = kernels
+        self.signed_by = signed_by
+        """The public key (64 hex digits) whose signature of the index verified against the
+        caller's `trusted_keys`; None for a library opened with `allow_unsigned=True`."""
         self._keep = keep  # the temporary directory of an unpacked archive
 
     def __getitem__(self, kernel: str) -> LibraryKernel:
@@ -342,157 +332,133 @@ class Library:
                 f"kernels={sorted(self.kernels)})")
 
 
-def load_library(path: str | os.PathLike, *, platform: str | None = None) -> Library:
+def load_library(path: str | os.PathLike, *, platform: str | None = None,
+                 trusted_keys: Iterable[Any] | None = None,
+                 allow_unsigned: bool = False) -> Library:
     """Opens a built library directory or a package archive.
 
-    Reads and checks the index (its digest, schema, platform, ABI version, entries); each
-    variant's files are checked on the variant's first use (`Library.verify()` checks
-    them all).  `platform` is the platform this runtime runs; a library built for another
-    one is refused.  Without it, the library must hold exactly one platform's build.
+    Checks who signed the index first: a library signed by one of `trusted_keys`
+    (Ed25519 public keys: 64 hex digits, raw bytes, PEM text, a `pathlib.Path` to a PEM
+    file or an `Ed25519PublicKey`) opens, and `Library.signed_by` names the key; a
+    signature by another key, or one that does not verify, is refused.  A library
+    without a signature (a build directory, a package built without `signing_key`)
+    opens only with `allow_unsigned=True`, as does a signed one without `trusted_keys`
+    (unchecked).  A package is then unpacked, bounded by its index and checked against
+    it file by file.  Then the index is checked (its digest, schema, platform, ABI
+    version, entries); each variant's files are checked on the variant's first use
+    (`Library.verify()` checks them all).  `platform` is the platform this runtime runs;
+    a library built for another one is refused.  Without it, the library must hold
+    exactly one platform's build.  Every refusal is an `ArtifactError`.
     """
     if platform is not None:
         get_platform(platform)  # an unknown name is the caller's mistake (ValueError)
+    trust = Trust.of(trusted_keys, allow_unsigned)
     source = Path(path)
-    keep = None
     if source.is_file():
         keep = tempfile.TemporaryDirectory(prefix="pypto-library-")
         try:
-            root = _unpack(source, Path(keep.name))
-            return _open(root, source, platform, keep)
+            package = unpack_package(source, Path(keep.name), platform, trust)
+            place = _Place(package.root, package.index_name, f"{source}:{package.top}")
+            return _library(place, package.index, keep, package.signed_by)
         except BaseException:
             keep.cleanup()
             raise
     if not source.is_dir():
         raise ArtifactError(f"{source}: no such library directory or package archive")
-    return _open(source, source, platform, None)
+    index_path = _index_path(source, platform)
+    index = _bounded_read(index_path, MAX_RECORD_BYTES)
+    signature = _bounded_read(index_path.with_name(signature_name(index_path.name)),
+                              MAX_SIGNATURE_BYTES, missing_ok=True)
+    signed_by = trust.check(str(index_path), index, signature)
+    place = _Place(source, index_path.name, None)
+    return _library(place, read_index(str(index_path), index, platform), None, signed_by)
 
 
-def _unpack(archive: Path, into: Path) -> Path:
-    try:
-        with tarfile.open(archive) as tar:
-            tar.extractall(into, filter="data")  # refuses absolute paths, links out, devices
-    except (tarfile.TarError, OSError) as exc:
-        raise ArtifactError(f"{archive}: not a readable package archive: {exc}") from None
-    entries = [p for p in into.iterdir()]
-    if len(entries) != 1 or not entries[0].is_dir():
-        raise ArtifactError(f"{archive}: a package holds exactly one top-level directory")
-    return entries[0]
+@dataclass(frozen=True)
+class _Place:
+    """Where a library's files lie (`root`, its index named `index`), and how messages
+    show the root: a package's files lie in a temporary directory, named in messages by
+    the archive and the member instead."""
+
+    root: Path
+    index: str
+    shown: str | None
+
+    @contextlib.contextmanager
+    def naming(self) -> Iterator[None]:
+        """Re-raises an ArtifactError with the root shown as `shown`."""
+        try:
+            yield
+        except ArtifactError as exc:
+            if self.shown is None:
+                raise
+            raise type(exc)(str(exc).replace(str(self.root), self.shown)) from None
 
 
-def _open(root: Path, shown: Path, platform: str | None, keep: Any) -> Library:
-    index_path = _index_path(root, shown, platform)
-    try:
-        raw = json.loads(index_path.read_bytes())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ArtifactError(f"{index_path}: cannot read the library index: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ArtifactError(f"{index_path}: the library index must be a JSON object")
-    schema = raw.get("schema_version")
-    if not isinstance(schema, str) or schema.split(".")[0] != str(LIBRARY_SCHEMA_MAJOR):
-        raise ArtifactError(
-            f"{index_path}: library schema version {schema!r} is not supported: expected "
-            f"major version {LIBRARY_SCHEMA_MAJOR}"
-        )
-    _check_index_digest(index_path, raw, schema)
-    found = raw.get("platform")
-    if platform is not None and found != platform:
-        raise ArtifactError(
-            f"{index_path}: platform mismatch: this runtime runs {platform!r}, the library is "
-            f"built for {found!r}"
-        )
-    if raw.get("abi_version") != ABI_VERSION:
-        raise ArtifactError(
-            f"{index_path}: ABI version mismatch: expected {ABI_VERSION}, found "
-            f"{raw.get('abi_version')!r}; rebuild the library with this pypto"
-        )
-    for key in ("name", "version", "platform"):
-        if not isinstance(raw.get(key), str):
-            raise ArtifactError(f"{index_path}: '{key}' should be a string")
-    try:
-        get_platform(found)
-    except ValueError as exc:
-        raise ArtifactError(f"{index_path}: {exc}") from None
-    kernels_raw = raw.get("kernels")
-    if not isinstance(kernels_raw, dict):
-        raise ArtifactError(f"{index_path}: 'kernels' should be an object")
+def _library(place: _Place, raw: dict[str, Any], keep: Any, signed_by: str | None) -> Library:
+    """The Library of the checked index `raw`."""
+    where = place.shown + "/" + place.index if place.shown else str(place.root / place.index)
     kernels = {}
-    for kernel, entry in sorted(kernels_raw.items()):
+    for kernel, entry in sorted(raw["kernels"].items()):
         variants = {}
-        for variant, files in sorted(_field(index_path, entry, "variants", dict, kernel).items()):
-            where = f"{kernel}.{variant}"
+        for variant, files in sorted(field(where, entry, "variants", dict, kernel).items()):
+            at = f"{kernel}.variants.{variant}"
             variants[variant] = LibraryVariant(
-                kernel, variant, root, index_path,
-                _inside(index_path, _field(index_path, files, "artifact", str, where)),
-                _inside(index_path, _field(index_path, files, "golden", str, where)),
-                _field(index_path, files, "manifest_sha256", str, where),
-                _field(index_path, files, "golden_sha256", str, where),
-                found,
+                kernel, variant, place,
+                inside(where, field(where, files, "artifact", str, at)),
+                inside(where, field(where, files, "golden", str, at)),
+                field(where, files, "manifest_sha256", str, at),
+                field(where, files, "golden_sha256", str, at),
+                raw["platform"],
             )
         kernels[kernel] = LibraryKernel(kernel, str(entry.get("spec", "")), variants)
-    return Library(root, raw, kernels, keep)
+    return Library(place.root, raw, kernels, keep, signed_by)
 
 
-def _check_index_digest(index_path: Path, raw: dict[str, Any], schema: str) -> None:
-    """An index records its own digest (from schema 1.1), which must match its content."""
-    recorded = raw.get("index_sha256")
-    if recorded is None:
-        if schema in _UNDIGESTED_SCHEMAS:
-            return
-        raise ArtifactError(
-            f"{index_path}: the library index lacks 'index_sha256', which schema {schema} "
-            "records; it was damaged after the build, rebuild the library"
-        )
-    found = index_digest(raw)
-    if recorded != found:
-        raise ArtifactError(
-            f"{index_path}: index_sha256 mismatch: the index records {recorded!r}, its content "
-            f"hashes to {found}; the index changed after the build, rebuild the library"
-        )
+def _bounded_read(path: Path, limit: int, missing_ok: bool = False) -> bytes | None:
+    """The bytes of `path` (at most `limit` of them, else an ArtifactError); None for a
+    missing file when `missing_ok`."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise ArtifactError(f"{path}: cannot read: no such file") from None
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ArtifactError(f"{path}: larger than the {limit} bytes pypto reads of it")
+    return data
 
 
-def _index_path(root: Path, shown: Path, platform: str | None) -> Path:
+def _index_path(root: Path, platform: str | None) -> Path:
     available = sorted(p.name[len("library-"):-len(".json")] for p in root.glob("library-*.json"))
     if platform is not None:
         if platform not in available:
             built = ", ".join(available) or "no platform"
             raise ArtifactError(
-                f"{shown}: the library is built for {built}, not for this runtime's platform "
+                f"{root}: the library is built for {built}, not for this runtime's platform "
                 f"{platform!r}; build it with `scons platform={platform}`"
             )
         return root / index_name(platform)
     if len(available) != 1:
         raise ArtifactError(
-            f"{shown}: " + (f"holds builds for {', '.join(available)}; pass platform=..."
-                            if available else "no library index (library-<platform>.json) "
-                            "here; build one with `scons platform=<p>`")
+            f"{root}: " + (f"holds builds for {', '.join(available)}; pass platform=..."
+                           if available else "no library index (library-<platform>.json) "
+                           "here; build one with `scons platform=<p>`")
         )
     return root / index_name(available[0])
 
 
-def _field(path: Path, entry: Any, key: str, kind: type, where: str) -> Any:
-    value = entry.get(key) if isinstance(entry, dict) else None
-    if not isinstance(value, kind):
-        raise ArtifactError(f"{path}: '{where}.{key}' should be a {kind.__name__}")
-    return value
-
-
-def _inside(index_path: Path, relpath: str) -> str:
-    """`relpath` after checking it stays inside the library (strings: a Path per variant
-    would cost more than the rest of opening)."""
-    parts = relpath.split("/")
-    if relpath.startswith("/") or ".." in parts or not relpath.strip("/."):
-        raise ArtifactError(f"{index_path}: path {relpath!r} must stay inside the library")
-    return relpath
-
-
-def _check_sha256(path: Path, expected: str, index_path: Path) -> None:
+def _check_sha256(path: Path, expected: str, index: str) -> None:
     try:
         found = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:
-        raise ArtifactError(f"{path}: cannot read: {exc}") from None
+        raise ArtifactError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if found != expected.lower():
         raise ArtifactError(
-            f"{path}: sha256 mismatch: {index_path.name} records {expected}, found {found}; "
+            f"{path}: sha256 mismatch: {index} records {expected}, found {found}; "
             "the file changed after the build, rebuild the library"
         )
 

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import functools
 import hashlib
+import itertools
 import os
+import shutil
+import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pypto.platform import PLATFORM_NAMES, get_platform
+from pypto.platform import PLATFORM_NAMES, Backend, get_platform
 from pypto.runtime.abi import PtoKernelFn, PtoOrchestrateFn
 from pypto.runtime.config import RunConfig
 from pypto.runtime.errors import ArtifactError, DeviceUnavailableError, KernelError
-from pypto.runtime.manifest import Manifest
+from pypto.runtime.manifest import ON_CHIP_SPACES, Manifest
 
 if TYPE_CHECKING:
     from pypto.runtime.scheduler import Scheduler
@@ -39,35 +44,62 @@ def load_artifact(path: str | os.PathLike, *, platform: str | None = None) -> Lo
             f"build for a simulator or CPU-model platform ({', '.join(here)}) to run it here"
         )
 
-    libraries = [_mapped(p) for p in resolved]
+    libraries = [_mapped(binary) for binary in resolved]
+    paths = [binary.path for binary in resolved]
     kernels = [
-        _symbol(library, spec.name, PtoKernelFn, binary)
-        for library, spec, binary in zip(libraries, manifest.kernels, resolved)
+        _symbol(library, spec.name, PtoKernelFn, path)
+        for library, spec, path in zip(libraries, manifest.kernels, paths)
     ]
     orchestrate = _symbol(
-        libraries[-1], manifest.orchestration_entry, PtoOrchestrateFn, resolved[-1]
+        libraries[-1], manifest.orchestration_entry, PtoOrchestrateFn, paths[-1]
     )
     return LoadedProgram(manifest, kernels, orchestrate, libraries)
 
 
 def verify_artifact(path: str | os.PathLike, *, platform: str | None = None) -> Manifest:
-    """Runs every check `load_artifact` runs (schema, platform, ABI, each binary's sha256)
-    and returns the manifest, mapping nothing: usable for device artifacts too."""
+    """Runs every check `load_artifact` runs (schema, platform, ABI, the platform's limits,
+    each binary's sha256) and returns the manifest, mapping nothing: usable for device
+    artifacts too."""
     return _verified(Path(path), platform)[0]
 
 
-def _verified(artifact_dir: Path, platform: str | None) -> tuple[Manifest, list[Path]]:
+def _verified(artifact_dir: Path, platform: str | None) -> tuple[Manifest, list[_Binary]]:
+    """The manifest and its binaries (kernels in order, then the orchestration), read and
+    checked."""
     if platform is not None:
         # An unknown name is the caller's mistake (ValueError), not the artifact's.
         get_platform(platform)
     manifest = Manifest.read(artifact_dir, platform=platform)
     try:
-        get_platform(manifest.platform)
+        target = get_platform(manifest.platform)
     except ValueError as exc:
         raise ArtifactError(f"{manifest.path}: {exc}") from None
+    _check_limits(manifest, target.backend)
     binaries = [(k.file, k.sha256) for k in manifest.kernels]
     binaries.append((manifest.orchestration_file, manifest.orchestration_sha256))
     return manifest, [_verified_binary(artifact_dir, file, sha256) for file, sha256 in binaries]
+
+
+def _check_limits(manifest: Manifest, backend: Backend) -> None:
+    """The simulated cores are sized from the manifest, and kernels address their on-chip
+    buffers without checks: capacities and the core count must be the platform's own,
+    and no kernel's high-water mark may exceed a capacity."""
+    expected = {space: backend.capacities[space] for space in ON_CHIP_SPACES}
+    if manifest.capacities != expected or manifest.cores != backend.vector_cores:
+        raise ArtifactError(
+            f"{manifest.path}: the on-chip capacities and core count ({manifest.capacities}, "
+            f"{manifest.cores} cores) are not those of {manifest.platform!r} ({expected}, "
+            f"{backend.vector_cores} cores); the manifest was altered or built from other "
+            "build rules, rebuild the artifact"
+        )
+    for kernel in manifest.kernels:
+        marks = dict(zip(ON_CHIP_SPACES, kernel.on_chip or ()))
+        over = {space: mark for space, mark in marks.items() if mark > expected[space]}
+        if over:
+            raise ArtifactError(
+                f"{manifest.path}: kernel {kernel.name!r} uses {over} bytes of on-chip memory, "
+                f"more than {manifest.platform!r} has ({expected}); rebuild the artifact"
+            )
 
 
 class LoadedProgram:
@@ -142,25 +174,31 @@ class LoadedProgram:
         )
 
 
-def _verified_binary(artifact_dir: Path, file: str, expected: str) -> Path:
-    """The path of `file` inside the artifact, after checking its sha256."""
+class _Binary(NamedTuple):
+    """A binary of an artifact: its path, and the bytes read from it once whose sha256
+    was checked (the bytes `_mapped` maps, never the file again)."""
+
+    path: Path
+    data: bytes
+    sha256: str
+
+
+def _verified_binary(artifact_dir: Path, file: str, expected: str) -> _Binary:
+    """`file` of the artifact, read and checked against `expected`, its sha256."""
     path = (artifact_dir / file).resolve()
     if not path.is_relative_to(artifact_dir.resolve()):
         raise ArtifactError(f"{artifact_dir}: binary {file!r} lies outside the artifact directory")
-    digest = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+        data = path.read_bytes()
     except OSError as exc:
         raise ArtifactError(f"{artifact_dir}: cannot read binary {file!r}: {exc}") from None
-    found = digest.hexdigest()
+    found = hashlib.sha256(data).hexdigest()
     if found != expected.lower():
         raise ArtifactError(
             f"{artifact_dir}: sha256 mismatch for {file!r}: expected {expected}, found {found}; "
             "the binary changed after the build, rebuild the artifact"
         )
-    return path
+    return _Binary(path, data, found)
 
 
 def _fault_record(library: ctypes.CDLL) -> tuple[Any, Any] | None:
@@ -172,12 +210,50 @@ def _fault_record(library: ctypes.CDLL) -> tuple[Any, Any] | None:
         return None
 
 
-def _mapped(path: Path) -> ctypes.CDLL:
-    """`path` mapped with its symbols kept private, so two artifacts' kernels never clash."""
+def _mapped(binary: _Binary) -> ctypes.CDLL:
+    """The verified bytes of `binary`, mapped with their symbols kept private (two
+    artifacts' kernels never clash).  Bytes mapped before in this process (the same
+    sha256) are served from that mapping, as the dynamic loader serves a path it has
+    mapped before."""
+    with _MAPPED_LOCK:
+        library = _MAPPED.get(binary.sha256)
+        if library is None:
+            library = _MAPPED[binary.sha256] = _map_copy(binary)
+    return library
+
+
+_MAPPED: dict[str, ctypes.CDLL] = {}  # by sha256; ctypes never unmaps a library
+_MAPPED_LOCK = threading.Lock()
+
+
+def _map_copy(binary: _Binary) -> ctypes.CDLL:
+    """Maps a sealed in-memory copy of `binary.data`: what runs is exactly what was
+    hashed, whatever happens to the file on disk meanwhile.  The dynamic loader opens it
+    through a symbolic link in a directory only this user can write (mkdtemp makes it
+    0700), under a name no earlier load in this process used: the loader would return
+    the library it mapped before under a name it has seen."""
     try:
-        return ctypes.CDLL(str(path), mode=os.RTLD_LOCAL)
+        fd = os.memfd_create(f"pypto:{binary.path.name}",
+                             os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            with open(fd, "wb", closefd=False) as f:
+                f.write(binary.data)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
+            private = tempfile.mkdtemp(prefix="pypto-load-")
+            link = os.path.join(private, f"{next(_LOADS)}-{binary.path.name}")
+            try:
+                os.symlink(f"/proc/self/fd/{fd}", link)
+                return ctypes.CDLL(link, mode=os.RTLD_LOCAL)
+            finally:
+                shutil.rmtree(private, ignore_errors=True)
+        finally:
+            os.close(fd)  # the mapping keeps the memory
     except OSError as exc:
-        raise ArtifactError(f"{path}: cannot be loaded: {exc}") from None
+        raise ArtifactError(f"{binary.path}: cannot be loaded: {exc}") from None
+
+
+_SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+_LOADS = itertools.count()  # link names: unique in this process, and in a forked child
 
 
 def _symbol(library: ctypes.CDLL, name: str, prototype: Any, path: Path) -> Any:

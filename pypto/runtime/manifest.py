@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +10,7 @@ from pypto.ir import dtypes
 from pypto.ir.dtypes import DataType
 from pypto.runtime.abi import ABI_VERSION, MAX_RANK, Direction
 from pypto.runtime.errors import ArtifactError
+from pypto.runtime.records import RecordError, read_record, record_digest
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA_MAJOR = 1
@@ -105,10 +104,10 @@ class Manifest:
         """
         path = artifact_dir / MANIFEST_NAME
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = read_record(path)
         except FileNotFoundError:
             raise ArtifactError(f"{path}: no manifest; is this an artifact directory?") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except RecordError as exc:
             raise ArtifactError(f"{path}: cannot read manifest: {exc}") from None
         if not isinstance(raw, dict):
             raise ArtifactError(f"{path}: manifest must be a JSON object")
@@ -173,10 +172,8 @@ class Manifest:
 
 def manifest_digest(raw: dict[str, Any]) -> str:
     """sha256 of a manifest's content without its `manifest_sha256` field, as canonical
-    JSON (sorted keys, no whitespace): the same function as pypto.toolchain.build's."""
-    content = {k: v for k, v in raw.items() if k != "manifest_sha256"}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    JSON (sorted keys, no whitespace): what the build records and the loader checks."""
+    return record_digest(raw, "manifest_sha256")
 
 
 def _check_digest(path: Path, raw: dict[str, Any], schema: str) -> None:

@@ -83,14 +83,14 @@ def _user_facing(function):
         from pypto.golden.reference import GoldenCaseError
         from pypto.ir.errors import PyptoError
         from pypto.runtime.errors import PyptoRuntimeError
-        from pypto.toolchain import CompileError, ToolchainNotFoundError
+        from pypto.toolchain import CacheStorageError, CompileError, ToolchainNotFoundError
 
         try:
             return function(target, source, env)
         except SCons.Errors.UserError:
             raise
         except (PyptoError, PyptoRuntimeError, GoldenCaseError, CompileError,
-                ToolchainNotFoundError, FileExistsError) as exc:
+                ToolchainNotFoundError, CacheStorageError, FileExistsError) as exc:
             raise SCons.Errors.UserError(str(exc)) from exc
         except Exception as exc:
             raise SCons.Errors.UserError(
@@ -152,7 +152,7 @@ def _package(target, source, env):
     from pypto.spec.package import write_package
 
     case = _case(target)
-    write_package(target[0].abspath, case["root"], case["platform"])
+    write_package(target[0].abspath, case["root"], case["platform"], case["signing_key"])
 
 
 def _report(target, source, env):
@@ -198,8 +198,8 @@ _BUILDERS = {
                       "pypto: compile {case[kernel]}/{case[variant]} for {case[platform]}"),
     "PyptoCheck": (_check, "pypto check v1",
                    "pypto: check {case[kernel]}/{case[variant]} on {case[platform]}"),
-    "PyptoIndex": (_index, "pypto library index v2", "pypto: index {t}"),
-    "PyptoPackage": (_package, "pypto package v1", "pypto: package {t}"),
+    "PyptoIndex": (_index, "pypto library index v3", "pypto: index {t}"),
+    "PyptoPackage": (_package, "pypto package v2", "pypto: package {t}"),
 }
 _REPORT = _StableAction(_report, "pypto check report v1", _show("pypto: table of check results"))
 
@@ -407,7 +407,7 @@ class _LibraryGraph:
             self.checks += result
 
     def targets(self, name: str, version: str, dist: Path) -> LibraryTargets:
-        from pypto.spec.package import package_name
+        from pypto.spec.package import package_name, signing_key
 
         env, platform = self.env, self.platform
         # Once for all targets: each call looks every node up again.
@@ -426,9 +426,11 @@ class _LibraryGraph:
         index[0].attributes.pypto = {"root": str(self.build), "name": name, "version": version,
                                      "platform": platform, "entries": self.entries,
                                      "key": listing}
+        key = signing_key(env.get("signing_key"))  # a source: a new key signs again
         archive = env.PyptoPackage(str(dist / f"{package_name(name, version, platform)}.tar"),
-                                   index + self.package_sources)
-        archive[0].attributes.pypto = {"root": str(self.build), "platform": platform}
+                                   index + self.package_sources + ([str(key)] if key else []))
+        archive[0].attributes.pypto = {"root": str(self.build), "platform": platform,
+                                       "signing_key": key, "key": "signed" if key else ""}
         env.NoCache(index + archive + self.checks)  # a check on a fresh checkout runs the kernel
         check = None
         if self.checks:
@@ -510,8 +512,8 @@ PROGRESS = _Progress()
 
 
 def generate(env):
-    """Adds to `env` the command-line variables `platform=` and `cache=` (`scons -h` lists
-    them), the pypto builders and `env.KernelLibrary`."""
+    """Adds to `env` the command-line variables `platform=`, `cache=` and `signing_key=`
+    (`scons -h` lists them), the pypto builders and `env.KernelLibrary`."""
     # Glob, Default, Alias and Help use the default environment: without tools, SCons does
     # not search PATH for a dozen compilers on every run (a tenth of a no-op build).
     SCons.Defaults.DefaultEnvironment(tools=[])
@@ -522,6 +524,9 @@ def generate(env):
     variables.Add(SCons.Variables.PathVariable(
         "cache", "directory shared by builds: SCons CacheDir + pypto artifact cache", "",
         SCons.Variables.PathVariable.PathAccept))
+    variables.Add(SCons.Variables.PathVariable(
+        "signing_key", "Ed25519 private key (PEM) that signs `package` (default: "
+        "$PYPTO_SIGNING_KEY; none: unsigned)", "", SCons.Variables.PathVariable.PathAccept))
     variables.Update(env)
     SCons.Script.Help(variables.GenerateHelpText(env), append=True)
     SCons.Script.Progress(PROGRESS)

@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-from pypto.ir.errors import PyptoError, Span
+from pypto.ir.errors import PyptoError, Span, syntax_error_line
 from pypto.spec.declare import Kernel, SpecError
 
 _LOCK = threading.Lock()  # SCons runs Python actions on worker threads (-j)
@@ -51,7 +51,7 @@ def load_spec_module(path: str | Path, top: str | Path) -> ModuleType:
             raise  # already names the user's file and line
         except SyntaxError as exc:
             raise SpecError(f"invalid Python: {exc.msg}", Span(exc.filename or str(path),
-                                                               exc.lineno or 0)) from None
+                                                               syntax_error_line(exc))) from None
         except Exception as exc:  # any error while running the user's module
             raise SpecError(
                 f"running the spec module failed: {type(exc).__name__}: {exc}",

@@ -1,14 +1,20 @@
-"""The library index and the reproducible package archive of one platform's build.
+"""The library index and the reproducible, optionally signed package of one platform's
+build.
 
 The index (`library-<platform>.json`, read by `pypto.runtime.load_library`) lists every
 kernel variant with the relative paths of its artifact and golden and the sha256 of their
-manifest.json and golden.json, and records its own digest (`index_sha256`): opening a
-library reads this one file, and checks each variant's files on the variant's first use.
-The package is a plain tar of the index, of each artifact's manifest.json with the
-binaries and sources it names, and of each golden, under one top directory
-`<name>-<version>-<platform>/`: entries sorted, mtime 0, uid/gid 0, no user or group
-names, modes reduced to 0644/0755, so two builds of the same library give byte-identical
-archives.
+manifest.json and golden.json, the sha256 and size of every file a package of it holds
+(`files`: each artifact's manifest.json with the binaries and sources it names, and each
+golden), and its own digest (`index_sha256`).  Opening a library reads this one file, and
+checks each variant's files on the variant's first use.
+
+The package is a plain tar under one top directory `<name>-<version>-<platform>/`: the
+index first, then its signature when a signing key is configured (`signature_name`, an
+Ed25519 signature of the index's bytes, `pypto.runtime.signature`), then every file the
+index lists, sorted.  Entries have mtime 0, uid/gid 0, no user or group names and modes
+0644/0755, and Ed25519 signatures are deterministic, so two builds of the same library
+with the same key give byte-identical archives.  `load_library` reads it in that order
+(`pypto.runtime.unpack`).
 
 The SCons tool imports this module on every build, a no-op included, so the runtime is
 imported only inside the functions that write.
@@ -27,6 +33,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import tarfile
+
+SIGNING_KEY_ENV = "PYPTO_SIGNING_KEY"
+"""The variable naming the Ed25519 private key (PEM file) that signs packages, when the
+`signing_key=` SCons variable does not."""
 
 _DIST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
@@ -56,16 +66,13 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
     import pypto
     from pypto.platform import get_platform
     from pypto.runtime.abi import ABI_VERSION
-    from pypto.runtime.library import (
-        GOLDEN_FILE,
-        LIBRARY_SCHEMA_VERSION,
-        index_digest,
-        index_name,
-    )
+    from pypto.runtime.library import GOLDEN_FILE
+    from pypto.runtime.library_index import LIBRARY_SCHEMA_VERSION, index_digest, index_name
     from pypto.runtime.manifest import MANIFEST_NAME
 
     root = Path(root)
     kernels: dict[str, dict] = {}
+    files: dict[str, dict] = {}
     for e in entries:
         kernel = kernels.setdefault(e.kernel, {"spec": e.spec, "variants": {}})
         kernel["variants"][e.variant] = {
@@ -74,6 +81,9 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
             "golden": e.golden,
             "golden_sha256": _sha256(root / e.golden / GOLDEN_FILE),
         }
+        for relpath in _artifact_files(root, e.artifact) + _files_of(root, e.golden):
+            data = (root / relpath).read_bytes()
+            files[relpath] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
     index = {
         "schema_version": LIBRARY_SCHEMA_VERSION,
         "name": check_dist_name("name", name),
@@ -83,6 +93,7 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
         "abi_version": ABI_VERSION,
         "pypto_version": pypto.__version__,
         "kernels": kernels,
+        "files": files,  # what a package holds: a signature of the index covers them all
     }
     index["index_sha256"] = index_digest(index)  # the one file opening reads checks itself
     path = root / index_name(platform)
@@ -95,38 +106,48 @@ def package_name(name: str, version: str, platform: str) -> str:
     return f"{check_dist_name('name', name)}-{check_dist_name('version', version)}-{platform}"
 
 
-def write_package(archive: str | os.PathLike, root: str | os.PathLike, platform: str) -> Path:
-    """Writes the reproducible tar of the library index for `platform` under `root` and of
-    every file of the artifacts and goldens it lists."""
+def signing_key(configured: str | os.PathLike | None = None) -> Path | None:
+    """The private key that signs packages: `configured` (the `signing_key=` SCons
+    variable), else $PYPTO_SIGNING_KEY, else None (the package is not signed)."""
+    chosen = configured or os.environ.get(SIGNING_KEY_ENV)
+    return Path(chosen).expanduser().resolve() if chosen else None
+
+
+def write_package(archive: str | os.PathLike, root: str | os.PathLike, platform: str,
+                  key: str | os.PathLike | None = None) -> Path:
+    """Writes the reproducible tar of the library index for `platform` under `root` and
+    of every file it lists, each checked against the index; signed by the Ed25519 private
+    key in the PEM file `key` when one is given (see `signing_key`).  A key that cannot
+    sign, or a file that changed since the index was written, is an ArtifactError."""
     import io
     import tarfile
 
-    from pypto.runtime.library import index_name
+    from pypto.runtime.errors import ArtifactError
+    from pypto.runtime.library_index import index_name, listed_files, read_index
+    from pypto.runtime.signature import sign_index, signature_name
 
     root = Path(root)
-    index_path = root / index_name(platform)
-    index = json.loads(index_path.read_text(encoding="utf-8"))
+    name = index_name(platform)
+    data = (root / name).read_bytes()
+    index = read_index(str(root / name), data, platform)
     top = package_name(index["name"], index["version"], platform)
-    files = {index_name(platform)}
-    for kernel in index["kernels"].values():
-        for variant in kernel["variants"].values():
-            files.update(_artifact_files(root, variant["artifact"]))
-            files.update(_files_of(root, variant["golden"]))
-    entries = set(files)
-    for file in files:
-        entries.update(str(p) for p in PurePosixPath(file).parents if str(p) != ".")
+    members = [(name, data, False)]
+    if key is not None:
+        try:
+            members.append((signature_name(name), sign_index(data, key), False))
+        except ValueError as exc:
+            raise ArtifactError(f"cannot sign {archive}: {exc}") from None
+    for relpath, listed in sorted(listed_files(str(root / name), index).items()):
+        path = root / relpath
+        content = path.read_bytes()
+        if (len(content), hashlib.sha256(content).hexdigest()) != (listed.size, listed.sha256):
+            raise ArtifactError(f"{path} changed after {root / name} was written; build the "
+                                "library again before packaging it")
+        members.append((relpath, content, os.access(path, os.X_OK)))
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        tar.addfile(_info(top, directory=True))
-        for rel in sorted(entries):
-            path = root / rel
-            if rel in files:
-                data = path.read_bytes()
-                info = _info(f"{top}/{rel}", directory=False, size=len(data),
-                             executable=os.access(path, os.X_OK))
-                tar.addfile(info, io.BytesIO(data))
-            else:
-                tar.addfile(_info(f"{top}/{rel}", directory=True))
+        for relpath, content, executable in members:
+            tar.addfile(_info(f"{top}/{relpath}", len(content), executable), io.BytesIO(content))
     archive = Path(archive)
     _atomic_write(archive, buffer.getvalue())
     return archive
@@ -155,13 +176,12 @@ def _files_of(root: Path, directory: str) -> list[str]:
     return found
 
 
-def _info(name: str, *, directory: bool, size: int = 0,
-          executable: bool = False) -> tarfile.TarInfo:
+def _info(name: str, size: int, executable: bool) -> tarfile.TarInfo:
     import tarfile
 
     info = tarfile.TarInfo(name)
-    info.type = tarfile.DIRTYPE if directory else tarfile.REGTYPE
-    info.mode = 0o755 if directory or executable else 0o644
+    info.type = tarfile.REGTYPE
+    info.mode = 0o755 if executable else 0o644
     info.size = size
     info.mtime = 0
     info.uid = info.gid = 0

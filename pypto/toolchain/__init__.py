@@ -1,6 +1,7 @@
 """From generated sources to a published artifact: compilers, content keys, the cache.
 
-Reads platform data through `pypto.platform`; the runtime never imports this package.
+Reads platform data through `pypto.platform`; the cache checks entries with the runtime's
+own `verify_artifact`.  The runtime never imports this package.
 """
 
 from pypto.toolchain.build import (
@@ -13,6 +14,7 @@ from pypto.toolchain.build import (
 from pypto.toolchain.cache import (
     ArtifactCache,
     CacheLockTimeoutError,
+    CacheStorageError,
     CorruptCacheEntryWarning,
     default_cache_root,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "OUTPUT_ENV_VARS",
     "ArtifactCache",
     "CacheLockTimeoutError",
+    "CacheStorageError",
     "CorruptCacheEntryWarning",
     "CompileError",
     "Toolchain",

@@ -52,6 +52,9 @@ def build_artifact(
     """Writes `sources` into the empty directory `out_dir`, compiles every kernel and the
     orchestration in parallel, then writes manifest.json last: an artifact the runtime can
     load without build_rules/.  Raises CompileError when a source does not compile."""
+    # The loader's own digest; imported here: a no-op scons imports pypto.toolchain only.
+    from pypto.runtime.manifest import manifest_digest
+
     if toolchain.platform != platform:
         raise ValueError(
             f"toolchain is for platform {toolchain.platform.name!r}, not {platform.name!r}"
@@ -69,15 +72,6 @@ def build_artifact(
     manifest["manifest_sha256"] = manifest_digest(manifest)
     # Written last: its presence is what marks the artifact complete.
     _write_text(out_dir / MANIFEST_NAME, json.dumps(manifest, sort_keys=True, indent=2) + "\n")
-
-
-def manifest_digest(manifest: dict) -> str:
-    """sha256 of the manifest's content without its `manifest_sha256` field (canonical JSON:
-    sorted keys, no whitespace).  pypto/runtime/manifest.py computes the same; a test
-    holds the two together."""
-    content = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _units(sources: GeneratedSources, suffix: str) -> list[_Unit]:

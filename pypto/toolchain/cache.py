@@ -5,18 +5,22 @@ one key serialize on `<root>/locks/<key>.lock` (an flock, released by the kernel
 holder dies), build in `<root>/tmp/` on the same filesystem and `os.replace` the finished
 directory into place, so a reader never sees a half-written entry.
 
-An entry damaged on disk afterwards (a manifest that does not parse, does not match its
-own digest or key, a binary whose sha256 differs from the manifest's) is never served:
-`lookup` moves it aside to `<root>/quarantine/` with a `CorruptCacheEntryWarning`, and
-`publish` builds it again.
+An entry the loader would refuse (`pypto.runtime.verify_artifact`: a manifest that does
+not parse or lacks or does not match its own digest, a binary whose sha256 differs from
+the manifest's, capacities that are not the platform's) or whose manifest records another
+key is never served: `lookup` moves it aside to `<root>/quarantine/` with a
+`CorruptCacheEntryWarning` naming it, and `publish` builds it again.  The cache and the
+loader run the same checks, so an entry that is served loads.
+
+A cache that cannot be written (read-only, not ours, a full disk) raises
+`CacheStorageError`, which says which and what to do.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
-import hashlib
-import json
 import os
 import re
 import shutil
@@ -27,7 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pypto.platform import default_cache_root
-from pypto.toolchain.build import MANIFEST_NAME, manifest_digest
+from pypto.toolchain.build import MANIFEST_NAME
 
 DEFAULT_LOCK_TIMEOUT_S = 600.0
 
@@ -40,6 +44,11 @@ class CacheLockTimeoutError(TimeoutError):
 
 class CorruptCacheEntryWarning(UserWarning):
     """A cache entry was damaged on disk; it was moved to `<root>/quarantine/` and rebuilt."""
+
+
+class CacheStorageError(OSError):
+    """The artifact cache cannot be written: read-only, not the user's, or the disk is full.
+    The message names the cache and the file and says what to do."""
 
 
 class ArtifactCache:
@@ -62,7 +71,7 @@ class ArtifactCache:
         entry = self._complete(key)
         if entry is None or entry_damage(entry, key) is None:
             return entry
-        with self._locked(key):
+        with self._storage(), self._locked(key):
             return self._intact(key)
 
     def _complete(self, key: str) -> Path | None:
@@ -99,12 +108,44 @@ class ArtifactCache:
         entry = self.lookup(key)
         if entry is not None:
             return entry
-        with self._locked(key):
+        with self._storage(), self._locked(key):
             # Another builder may have published while this one waited for the lock.
             entry = self._intact(key)
             if entry is not None:
                 return entry
             return self._build_and_publish(key, build)
+
+    @contextlib.contextmanager
+    def _storage(self) -> Iterator[None]:
+        """Turns a failure to write a file of the cache (or to create its directory) into a
+        CacheStorageError that says what to do (a build that fails leaves nothing behind,
+        so only the advice is missing)."""
+        try:
+            yield
+        except OSError as exc:
+            if isinstance(exc, CacheLockTimeoutError) or not self._holds(exc.filename):
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise CacheStorageError(
+                    f"the disk holding the artifact cache {self.root} is full ({where}"
+                    f"{exc.strerror}); free some space, or point PYPTO_CACHE_DIR at a "
+                    f"directory on another disk (nothing half-written was kept; "
+                    f"{self.root / 'quarantine'} holds damaged entries you may delete)",
+                ) from None
+            raise CacheStorageError(
+                f"the artifact cache {self.root} cannot be written ({where}"
+                f"{exc.strerror or exc}); point PYPTO_CACHE_DIR at a directory you can write, "
+                "e.g. PYPTO_CACHE_DIR=$HOME/.cache/pypto",
+            ) from None
+
+    def _holds(self, filename: object) -> bool:
+        """Whether `filename` (of an OSError) is the cache root, lies inside it or is a
+        directory on the way to it."""
+        if not isinstance(filename, (str, bytes, os.PathLike)):
+            return False
+        path, root = os.path.abspath(os.fsdecode(filename)), os.path.abspath(self.root)
+        return os.path.commonpath([path, root]) in (path, root)
 
     @contextlib.contextmanager
     def _locked(self, key: str) -> Iterator[None]:
@@ -166,34 +207,18 @@ class ArtifactCache:
 
 
 def entry_damage(entry: Path, key: str) -> str | None:
-    """What is wrong with the published entry `entry` of `key`, or None when it is intact:
-    its manifest must parse, match its own digest (when it records one) and its key, and
-    every binary it lists must have the sha256 it records."""
-    path = entry / MANIFEST_NAME
+    """Why the loader would refuse the published entry `entry` of `key` (every check
+    `pypto.runtime.verify_artifact` runs), or why it is not `key`'s; None when intact."""
+    # Imported on first use: a no-op scons imports pypto.toolchain, never the runtime.
+    from pypto.runtime.errors import ArtifactError
+    from pypto.runtime.loader import verify_artifact
+
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return f"{MANIFEST_NAME} does not parse: {exc}"
-    if not isinstance(manifest, dict):
-        return f"{MANIFEST_NAME} is not a JSON object"
-    recorded = manifest.get("manifest_sha256")
-    if recorded is not None and recorded != manifest_digest(manifest):
-        return f"{MANIFEST_NAME} does not match its manifest_sha256"
-    if manifest.get("content_key", key) != key:
-        return f"{MANIFEST_NAME} records content key {manifest.get('content_key')!r}"
-    units = list(manifest.get("kernels") or [])
-    if isinstance(manifest.get("orchestration"), dict):
-        units.append(manifest["orchestration"])
-    for unit in units:
-        if not isinstance(unit, dict) or not isinstance(unit.get("file"), str):
-            return f"{MANIFEST_NAME} lists a binary without a file name"
-        binary = entry / unit["file"]
-        try:
-            digest = hashlib.sha256(binary.read_bytes()).hexdigest()
-        except OSError as exc:
-            return f"cannot read {unit['file']}: {exc}"
-        if digest != unit.get("sha256"):
-            return f"{unit['file']} has sha256 {digest}, the manifest records {unit.get('sha256')}"
+        manifest = verify_artifact(entry)
+    except ArtifactError as exc:
+        return str(exc)
+    if manifest.content_key != key:
+        return f"{MANIFEST_NAME} records content key {manifest.content_key!r}"
     return None
 
 

@@ -162,6 +162,16 @@ class Toolchain:
         return json.dumps(roles, sort_keys=True)
 
 
+_SIM_DEBUG_VALUES = {"": False, "0": False, "false": False, "no": False, "off": False,
+                     "1": True, "true": True, "yes": True, "on": True}
+
+
 def sim_debug() -> bool:
-    """Is PYPTO_SIM_DEBUG set to something other than empty or 0?"""
-    return os.environ.get("PYPTO_SIM_DEBUG", "") not in ("", "0")
+    """Whether PYPTO_SIM_DEBUG asks for the sim debug build: 1/true/yes/on does, unset,
+    empty and 0/false/no/off do not (any case); anything else is a ValueError."""
+    value = os.environ.get("PYPTO_SIM_DEBUG", "")
+    try:
+        return _SIM_DEBUG_VALUES[value.strip().lower()]
+    except KeyError:
+        raise ValueError(f"PYPTO_SIM_DEBUG={value!r} is not a switch: set it to 1 (bounds-checked "
+                         "sim kernels) or 0, or unset it") from None

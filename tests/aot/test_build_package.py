@@ -28,7 +28,7 @@ sys.meta_path.insert(0, Block())
 
 from pypto.runtime import load_library
 
-with load_library(sys.argv[1], platform="a5sim") as library:
+with load_library(sys.argv[1], platform="a5sim", allow_unsigned=True) as library:
     table = library.check()
     print(table)
     assert table.passed and len(table) >= 10
@@ -75,7 +75,7 @@ def test_a_flipped_byte_is_refused_on_first_use_naming_the_file_and_both_hashes(
         shipped_builds, tmp_path, relpath):
     root = _unpacked(shipped_builds[0], tmp_path)
     recorded, found = _flip(root / relpath)
-    library = load_library(root, platform="a5sim")  # reads the index alone
+    library = load_library(root, platform="a5sim", allow_unsigned=True)  # reads the index alone
     with pytest.raises(ArtifactError) as info:
         library["add"]["f32_128x128"].verify()
     message = str(info.value)
@@ -86,7 +86,7 @@ def test_a_flipped_byte_is_refused_on_first_use_naming_the_file_and_both_hashes(
 def test_an_a5sim_package_is_refused_by_an_a2a3sim_runtime(shipped_builds):
     with pytest.raises(ArtifactError, match="built for a5sim, not for this runtime's platform "
                                             "'a2a3sim'"):
-        load_library(shipped_builds[0].root / PACKAGE, platform="a2a3sim")
+        load_library(shipped_builds[0].root / PACKAGE, platform="a2a3sim", allow_unsigned=True)
 
 
 def test_an_index_that_claims_another_platform_is_refused(shipped_builds, tmp_path):
@@ -96,13 +96,13 @@ def test_an_index_that_claims_another_platform_is_refused(shipped_builds, tmp_pa
     index.unlink()
     with pytest.raises(ArtifactError, match="platform mismatch: this runtime runs 'a2a3sim', "
                                             "the library is built for 'a5sim'"):
-        load_library(root, platform="a2a3sim")
+        load_library(root, platform="a2a3sim", allow_unsigned=True)
 
 
 def test_library_exposes_kernels_by_name_and_variant(shipped_builds):
     import torch
 
-    with load_library(shipped_builds[0].root / PACKAGE) as library:
+    with load_library(shipped_builds[0].root / PACKAGE, allow_unsigned=True) as library:
         assert library.name == "pypto_kernels" and library.platform == "a5sim"
         add = library["add"]["f32_33x100"]
         a, b = torch.randn(33, 100), torch.randn(33, 100)
@@ -111,3 +111,30 @@ def test_library_exposes_kernels_by_name_and_variant(shipped_builds):
         assert torch.equal(out, a + b)
         with pytest.raises(KeyError, match="has no variant 'f64'"):
             library["add"]["f64"]
+
+
+def test_scons_package_signs_with_the_configured_key_and_again_when_it_changes(
+        shipped_builds, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    project = shipped_builds[1].copy(tmp_path / "signing")
+    publics = []
+    for name in ("first.pem", "second.pem"):
+        key = ed25519.Ed25519PrivateKey.generate()
+        (tmp_path / name).write_bytes(key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption()))
+        publics.append(key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex())
+    project.scons("platform=a5sim", "package", f"signing_key={tmp_path / 'first.pem'}")
+    with load_library(project.root / PACKAGE, trusted_keys=[publics[0]]) as library:
+        assert library.signed_by == publics[0] and library.check().passed
+    # The key is a source of the package, and $PYPTO_SIGNING_KEY names one too.
+    project.scons("platform=a5sim", "package", PYPTO_SIGNING_KEY=str(tmp_path / "second.pem"))
+    with pytest.raises(ArtifactError, match=f"signed by key {publics[1]}, which is not among"):
+        load_library(project.root / PACKAGE, trusted_keys=[publics[0]])
+    bad = project.scons("platform=a5sim", "package", f"signing_key={tmp_path / 'first.pem'}x",
+                        ok=False)
+    assert bad.returncode != 0 and "first.pemx" in bad.stdout + bad.stderr
+    assert "Traceback" not in bad.stdout + bad.stderr

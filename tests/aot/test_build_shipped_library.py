@@ -14,7 +14,7 @@ PACKAGE = "dist/pypto_kernels-0.1.0-a5sim.tar"
 def test_fresh_checkout_builds_and_passes_check_on_a5sim(shipped_builds):
     project, _ = shipped_builds
     out = project.first_run.stdout
-    library = load_library(project.build, platform="a5sim")
+    library = load_library(project.build, platform="a5sim", allow_unsigned=True)
     variants = [(v.kernel, v.name) for v in library.variants()]
     assert len(variants) >= 10
     assert sorted(actions(out, "check")) == sorted(f"{k}/{v} on a5sim" for k, v in variants)
@@ -56,5 +56,5 @@ def test_two_clean_builds_of_every_shipped_module_check_and_give_identical_packa
         whole_library_builds):
     first, second = whole_library_builds
     assert "FAIL" not in first.first_run.stdout
-    assert len(load_library(first.build, platform="a5sim").variants()) >= 60
+    assert len(load_library(first.build, platform="a5sim", allow_unsigned=True).variants()) >= 60
     assert (first.root / PACKAGE).read_bytes() == (second.root / PACKAGE).read_bytes()

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pypto.runtime import ArtifactError, load_library
-from pypto.runtime.library import index_digest
+from pypto.runtime.library_index import index_digest
 
 INDEX = "library-a5sim.json"
 
@@ -66,7 +66,7 @@ VARIANT_FILES = [
 def test_a_damaged_variant_opens_fails_on_use_naming_the_file_and_the_others_run(
         library_dir, relpath):
     recorded, found = _flip(library_dir / relpath)
-    library = load_library(library_dir, platform="a5sim")
+    library = load_library(library_dir, platform="a5sim", allow_unsigned=True)
     damaged = library["k01"]["v"]
     for use in (damaged.verify, lambda: damaged.run(torch.zeros(8, 32), torch.empty(8, 32)),
                 damaged.check, damaged.golden_record, lambda: damaged.manifest):
@@ -82,23 +82,23 @@ def test_a_damaged_variant_opens_fails_on_use_naming_the_file_and_the_others_run
 
 def test_a_missing_variant_directory_opens_and_fails_on_use_naming_the_file(library_dir):
     shutil.rmtree(library_dir / "a5sim" / "k02")
-    library = load_library(library_dir, platform="a5sim")
+    library = load_library(library_dir, platform="a5sim", allow_unsigned=True)
     with pytest.raises(ArtifactError, match="k02/v/manifest.json: cannot read"):
         library["k02"]["v"].verify()
     _runs(library["k01"]["v"], 1.125)
 
 
 def test_verify_checks_every_variant_and_names_the_damaged_file(library_dir):
-    assert load_library(library_dir, platform="a5sim").verify() is None
+    assert load_library(library_dir, platform="a5sim", allow_unsigned=True).verify() is None
     _flip(library_dir / "goldens/k02/v/expected.safetensors")
-    library = load_library(library_dir, platform="a5sim")
+    library = load_library(library_dir, platform="a5sim", allow_unsigned=True)
     with pytest.raises(ArtifactError, match="expected.safetensors: sha256 mismatch"):
         library.verify()
     assert library["k00"]["v"].verified and not library["k02"]["v"].verified
 
 
 def test_a_variant_is_checked_once_then_runs_from_its_mapping(library_dir):
-    library = load_library(library_dir, platform="a5sim")
+    library = load_library(library_dir, platform="a5sim", allow_unsigned=True)
     variant = library["k00"]["v"]
     assert not variant.verified
     _runs(variant, 1.0)
@@ -121,7 +121,7 @@ def test_a_damaged_index_is_refused_at_open_naming_it(library_dir, how):
     for _ in range(20):
         index.write_bytes(_damage(bytearray(pristine), how, rng))
         with pytest.raises(ArtifactError) as info:
-            load_library(library_dir, platform="a5sim")
+            load_library(library_dir, platform="a5sim", allow_unsigned=True)
         assert str(info.value).startswith(str(index)), str(info.value)
 
 
@@ -131,11 +131,11 @@ def test_an_edited_index_entry_is_refused_by_the_index_digest(library_dir):
     raw["kernels"]["k00"]["variants"]["v"]["artifact"] = "a5sim/k01/v"  # swaps two kernels
     index.write_text(json.dumps(raw, sort_keys=True, indent=2) + "\n")
     with pytest.raises(ArtifactError, match="index_sha256 mismatch: the index records"):
-        load_library(library_dir, platform="a5sim")
+        load_library(library_dir, platform="a5sim", allow_unsigned=True)
     del raw["index_sha256"]
     index.write_text(json.dumps(raw, sort_keys=True, indent=2) + "\n")
-    with pytest.raises(ArtifactError, match="lacks 'index_sha256', which schema 1.1 records"):
-        load_library(library_dir, platform="a5sim")
+    with pytest.raises(ArtifactError, match="lacks 'index_sha256', which schema 1.2 records"):
+        load_library(library_dir, platform="a5sim", allow_unsigned=True)
 
 
 def test_a_schema_1_0_index_without_a_digest_still_opens(library_dir):
@@ -144,7 +144,7 @@ def test_a_schema_1_0_index_without_a_digest_still_opens(library_dir):
     del raw["index_sha256"]
     raw["schema_version"] = "1.0"
     index.write_text(json.dumps(raw, sort_keys=True, indent=2) + "\n")
-    _runs(load_library(library_dir, platform="a5sim")["k02"]["v"], 1.25)
+    _runs(load_library(library_dir, platform="a5sim", allow_unsigned=True)["k02"]["v"], 1.25)
 
 
 def test_an_index_cannot_point_outside_the_library(library_dir):
@@ -154,12 +154,12 @@ def test_an_index_cannot_point_outside_the_library(library_dir):
     raw["index_sha256"] = index_digest(raw)
     index.write_text(json.dumps(raw, sort_keys=True, indent=2) + "\n")
     with pytest.raises(ArtifactError, match="'../goldens/k00/v' must stay inside the library"):
-        load_library(library_dir, platform="a5sim")
+        load_library(library_dir, platform="a5sim", allow_unsigned=True)
 
 
 def test_the_index_is_deterministic_and_records_its_own_digest(built):
     text = (built / INDEX).read_text()
     raw = json.loads(text)
-    assert raw["schema_version"] == "1.1" and raw["index_sha256"] == index_digest(raw)
+    assert raw["schema_version"] == "1.2" and raw["index_sha256"] == index_digest(raw)
     assert text == json.dumps(raw, sort_keys=True, indent=2) + "\n"
     assert sorted(raw["kernels"]) == ["k00", "k01", "k02"]

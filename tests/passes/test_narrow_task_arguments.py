@@ -3,13 +3,15 @@ tensor it touches (pypto/passes/narrow_task_arguments.py)."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 
 import pypto.language as pl
 from pypto.compiler import CompileOptions, run_pipeline
 from pypto.debug import load_entry, torch_codegen
-from pypto.ir import PassDumpLevel
+from pypto.ir import PassDumpLevel, TypeCheckError
 from pypto.ir.nodes import Assign, For, FuncCall
 from pypto.ir.printer import print_statement
 from pypto.ir.types import TensorType
@@ -207,13 +209,16 @@ def test_a_window_outside_its_tensor_stops_the_run_before_the_task():
 def undeclared_output(x: pl.Tensor[[N * R, C], pl.FP32], out: pl.Tensor[[N * R, C], pl.FP32]):
     for i in pl.parallel(N):
         with pl.at(level=pl.Level.CORE_GROUP):
-            out[i * R:i * R + R, :] = pl.add(x[i * R:i * R + R, :], 1.0)
+            out[i * R:i * R + R, :] = pl.add(x[i * R:i * R + R, :], 1.0)  # writes an input
     return out
 
 
-def test_a_write_through_a_view_makes_the_viewed_parameter_an_output():
+def test_a_write_through_a_view_of_an_input_parameter_is_refused_at_its_line():
+    # `out` is In (the default): the write through the task's view of it is seen, and
+    # refused where it is written instead of changing the caller's tensor.
     x = torch.randn(N * R, C)
-    program = undeclared_output.lower(x, torch.zeros(N * R, C))
-    entry = program.entry_function
-    assert [(p.var.name, p.direction.value) for p in entry.params] == [("x", "in"),
-                                                                       ("out", "out")]
+    with pytest.raises(TypeCheckError, match="`out` is an input parameter") as info:
+        undeclared_output.lower(x, torch.zeros(N * R, C))
+    lines, first = inspect.getsourcelines(undeclared_output.fn)
+    line = first + next(i for i, text in enumerate(lines) if "# writes an input" in text)
+    assert info.value.span.line == line

@@ -2,39 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
+import os
+from pathlib import Path
 
 import pytest
 import torch
+from catalogue import add, assert_user_facing, copy
+from catalogue import artifact as _artifact
+from catalogue import zeros as _z
 
 import pypto.language as pl
 from pypto import ir
 from pypto.ir import ParseError, TypeCheckError
 from pypto.runtime import ArtifactError, RunConfig, load_artifact
-from pypto.toolchain import ToolchainNotFoundError
+from pypto.toolchain import CacheStorageError, ToolchainNotFoundError
 
 HERE = __file__
-
-
-@pl.jit
-def add(a: pl.Tensor[[16, 128], pl.FP32], b: pl.Tensor[[16, 128], pl.FP32],
-        out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        out[:] = pl.add(a, b)
-    return out
-
-
-def _z(*shape, dtype=torch.float32):
-    return torch.zeros(*shape, dtype=dtype)
-
-
-def _artifact(tmp_path, platform="a2a3sim"):
-    compiled = add.compile(_z(16, 128), _z(16, 128), _z(16, 128),
-                           config=RunConfig(platform=platform))
-    dst = tmp_path / "artifact"
-    shutil.copytree(compiled.output_dir, dst)
-    return dst
+HERE_DIR = Path(__file__).resolve().parent
 
 
 CALL_CASES = {
@@ -66,6 +52,9 @@ CALL_CASES = {
                           ArtifactError, "a5sim"),
     "invalid_python_text": (lambda tmp: pl.parse("@pl.program\nclass x:\n  def (:\n"),
                             ParseError, "<pl.parse>:3"),
+    "missing_block_in_parsed_text": (  # Python detects it on the line after
+        lambda tmp: pl.parse("@pl.program\nclass x:\n  def f(self):\n\n  y = 1\n"),
+        ParseError, "<pl.parse>:3: invalid Python: expected an indented block"),
     "two_program_classes": (lambda tmp: pl.parse("class a: pass\nclass b: pass\n"), ParseError,
                             "exactly one `@pl.program` class"),
     "env_verify_level": (lambda tmp: _with_env("PYPTO_VERIFY_LEVEL", "full"), ValueError,
@@ -114,6 +103,61 @@ CALL_CASES.update({
 })
 
 
+def _meta(*shape):
+    return torch.zeros(*shape, device="meta")
+
+
+def _in_unwritable_cache(tmp):
+    # A shape no other test compiles: the call must reach the cache.
+    with _env("PYPTO_CACHE_DIR", "/sys/pypto-catalogue-cache"):
+        return copy(_z(8, 136), _z(8, 136))
+
+
+# Tensors the host simulator cannot use as they are, and environments it cannot work in.
+CALL_CASES.update({
+    "meta_input": (lambda tmp: add(_meta(16, 128), _z(16, 128), _z(16, 128)), TypeError,
+                   "parameter 'a': expected a tensor in host memory, found one on meta"),
+    "meta_output": (lambda tmp: add(_z(16, 128), _z(16, 128), _meta(16, 128)), TypeError,
+                    "parameter 'out': expected a tensor in host memory, found one on meta"),
+    "loaded_program_meta_output": (
+        lambda tmp: _run_loaded(tmp, _z(16, 128), _z(16, 128), _meta(16, 128)), TypeError,
+        "pass tensor.cpu()"),
+    "sparse_input": (lambda tmp: add(_z(16, 128).to_sparse(), _z(16, 128), _z(16, 128)),
+                     TypeError, "expected a dense tensor, found a torch.sparse_coo one"),
+    "negated_view_input": (lambda tmp: add(_z(16, 128)._neg_view(), _z(16, 128), _z(16, 128)),
+                           TypeError, "pass tensor.resolve_neg()"),
+    "output_sharing_memory": (
+        lambda tmp: add(_z(16, 128), _z(16, 128), _z(128).expand(16, 128)), ValueError,
+        "parameter 'out' is written, but its elements share memory"),
+    "env_sim_debug_not_a_switch": (
+        lambda tmp: _with_env("PYPTO_SIM_DEBUG", "banana"), ValueError,
+        "PYPTO_SIM_DEBUG='banana' is not a switch"),
+    "cache_not_writable": (_in_unwritable_cache, CacheStorageError,
+                           "point PYPTO_CACHE_DIR at a directory you can write"),
+    "deeply_nested_manifest": (lambda tmp: _nested_manifest(tmp), ArtifactError,
+                               "nests objects and lists deeper than 32 levels"),
+})
+
+
+def _nested_manifest(tmp):
+    art = _artifact(tmp)
+    (art / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    return load_artifact(art)
+
+
+@contextlib.contextmanager
+def _env(name, value):
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
+
+
 def _corrupt_manifest(tmp):
     art = _artifact(tmp)
     (art / "manifest.json").write_text("{ not json")
@@ -121,18 +165,9 @@ def _corrupt_manifest(tmp):
 
 
 def _with_env(name, value):
-    import os
-
-    old = os.environ.get(name)
-    os.environ[name] = value
-    try:
+    with _env(name, value):
         return add(_z(16, 128), _z(16, 128), _z(16, 128), config=RunConfig(platform="a5sim",
                                                                            dump_passes=True))
-    finally:
-        if old is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = old
 
 
 @pytest.mark.parametrize("name", sorted(CALL_CASES))
@@ -141,6 +176,30 @@ def test_bad_call_gets_a_clear_error(name, tmp_path):
     with pytest.raises(error) as info:
         fn(tmp_path)
     assert message in str(info.value), str(info.value)
+    assert_user_facing(info.value)
+
+
+@pytest.mark.parametrize("value", ["false", "Off"])
+def test_sim_debug_switched_off_in_words_builds_the_plain_kernels(value, monkeypatch):
+    monkeypatch.setenv("PYPTO_SIM_DEBUG", value)
+    built = copy.compile(_z(8, 144), _z(8, 144)).output_dir
+    assert b"pto_sim_fault" not in next((built / "kernels").glob("*.so")).read_bytes()
+
+
+def test_a_templates_dir_without_the_templates_is_refused_with_what_to_do(tmp_path,
+                                                                          run_script):
+    # Read when pypto is imported: a process of its own.
+    proc = run_script(
+        f"import sys\nsys.path.insert(0, {str(HERE_DIR)!r})\n"
+        "import torch\n"
+        "from catalogue import copy\n"
+        "try:\n"
+        "    copy(torch.zeros(8, 152), torch.zeros(8, 152))\n"
+        "except ValueError as e:\n"
+        "    print('REFUSED', e)\n",
+        env={"PYPTO_TEMPLATES_DIR": str(tmp_path)})
+    assert f"REFUSED PYPTO_TEMPLATES_DIR={str(tmp_path)!r}: {tmp_path} holds no kernel.cpp.j2; " \
+           "point PYPTO_TEMPLATES_DIR at a copy of pypto's templates/ directory" in proc.stdout
 
 
 def test_device_platform_fails_fast_naming_what_is_missing():

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from catalogue import assert_user_facing
 
 from pypto.ir import CapacityError, LoweringError, ParseError, PyptoError, TypeCheckError
 from pypto.runtime import RunConfig
@@ -534,12 +535,59 @@ def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 })
 
 
+# Found by probing as an adversarial user would (issue 22).
+CASES.update({
+    "write_to_an_input": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        a[:] = pl.exp(a)  # <-
+        out[:] = pl.add(a, a)
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "declare it `a: pl.InOut[...]`"),
+    "write_to_an_input_in_a_kernel": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    a = pl.store(pl.exp(t), [0, 0], a)  # <-
+    out = pl.store(t, [0, 0], out)
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "`a` is an input parameter (In, the default"),
+    "tensor_parameter_rebound_to_a_number": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    out = 0  # <-
+    return out
+""", (T(16, 128), T(16, 128)), TypeCheckError, "write into the tensor with `out[:] = ...`"),
+    "kernel_returning_a_tile": Case("""
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    return t  # <-
+""", (T(16, 128), T(16, 128)), TypeCheckError, "pl.store the tile into a pl.Out tensor"),
+    "long_infix_chain": Case(f"""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = {' + '.join(['a'] * 1500)}  # <-
+    return out
+""", (T(16, 128), T(16, 128)), ParseError, "name intermediate results in statements"),
+    "empty_tensor": Case("""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):  # <-
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.exp(a)
+    return out
+""", (T(0, 128), T(0, 128)), TypeCheckError, "argument a is an empty tensor [0, 128]"),
+})
+
+
 def _write(tmp_path, name: str, source: str):
     path = tmp_path / f"bad_{name}.py"
     text = HEADER + textwrap.dedent(source).lstrip("\n")
     path.write_text(text)
     marked = [i for i, line in enumerate(text.splitlines(), start=1) if "# <-" in line]
-    return str(path), marked[0]
+    return str(path), marked[0] if marked else None
 
 
 def _import(name: str, path: str):
@@ -566,8 +614,35 @@ def test_bad_program_is_refused_at_the_users_line(name, tmp_path):
     assert error.span is not None and error.span.file == path, str(error)
     assert error.span.line == line, str(error)
     assert str(error).startswith(f"{path}:{line}: ")
-    # No traceback from pypto's internals: the error is raised without a chained cause.
-    assert error.__cause__ is None and error.__suppress_context__ or error.__context__ is None
+    assert_user_facing(error)  # no traceback from pypto's internals underneath
+
+
+def _run(name, tmp_path, source, *args):
+    path, _ = _write(tmp_path, name, source)
+    return _import(name, path).kernel(*args)
+
+
+def test_a_kernel_without_return_hands_back_what_it_stored(tmp_path):
+    a, out = torch.randn(16, 128), torch.zeros(16, 128)
+    result = _run("without_return", tmp_path, """
+@pl.jit.incore
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    t = pl.load(a, [0, 0], [16, 128])
+    out = pl.store(pl.add(t, t), [0, 0], out)
+""", a, out)
+    assert result is out and torch.equal(out, a + a)
+
+
+def test_a_chain_just_below_the_nesting_limit_runs(tmp_path):
+    a, out = torch.ones(16, 128), torch.zeros(16, 128)
+    _run("long_chain", tmp_path, f"""
+@pl.jit
+def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = {' + '.join(['a'] * 90)}
+    return out
+""", a, out)
+    assert torch.equal(out, torch.full((16, 128), 90.0))
 
 
 def test_catalogue_has_at_least_forty_cases_with_the_call_time_ones():

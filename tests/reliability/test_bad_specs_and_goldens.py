@@ -7,21 +7,13 @@ import inspect
 
 import pytest
 import torch
+from catalogue import add, assert_user_facing
 
-import pypto.language as pl
 from pypto import spec
 from pypto.runtime import GoldenError, RunConfig, write_golden
 from pypto.spec import SpecError
 
 HERE = __file__
-
-
-@pl.jit
-def add(a: pl.Tensor[[16, 128], pl.FP32], b: pl.Tensor[[16, 128], pl.FP32],
-        out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        out[:] = pl.add(a, b)
-    return out
 
 
 F32 = ("fp32", [16, 128])
@@ -67,6 +59,7 @@ def test_malformed_spec_is_refused_at_its_declaration(name):
     assert message in str(error), str(error)
     assert error.span is not None and error.span.file == HERE and error.span.line == line
     assert str(error).startswith(f"{HERE}:{line}: ")
+    assert_user_facing(error)
 
 
 def test_a_tolerance_without_a_reason_is_refused_where_it_is_written():
@@ -102,6 +95,12 @@ GOLDEN_CASES = {
                              "expected.safetensors", "regenerate it (`scons goldens`)"),
     "expected_missing": (lambda g: (g / "expected.safetensors").unlink(), "expected.safetensors",
                          "cannot read"),
+    "golden_json_nested_deeply": (
+        lambda g: (g / "golden.json").write_text("{\"a\": " * 50_000 + "1" + "}" * 50_000),
+        "golden.json", "nests objects and lists deeper than 32 levels"),
+    "golden_json_too_large": (
+        lambda g: (g / "golden.json").write_bytes(b" " * (17 << 20) + b"{}"), "golden.json",
+        "larger than 16 MiB"),
     "golden_of_another_program": (
         lambda g: write_golden(g, {"q": torch.ones(2)}, {"r": torch.ones(2)}, overwrite=True),
         "golden.json", "which are not parameters of this program (a, b, out)"),
@@ -120,7 +119,21 @@ def test_corrupt_golden_is_refused_naming_the_file(name, tmp_path):
         add(a, b, out, config=RunConfig(golden_data_dir=golden))
     assert str(info.value).startswith(str(golden / file)), str(info.value)
     assert message in str(info.value)
+    assert_user_facing(info.value)
 
 
 def test_catalogue_counts_specs_and_goldens():
     assert len(SPEC_CASES) + len(GOLDEN_CASES) >= 15
+
+
+def test_a_spec_file_missing_a_block_is_refused_at_the_statement_that_needs_it(tmp_path):
+    from pypto.spec.module import load_spec_module
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text("")
+    path = tmp_path / "kernels" / "broken.py"
+    path.write_text("import pypto.language as pl\n\n\ndef helper():\n\nSPECS = []\n")
+    with pytest.raises(SpecError) as info:
+        load_spec_module(path, tmp_path)
+    assert str(info.value).startswith(f"{path}:4: invalid Python: expected an indented block")
+    assert_user_facing(info.value)

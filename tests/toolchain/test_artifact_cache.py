@@ -1,6 +1,7 @@
 """The artifact cache publishes whole entries or nothing, and builders of one key coordinate."""
 
 import fcntl
+import hashlib
 import json
 import multiprocessing
 import os
@@ -9,15 +10,41 @@ from pathlib import Path
 
 import pytest
 
-from pypto.toolchain import ArtifactCache, CacheLockTimeoutError, content_key, default_cache_root
+from pypto.platform import get_platform
+from pypto.runtime.manifest import manifest_digest
+from pypto.toolchain import (
+    ABI_VERSION,
+    MANIFEST_SCHEMA_VERSION,
+    ArtifactCache,
+    CacheLockTimeoutError,
+    content_key,
+    default_cache_root,
+)
 
 KEY = content_key([("test", "artifact cache")])
+
+
+def entry_manifest() -> dict:
+    """The manifest of a minimal entry the loader accepts (it maps nothing to check it)."""
+    backend = get_platform("a2a3sim").backend
+    digest = hashlib.sha256(b"binary").hexdigest()
+    manifest = {
+        "schema_version": MANIFEST_SCHEMA_VERSION, "platform": "a2a3sim",
+        "backend": backend.name, "abi_version": ABI_VERSION, "content_key": KEY,
+        "entry": "k", "params": [], "outputs": [],
+        "kernels": [{"name": "k", "file": "kernels/k.so", "sha256": digest,
+                     "core_type": "vector", "signature": []}],
+        "orchestration": {"file": "kernels/k.so", "sha256": digest, "entry": "k"},
+        "core": {**backend.capacities, "cores": backend.vector_cores},
+    }
+    manifest["manifest_sha256"] = manifest_digest(manifest)
+    return manifest
 
 
 def write_entry(out: Path) -> None:
     (out / "kernels").mkdir()
     (out / "kernels" / "k.so").write_bytes(b"binary")
-    (out / "manifest.json").write_text(json.dumps({"content_key": KEY}) + "\n")
+    (out / "manifest.json").write_text(json.dumps(entry_manifest()) + "\n")
 
 
 def test_publish_builds_once_and_lookup_serves_the_entry(tmp_path):
@@ -123,9 +150,8 @@ def test_concurrent_publishers_of_one_key_both_succeed_with_one_build(tmp_path):
     assert [child.exitcode for child in children] == [0, 0]
     assert paths == [str(tmp_path / KEY[:2] / KEY)] * 2
     assert len((tmp_path / "builds.log").read_text().split()) == 1
-    assert json.loads((tmp_path / KEY[:2] / KEY / "manifest.json").read_text()) == {
-        "content_key": KEY
-    }
+    assert json.loads((tmp_path / KEY[:2] / KEY / "manifest.json").read_text()) == \
+        entry_manifest()
     assert _leftovers(tmp_path) == sorted(
         [
             "builds.log",

@@ -1,0 +1,80 @@
+"""The JSON records an artifact or a library carries (manifest.json, golden.json, the
+library index, a package signature): read with bounded size and nesting, digested
+canonically.
+
+pypto writes records a few levels deep and at most a few megabytes long; a damaged or
+hostile one may be anything.  `parse_record` refuses what no pypto writer produces
+before any reader walks it (a thousand nested lists exhaust the interpreter's stack in
+`json.loads` or in the digest's `json.dumps`), so every refusal is a `RecordError`
+the caller words for its file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+MAX_RECORD_BYTES = 16 << 20
+"""The largest record pypto reads (a 1,000-variant library index is about 1 MB)."""
+
+MAX_RECORD_NESTING = 32
+"""The deepest nesting of objects and lists pypto reads (its records nest at most 6)."""
+
+
+class RecordError(ValueError):
+    """A record that does not parse or exceeds the bounds; the message says why, without
+    the file's name (the caller adds it)."""
+
+
+def read_record(path: str | os.PathLike) -> Any:
+    """The parsed JSON of the file at `path` (see `parse_record`).  FileNotFoundError
+    propagates (what a missing file means is the caller's to say); any other reason the
+    file cannot be read is a RecordError."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_RECORD_BYTES + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise RecordError(f"cannot read it: {exc.strerror or exc}") from None
+    return parse_record(data)
+
+
+def parse_record(data: bytes) -> Any:
+    """`data` as JSON, after checking it is at most MAX_RECORD_BYTES long and nests at
+    most MAX_RECORD_NESTING levels deep."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordError(f"it is larger than {MAX_RECORD_BYTES >> 20} MiB, which no pypto "
+                          "record is")
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise RecordError(_too_deep()) from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an over-long integer
+        raise RecordError(f"it is not valid JSON: {exc}") from None
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > MAX_RECORD_NESTING:
+            raise RecordError(_too_deep())
+        if isinstance(item, dict):
+            pending.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            pending.extend((v, depth + 1) for v in item)
+    return value
+
+
+def _too_deep() -> str:
+    return (f"it nests objects and lists deeper than {MAX_RECORD_NESTING} levels, which no "
+            "pypto record does")
+
+
+def record_digest(raw: Mapping[str, Any], own_field: str) -> str:
+    """sha256 of a record's content without the field `own_field` that holds the digest
+    itself, as canonical JSON (sorted keys, no whitespace, ASCII)."""
+    content = {k: v for k, v in raw.items() if k != own_field}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
