@@ -102,6 +102,7 @@ class _DeviceKernelBuilder:
         self.scalars: dict[str, dict] = {}
         self.names: set[str] = {ident(n) for n in self.params}
         self.windows = 0
+        self.saturates = False  # does a scalar operand need `saturate<T>`?
 
     # -- names and tiles
 
@@ -261,17 +262,19 @@ class _DeviceKernelBuilder:
             raise LoweringError("pl.xor has no device code yet (TXOR / TXORS take a scratch "
                                 "tile the IR does not give them)", s.span,
                                 hint="use a simulator platform")
+        dtype = dst.type.dtype
         if isinstance(a.type, TileType):
             x = self.elementwise(a)
-            return [self._instr(op.isa_scalar.upper(), [d, x, _expr(b)], [x], [d], "PIPE_V")]
-        x = self.elementwise(b)
+            return [self._instr(op.isa_scalar.upper(), [d, x, self._scalar_operand(b, dtype)], [x],
+                                [d], "PIPE_V")]
+        x, scalar = self.elementwise(b), self._scalar_operand(a, dtype)
         if op.name == "div":  # s / x: TDIVS has the scalar-first form
-            return [self._instr("TDIVS", [d, _expr(a), x], [x], [d], "PIPE_V")]
+            return [self._instr("TDIVS", [d, scalar, x], [x], [d], "PIPE_V")]
         if op.name in ("add", "mul", "and_", "or_", "xor"):  # commutative
-            return [self._instr(op.isa_scalar.upper(), [d, x, _expr(a)], [x], [d], "PIPE_V")]
+            return [self._instr(op.isa_scalar.upper(), [d, x, scalar], [x], [d], "PIPE_V")]
         if op.name == "sub":  # s - x = (-x) + s: the negation is exact, one rounding
             return [self._instr("TNEG", [d, x], [x], [d], "PIPE_V"),
-                    self._instr("TADDS", [d, d, _expr(a)], [d], [d], "PIPE_V")]
+                    self._instr("TADDS", [d, d, scalar], [d], [d], "PIPE_V")]
         raise LoweringError(f"pl.{call.op} with the scalar first has no device code yet",
                             s.span, hint="put the tile first")
 
@@ -290,17 +293,44 @@ class _DeviceKernelBuilder:
         d, x = self.elementwise(dst), self.elementwise(call.args[0])
         mode = _Ref(f"RoundMode::{_ROUND[call.attr('mode')]}")
         args = [d, x, mode]
-        if call.args[0].type.dtype.is_float and dst.type.dtype.is_int:
-            # pl.cast saturates float -> int; TCVT's default for the narrowing FP16 -> INT8 /
-            # UINT8 keeps the low bits (torch's wrap-around), so saturation is asked for.
+        if dst.type.dtype.is_int:
+            # pl.cast saturates every conversion to an integer.  TCVT's default keeps the low
+            # bits (torch's wrap-around) of FP16 -> INT8 / UINT8, FP32 / FP16 -> INT16,
+            # INT32 -> INT16 and INT64 -> INT32 on the device (`kIsNarrowingCvt`), and of
+            # every narrowing conversion on the CPU model, so saturation is asked for; where
+            # the target holds every source value it changes nothing.
             args.append(_Ref("SaturationMode::ON"))
         return [self._instr("TCVT", args, [x], [d], "PIPE_V")]
+
+    def _scalar_operand(self, e, dtype: DataType) -> dict:
+        """A scalar operand of an instruction on `dtype` elements (`TADDS`, `TEXPANDS`, ...).
+
+        The instruction takes the element type, and C++ converts a scalar (int64_t or
+        double in device code) to it implicitly: to the nearest float, ties to even, as
+        pl's `rint` does, but to an integer by keeping the low bits.  pl converts a scalar
+        operand as `pl.cast` does, saturating (docs/numerics.md), so an integer operand that
+        may not fit is saturated first (`saturate<T>`); a constant that fits, or a scalar
+        whose type does, is passed as it is."""
+        model = _expr(e)
+        if not dtype.is_int:
+            return model
+        lo, hi = dtype.int_range
+        if isinstance(e, Const):
+            fits = lo <= int(e.value) <= hi
+        else:
+            src = e.type.dtype
+            fits = not src.is_float and lo <= src.int_range[0] and src.int_range[1] <= hi
+        if fits:
+            return model
+        self.saturates = True
+        return {"kind": "saturate", "elem": _ELEM[dtype], "value": model}
 
     def _form_fill(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
         value = operands.get("scalar", operands.get("value"))
         d = self.elementwise(dst)
-        return [self._instr("TEXPANDS", [d, _expr(value)], [], [d], "PIPE_V")]
+        return [self._instr("TEXPANDS", [d, self._scalar_operand(value, dst.type.dtype)], [], [d],
+                            "PIPE_V")]
 
     def _form_fillpad(self, op, call, dst, s):
         (src,) = call.args
@@ -471,6 +501,7 @@ def device_kernel(fn: Function) -> DeviceKernel:
         "tiles": tiles,
         "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
         "body": _models(body),
+        "saturates": builder.saturates,
     }
     on_chip = dict.fromkeys((m.name for m in MemorySpace if m is not MemorySpace.DDR), 0)
     for tile in builder.tiles.values():
