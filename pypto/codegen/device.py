@@ -14,12 +14,13 @@ This module decides what to emit; the text comes from templates/device_kernel.cp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
 from ..ir.nodes import Assign, Call, Const, For, Function, Var
+from ..ir.ops import get_op
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from .environment import render
 from .expressions import (
@@ -70,11 +71,14 @@ class _Tile:
     pad: str | None = None
     views: dict = field(default_factory=dict)  # (vrows, vcols, pad) -> the view's _Tile
     flat: bool = False  # a column [R, 1] seen as the row [1, R] its bytes also are
+    # A transposed matmul operand (and the Mat tile it is moved from): declared as the
+    # transpose of its IR shape, [cols, rows], its fractals column-major (ZN).
+    transposed: bool = False
     span: object = None  # where the tile's variable is first defined (for errors)
 
     def model(self) -> dict:
         t = self.type
-        layout = tile_layout(t)
+        layout = tile_layout(_transpose(t) if self.transposed else t)
         rows, cols, col_major = layout.rows, layout.cols, layout.col_major
         if self.flat:
             rows, cols, col_major = 1, layout.rows, False
@@ -85,6 +89,7 @@ class _Tile:
             "vrows": self.vrows, "vcols": self.vcols, "pad": self.pad,
             "pad_bits": _PAD_BITS.get((t.dtype, self.pad)),
             "alias": _CUBE_ALIAS.get(t.memory), "addr": f"{t.addr:#x}",
+            "fractals": "ZN" if self.transposed else "NZ",
         }
 
     def access(self) -> Access:
@@ -102,6 +107,8 @@ class _DeviceKernelBuilder:
         self.scalars: dict[str, dict] = {}
         self.names: set[str] = {ident(n) for n in self.params}
         self.windows = 0
+        self.saturates = False  # does a scalar operand need `saturate<T>`?
+        self.transposed = _transposed_operands(fn.body)
 
     # -- names and tiles
 
@@ -122,7 +129,11 @@ class _DeviceKernelBuilder:
         key = (var.name, t)
         if key not in self.tiles:
             rows, cols = t.shape[0], t.shape[1] if len(t.shape) > 1 else 1
-            self.tiles[key] = _Tile(self._fresh(ident(var.name)), t, rows, cols, span=var.span)
+            transposed = key in self.transposed
+            if transposed:
+                rows, cols = cols, rows
+            self.tiles[key] = _Tile(self._fresh(ident(var.name)), t, rows, cols,
+                                    transposed=transposed, span=var.span)
         return self.tiles[key]
 
     def view(self, base: _Tile, vrows: int, vcols: int, pad: str | None) -> _Tile:
@@ -135,7 +146,7 @@ class _DeviceKernelBuilder:
         if key not in base.views:
             suffix = "valid" if (vrows, vcols) != (base.vrows, base.vcols) else f"pad_{pad.lower()}"
             base.views[key] = _Tile(self._fresh(f"{base.ident}_{suffix}"), base.type, vrows,
-                                    vcols, pad)
+                                    vcols, pad, transposed=base.transposed)
         return base.views[key]
 
     def elementwise(self, var: Var) -> _Tile:
@@ -152,8 +163,11 @@ class _DeviceKernelBuilder:
         return base.views[key]
 
     def valid_view(self, var: Var, pad: str | None = None) -> _Tile:
+        base = self.tile(var)
         vrows, vcols = (tuple(var.type.valid) + (1,))[:2]
-        return self.view(self.tile(var), vrows, vcols, pad)
+        if base.transposed:
+            vrows, vcols = vcols, vrows
+        return self.view(base, vrows, vcols, pad)
 
     # -- statements
 
@@ -175,8 +189,7 @@ class _DeviceKernelBuilder:
             return [_statement({"kind": "scalar_assign", "dst": ident(dst.name),
                                 "value": _expr(call)})]
         if isinstance(call, Var) and isinstance(call.type, TileType):
-            return [self._instr("TMOV", [self.tile(dst), self.tile(call)], [self.tile(call)],
-                                [self.tile(dst)], _move_pipe(call.type, dst.type, s))]
+            return [self._move(dst, call, s)]
         op, form = operator_form(self, call, s)
         return form(op, call, dst, s)
 
@@ -194,7 +207,10 @@ class _DeviceKernelBuilder:
 
     # -- one builder per operator form (the `emit` field of the op registry)
 
-    def _window(self, tensor: Var, offsets, vrows: int, vcols: int, s) -> tuple[dict, str]:
+    def _window(self, tensor: Var, offsets, vrows: int, vcols: int, s,
+                transposed: bool = False) -> tuple[dict, str]:
+        """A GlobalTensor view of the window at `offsets` as the tile sees it: `vrows` x
+        `vcols`; a transposed tile sees the window's columns as its rows (Layout::DN)."""
         if tensor.name not in self.params or not isinstance(tensor.type, TensorType):
             raise LoweringError("device kernels load and store only tensor parameters", s.span)
         if len(offsets.items) != 2:
@@ -205,21 +221,27 @@ class _DeviceKernelBuilder:
         return _statement({
             "kind": "window", "ident": name, "tensor": ident(tensor.name),
             "elem": _ELEM[tensor.type.dtype], "rows": vrows, "cols": vcols,
-            "r0": _expr(r0), "c0": _expr(c0)}), name
+            "r0": _expr(r0), "c0": _expr(c0), "transposed": transposed}), name
 
     def _form_load(self, op, call, dst, s):
         tensor, offsets = call.args
         full = self.tile(dst)
         pad = _PAD[call.attr("pad_value").name]
         partial = tuple(dst.type.valid) != tuple(dst.type.shape)
+        if dst.type.memory is MemorySpace.Mat:
+            if partial and pad != "Zero":
+                raise LoweringError("a partial load into Mat pads with zeros only", s.span)
+            # Zeros in every element outside the valid region, up to whole fractals: the
+            # cube multiplies whole fractals, so a matmul's padded K must add nothing.
+            whole = tile_layout(dst.type)
+            partial = partial or (whole.rows, whole.cols) != tuple(dst.type.shape)
         target = self.valid_view(dst, pad if partial else None)
-        decl, window = self._window(tensor, offsets, target.vrows, target.vcols, s)
+        decl, window = self._window(tensor, offsets, target.vrows, target.vcols, s,
+                                    full.transposed)
         out = [decl, self._instr("TLOAD", [target, _Ref(window)], [], [target], "PIPE_MTE2",
                                  gm_reads=[tensor.name])]
-        if partial and dst.type.memory is MemorySpace.Mat:
-            if pad != "Zero":
-                raise LoweringError("a partial load into Mat pads with zeros only", s.span)
-            return out  # TLOAD's zero PadValue pads the fractals (the NZ load fills them)
+        if dst.type.memory is MemorySpace.Mat:
+            return out  # TLOAD's zero PadValue pads the fractals (the NZ / ZN load fills them)
         if partial:
             padded = self.view(full, full.vrows, full.vcols, pad)
             out.append(self._instr("TFILLPAD_INPLACE", [padded, target], [target], [padded],
@@ -261,46 +283,85 @@ class _DeviceKernelBuilder:
             raise LoweringError("pl.xor has no device code yet (TXOR / TXORS take a scratch "
                                 "tile the IR does not give them)", s.span,
                                 hint="use a simulator platform")
+        dtype = dst.type.dtype
         if isinstance(a.type, TileType):
             x = self.elementwise(a)
-            return [self._instr(op.isa_scalar.upper(), [d, x, _expr(b)], [x], [d], "PIPE_V")]
-        x = self.elementwise(b)
+            return [self._instr(op.isa_scalar.upper(), [d, x, self._scalar_operand(b, dtype)], [x],
+                                [d], "PIPE_V")]
+        x, scalar = self.elementwise(b), self._scalar_operand(a, dtype)
         if op.name == "div":  # s / x: TDIVS has the scalar-first form
-            return [self._instr("TDIVS", [d, _expr(a), x], [x], [d], "PIPE_V")]
+            return [self._instr("TDIVS", [d, scalar, x], [x], [d], "PIPE_V")]
         if op.name in ("add", "mul", "and_", "or_", "xor"):  # commutative
-            return [self._instr(op.isa_scalar.upper(), [d, x, _expr(a)], [x], [d], "PIPE_V")]
+            return [self._instr(op.isa_scalar.upper(), [d, x, scalar], [x], [d], "PIPE_V")]
         if op.name == "sub":  # s - x = (-x) + s: the negation is exact, one rounding
             return [self._instr("TNEG", [d, x], [x], [d], "PIPE_V"),
-                    self._instr("TADDS", [d, d, _expr(a)], [d], [d], "PIPE_V")]
+                    self._instr("TADDS", [d, d, scalar], [d], [d], "PIPE_V")]
         raise LoweringError(f"pl.{call.op} with the scalar first has no device code yet",
                             s.span, hint="put the tile first")
 
     def _form_unary(self, op, call, dst, s):
         (src,) = call.args[:1]
-        d, x = self.tile(dst), self.tile(src)
         if op.name == "move":
-            return [self._instr("TMOV", [d, x], [x], [d], _move_pipe(src.type, dst.type, s))]
+            return [self._move(dst, src, s)]
         if op.isa in ("treshape", "ttrans") or op.name == "set_validshape":
             raise LoweringError(f"pl.{call.op} has no device code yet", s.span,
                                 hint="use a simulator platform")
         d, x = self.elementwise(dst), self.elementwise(src)
         return [self._instr(op.isa.upper(), [d, x], [x], [d], "PIPE_V")]
 
+    def _move(self, dst: Var, src: Var, s) -> Instr:
+        """`TMOV` of `src`'s tile into `dst`'s (`pl.move`, or one tile variable assigned to
+        another)."""
+        d, x = self.tile(dst), self.tile(src)
+        if d.transposed != x.transposed:
+            raise LoweringError(
+                f"`{src.name}` is moved to `{dst.name}`, and only one of them is a transposed "
+                f"matmul operand: device code lays a tile out transposed or not, for all its "
+                f"uses", s.span, hint="load the tensor once per use")
+        return self._instr("TMOV", [d, x], [x], [d], _move_pipe(src.type, dst.type, s))
+
     def _form_cast(self, op, call, dst, s):
         d, x = self.elementwise(dst), self.elementwise(call.args[0])
         mode = _Ref(f"RoundMode::{_ROUND[call.attr('mode')]}")
         args = [d, x, mode]
-        if call.args[0].type.dtype.is_float and dst.type.dtype.is_int:
-            # pl.cast saturates float -> int; TCVT's default for the narrowing FP16 -> INT8 /
-            # UINT8 keeps the low bits (torch's wrap-around), so saturation is asked for.
+        if dst.type.dtype.is_int:
+            # pl.cast saturates every conversion to an integer.  TCVT's default keeps the low
+            # bits (torch's wrap-around) of FP16 -> INT8 / UINT8, FP32 / FP16 -> INT16,
+            # INT32 -> INT16 and INT64 -> INT32 on the device (`kIsNarrowingCvt`), and of
+            # every narrowing conversion on the CPU model, so saturation is asked for; where
+            # the target holds every source value it changes nothing.
             args.append(_Ref("SaturationMode::ON"))
         return [self._instr("TCVT", args, [x], [d], "PIPE_V")]
+
+    def _scalar_operand(self, e, dtype: DataType) -> dict:
+        """A scalar operand of an instruction on `dtype` elements (`TADDS`, `TEXPANDS`, ...).
+
+        The instruction takes the element type, and C++ converts a scalar (int64_t or
+        double in device code) to it implicitly: to the nearest float, ties to even, as
+        pl's `rint` does, but to an integer by keeping the low bits.  pl converts a scalar
+        operand as `pl.cast` does, saturating (docs/numerics.md), so an integer operand that
+        may not fit is saturated first (`saturate<T>`); a constant that fits, or a scalar
+        whose type does, is passed as it is."""
+        model = _expr(e)
+        if not dtype.is_int:
+            return model
+        lo, hi = dtype.int_range
+        if isinstance(e, Const):
+            fits = lo <= int(e.value) <= hi
+        else:
+            src = e.type.dtype
+            fits = not src.is_float and lo <= src.int_range[0] and src.int_range[1] <= hi
+        if fits:
+            return model
+        self.saturates = True
+        return {"kind": "saturate", "elem": _ELEM[dtype], "value": model}
 
     def _form_fill(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
         value = operands.get("scalar", operands.get("value"))
         d = self.elementwise(dst)
-        return [self._instr("TEXPANDS", [d, _expr(value)], [], [d], "PIPE_V")]
+        return [self._instr("TEXPANDS", [d, self._scalar_operand(value, dst.type.dtype)], [], [d],
+                            "PIPE_V")]
 
     def _form_fillpad(self, op, call, dst, s):
         (src,) = call.args
@@ -326,9 +387,8 @@ class _DeviceKernelBuilder:
 
     def _form_matmul(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
-        if call.attr("a_trans") or call.attr("b_trans"):
-            raise LoweringError("a transposed matmul operand has no device code yet", s.span,
-                                hint="transpose the tensor before loading it")
+        # A transposed operand's tiles are declared transposed (`_transposed_operands`):
+        # TMATMUL multiplies them as they are.
         d = self.tile(dst)
         a, b = self.tile(operands["lhs"]), self.tile(operands["rhs"])
         acc = operands.get("acc")
@@ -415,15 +475,58 @@ def _static_trips(s: For) -> int | None:
     return None
 
 
-def _check_cube_shape(tile: _Tile) -> None:
-    t = tile.type
-    layout = tile_layout(t)
-    if t.memory is not MemorySpace.Vec and (layout.rows, layout.cols) != tuple(t.shape):
+def _transpose(t: TileType) -> TileType:
+    valid = tuple(reversed(t.valid_shape)) if t.valid_shape is not None else None
+    return replace(t, shape=tuple(reversed(t.shape)), valid_shape=valid)
+
+
+def _transposed_operands(stmts) -> set[tuple]:
+    """The (name, type) keys of the tiles device code declares transposed: each transposed
+    matmul operand (`a_trans` / `b_trans`) and, back through `pl.move`, the Mat tile it was
+    loaded into, which TLOAD fills from a column-major (Layout::DN) view of the tensor."""
+    assigns = []
+
+    def walk(body) -> None:
+        for s in body:
+            if isinstance(s, For):
+                walk(s.body)
+            elif isinstance(s, Assign) and isinstance(s.value, (Call, Var)):
+                assigns.append(s)
+
+    walk(stmts)
+    marked: set[tuple] = set()
+    for s in reversed(assigns):
+        call, (dst,) = s.value, s.targets
+        if isinstance(call, Var):  # one tile variable assigned to another: a move
+            if (dst.name, dst.type) in marked:
+                marked.add((call.name, call.type))
+            continue
+        op = get_op(call.op)
+        if op.emit == "matmul":
+            operands = op.operands(call.args, dict(call.attrs))
+            for attr, role in (("a_trans", "lhs"), ("b_trans", "rhs")):
+                if call.attr(attr):
+                    marked.add((operands[role].name, operands[role].type))
+                    _check_transposable(operands[role], s)
+        elif (dst.name, dst.type) in marked:
+            if call.op == "move":
+                (src,) = call.args[:1]
+                marked.add((src.name, src.type))
+            elif call.op != "load":
+                raise LoweringError(
+                    f"`{dst.name}` is a transposed matmul operand made by pl.{call.op}: device "
+                    f"code transposes an operand as TLOAD brings it in, from a tensor",
+                    s.span, hint="load the operand from a tensor (and move it to Left / Right)")
+    return marked
+
+
+def _check_transposable(operand: Var, s) -> None:
+    t = operand.type
+    if tile_footprint(t) != tile_footprint(_transpose(t)):
         raise LoweringError(
-            f"a {t.memory.name} tile of {list(t.shape)} {t.dtype.name}: cube tiles are made of "
-            f"16-row fractals, so device code needs rows and columns that are multiples of 16 "
-            f"(and of {max(1, 32 // t.dtype.itemsize)} elements per 32 bytes)", tile.span,
-            hint="round the tile shape up and give the load a valid_shape")
+            f"a transposed {t.dtype.name} matmul operand of {list(t.shape)}: its transpose "
+            f"takes other bytes in whole fractals than AllocateMemoryAddr gave it", s.span,
+            hint="use FP16, BF16 or FP32 operands, or transpose the tensor before loading it")
 
 
 def _models(nodes) -> list[dict]:
@@ -458,7 +561,6 @@ def device_kernel(fn: Function) -> DeviceKernel:
     body = insert_pipe_sync(builder.body(fn.body))
     tiles = []
     for tile in sorted(builder.tiles.values(), key=lambda t: t.ident):
-        _check_cube_shape(tile)
         tiles.append(tile.model())
         tiles += [v.model() for _, v in sorted(tile.views.items(), key=lambda kv: kv[1].ident)]
     cube = any(t.type.memory not in (MemorySpace.Vec,) for t in builder.tiles.values())
@@ -471,6 +573,7 @@ def device_kernel(fn: Function) -> DeviceKernel:
         "tiles": tiles,
         "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
         "body": _models(body),
+        "saturates": builder.saturates,
     }
     on_chip = dict.fromkeys((m.name for m in MemorySpace if m is not MemorySpace.DDR), 0)
     for tile in builder.tiles.values():

@@ -63,6 +63,17 @@ class DataType(enum.Enum):
     def cpp_type(self) -> str:
         return self.value.cpp_type
 
+    @property
+    def int_range(self) -> tuple[int, int]:
+        """The smallest and the largest value of an integer type (BOOL: 0 and 1)."""
+        if self.is_float:
+            raise TypeError(f"{self.name} is not an integer type")
+        if self is DataType.BOOL:
+            return 0, 1
+        if self.is_signed:
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        return 0, (1 << self.bits) - 1
+
     def to_torch(self):
         """The torch dtype of the same name (imports torch lazily)."""
         import torch
