@@ -1,9 +1,9 @@
 """The compiler driver: frontend IR → passes → codegen → toolchain → artifact directory.
 
 The stages are one short list (`lower`, `generate`, `build_artifact`); the cache key is
-spelled out in `artifact_key`.  `@pl.jit`, `ir.compile` and the SCons build all come
-through `build_program`.  Verification, dumps, profiling and diagnostics are pass
-instruments: they run around the passes, never inside them.
+spelled out in `artifact_key`.  `@pl.jit`, `compile` (upstream's `ir.compile`) and the
+SCons build all come through `build_program`.  Verification, dumps, profiling and
+diagnostics are pass instruments: they run around the passes, never inside them.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .compiled import CompiledProgram
 from .ir.diagnostics import DiagnosticPhase, active_checks, emit, resolve_phase
 from .ir.nodes import Program
 from .ir.options import PassDumpLevel, VerificationLevel, resolve_dump_level, resolve_level
@@ -180,6 +181,58 @@ def build_program(program: Program, options: CompileOptions,
         hit = cache.lookup(key)
         return hit if hit is not None else cache.publish(key, build)
     return _publish_to(Path(output_dir), build)
+
+
+def compile(  # noqa: A001 - upstream's `ir.compile`, reached as `pypto.ir.compile`
+    program: Program,
+    output_dir=None,
+    dump_passes: bool | PassDumpLevel = True,
+    platform: str | None = None,
+    verification_level: VerificationLevel | None = None,
+    diagnostic_phase: DiagnosticPhase | None = None,
+    disabled_diagnostics=None,
+    profiling: bool = False,
+    enabled_diagnostics=None,
+    strategy=None,
+    backend_type=None,
+    distributed_config=None,
+) -> CompiledProgram:
+    """Lower, generate and build `program` for `platform`; returns the built artifact.
+
+    `platform` None is `$PYPTO_PLATFORM`, else a2a3sim.  `output_dir=None` builds into
+    the content-keyed cache (a hit compiles nothing).
+    `dump_passes` writes `passes_dump/` (True = CONCISE); `verification_level` None
+    defers to env PYPTO_VERIFY_LEVEL (default BASIC); `diagnostic_phase` None defers to
+    env PYPTO_WARNING_LEVEL; `enabled_diagnostics` turns on opt-in checks such as
+    `UnusedControlFlowResult`; `profiling` writes `report/pipeline_profile.{txt,json}`.
+    Upstream's `strategy` (only `OptimizationStrategy.Default`) and `backend_type` (the
+    platform's) are checked; `distributed_config` (a multi-rank program) is refused.  With
+    PYPTO_SIMULATE_DEVICE=1 a device platform builds for its simulator.
+    """
+    from .platform import check_target, default_platform, simulator_for
+
+    if hasattr(program, "specialize_for"):
+        raise TypeError(f"{program!r} has pl.dynamic dimensions in its entry: compile "
+                        "`program.specialize_for(*args)` for the call's tensors, or run it "
+                        "with pypto.runtime.run(program, *args)")
+    platform = default_platform() if platform is None else platform
+    get_platform(platform)  # unknown platform: ValueError listing the four
+    platform = simulator_for(platform)
+    check_target(platform, backend_type, strategy)
+    if distributed_config is not None:
+        from .runtime import RunConfig
+
+        RunConfig(platform=platform, distributed_config=distributed_config).check_single_device()
+    options = CompileOptions(
+        platform=platform,
+        dump_passes=resolve_dump_level(dump_passes),
+        verification_level=verification_level,
+        diagnostic_phase=diagnostic_phase,
+        disabled_diagnostics=frozenset(disabled_diagnostics or ()),
+        enabled_diagnostics=frozenset(enabled_diagnostics or ()),
+        profiling=bool(profiling),
+    )
+    return CompiledProgram(build_program(program, options, output_dir))
 
 
 def _publish_to(target: Path, build) -> Path:

@@ -1,12 +1,15 @@
-"""The IR: nodes, types, the op registry, printer, compile entry point.
+"""The IR: nodes, types, the op registry, the printer and its serialized form.
 
-Importing `pypto.ir` loads no pass, codegen or toolchain module: the runtime may use
-its types, and `CompiledProgram.from_dir` runs an artifact without the compiler.
+`pypto.ir` imports nothing of pypto above it, so the runtime may use its types.
+`ir.compile`, `ir.CompiledProgram` and `ir.deserialize` (upstream's spellings) are
+looked up on first use from the layers that hold them: the compiler driver
+(`pypto.compiler`), the artifact handle (`pypto.compiled`) and the DSL parser.
 """
 
 from __future__ import annotations
 
-from .compiled import CompiledProgram
+from typing import Any
+
 from .diagnostics import (
     Diagnostic,
     DiagnosticCheck,
@@ -42,7 +45,7 @@ from .nodes import (
     Var,
 )
 from .ops import OpDef, all_ops, get_op
-from .options import PassDumpLevel, VerificationLevel, resolve_dump_level
+from .options import PassDumpLevel, VerificationLevel
 from .pass_manager import OptimizationStrategy
 from .types import (
     AtomicType,
@@ -59,70 +62,32 @@ from .types import (
 )
 
 
-def compile(
-    program: Program,
-    output_dir=None,
-    dump_passes: bool | PassDumpLevel = True,
-    platform: str | None = None,
-    verification_level: VerificationLevel | None = None,
-    diagnostic_phase: DiagnosticPhase | None = None,
-    disabled_diagnostics=None,
-    profiling: bool = False,
-    enabled_diagnostics=None,
-    strategy=None,
-    backend_type=None,
-    distributed_config=None,
-) -> CompiledProgram:
-    """Lower, generate and build `program` for `platform`; returns the built artifact.
-
-    `platform` None is `$PYPTO_PLATFORM`, else a2a3sim.  `output_dir=None` builds into
-    the content-keyed cache (a hit compiles nothing).
-    `dump_passes` writes `passes_dump/` (True = CONCISE); `verification_level` None
-    defers to env PYPTO_VERIFY_LEVEL (default BASIC); `diagnostic_phase` None defers to
-    env PYPTO_WARNING_LEVEL; `enabled_diagnostics` turns on opt-in checks such as
-    `UnusedControlFlowResult`; `profiling` writes `report/pipeline_profile.{txt,json}`.
-    Upstream's `strategy` (only `OptimizationStrategy.Default`) and `backend_type` (the
-    platform's) are checked; `distributed_config` (a multi-rank program) is refused.  With
-    PYPTO_SIMULATE_DEVICE=1 a device platform builds for its simulator.
-    """
-    from ..compiler import CompileOptions, build_program
-    from ..platform import check_target, default_platform, get_platform, simulator_for
-
-    if hasattr(program, "specialize_for"):
-        raise TypeError(f"{program!r} has pl.dynamic dimensions in its entry: compile "
-                        "`program.specialize_for(*args)` for the call's tensors, or run it "
-                        "with pypto.runtime.run(program, *args)")
-    platform = default_platform() if platform is None else platform
-    get_platform(platform)  # unknown platform: ValueError listing the four
-    platform = simulator_for(platform)
-    check_target(platform, backend_type, strategy)
-    if distributed_config is not None:
-        from ..runtime import RunConfig
-
-        RunConfig(platform=platform, distributed_config=distributed_config).check_single_device()
-    options = CompileOptions(
-        platform=platform,
-        dump_passes=resolve_dump_level(dump_passes),
-        verification_level=verification_level,
-        diagnostic_phase=diagnostic_phase,
-        disabled_diagnostics=frozenset(disabled_diagnostics or ()),
-        enabled_diagnostics=frozenset(enabled_diagnostics or ()),
-        profiling=bool(profiling),
-    )
-    return CompiledProgram(build_program(program, options, output_dir))
-
-
 def serialize(node: Program | Function) -> bytes:
     """A program or function as bytes: its printed form (`as_python()`), which
     `deserialize` parses back into an equal node (no pickles)."""
     return node.as_python().encode("utf-8")
 
 
-def deserialize(data: bytes) -> Program | Function:
-    """The program or function `serialize` wrote."""
-    from ..language import parse
+# Upstream's public names for compiling and reading back, kept where upstream programs
+# look for them.  They live above the IR, which imports nothing above it
+# (tests/architecture/layering.py): these are lazy hooks onto those layers.
+_ABOVE = ("compile", "CompiledProgram", "deserialize")
 
-    return parse(data.decode("utf-8"), "<ir.deserialize>")
+
+def __getattr__(name: str) -> Any:
+    if name == "compile":
+        from ..compiler import compile as value
+    elif name == "CompiledProgram":
+        from ..compiled import CompiledProgram as value
+    elif name == "deserialize":
+        from ..language.parser import deserialize as value
+    else:
+        raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ABOVE))
 
 
 __all__ = [

@@ -1,88 +1,22 @@
 """The pypto DSL: `import pypto.language as pl`.
 
-Kernel bodies are parsed from source, never executed; the names here are what the
-parser recognises.  Operators (`pl.add`, `pl.load`, ...) come from the IR op registry.
+Kernel bodies are parsed from source, never executed; the names they read (dtypes,
+`pl.at`, the operators `pl.add`, `pl.load`, ... of the IR op registry) are the DSL's
+vocabulary (`vocabulary.py`), re-exported here beside the decorators: `pl.jit` kernels
+compile and run when called, so this namespace sits above the compiler, while the
+parser and its vocabulary sit below it.
 """
 
 from __future__ import annotations
 
-from ..ir.dtypes import DataType
-from ..ir.ops import all_ops
-from ..ir.types import (
-    TASK_ID,
-    AtomicType,
-    FunctionType,
-    Level,
-    MemorySpace,
-    PadValue,
-    Role,
-    SplitMode,
-)
-from . import namespaces
+from ..ir.types import FunctionType
 from .jit import JitFunction, jit
-from .parser import DslBuiltin, DynamicProgram, OpStub, parse_program
+from .parser import DynamicProgram, parse_program
 from .program_template import ProgramTemplate
-from .typing import DynamicDim, InOut, Out, Scalar, Tensor, Tile, dynamic
+from .vocabulary import *  # noqa: F403 - the DSL's names (`pl.FP32`, `pl.at`, `pl.add`, ...)
 
-BOOL = DataType.BOOL
-INT8 = DataType.INT8
-INT16 = DataType.INT16
-INT32 = DataType.INT32
-INT64 = DataType.INT64
-UINT8 = DataType.UINT8
-UINT16 = DataType.UINT16
-UINT32 = DataType.UINT32
-FP16 = DataType.FP16
-BF16 = DataType.BF16
-FP32 = DataType.FP32
-FP8E4M3FN = DataType.FP8E4M3FN
-FP8E5M2 = DataType.FP8E5M2
-INDEX = DataType.INT64
-"""Index arithmetic (loop variables, offsets, dimensions): a 64-bit integer, `pl.INT64`."""
-
-Mem = MemorySpace
-
-at = DslBuiltin("at")
-range = DslBuiltin("range")  # noqa: A001 - the DSL's loop, shadowing is intended
-unroll = DslBuiltin("unroll")
-parallel = DslBuiltin("parallel")
-pipeline = DslBuiltin("pipeline")
-"""`for i in pl.pipeline(n, stage=F)`: a loop whose body is replicated F times per iteration."""
-yield_ = DslBuiltin("yield_")
-"""`x = pl.yield_(v)`: ends an `if` branch (x = v) or a loop with init_values (its carries)."""
-const = DslBuiltin("const")
-static_assert = DslBuiltin("static_assert")
-static_print = DslBuiltin("static_print")
-"""`pl.static_print(*args)`: prints at parse time what the parser knows of the values."""
-constexpr = DslBuiltin("constexpr")
-"""`N: pl.constexpr = expr` binds a compile-time name in a kernel body (folded, not in the IR)."""
-spmd = DslBuiltin("spmd")
-manual_scope = DslBuiltin("manual_scope")
-cluster = DslBuiltin("cluster")
-"""`with pl.cluster():` groups cube and vector dispatches on one cluster (see language.md)."""
-submit = DslBuiltin("submit")
-spmd_submit = DslBuiltin("spmd_submit")
-split = DslBuiltin("split")
-"""`pl.at(optimizations=[pl.split(pl.SplitMode.UP_DOWN)])`: halve a mixed kernel's vector work."""
-cross_core_slot = DslBuiltin("cross_core_slot")
-func_attr = DslBuiltin("func_attr")
-"""`pl.func_attr({"split": pl.SplitMode.UP_DOWN})`: function attributes, first statement."""
-TaskId = TASK_ID
-"""The type of a task id (`with pl.at(...) as tid`); only `deps=[...]` consumes one."""
-
-for _name in all_ops():
-    if "." not in _name:  # `tile.assemble` and friends are reached through pl.tile
-        globals()[_name] = OpStub(_name)
-for _name, _op in namespaces.SCALAR_SPELLINGS.items():
-    globals()[_name] = OpStub(_op, None, True, _name)
-del _name, _op
-tile = namespaces.tile
-tensor = namespaces.tensor
-dim = DslBuiltin("dim")
 inline = jit.inline
 """`@pl.inline`: a helper spliced into its callers (the same as `@pl.jit.inline`)."""
-"""`pl.dim(t, axis)` (also `pl.tensor.dim`): a tensor's dimension, as `t.shape[axis]`."""
-
 
 def program(cls=None, *, entry: str | None = None):
     """`@pl.program` marks a class of `@pl.function` methods: the form the IR printer emits.

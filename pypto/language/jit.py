@@ -156,8 +156,8 @@ class JitFunction:
 
     def compile(self, *args, config=None):
         """Build (or fetch from the cache) the artifact for these arguments."""
+        from ..compiled import CompiledProgram
         from ..compiler import build_program as build
-        from ..ir.compiled import CompiledProgram
 
         config = _config(config)
         return CompiledProgram(build(self.frontend(*args), _options(config)))

@@ -1138,8 +1138,9 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
                   line_offset: int = 0, entry_args: list | None = None) -> Program:
     """Parse `@pl.program` class source (the printer's form) into a Program.  An entry
     with pl.dynamic dimensions needs `entry_args` (the call's IR types; else
-    `DynamicProgram` is raised); other pl.dynamic functions take their calls' types."""
-    import pypto.language as pl
+    `DynamicProgram` is raised); other pl.dynamic functions take their calls' types.
+    `pl.` names are read in the DSL's vocabulary (the text needs no import)."""
+    from . import vocabulary as pl
 
     try:
         module = ast.parse(source, filename)
@@ -1216,6 +1217,11 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
     functions = list(standalone.values()) + [parsed[m.name] for m in methods if m.name in parsed]
     return Program(cls.name, tuple(functions), entry)
 
+
+
+def deserialize(data: bytes) -> Program | Function:
+    """The program or function `ir.serialize` wrote (its printed form), parsed back."""
+    return parse_program(data.decode("utf-8"), "<ir.deserialize>")
 
 def _assigned_once(fndef: ast.FunctionDef) -> set[str]:
     """Names a function body binds exactly once, by a plain `name = ...` statement."""
@@ -1305,4 +1311,5 @@ __all__ = [
     "Callee",
     "parse_signature",
     "parse_program",
+    "deserialize",
 ]

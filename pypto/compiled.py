@@ -1,4 +1,9 @@
-"""`CompiledProgram`: a built artifact directory, runnable without the compiler."""
+"""`CompiledProgram`: a built artifact directory, runnable without the compiler.
+
+What `ir.compile`, `kernel.compile` and `CompiledProgram.from_dir` return.  Importing
+this module loads no compiler module; running the artifact loads the runtime, and
+`validate_ir` the torch reference of `pypto.debug`.
+"""
 
 from __future__ import annotations
 
@@ -49,7 +54,7 @@ class CompiledProgram:
         Given only the inputs (upstream's `compiled(*inputs)`), the parameters declared
         `pl.Out` get new tensors, which the call returns.
         """
-        from ..runtime import RunConfig, load_artifact
+        from .runtime import RunConfig, load_artifact
 
         if self._loaded is None:
             self._loaded = load_artifact(self.output_dir)
@@ -64,7 +69,7 @@ class CompiledProgram:
             return args  # all given, or a wrong count the run's own check reports
         import torch
 
-        from .dtypes import from_name
+        from .ir.dtypes import from_name
 
         given = iter(args)
         return tuple(torch.empty(p["shape"], dtype=from_name(p["dtype"]).to_torch())
@@ -77,7 +82,7 @@ class CompiledProgram:
         Pass the tolerance your golden uses: the defaults (5e-2) are loose and let small
         regressions through.
         """
-        from ..debug import validate_pass_dumps
+        from .debug import validate_pass_dumps
 
         dump_dir = self.output_dir / "passes_dump"
         if not dump_dir.is_dir():

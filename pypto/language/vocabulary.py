@@ -1,0 +1,95 @@
+"""The names a kernel body reads through `pl`: dtypes, IR types, the parser's
+constructs (`pl.at`, `pl.range`, ...) and one stub per registry operator.
+
+`pypto.language` (`pl`) re-exports them all, beside what compiles and runs (`pl.jit`);
+the parser reads printed programs (`Program.as_python()`, pass dumps) in this namespace
+alone, so reading IR back needs nothing above the frontend.
+"""
+
+from __future__ import annotations
+
+from ..ir.dtypes import DataType
+from ..ir.ops import all_ops
+from ..ir.types import (
+    TASK_ID,
+    AtomicType,
+    FunctionType,
+    Level,
+    MemorySpace,
+    PadValue,
+    Role,
+    SplitMode,
+)
+from . import namespaces
+from .parser import DslBuiltin, OpStub
+from .typing import DynamicDim, InOut, Out, Scalar, Tensor, Tile, dynamic
+
+BOOL = DataType.BOOL
+INT8 = DataType.INT8
+INT16 = DataType.INT16
+INT32 = DataType.INT32
+INT64 = DataType.INT64
+UINT8 = DataType.UINT8
+UINT16 = DataType.UINT16
+UINT32 = DataType.UINT32
+FP16 = DataType.FP16
+BF16 = DataType.BF16
+FP32 = DataType.FP32
+FP8E4M3FN = DataType.FP8E4M3FN
+FP8E5M2 = DataType.FP8E5M2
+INDEX = DataType.INT64
+"""Index arithmetic (loop variables, offsets, dimensions): a 64-bit integer, `pl.INT64`."""
+
+Mem = MemorySpace
+
+at = DslBuiltin("at")
+range = DslBuiltin("range")  # noqa: A001 - the DSL's loop, shadowing is intended
+unroll = DslBuiltin("unroll")
+parallel = DslBuiltin("parallel")
+pipeline = DslBuiltin("pipeline")
+"""`for i in pl.pipeline(n, stage=F)`: a loop whose body is replicated F times per iteration."""
+yield_ = DslBuiltin("yield_")
+"""`x = pl.yield_(v)`: ends an `if` branch (x = v) or a loop with init_values (its carries)."""
+const = DslBuiltin("const")
+static_assert = DslBuiltin("static_assert")
+static_print = DslBuiltin("static_print")
+"""`pl.static_print(*args)`: prints at parse time what the parser knows of the values."""
+constexpr = DslBuiltin("constexpr")
+"""`N: pl.constexpr = expr` binds a compile-time name in a kernel body (folded, not in the IR)."""
+spmd = DslBuiltin("spmd")
+manual_scope = DslBuiltin("manual_scope")
+cluster = DslBuiltin("cluster")
+"""`with pl.cluster():` groups cube and vector dispatches on one cluster (see language.md)."""
+submit = DslBuiltin("submit")
+spmd_submit = DslBuiltin("spmd_submit")
+split = DslBuiltin("split")
+"""`pl.at(optimizations=[pl.split(pl.SplitMode.UP_DOWN)])`: halve a mixed kernel's vector work."""
+cross_core_slot = DslBuiltin("cross_core_slot")
+func_attr = DslBuiltin("func_attr")
+"""`pl.func_attr({"split": pl.SplitMode.UP_DOWN})`: function attributes, first statement."""
+TaskId = TASK_ID
+"""The type of a task id (`with pl.at(...) as tid`); only `deps=[...]` consumes one."""
+
+_OPERATORS = [name for name in all_ops() if "." not in name]  # `tile.assemble`: pl.tile
+for _name in _OPERATORS:
+    globals()[_name] = OpStub(_name)
+for _name, _op in namespaces.SCALAR_SPELLINGS.items():
+    globals()[_name] = OpStub(_op, None, True, _name)
+del _name, _op
+tile = namespaces.tile
+tensor = namespaces.tensor
+dim = DslBuiltin("dim")
+"""`pl.dim(t, axis)` (also `pl.tensor.dim`): a tensor's dimension, as `t.shape[axis]`."""
+
+__all__ = [
+    "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "FP16", "BF16",
+    "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
+    "Tensor", "Tile", "Scalar", "Out", "InOut", "dynamic", "DynamicDim",
+    "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "SplitMode",
+    "Role", "TaskId", "TASK_ID",
+    "at", "range", "unroll", "parallel", "pipeline", "yield_", "const", "static_assert",
+    "static_print", "constexpr", "spmd", "manual_scope", "cluster", "submit", "spmd_submit",
+    "split", "cross_core_slot", "func_attr", "dim", "tile", "tensor",
+    *_OPERATORS,
+    *namespaces.SCALAR_SPELLINGS,
+]
