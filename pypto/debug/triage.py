@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from ..golden.comparison import TensorComparison, Tolerance, compare_tensor
 from ..ir.diagnostics import (
     DiagnosticCheck,
     DiagnosticPhase,
@@ -48,7 +49,6 @@ from ..ir.diagnostics import (
 from ..ir.dtypes import from_torch
 from ..ir.errors import PyptoError, VerificationError
 from ..platform import default_platform
-from ..runtime.comparison import TensorComparison, Tolerance, compare_tensor
 from ..runtime.errors import RaceError
 from ..runtime.memory import poison_
 

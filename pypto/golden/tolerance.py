@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pypto.runtime.comparison import Tolerance
+from pypto.golden.comparison import Tolerance
 
 
 def _required_reason(reason: object, policy: str) -> str:

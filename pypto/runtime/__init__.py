@@ -1,11 +1,13 @@
 """pypto.runtime: load prebuilt artifacts and run them (host simulator here).
 
 A deployed kernel library runs with this package alone: it imports nothing of the
-compiler (language, passes, codegen, toolchain), only `pypto.ir.dtypes` and
-`pypto.platform`.
+compiler (language, passes, codegen, toolchain): `tests/architecture/layering.py` holds
+the layers it may import (the IR's types, `pypto.platform`, `pypto.records`, and
+`pypto.golden` for the golden files and the comparison).
 """
 
-from pypto.runtime.comparison import GoldenReport, Tolerance
+from pypto.golden.comparison import GoldenReport, Tolerance
+from pypto.golden.files import write_golden
 from pypto.runtime.config import RunConfig
 from pypto.runtime.errors import (
     ArtifactError,
@@ -16,7 +18,7 @@ from pypto.runtime.errors import (
     RaceError,
     UnsupportedError,
 )
-from pypto.runtime.golden import GoldenError, GoldenMismatchError, GoldenRecord, write_golden
+from pypto.runtime.golden import GoldenError, GoldenMismatchError, GoldenRecord
 from pypto.runtime.harness import run
 from pypto.runtime.library import CheckTable, Library, load_library
 from pypto.runtime.loader import LoadedProgram, load_artifact, verify_artifact

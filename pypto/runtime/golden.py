@@ -1,48 +1,36 @@
-"""Goldens: a recorded reference for one kernel case, and the check of a run against it.
+"""Reading a golden back (`GoldenRecord`), and checking a run against it (`GoldenCheck`).
 
-A golden directory holds `inputs.safetensors`, `expected.safetensors` and `golden.json`
-(names, shapes and dtypes of every tensor, the sha256 of both tensor files, the tolerance
-policy of every output with its reason, the seed and generator that made the inputs and
-the versions of the producing software).  Nothing in it is a pickle and nothing in it
-depends on when it was written, so writing the same golden twice gives the same bytes.
-
-A run with `RunConfig(golden_data_dir=...)` compares every output named in the golden
-(`GoldenCheck`, through `pypto.runtime.comparison`).  torch is imported only when a
-golden is written, read back or compared, never when `pypto.runtime` is imported.
+The format is `pypto.golden.files`' (which writes it).  A run with
+`RunConfig(golden_data_dir=...)` compares every output named in the golden through
+`pypto.golden.comparison`.  torch is imported only when a golden is read back or
+compared, never when `pypto.runtime` is imported.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.ir import dtypes
-from pypto.runtime.abi import Direction
-from pypto.runtime.comparison import (
-    FP64,
-    GoldenReport,
-    Tolerance,
-    compare_tensor,
-    warn_if_too_tight,
+from pypto.golden.comparison import FP64, GoldenReport, Tolerance, compare_tensor, warn_if_too_tight
+from pypto.golden.files import (
+    EXPECTED_NAME,
+    GOLDEN_NAME,
+    GOLDEN_SCHEMA_MAJOR,
+    GOLDEN_SCHEMA_VERSION,
+    INPUTS_NAME,
+    TensorInfo,
+    dtype_name,
+    golden_digest,
 )
+from pypto.ir import dtypes
+from pypto.records import RecordError, read_record
+from pypto.runtime.abi import Direction
 from pypto.runtime.errors import ArtifactError, PyptoRuntimeError
-from pypto.runtime.records import RecordError, read_record, record_digest
-
-GOLDEN_NAME = "golden.json"
-INPUTS_NAME = "inputs.safetensors"
-EXPECTED_NAME = "expected.safetensors"
-# 1.1 added golden_sha256, the digest of golden.json itself: a damaged record (a tolerance,
-# a shape) is refused instead of silently checking against the wrong thing.
-GOLDEN_SCHEMA_VERSION = "1.1"
-GOLDEN_SCHEMA_MAJOR = 1
-"""Major version of the golden.json schema this runtime reads and writes."""
 
 _SCALAR_TYPES = {"bool": bool, "int": int, "float": float}
 
@@ -105,16 +93,6 @@ def _tolerance_from_json(path: Path, name: str, raw: Any) -> Tolerance:
     return tolerance
 
 
-@dataclass(frozen=True)
-class TensorInfo:
-    """Name, dtype name and shape of one recorded tensor."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
 
 
 @dataclass(frozen=True)
@@ -161,10 +139,10 @@ class GoldenRecord:
         if recorded is None and schema == GOLDEN_SCHEMA_VERSION:
             raise GoldenError(f"{path}: golden.json lacks 'golden_sha256', which schema {schema} "
                               "records; it was damaged, regenerate it (`scons goldens`)")
-        if recorded is not None and recorded != _record_digest(raw):
+        if recorded is not None and recorded != golden_digest(raw):
             raise GoldenError(
                 f"{path}: golden_sha256 mismatch: golden.json records {recorded!r}, its content "
-                f"hashes to {_record_digest(raw)}; it changed after it was written, regenerate "
+                f"hashes to {golden_digest(raw)}; it changed after it was written, regenerate "
                 "it (`scons goldens`)"
             )
         files = raw.get("files")
@@ -328,7 +306,7 @@ class GoldenRecord:
                 f"{sorted(wanted)}"
             )
         for name, tensor in tensors.items():
-            found = TensorInfo(name, _dtype_name(tensor.dtype), tuple(tensor.shape))
+            found = TensorInfo(name, dtype_name(tensor.dtype), tuple(tensor.shape))
             if found != wanted[name]:
                 raise GoldenError(
                     f"{self.directory / file}: tensor {name!r} is {found.dtype} "
@@ -401,10 +379,6 @@ def _known_dtype(name: Any, allow_fp64: bool) -> bool:
     return isinstance(name, str) and name == name.upper()
 
 
-def _dtype_name(torch_dtype: Any) -> str:
-    if str(torch_dtype) == "torch.float64":
-        return FP64
-    return dtypes.from_torch(torch_dtype).name
 
 
 def _same_value(given: Any, recorded: Any) -> bool:
@@ -431,169 +405,20 @@ def _same_value(given: Any, recorded: Any) -> bool:
     return given == recorded
 
 
-# --------------------------------------------------------------------------- writing
 
 
-def write_golden(
-    golden_data_dir: str | os.PathLike,
-    inputs: Mapping[str, Any],
-    expected: Mapping[str, Any],
-    *,
-    rtol: float | None = None,
-    atol: float | None = None,
-    reason: str | None = None,
-    overwrite: bool = False,
-    tolerances: Mapping[str, Tolerance] | None = None,
-    seed: int | None = None,
-    generator: str | None = None,
-) -> Path:
-    """Records a fixed reference: `inputs` (tensors and Python scalars) and `expected`
-    (tensors), by name, in `golden_data_dir`; returns the directory.
-
-    `rtol`/`atol` (the other one defaults to 0) and `reason` record one tolerance for
-    every output; `tolerances` maps output names to their own `Tolerance`.  Without
-    either, a run's `RunConfig.rtol/atol` apply.  `seed` and `generator` say how the
-    inputs were made.  Writing the same golden again changes no byte; replacing a
-    different golden needs `overwrite=True`.  golden.json is written last, each file
-    atomically, so a reader never takes a half-written golden for a whole one.
-    """
-    import torch
-    from safetensors.torch import save
-
-    directory = Path(golden_data_dir)
-    tensors_in = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-    scalars = {k: v for k, v in inputs.items() if not isinstance(v, torch.Tensor)}
-    _check_names("inputs", inputs)
-    _check_names("expected", expected)
-    for name, value in scalars.items():
-        if not isinstance(value, (bool, int, float)):
-            raise TypeError(
-                f"input {name!r}: expected a torch.Tensor or a Python bool/int/float, found "
-                f"{type(value).__name__}"
-            )
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(
-                f"scalar input {name!r} is {value}: golden.json records finite numbers"
-            )
-    for name, value in expected.items():
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(
-                f"expected {name!r}: expected a torch.Tensor, found {type(value).__name__}"
-            )
-    inputs_info = [_info(name, t, allow_fp64=False) for name, t in sorted(tensors_in.items())]
-    expected_info = [_info(name, t, allow_fp64=True) for name, t in sorted(expected.items())]
-
-    policy = dict(tolerances or {})
-    unknown = sorted(set(policy) - set(expected))
-    if unknown:
-        raise ValueError(f"tolerances name outputs that are not in expected: {unknown}")
-    if rtol is not None or atol is not None:
-        shared = Tolerance(rtol or 0.0, atol or 0.0, reason)
-        policy = {name: policy.get(name, shared) for name in expected}
-    elif reason is not None and not policy:
-        raise ValueError("reason explains a tolerance: pass rtol and/or atol with it")
-    for info in expected_info:
-        if info.name in policy:
-            # The kernel is unknown here: its output is taken to be held in the expected
-            # tensor's dtype (a spec's golden rounds its reference to it).  An FP64 expected
-            # tensor is judged when a run uses the golden and knows the output's dtype.
-            warn_if_too_tight(policy[info.name], None, info.dtype, f"golden output {info.name!r}")
-
-    inputs_bytes = save({k: _plain(v) for k, v in tensors_in.items()})
-    expected_bytes = save({k: _plain(v) for k, v in expected.items()})
-    record = {
-        "schema_version": GOLDEN_SCHEMA_VERSION,
-        "files": {
-            "inputs": {"file": INPUTS_NAME, "sha256": hashlib.sha256(inputs_bytes).hexdigest()},
-            "expected": {
-                "file": EXPECTED_NAME,
-                "sha256": hashlib.sha256(expected_bytes).hexdigest(),
-            },
-        },
-        "inputs": [i.to_json() for i in inputs_info],
-        "scalars": [
-            {"name": name, "type": type(value).__name__, "value": value}
-            for name, value in sorted(scalars.items())
-        ],
-        "expected": [i.to_json() for i in expected_info],
-        "tolerance": {name: policy[name].to_json() for name in sorted(policy)} or None,
-        "seed": seed,
-        "generator": generator,
-        "producer": _producer_versions(),
-    }
-    record["golden_sha256"] = _record_digest(record)
-    golden_bytes = (json.dumps(record, sort_keys=True, indent=2) + "\n").encode()
-    files = {INPUTS_NAME: inputs_bytes, EXPECTED_NAME: expected_bytes, GOLDEN_NAME: golden_bytes}
-
-    existing = directory / GOLDEN_NAME
-    if existing.is_file():
-        differing = [n for n, data in files.items() if _read_or_none(directory / n) != data]
-        if not differing:
-            return directory
-        if not overwrite:
-            raise FileExistsError(
-                f"{directory}: a different golden is recorded there ({', '.join(differing)} "
-                "would change); pass overwrite=True to replace it"
-            )
-    directory.mkdir(parents=True, exist_ok=True)
-    for name in (INPUTS_NAME, EXPECTED_NAME, GOLDEN_NAME):  # golden.json last
-        _atomic_write(directory / name, files[name])
-    return directory
 
 
-def _record_digest(record: Mapping[str, Any]) -> str:
-    """sha256 of golden.json's content without its golden_sha256 field (canonical JSON)."""
-    return record_digest(record, "golden_sha256")
 
 
-def _check_names(role: str, values: Mapping[str, Any]) -> None:
-    for name in values:
-        if not isinstance(name, str) or not name or name.startswith("__"):
-            raise ValueError(f"{role}: tensor names must be non-empty strings, got {name!r}")
 
 
-def _info(name: str, tensor: Any, *, allow_fp64: bool) -> TensorInfo:
-    try:
-        dtype = _dtype_name(tensor.dtype)
-    except TypeError:
-        raise TypeError(f"{name!r}: dtype {tensor.dtype} is not a pypto dtype") from None
-    if dtype == FP64 and not allow_fp64:
-        raise TypeError(f"input {name!r}: float64 is not a pypto dtype; kernels cannot take it")
-    return TensorInfo(name, dtype, tuple(tensor.shape))
 
 
-def _plain(tensor: Any) -> Any:
-    # safetensors wants dense CPU tensors that share no storage.
-    return tensor.detach().to("cpu").contiguous().clone()
 
 
-def _producer_versions() -> dict[str, str]:
-    import safetensors
-    import torch
-
-    # pypto.runtime is a subpackage: the top-level package, which holds only the version,
-    # is loaded already and importing it pulls in none of the compiler.
-    return {
-        "pypto": sys.modules["pypto"].__version__,
-        "torch": torch.__version__,
-        "safetensors": safetensors.__version__,
-    }
 
 
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 # --------------------------------------------------------------------------- run hook

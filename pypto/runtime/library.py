@@ -40,20 +40,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
+from pypto.golden.comparison import Tolerance
+from pypto.golden.files import GOLDEN_NAME
 from pypto.platform import get_platform
-from pypto.runtime.comparison import Tolerance
+from pypto.records import MAX_RECORD_BYTES
 from pypto.runtime.config import RunConfig
 from pypto.runtime.errors import ArtifactError
 from pypto.runtime.golden import GoldenRecord
 from pypto.runtime.library_index import field, index_name, inside, read_index
 from pypto.runtime.loader import LoadedProgram, load_artifact, verify_artifact
 from pypto.runtime.manifest import MANIFEST_NAME, Manifest
-from pypto.runtime.records import MAX_RECORD_BYTES
 from pypto.runtime.signature import MAX_SIGNATURE_BYTES, Trust, signature_name
 from pypto.runtime.unpack import unpack_package
-
-GOLDEN_FILE = "golden.json"
-
 
 # --------------------------------------------------------------------------- check results
 
@@ -213,7 +211,7 @@ class LibraryVariant:
                 if self._manifest is None:
                     artifact, golden, index = self.artifact, self.golden, self._place.index
                     _check_sha256(artifact / MANIFEST_NAME, self._manifest_sha256, index)
-                    _check_sha256(golden / GOLDEN_FILE, self._golden_sha256, index)
+                    _check_sha256(golden / GOLDEN_NAME, self._golden_sha256, index)
                     record = GoldenRecord.read(golden)  # checks both tensor files' sha256
                     manifest = verify_artifact(artifact, platform=self.platform)
                     self._record = record

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.platform import get_platform
+from pypto.records import RecordError, parse_record, record_digest
 from pypto.runtime.abi import ABI_VERSION
 from pypto.runtime.errors import ArtifactError
-from pypto.runtime.records import RecordError, parse_record, record_digest
 
 LIBRARY_SCHEMA_VERSION = "1.2"
 LIBRARY_SCHEMA_MAJOR = 1

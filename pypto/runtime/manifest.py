@@ -8,9 +8,9 @@ from typing import Any
 
 from pypto.ir import dtypes
 from pypto.ir.dtypes import DataType
+from pypto.records import RecordError, read_record, record_digest
 from pypto.runtime.abi import ABI_VERSION, MAX_RANK, Direction
 from pypto.runtime.errors import ArtifactError
-from pypto.runtime.records import RecordError, read_record, record_digest
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA_MAJOR = 1

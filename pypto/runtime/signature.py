@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto.records import RecordError, parse_record
 from pypto.runtime.errors import ArtifactError
-from pypto.runtime.records import RecordError, parse_record
 
 SIGNATURE_SCHEMA_VERSION = "1.0"
 ALGORITHM = "ed25519"

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pypto.records import MAX_RECORD_BYTES
 from pypto.runtime.errors import ArtifactError
 from pypto.runtime.library_index import ListedFile, listed_files, read_index
-from pypto.runtime.records import MAX_RECORD_BYTES
 from pypto.runtime.signature import MAX_SIGNATURE_BYTES, Trust, signature_name
 
 UNPACK_LIMIT_BYTES = 8 << 30

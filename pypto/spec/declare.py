@@ -10,12 +10,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pypto.golden.comparison import Tolerance
 from pypto.golden.record import GoldenCase
 from pypto.ir.diagnostics import PERF_HINTS, DiagnosticCheck
 from pypto.ir.dtypes import DataType, from_name, from_torch
 from pypto.ir.errors import PyptoError, Span
 from pypto.ir.types import Direction, ScalarType, TensorType
-from pypto.runtime.comparison import Tolerance
 
 _KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VARIANT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")

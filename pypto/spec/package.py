@@ -64,9 +64,9 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
                         entries: Iterable[LibraryEntry]) -> Path:
     """Writes `<root>/library-<platform>.json` for the built files under `root`."""
     import pypto
+    from pypto.golden.files import GOLDEN_NAME
     from pypto.platform import get_platform
     from pypto.runtime.abi import ABI_VERSION
-    from pypto.runtime.library import GOLDEN_FILE
     from pypto.runtime.library_index import LIBRARY_SCHEMA_VERSION, index_digest, index_name
     from pypto.runtime.manifest import MANIFEST_NAME
 
@@ -79,7 +79,7 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
             "artifact": e.artifact,
             "manifest_sha256": _sha256(root / e.artifact / MANIFEST_NAME),
             "golden": e.golden,
-            "golden_sha256": _sha256(root / e.golden / GOLDEN_FILE),
+            "golden_sha256": _sha256(root / e.golden / GOLDEN_NAME),
         }
         for relpath in _artifact_files(root, e.artifact) + _files_of(root, e.golden):
             data = (root / relpath).read_bytes()

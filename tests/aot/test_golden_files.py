@@ -19,7 +19,7 @@ from pypto.runtime import (
     Tolerance,
     write_golden,
 )
-from pypto.runtime.comparison import GoldenToleranceWarning
+from pypto.golden.comparison import GoldenToleranceWarning
 from pypto.spec import Kernel
 
 

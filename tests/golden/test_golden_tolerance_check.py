@@ -12,7 +12,7 @@ import pypto.language as pl
 from pypto.ir import DataType
 from pypto.ir.diagnostics import comparison_dtype, tolerance_too_tight
 from pypto.runtime import RunConfig, write_golden
-from pypto.runtime.comparison import GoldenToleranceWarning
+from pypto.golden.comparison import GoldenToleranceWarning
 
 FP16, FP32, BF16, INT32 = DataType.FP16, DataType.FP32, DataType.BF16, DataType.INT32
 PLATFORM = "a2a3sim"

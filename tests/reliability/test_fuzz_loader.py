@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from pypto.runtime import ArtifactError, DeviceUnavailableError, load_artifact, load_library
 from pypto.runtime.golden import GoldenRecord
-from pypto.runtime.records import record_digest
+from pypto.records import record_digest
 from pypto.spec.package import write_package
 
 FUZZ_EXAMPLES = 60
