@@ -6,7 +6,6 @@ import contextlib
 import ctypes
 import numbers
 import os
-import struct
 import time
 import weakref
 from collections.abc import Container, Sequence
@@ -17,18 +16,15 @@ import torch
 from pypto.ir import dtypes
 from pypto.runtime import native
 from pypto.runtime.abi import (
-    DIRECTION_MASK,
-    DUMP,
     MAX_RANK,
-    NO_DEP,
     AllocTensorFn,
     ArgKind,
-    Direction,
     DispatchFn,
     PtoArg,
     PtoRuntimeApi,
     SubmitFn,
 )
+from pypto.runtime.accesses import ARG_STRUCT, decode_accesses
 from pypto.runtime.config import RunConfig
 from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
 from pypto.runtime.golden import GoldenCheck
@@ -36,11 +32,11 @@ from pypto.runtime.manifest import KernelSpec, ParamSpec
 from pypto.runtime.memory import (
     ITEMSIZE_BY_CODE,
     DeviceMemory,
-    ParamBuffers,
     SimCore,
     describe_tensor,
     tensor_arg,
 )
+from pypto.runtime.param_buffers import ParamBuffers
 from pypto.runtime.scheduler import Access, Scheduler, Task
 
 if TYPE_CHECKING:
@@ -258,7 +254,7 @@ class ProgramRun:
             )
         # The C array is only valid during this call; the task runs later.  One read of
         # its bytes serves both the task's copy and the decoding of its accesses.
-        raw = ctypes.string_at(args, _ARG.size * nargs) if nargs else b""
+        raw = ctypes.string_at(args, ARG_STRUCT.size * nargs) if nargs else b""
         copied = (PtoArg * nargs).from_buffer_copy(raw)
         accesses = self._accesses(spec, raw)
         kernel = self.program.kernels[kernel_index]
@@ -318,48 +314,6 @@ class ProgramRun:
             return -1
 
 
-_TENSOR = int(ArgKind.TENSOR)
-_DIRECTIONS = {int(d): d for d in Direction}
-
-
-# A PtoArg's fields in order: kind, direction, tensor (data, shape[4], stride[4], ndim,
-# dtype), i, f.  Unpacking the bytes is several times cheaper than reading ctypes fields.
-_ARG = struct.Struct(f"=iiQ{MAX_RANK}q{MAX_RANK}qiiqd")
-assert _ARG.size == ctypes.sizeof(PtoArg) and PtoArg.i.offset == _ARG.size - 16
-
-
-def decode_accesses(spec: KernelSpec, raw: bytes, contains=None) -> list[Access]:
-    """The device bytes each tensor argument (`raw`: a PtoArg array's bytes) can touch;
-    with `contains`, refuses a view outside device memory."""
-    accesses = []
-    signature = spec.signature
-    for position, arg in enumerate(_ARG.iter_unpack(raw)):
-        is_tensor = arg[0] == _TENSOR
-        if is_tensor != signature[position].is_tensor:
-            raise _invalid_arg(spec, position, f"expected a {signature[position].kind}")
-        if not is_tensor:
-            continue
-        flags, ndim, dtype = arg[1], arg[11], arg[12]
-        direction = _DIRECTIONS.get(flags & DIRECTION_MASK)
-        if (
-            direction is None
-            or flags & ~(DIRECTION_MASK | NO_DEP | DUMP)
-            or not 0 <= ndim <= MAX_RANK
-        ):
-            raise _invalid_arg(spec, position, f"direction {flags:#x}, ndim {ndim}")
-        if dtype not in ITEMSIZE_BY_CODE:
-            raise _invalid_arg(spec, position, f"dtype code {dtype}")
-        start, end = _byte_range(arg, ndim, ITEMSIZE_BY_CODE[dtype])
-        if start == end:
-            continue
-        if contains is not None and not contains(start, end):
-            raise _invalid_arg(
-                spec, position, f"the view [{start:#x}, {end:#x}) lies outside device memory"
-            )
-        accesses.append(Access(start, end, direction, not flags & NO_DEP, position))
-    return accesses
-
-
 def python_reason(config: RunConfig) -> str | None:
     """Why a run with `config` needs the Python scheduler (None: the native one serves)."""
     if config.schedule_seed is None and not (config.detect_races or config.enable_dump_args):
@@ -395,7 +349,7 @@ class RunReuse:
     """What the plain calls of one program reuse: simulated cores (every run poisons the
     on-chip bytes its kernels can touch first, `Manifest.on_chip_poison`, so what the
     previous run left is never seen), device buffers for the parameters
-    (`memory.ParamBuffers`, refilled per call) and the argument checks.  Each run takes
+    (`param_buffers.ParamBuffers`, refilled per call) and the argument checks.  Each run takes
     its own from a pool and gives them back when it ends, so concurrent calls never share
     a buffer or a core."""
 
@@ -548,27 +502,8 @@ def _reuse_of(program: LoadedProgram) -> RunReuse:
     return entry[1]
 
 
-def _byte_range(arg: tuple, ndim: int, itemsize: int) -> tuple[int, int]:
-    """`memory.byte_range` of an unpacked PtoArg: bytes [start, end) its view can touch."""
-    low = high = 0
-    for d in range(ndim):
-        extent = arg[3 + d]
-        if extent <= 0:
-            return 0, 0
-        span = arg[3 + MAX_RANK + d] * (extent - 1)
-        if span < 0:
-            low += span
-        else:
-            high += span
-    base = arg[2]
-    return base + low * itemsize, base + (high + 1) * itemsize
 
 
-def _invalid_arg(spec: KernelSpec, position: int, problem: str) -> OrchestrationError:
-    name = spec.signature[position].name
-    return OrchestrationError(
-        f"submit: kernel {spec.name!r} argument {position} ({name!r}) is invalid: {problem}"
-    )
 
 
 def _check_arguments(entry: str, params: Sequence[ParamSpec], args: Sequence[Any]) -> None:

@@ -331,7 +331,7 @@ class NativeSchedule:
             memory.record(dtype, shape, r.data or 0, numel * dtype.itemsize, name, "scratch")
 
     def _build_tasks(self) -> list:
-        from pypto.runtime.execution import decode_accesses
+        from pypto.runtime.accesses import decode_accesses
         from pypto.runtime.scheduler import Task
 
         if self.handle is None:
