@@ -17,6 +17,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+MANIFEST_NAME = "manifest.json"
+"""The record that describes an artifact directory (`pypto.runtime.manifest` reads it, and
+holds its schema); the build writes it last, so its presence marks an artifact complete.
+Named here, where the build and the artifact cache find it without loading the runtime."""
+
 MAX_RECORD_BYTES = 16 << 20
 """The largest record pypto reads (a 1,000-variant library index is about 1 MB)."""
 

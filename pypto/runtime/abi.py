@@ -1,7 +1,8 @@
 """ctypes mirror of pypto/sim/include/pto/abi.h, the artifact ABI.
 
 Every layout here must match the header byte for byte; tests/runtime/test_abi_layout.py
-compiles a C probe and compares sizes and offsets.
+compiles a C probe and compares sizes and offsets.  `ABI_VERSION` is read from the
+header itself (`pypto.sim`).
 """
 
 from __future__ import annotations
@@ -9,8 +10,7 @@ from __future__ import annotations
 import ctypes
 import enum
 
-ABI_VERSION = 3
-"""`PTO_ABI_VERSION`: the loader refuses artifacts whose manifest records another."""
+from pypto.sim import ABI_VERSION as ABI_VERSION  # the loader refuses artifacts of another
 
 MAX_RANK = 4
 """`PTO_MAX_RANK`: the most dimensions a tensor argument can have."""

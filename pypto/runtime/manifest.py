@@ -1,4 +1,6 @@
-"""`Manifest`: the parsed, validated manifest.json of an artifact directory."""
+"""`Manifest`: the parsed, validated manifest.json of an artifact directory, and the
+manifest schema the build writes by (`manifest_record`): the loader's checks are the
+schema, run on what the build writes before it writes it."""
 
 from __future__ import annotations
 
@@ -8,16 +10,19 @@ from typing import Any
 
 from pypto.ir import dtypes
 from pypto.ir.dtypes import DataType
-from pypto.records import RecordError, read_record, record_digest
+from pypto.records import MANIFEST_NAME, RecordError, read_record, record_digest
 from pypto.runtime.abi import ABI_VERSION, MAX_RANK, Direction
 from pypto.runtime.errors import ArtifactError
 
-MANIFEST_NAME = "manifest.json"
+SCHEMA_VERSION = "1.2"
+"""The manifest schema this pypto writes.  1.1 added manifest_sha256: the digest of the
+manifest itself, so a manifest damaged on disk is refused instead of mapping binaries
+with wrong shapes or capacities.  1.2 added each entry parameter's declared_direction
+and each kernel's on_chip high-water marks."""
 SCHEMA_MAJOR = 1
 """Major version of the manifest schema this runtime reads."""
 DIGEST_SCHEMAS = ("1.1", "1.2")
-"""The schema versions pypto writes, whose manifests must carry `manifest_sha256` (1.1
-added it; 1.2 added `declared_direction` per entry parameter and `on_chip` per kernel).
+"""The schema versions pypto writes, whose manifests must carry `manifest_sha256`.
 A newer minor version, which this runtime does not know, loads by the fields it knows."""
 
 ON_CHIP_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
@@ -109,6 +114,11 @@ class Manifest:
             raise ArtifactError(f"{path}: no manifest; is this an artifact directory?") from None
         except RecordError as exc:
             raise ArtifactError(f"{path}: cannot read manifest: {exc}") from None
+        return cls.from_record(path, raw, platform=platform)
+
+    @classmethod
+    def from_record(cls, path: Path, raw: Any, *, platform: str | None = None) -> Manifest:
+        """Checks a manifest's parsed content `raw` as `read` does; errors name `path`."""
         if not isinstance(raw, dict):
             raise ArtifactError(f"{path}: manifest must be a JSON object")
         reader = _FieldReader(path, raw)
@@ -168,6 +178,16 @@ class Manifest:
             capacities=capacities,
             cores=cores,
         )
+
+
+def manifest_record(fields: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The manifest.json content of an artifact the build writes to `path`: its `fields`
+    with the schema and ABI versions of this pypto and, last, the digest.  Checked as the
+    loader reads it, so a build never publishes a manifest this runtime refuses."""
+    record = {"schema_version": SCHEMA_VERSION, "abi_version": ABI_VERSION, **fields}
+    record["manifest_sha256"] = manifest_digest(record)
+    Manifest.from_record(path, record)
+    return record
 
 
 def manifest_digest(raw: dict[str, Any]) -> str:

@@ -4,13 +4,7 @@ Reads platform data through `pypto.platform`; the cache checks entries with the 
 own `verify_artifact`.  The runtime never imports this package.
 """
 
-from pypto.toolchain.build import (
-    ABI_VERSION,
-    MANIFEST_NAME,
-    MANIFEST_SCHEMA_VERSION,
-    ORCHESTRATION_ENTRY,
-    build_artifact,
-)
+from pypto.toolchain.build import ORCHESTRATION_ENTRY, build_artifact
 from pypto.toolchain.cache import (
     ArtifactCache,
     CacheLockTimeoutError,
@@ -33,10 +27,7 @@ from pypto.toolchain.key import (
 )
 
 __all__ = [
-    "ABI_VERSION",
     "KEY_SCHEMA_VERSION",
-    "MANIFEST_NAME",
-    "MANIFEST_SCHEMA_VERSION",
     "NEUTRAL_ENV_VARS",
     "ORCHESTRATION_ENTRY",
     "OUTPUT_ENV_VARS",

@@ -13,18 +13,12 @@ from typing import TYPE_CHECKING
 
 import pypto
 from pypto.platform import SPACES, Platform
+from pypto.records import MANIFEST_NAME
 from pypto.toolchain.compiler import Toolchain
 
 if TYPE_CHECKING:
     from pypto.codegen.sources import GeneratedSources
 
-MANIFEST_NAME = "manifest.json"
-# 1.1 added manifest_sha256: the digest of the manifest itself, so a manifest damaged on
-# disk is refused instead of mapping binaries with wrong shapes or capacities.  1.2 added
-# each entry parameter's declared_direction and each kernel's on_chip high-water marks.
-MANIFEST_SCHEMA_VERSION = "1.2"
-# Must equal PTO_ABI_VERSION in pypto/sim/include/pto/abi.h; a test holds them together.
-ABI_VERSION = 3
 ORCHESTRATION_ENTRY = "pypto_orchestrate"
 
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -52,8 +46,8 @@ def build_artifact(
     """Writes `sources` into the empty directory `out_dir`, compiles every kernel and the
     orchestration in parallel, then writes manifest.json last: an artifact the runtime can
     load without build_rules/.  Raises CompileError when a source does not compile."""
-    # The loader's own digest; imported here: a no-op scons imports pypto.toolchain only.
-    from pypto.runtime.manifest import manifest_digest
+    # The loader's schema; imported here: a no-op scons imports pypto.toolchain only.
+    from pypto.runtime.manifest import manifest_record
 
     if toolchain.platform != platform:
         raise ValueError(
@@ -68,8 +62,8 @@ def build_artifact(
         _write_text(out_dir / relpath, text)
     _compile_all(toolchain, out_dir, units)
     digests = {unit.binary: _sha256(out_dir / unit.binary) for unit in units}
-    manifest = _manifest(sources, platform, toolchain, key, units, digests)
-    manifest["manifest_sha256"] = manifest_digest(manifest)
+    manifest = manifest_record(_manifest(sources, platform, toolchain, key, units, digests),
+                               out_dir / MANIFEST_NAME)
     # Written last: its presence is what marks the artifact complete.
     _write_text(out_dir / MANIFEST_NAME, json.dumps(manifest, sort_keys=True, indent=2) + "\n")
 
@@ -151,11 +145,9 @@ def _manifest(
         for kernel, unit in zip(sources.kernels, units[:-1], strict=True)
     ]
     return {
-        "schema_version": MANIFEST_SCHEMA_VERSION,
         "pypto_version": pypto.__version__,
         "platform": platform.name,
         "backend": backend.name,
-        "abi_version": ABI_VERSION,
         "content_key": key,
         "entry": sources.entry,
         "params": [param.to_json() for param in sources.params],

@@ -35,7 +35,7 @@ from pathlib import Path
 import pypto
 from pypto.platform import Platform
 from pypto.resources import package_dir, templates_dir
-from pypto.toolchain.build import ABI_VERSION
+from pypto.sim import ABI_VERSION
 
 KEY_SCHEMA_VERSION = 1
 

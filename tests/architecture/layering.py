@@ -69,7 +69,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         "sim": "resources",
         "backend": "ir platform",
         "golden": "ir records",
-        "runtime": "pypto ir platform resources records golden",
+        "runtime": "pypto ir platform resources records sim golden",
         "frontend": "ir",
         "passes": "ir backend platform",
         "codegen": "ir resources passes",

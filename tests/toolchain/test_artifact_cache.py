@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from pypto.platform import get_platform
-from pypto.runtime.manifest import manifest_digest
+from pypto.runtime.abi import ABI_VERSION
+from pypto.runtime.manifest import SCHEMA_VERSION, manifest_digest
 from pypto.toolchain import (
-    ABI_VERSION,
-    MANIFEST_SCHEMA_VERSION,
     ArtifactCache,
     CacheLockTimeoutError,
     content_key,
@@ -29,7 +28,7 @@ def entry_manifest() -> dict:
     backend = get_platform("a2a3sim").backend
     digest = hashlib.sha256(b"binary").hexdigest()
     manifest = {
-        "schema_version": MANIFEST_SCHEMA_VERSION, "platform": "a2a3sim",
+        "schema_version": SCHEMA_VERSION, "platform": "a2a3sim",
         "backend": backend.name, "abi_version": ABI_VERSION, "content_key": KEY,
         "entry": "k", "params": [], "outputs": [],
         "kernels": [{"name": "k", "file": "kernels/k.so", "sha256": digest,

@@ -4,7 +4,6 @@ import ctypes
 import hashlib
 import json
 import os
-import re
 import stat
 import sys
 from pathlib import Path
@@ -14,9 +13,9 @@ import pytest
 import pypto
 from pypto.codegen.sources import GeneratedSources, KernelSource, ParamSpec
 from pypto.platform import get_platform
+from pypto.runtime.abi import ABI_VERSION
 from pypto.sim import INCLUDE_DIR
 from pypto.toolchain import (
-    ABI_VERSION,
     ArtifactCache,
     CompileError,
     Toolchain,
@@ -175,11 +174,6 @@ def test_binaries_are_reproducible_and_hold_no_build_path(sim, tmp_path):
     for binary in (tmp_path / "one").rglob("*.so"):
         assert str(tmp_path).encode() not in binary.read_bytes()
         assert str(INCLUDE_DIR).encode() not in binary.read_bytes()
-
-
-def test_abi_version_matches_the_header():
-    header = (INCLUDE_DIR / "pto" / "abi.h").read_text()
-    assert int(re.search(r"#define PTO_ABI_VERSION (\d+)", header).group(1)) == ABI_VERSION
 
 
 def test_a_kernel_that_does_not_compile_raises_compile_error_and_writes_no_manifest(sim, tmp_path):
