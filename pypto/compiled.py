@@ -83,11 +83,12 @@ class CompiledProgram:
         regressions through.
         """
         from .debug import validate_pass_dumps
+        from .passes.manager import DUMP_DIR
 
-        dump_dir = self.output_dir / "passes_dump"
+        dump_dir = self.output_dir / DUMP_DIR
         if not dump_dir.is_dir():
             raise FileNotFoundError(
-                f"{self.output_dir} has no passes_dump/: compile with dump_passes=True"
+                f"{self.output_dir} has no {DUMP_DIR}/: compile with dump_passes=True"
             )
         return validate_pass_dumps(dump_dir, tensors, expected, rtol=rtol, atol=atol)
 

@@ -48,6 +48,7 @@ from ..ir.diagnostics import (
 )
 from ..ir.dtypes import from_torch
 from ..ir.errors import PyptoError, VerificationError
+from ..passes.manager import DUMP_DIR, dumped_pass, pass_dumps
 from ..platform import default_platform
 from ..runtime.errors import RaceError
 from ..runtime.memory import poison_
@@ -516,13 +517,13 @@ class _Triage:
             self._record(3, True, lines)
             return None
         self._record(3, False, lines)
-        dump_dir = self.work_dir / "passes_dump"
+        dump_dir = self.work_dir / DUMP_DIR
         dump_dir.mkdir(parents=True, exist_ok=True)
         for old in dump_dir.glob("*.py"):
             old.unlink()
         for relpath, text in lowered.files.items():
-            if relpath.startswith("passes_dump/"):
-                (dump_dir / relpath.removeprefix("passes_dump/")).write_text(text)
+            if relpath.startswith(f"{DUMP_DIR}/"):
+                (dump_dir / relpath.removeprefix(f"{DUMP_DIR}/")).write_text(text)
         return dump_dir
 
     # -- step 4
@@ -546,8 +547,8 @@ class _Triage:
             first = message.splitlines()[0]
             dump = first.split(" ", 1)[0]
             lines.append(first)
-            if "_after_" in dump:
-                name = dump.split("_after_", 1)[1].removesuffix(".py")
+            name = dumped_pass(dump)
+            if name is not None:
                 lines.append(f"the pass `{name}` changed the program's meaning (IR diff below; "
                              f"dumps in {dump_dir})")
             else:
@@ -616,7 +617,7 @@ class _Triage:
         from .torch_codegen import load_entry, torch_codegen
 
         device = self._dump_run(0, "dumps_device")
-        final = sorted(dump_dir.glob("[0-9][0-9]_*.py"))[-1]
+        final = pass_dumps(dump_dir)[-1]
         snapshots: list[tuple[str, dict[str, list]]] = []
 
         def observe(kernel_name, args, stage):

@@ -17,6 +17,7 @@ import torch
 
 from ..ir.nodes import Program
 from ..ir.types import Direction, TensorType
+from ..passes.manager import pass_dumps
 from .torch_codegen import load_entry, torch_codegen
 
 
@@ -82,7 +83,7 @@ def validate_pass_dumps(dump_dir, tensors, expected, *, rtol: float = 5e-2,
     tolerance, with its IR diff against the previous dump."""
     from ..language.parser import parse_program
 
-    files = sorted(Path(dump_dir).glob("[0-9][0-9]_*.py"))
+    files = pass_dumps(dump_dir)
     if not files:
         raise FileNotFoundError(f"no pass dumps in {dump_dir}: compile with dump_passes=True")
     results: list[DumpResult] = []

@@ -6,6 +6,8 @@ from .flatten_call_expr import FlattenCallExpr
 from .infer_memory_space import InferMemorySpace
 from .legalize_tile_cast import LegalizeTileCast, cast_path
 from .manager import (
+    DUMP_DIR,
+    FRONTEND_DUMP,
     DumpInstrument,
     FunctionPass,
     Pass,
@@ -13,6 +15,10 @@ from .manager import (
     PassInstrument,
     PassManager,
     ProfilingInstrument,
+    dump_name,
+    dump_of,
+    dumped_pass,
+    pass_dumps,
 )
 from .outline_incore import OutlineIncoreScopes
 from .tensor_to_tile import TensorToTile
@@ -42,6 +48,12 @@ __all__ = [
     "PassManager",
     "DumpInstrument",
     "ProfilingInstrument",
+    "DUMP_DIR",
+    "FRONTEND_DUMP",
+    "dump_name",
+    "dump_of",
+    "dumped_pass",
+    "pass_dumps",
     "cast_path",
     "OutlineIncoreScopes",
     "DeriveCallDirections",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, TypeVar
 
 from ..ir.nodes import Program
 
@@ -83,8 +86,50 @@ class FunctionPass(Pass):
         raise NotImplementedError
 
 
+DUMP_DIR = "passes_dump"
+"""Where an artifact keeps its pass dumps."""
+FRONTEND_DUMP = "00_frontend.py"
+"""The dump of the program as parsed, before any pass."""
+
+
+def dump_name(index: int, pass_name: str) -> str:
+    """The dump written after the `index`-th pass (from 1) of a pipeline:
+    `NN_after_<Pass>.py`, so that the dumps sort in pipeline order."""
+    return f"{index:02d}_after_{pass_name}.py"
+
+
+def dumped_pass(file_name: str) -> str | None:
+    """The pass a dump (a file name) was written after; None for the frontend's dump and
+    for any other file."""
+    number, after, rest = file_name.partition("_after_")
+    if not (after and number.isdigit() and rest.endswith(".py")):
+        return None
+    return rest.removesuffix(".py")
+
+
+_Dump = TypeVar("_Dump", str, Path)
+
+
+def dump_of(files: Iterable[_Dump], pass_name: str) -> _Dump:
+    """Of `files` (names or paths of dumps), the one written after the pass `pass_name`.
+    Name a pass, not its position: a pass added to the pipeline renumbers the dumps."""
+    files = list(files)
+    for file in files:
+        if dumped_pass(PurePath(file).name) == pass_name:
+            return file
+    names = sorted(PurePath(f).name for f in files)
+    raise KeyError(f"no dump after a pass named {pass_name!r} among {names}")
+
+
+def pass_dumps(dump_dir: str | os.PathLike) -> list[Path]:
+    """The dumps in `dump_dir` (its `NN_*.py` files) in pipeline order: the frontend's,
+    then one per pass."""
+    return sorted(Path(dump_dir).glob("[0-9][0-9]_*.py"))
+
+
 class DumpInstrument(PassInstrument):
-    """Records `00_frontend.py` and `NN_after_<Pass>.py` texts (written with the artifact).
+    """Records the frontend's dump and one after every pass (`dump_name`), written with
+    the artifact under `DUMP_DIR`.
 
     `concise` leaves out placement (memory spaces, addresses); every dump parses back.
     """
@@ -94,10 +139,10 @@ class DumpInstrument(PassInstrument):
         self.files: dict[str, str] = {}
 
     def before_pipeline(self, program, ctx):
-        self.files["passes_dump/00_frontend.py"] = program.as_python(concise=self.concise)
+        self.files[f"{DUMP_DIR}/{FRONTEND_DUMP}"] = program.as_python(concise=self.concise)
 
     def after_pass(self, index, pass_, program, ctx):
-        name = f"passes_dump/{index:02d}_after_{pass_.name}.py"
+        name = f"{DUMP_DIR}/{dump_name(index, pass_.name)}"
         self.files[name] = program.as_python(concise=self.concise)
 
 

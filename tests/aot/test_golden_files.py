@@ -11,6 +11,7 @@ import torch
 
 import pypto.language as pl
 from pypto.golden import Close, Exact, GoldenCase, SpecRNG, compare_tensor, record_golden
+from pypto.golden.comparison import GoldenToleranceWarning
 from pypto.runtime import (
     GoldenError,
     GoldenMismatchError,
@@ -19,7 +20,6 @@ from pypto.runtime import (
     Tolerance,
     write_golden,
 )
-from pypto.golden.comparison import GoldenToleranceWarning
 from pypto.spec import Kernel
 
 

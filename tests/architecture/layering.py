@@ -75,12 +75,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         "codegen": "ir resources passes",
         "toolchain": "pypto ir platform resources records sim codegen runtime",
         "index": "toolchain",
-        "debug": "ir golden frontend codegen",
+        "debug": "ir golden frontend passes codegen",
         "compiler": "ir platform resources runtime frontend passes codegen toolchain index "
                     "debug",
         "pl": "ir platform runtime frontend compiler",
         "spec": "pypto ir platform resources records golden runtime toolchain index compiler",
-        "triage": "pypto ir platform golden runtime frontend debug compiler pl spec",
+        "triage": "pypto ir platform golden runtime frontend passes debug compiler pl spec",
         "scons": "pypto ir platform resources golden runtime toolchain index compiler spec",
         "tools": "pypto ir platform resources golden runtime codegen toolchain debug compiler "
                  "spec triage",

@@ -11,6 +11,7 @@ import pypto.language as pl
 from pypto.compiler import CompileOptions, run_pipeline
 from pypto.debug import load_entry, torch_codegen
 from pypto.ir import PassDumpLevel
+from pypto.passes import dump_of
 from pypto.platform import get_platform
 from pypto.runtime import RunConfig
 
@@ -69,10 +70,10 @@ def test_a_shape_corrupted_dump_file_is_refused_with_its_name(tmp_path):
     for path, text in lowered.files.items():
         if path.startswith("passes_dump/"):
             (tmp_path / Path(path).name).write_text(text)
-    victim = tmp_path / "04_after_TensorToTile.py"
+    victim = dump_of(tmp_path.iterdir(), "TensorToTile")
     victim.write_text(victim.read_text().replace("[64, 128], pl.FP32] = pl.load",
                                                  "[64, 64], pl.FP32] = pl.load", 1))
-    with pytest.raises(TypeCheckError, match="04_after_TensorToTile.py"):
+    with pytest.raises(TypeCheckError, match=victim.name):
         validate_pass_dumps(tmp_path, [a, b, torch.zeros(64, 128)], {"out": (a + b) * 2},
                             out=lambda line: None)
 

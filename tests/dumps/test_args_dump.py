@@ -13,6 +13,7 @@ import pypto.language as pl
 from pypto import ir
 from pypto.debug import load_entry, torch_codegen
 from pypto.ir.errors import LoweringError, ParseError
+from pypto.passes import DUMP_DIR, dump_of
 from pypto.runtime import RunConfig
 from pypto.runtime.dump import ArgsDump, ArgsDumpWarning
 
@@ -131,8 +132,8 @@ def test_tags_print_parse_back_and_pass_roundtrip_verification(frontend, tensors
     assert pl.parse(text) == frontend
     compiled = ir.compile(frontend, output_dir=tmp_path / "artifact",
                           verification_level=ir.VerificationLevel.ROUNDTRIP)
-    lowered = (compiled.output_dir / "passes_dump").glob("*_after_AllocateMemoryAddr.py")
-    final = next(lowered).read_text()
+    dumps = (compiled.output_dir / DUMP_DIR).iterdir()
+    final = dump_of(dumps, "AllocateMemoryAddr").read_text()
     assert "pl.dump_tag(a)" in final and "dumps=[y]" in final  # carried to the call
     assert "PTO_DUMP" in (compiled.output_dir / "orchestration.cpp").read_text()
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import pypto.language as pl
+from pypto.golden.comparison import GoldenToleranceWarning
 from pypto.ir import DataType
 from pypto.ir.diagnostics import comparison_dtype, tolerance_too_tight
 from pypto.runtime import RunConfig, write_golden
-from pypto.golden.comparison import GoldenToleranceWarning
 
 FP16, FP32, BF16, INT32 = DataType.FP16, DataType.FP32, DataType.BF16, DataType.INT32
 PLATFORM = "a2a3sim"

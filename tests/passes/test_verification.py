@@ -13,7 +13,15 @@ from pypto import ir
 from pypto.compiler import CompileOptions, run_pipeline
 from pypto.ir import PassDumpLevel, VerificationError, VerificationLevel
 from pypto.ir.types import TileType
-from pypto.passes import FunctionPass, PassInstrument, default_pipeline
+from pypto.passes import (
+    DUMP_DIR,
+    FRONTEND_DUMP,
+    FunctionPass,
+    PassInstrument,
+    default_pipeline,
+    dump_name,
+    dump_of,
+)
 from pypto.passes.retype import VarRetyper
 from pypto.platform import get_platform
 
@@ -25,10 +33,10 @@ class _Snapshots(PassInstrument):
         self.programs = {}
 
     def before_pipeline(self, program, ctx):
-        self.programs["passes_dump/00_frontend.py"] = program
+        self.programs[f"{DUMP_DIR}/{FRONTEND_DUMP}"] = program
 
     def after_pass(self, index, pass_, program, ctx):
-        self.programs[f"passes_dump/{index:02d}_after_{pass_.name}.py"] = program
+        self.programs[f"{DUMP_DIR}/{dump_name(index, pass_.name)}"] = program
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
@@ -51,12 +59,12 @@ def test_concise_dumps_parse_and_leave_out_placement():
     kernel, make_args = CORPUS["tensor_add"]
     opts = CompileOptions(dump_passes=PassDumpLevel.CONCISE)
     lowered = run_pipeline(kernel.frontend(*make_args()), get_platform("a2a3sim"), opts)
-    last = lowered.files["passes_dump/07_after_AllocateMemoryAddr.py"]
+    last = lowered.files[dump_of(lowered.files, "AllocateMemoryAddr")]
     assert "pl.Mem." not in last
     pl.parse(last)
     explicit = run_pipeline(kernel.frontend(*make_args()), get_platform("a2a3sim"),
                             CompileOptions(dump_passes=PassDumpLevel.EXPLICIT))
-    assert "pl.Mem.Vec, 0x" in explicit.files["passes_dump/07_after_AllocateMemoryAddr.py"]
+    assert "pl.Mem.Vec, 0x" in explicit.files[dump_of(explicit.files, "AllocateMemoryAddr")]
 
 
 class _ForgetAddresses(FunctionPass):
@@ -139,8 +147,8 @@ def test_ir_compile_writes_dumps_and_profile(tmp_path):
                           dump_passes=PassDumpLevel.EXPLICIT, platform="a5sim", profiling=True,
                           verification_level=VerificationLevel.ROUNDTRIP)
     dumps = sorted(p.name for p in (compiled.output_dir / "passes_dump").iterdir())
-    assert dumps[0] == "00_frontend.py"
-    assert dumps[1] == "01_after_OutlineIncoreScopes.py"
+    passes = default_pipeline().passes
+    assert dumps == [FRONTEND_DUMP] + [dump_name(i, p.name) for i, p in enumerate(passes, 1)]
     profile = (compiled.output_dir / "report" / "pipeline_profile.txt").read_text()
     for p in default_pipeline().passes:
         assert p.name in profile

@@ -22,9 +22,9 @@ from catalogue import PLATFORM, library, signing_key
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pypto.records import record_digest
 from pypto.runtime import ArtifactError, DeviceUnavailableError, load_artifact, load_library
 from pypto.runtime.golden import GoldenRecord
-from pypto.records import record_digest
 from pypto.spec.package import write_package
 
 FUZZ_EXAMPLES = 60
