@@ -5,6 +5,8 @@
 Groups: build (bench/build_noop.py), compile (bench/compile_latency.py), dispatch
 (bench/dispatch.py), simulator (bench/sim_throughput.py), library (bench/library.py),
 device (bench/device_code.py: device sources and pto-isa's CPU model against a5sim).
+The report ends with bench/notes.md, the hand-written reading of the numbers and the
+record of what changed them.
 `--quick` shrinks every problem (for the smoke test; its numbers mean nothing).  On a
 machine where OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are set, unset both for the bench
 command alone (`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m bench`) so the
@@ -48,7 +50,6 @@ def run(args: argparse.Namespace) -> int:
         sys.path.insert(0, str(ROOT))
     from bench import build_noop, compile_latency, device_code, dispatch, library, sim_throughput
     from bench.harness import Settings, machine
-    from bench.notes import NOTES
     from bench.report import markdown, table
 
     settings = Settings(runs=args.runs or (2 if args.quick else 5), quick=args.quick)
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
             rows += device_code.measure(settings)
     seconds = time.perf_counter() - start
     print(table(rows))
-    text = markdown(rows, machine(), settings, seconds, NOTES)
+    notes = (ROOT / "bench" / "notes.md").read_text(encoding="utf-8")
+    text = markdown(rows, machine(), settings, seconds, notes)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")
     print(f"\nwrote {args.output} ({seconds:.0f} s)")

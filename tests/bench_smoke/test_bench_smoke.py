@@ -27,6 +27,7 @@ def test_quick_bench_runs_every_group_and_writes_the_report(tmp_path):
                     "## Library"):
         assert section in text
     assert "nproc" in text and "torch" in text
+    assert text.endswith((ROOT / "bench" / "notes.md").read_text(encoding="utf-8"))
     assert "ratio" in proc.stdout
 
 
