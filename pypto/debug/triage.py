@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from ..golden.comparison import TensorComparison, Tolerance, compare_tensor
+from ..comparison import TensorComparison, Tolerance, compare_tensor
 from ..ir.diagnostics import (
     DiagnosticCheck,
     DiagnosticPhase,

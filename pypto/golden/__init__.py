@@ -5,16 +5,15 @@ the kernel and variant names, never global state).  Generators and references ru
 `portable.portable_torch()` and use `portable`'s float64 functions (on `fp64`) where torch
 computes differently by machine, so a golden has the same bytes everywhere.
 `run_reference` runs a reference on copies of the inputs and rounds its results once to
-the outputs' dtypes; `record_golden` writes the case with `write_golden` (`files`, the
-one description of a golden directory, which `pypto.runtime` reads back);
-`golden_drift` says how a recorded golden differs from what its spec makes now; `Exact`
-and `Close` are the tolerance policies, `compare_tensor` (`comparison`) applies one.
-Imports only `pypto.ir` and `pypto.records` (never the runtime or the compiler), and torch
-only when a golden is made.
+the outputs' dtypes; `record_golden` writes the case with `write_golden`
+(`pypto.golden_files`, the one description of a golden directory, which the runtime
+reads back); `golden_drift` says how a recorded golden differs from what its spec makes
+now; `Exact` and `Close` are the tolerance policies, `compare_tensor`
+(`pypto.comparison`) applies one.  Imports neither the runtime nor the compiler, and
+torch only when a golden is made; a deployed library runs without this package.
 """
 
-from pypto.golden.comparison import GoldenReport, TensorComparison, Tolerance, compare_tensor
-from pypto.golden.files import write_golden
+from pypto.comparison import GoldenReport, TensorComparison, Tolerance, compare_tensor
 from pypto.golden.record import (
     GoldenCase,
     GoldenDrift,
@@ -25,6 +24,7 @@ from pypto.golden.record import (
 from pypto.golden.reference import GoldenCaseError, run_reference
 from pypto.golden.rng import GENERATOR_ID, GENERATOR_VERSION, SpecRNG, seed_for
 from pypto.golden.tolerance import Close, Exact
+from pypto.golden_files import write_golden
 
 __all__ = [
     "GENERATOR_ID",

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.golden.comparison import Tolerance
-from pypto.golden.files import EXPECTED_NAME, GOLDEN_NAME, INPUTS_NAME, write_golden
+from pypto.comparison import Tolerance
 from pypto.golden.portable import portable_torch, to_dtype
 from pypto.golden.reference import GoldenCaseError, run_reference
 from pypto.golden.rng import GENERATOR_ID, SpecRNG
+from pypto.golden_files import EXPECTED_NAME, GOLDEN_NAME, INPUTS_NAME, write_golden
 from pypto.ir.dtypes import DataType
 
 

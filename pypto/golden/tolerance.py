@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pypto.golden.comparison import Tolerance
+from pypto.comparison import Tolerance
 
 
 def _required_reason(reason: object, policy: str) -> str:

@@ -2,12 +2,13 @@
 
 A deployed kernel library runs with this package alone: it imports nothing of the
 compiler (language, passes, codegen, toolchain): `tests/architecture/layering.py` holds
-the layers it may import (the IR's types, `pypto.platform`, `pypto.records`, and
-`pypto.golden` for the golden files and the comparison).
+the layers it may import (the IR's types, `pypto.platform`, `pypto.records`, and the
+golden files' format and the comparison, `pypto.golden_files` and `pypto.comparison`,
+never `pypto.golden`, which makes goldens).
 """
 
-from pypto.golden.comparison import GoldenReport, Tolerance
-from pypto.golden.files import write_golden
+from pypto.comparison import GoldenReport, Tolerance
+from pypto.golden_files import write_golden
 from pypto.runtime.config import RunConfig
 from pypto.runtime.errors import (
     ArtifactError,

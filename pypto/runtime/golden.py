@@ -1,8 +1,8 @@
 """Reading a golden back (`GoldenRecord`), and checking a run against it (`GoldenCheck`).
 
-The format is `pypto.golden.files`' (which writes it).  A run with
+The format is `pypto.golden_files`' (which writes it).  A run with
 `RunConfig(golden_data_dir=...)` compares every output named in the golden through
-`pypto.golden.comparison`.  torch is imported only when a golden is read back or
+`pypto.comparison`.  torch is imported only when a golden is read back or
 compared, never when `pypto.runtime` is imported.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.golden.comparison import FP64, GoldenReport, Tolerance, compare_tensor, warn_if_too_tight
-from pypto.golden.files import (
+from pypto.comparison import FP64, GoldenReport, Tolerance, compare_tensor, warn_if_too_tight
+from pypto.golden_files import (
     EXPECTED_NAME,
     GOLDEN_NAME,
     GOLDEN_SCHEMA_MAJOR,

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from pypto.golden.comparison import Tolerance
-from pypto.golden.files import GOLDEN_NAME
+from pypto.comparison import Tolerance
+from pypto.golden_files import GOLDEN_NAME
 from pypto.platform import get_platform
 from pypto.records import MAX_RECORD_BYTES
 from pypto.runtime.config import RunConfig

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.golden.comparison import Tolerance
+from pypto.comparison import Tolerance
 from pypto.golden.record import GoldenCase
 from pypto.ir.diagnostics import PERF_HINTS, DiagnosticCheck
 from pypto.ir.dtypes import DataType, from_name, from_torch

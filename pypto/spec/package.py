@@ -64,7 +64,7 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
                         entries: Iterable[LibraryEntry]) -> Path:
     """Writes `<root>/library-<platform>.json` for the built files under `root`."""
     import pypto
-    from pypto.golden.files import GOLDEN_NAME
+    from pypto.golden_files import GOLDEN_NAME
     from pypto.platform import get_platform
     from pypto.runtime.abi import ABI_VERSION
     from pypto.runtime.library_index import LIBRARY_SCHEMA_VERSION, index_digest, index_name

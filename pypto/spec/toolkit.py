@@ -6,11 +6,11 @@ versions of the external pieces, without importing any of it:
 
 - `frontend`: what reads specs (the DSL parser, IR, `pypto.spec`, `pypto.golden`, the
   platform list): part of every spec's meaning;
-- `golden`: what makes goldens (`pypto.golden` with the golden writer, torch, safetensors);
+- `golden`: what makes goldens (`pypto.golden`, the golden writer, torch, safetensors);
 - `compiler`: what makes artifacts for one platform: the content key's own
   `compiler_digest` (pypto.toolchain.key), with file digests from the index's cache;
-- `runtime`: what runs a check (`pypto.runtime`, the golden reader's format and the
-  comparison in `pypto.golden`, the simulator headers, torch).
+- `runtime`: what runs a check (`pypto.runtime`, the golden files' format and the
+  comparison, the simulator headers, torch).
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ from pathlib import Path
 from pypto.spec.index import SpecIndex
 
 PACKAGE = Path(__file__).resolve().parents[1]
+# What making a golden and checking against one share: the files' format, the comparison
+# (its dtypes from ir.diagnostics), the record digest.
+_GOLDEN_FORMAT = [PACKAGE / "golden_files.py", PACKAGE / "comparison.py",
+                  PACKAGE / "records.py", PACKAGE / "ir" / "dtypes.py",
+                  PACKAGE / "ir" / "diagnostics.py"]
 
 
 def frontend_digest(index: SpecIndex) -> str:
@@ -36,16 +41,14 @@ def frontend_digest(index: SpecIndex) -> str:
 
 def golden_digest(index: SpecIndex) -> str:
     """Digest of the code that makes a golden from a spec."""
-    code = index.tree_digest([PACKAGE / "golden", PACKAGE / "records.py",
-                              PACKAGE / "ir" / "dtypes.py", PACKAGE / "ir" / "diagnostics.py"])
+    code = index.tree_digest([PACKAGE / "golden", *_GOLDEN_FORMAT])
     return f"{code} {dist_version('torch')} {dist_version('safetensors')}"
 
 
 def runtime_digest(index: SpecIndex) -> str:
     """Digest of the code that runs a built kernel against its golden."""
-    code = index.tree_digest([PACKAGE / "runtime", PACKAGE / "sim", PACKAGE / "golden",
-                              PACKAGE / "records.py", PACKAGE / "ir" / "dtypes.py",
-                              PACKAGE / "ir" / "diagnostics.py", PACKAGE / "platform.py"])
+    code = index.tree_digest([PACKAGE / "runtime", PACKAGE / "sim", *_GOLDEN_FORMAT,
+                              PACKAGE / "platform.py"])
     return f"{code} {dist_version('torch')}"
 
 

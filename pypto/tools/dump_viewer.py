@@ -247,7 +247,7 @@ def compare_records(dump: Any, records: list[dict], reference: dict[str, Any],
                     tolerances: dict[str, Any], ref_name: str | None = None,
                     rtol: float | None = None, atol: float | None = None) -> list[tuple]:
     """(record, TensorComparison or None, note) per record: None when no reference fits."""
-    from pypto.golden.comparison import Tolerance, compare_tensor
+    from pypto.comparison import Tolerance, compare_tensor
 
     results = []
     for r in records:

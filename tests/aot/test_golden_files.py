@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import pypto.language as pl
+from pypto.comparison import GoldenToleranceWarning
 from pypto.golden import Close, Exact, GoldenCase, SpecRNG, compare_tensor, record_golden
-from pypto.golden.comparison import GoldenToleranceWarning
 from pypto.runtime import (
     GoldenError,
     GoldenMismatchError,

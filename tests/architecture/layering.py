@@ -30,6 +30,9 @@ UNITS: dict[str, tuple[str, ...]] = {
     "resources": ("pypto.resources",),
     # The bounded reader and canonical digest of the JSON records pypto writes.
     "records": ("pypto.records",),
+    # What making goldens and checking runs against them share: the golden files' format
+    # and writer, and the tolerance comparison.  A deployed runtime needs no `golden`.
+    "golden_format": ("pypto.golden_files", "pypto.comparison"),
     "ir": ("pypto.ir.*",),
     "platform": ("pypto.platform",),
     "sim": ("pypto.sim.*",),
@@ -65,11 +68,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         "resources": "",
         "records": "",
         "ir": "",
+        "golden_format": "ir records",
         "platform": "resources",
         "sim": "resources",
         "backend": "ir platform",
-        "golden": "ir records",
-        "runtime": "pypto ir platform resources records sim golden",
+        "golden": "ir records golden_format",
+        "runtime": "pypto ir platform resources records sim golden_format",
         "frontend": "ir",
         "passes": "ir backend platform",
         "codegen": "ir resources passes",
@@ -79,10 +83,13 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         "compiler": "ir platform resources runtime frontend passes codegen toolchain index "
                     "debug",
         "pl": "ir platform runtime frontend compiler",
-        "spec": "pypto ir platform resources records golden runtime toolchain index compiler",
-        "triage": "pypto ir platform golden runtime frontend passes debug compiler pl spec",
+        "spec": "pypto ir platform resources records golden_format golden runtime toolchain "
+                "index compiler",
+        "triage": "pypto ir platform golden_format golden runtime frontend passes debug "
+                  "compiler pl spec",
         "scons": "pypto ir platform resources golden runtime toolchain index compiler spec",
-        "tools": "pypto ir platform resources golden runtime codegen toolchain debug compiler "
+        "tools": "pypto ir platform resources golden_format golden runtime codegen toolchain "
+                 "debug compiler "
                  "spec triage",
     }.items()
 }

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.golden.comparison import GoldenToleranceWarning
+from pypto.comparison import GoldenToleranceWarning
 from pypto.ir import DataType
 from pypto.ir.diagnostics import comparison_dtype, tolerance_too_tight
 from pypto.runtime import RunConfig, write_golden

@@ -1,5 +1,6 @@
 """A golden directory's files, and writing them: the one description of the format,
-which `pypto.runtime.golden` reads back.
+which `pypto.golden` writes through and `pypto.runtime.golden` reads back (below both:
+a deployed library checks its goldens without the code that makes them).
 
 A golden directory holds `inputs.safetensors`, `expected.safetensors` and `golden.json`
 (names, shapes and dtypes of every tensor, the sha256 of both tensor files, the tolerance
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.golden.comparison import FP64, Tolerance, warn_if_too_tight
+from pypto.comparison import FP64, Tolerance, warn_if_too_tight
 from pypto.ir import dtypes
 from pypto.records import record_digest
 
@@ -191,8 +192,8 @@ def _producer_versions() -> dict[str, str]:
     import safetensors
     import torch
 
-    # pypto.golden is a subpackage: the top-level package, which holds only the version,
-    # is loaded already and importing it pulls in none of the compiler.
+    # A submodule: the top-level package, which holds only the version, is loaded already
+    # and importing it pulls in none of the compiler.
     return {
         "pypto": sys.modules["pypto"].__version__,
         "torch": torch.__version__,
