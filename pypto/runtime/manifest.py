@@ -10,6 +10,7 @@ from typing import Any
 
 from pypto.ir import dtypes
 from pypto.ir.dtypes import DataType
+from pypto.platform import SPACES as ON_CHIP_SPACES  # in PtoCore field order (memory.py checks)
 from pypto.records import MANIFEST_NAME, RecordError, read_record, record_digest
 from pypto.runtime.abi import ABI_VERSION, MAX_RANK, Direction
 from pypto.runtime.errors import ArtifactError
@@ -25,8 +26,6 @@ DIGEST_SCHEMAS = ("1.1", "1.2")
 """The schema versions pypto writes, whose manifests must carry `manifest_sha256`.
 A newer minor version, which this runtime does not know, loads by the fields it knows."""
 
-ON_CHIP_SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
-"""The per-core on-chip buffers, in `PtoCore` field order."""
 
 
 @dataclass(frozen=True)
