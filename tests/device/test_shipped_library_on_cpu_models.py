@@ -10,14 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from cpu_models import toolchain_or_skip
 
 from pypto.compiler import CompileOptions, build_program
 from pypto.golden import record_golden
 from pypto.ir.errors import PyptoError
-from pypto.platform import get_platform
 from pypto.runtime.library import check_artifact
 from pypto.spec.module import specs_of
-from pypto.toolchain import Toolchain, ToolchainNotFoundError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,10 +51,7 @@ def _build(kernel, variant, platform):
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 def test_every_shipped_variant_passes_on_the_cpu_model_but_the_documented_ones(platform):
-    try:
-        Toolchain.for_platform(get_platform(platform))
-    except ToolchainNotFoundError as exc:
-        pytest.skip(f"no compiler for {platform}: {exc}")
+    toolchain_or_skip(platform)
     cases = list(_variants())
     with ThreadPoolExecutor(max_workers=2) as pool:
         built = list(pool.map(lambda case: _build(*case, platform), cases))
