@@ -45,13 +45,12 @@ sys.path.insert(0, str(FUZZ))
 
 import fuzz_programs as fp  # noqa: E402
 import fuzz_reference as ref  # noqa: E402
+from cpu_models import toolchain_or_skip  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
 from pypto.compiler import CompileOptions, build_program  # noqa: E402
 from pypto.ir.diagnostics import PyptoPerfHint  # noqa: E402
-from pypto.platform import get_platform  # noqa: E402
 from pypto.runtime import RunConfig, load_artifact  # noqa: E402
-from pypto.toolchain import Toolchain, ToolchainNotFoundError  # noqa: E402
 
 PAIRS = {"a2a3cpu": "a2a3sim", "a5cpu": "a5sim"}
 # Programs drawn per kind and CPU-model platform (100 per platform); about a quarter lose
@@ -221,10 +220,7 @@ def generated_programs(kind: str, count: int) -> list[fp.Program]:
 @pytest.mark.slow
 @pytest.mark.parametrize("cpu_platform", sorted(PAIRS))
 def test_fuzzed_programs_agree_between_the_cpu_model_and_the_simulator(cpu_platform, tmp_path):
-    try:
-        Toolchain.for_platform(get_platform(cpu_platform))
-    except ToolchainNotFoundError as exc:
-        pytest.skip(f"no compiler for {cpu_platform}: {exc}")
+    toolchain_or_skip(cpu_platform)
     programs = [p for kind, n in sorted(PROGRAMS.items()) for p in generated_programs(kind, n)]
     # Each different program once (the generator draws some twice).
     programs = list({fp.render(p): p for p in map(cpu_model_program, programs)

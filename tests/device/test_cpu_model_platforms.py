@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from cpu_models import toolchain_or_skip
 
 import pypto.language as pl
 from pypto.compiler import CompileOptions, build_program
 from pypto.platform import CompilerNotFoundError, find_compiler, get_platform
 from pypto.runtime import load_artifact
-from pypto.toolchain import Toolchain, ToolchainNotFoundError, pto_isa
+from pypto.toolchain import pto_isa
 
 STAND_IN = """#!PYTHON
 import json, os, sys
@@ -40,13 +41,6 @@ def scaled_add(a: pl.Tensor, b: pl.Tensor, s: pl.Scalar[pl.FP32], out: pl.Out[pl
 def _program():
     return scaled_add.frontend(torch.zeros(20, 50), torch.zeros(20, 50), 0.5,
                                torch.zeros(20, 50))
-
-
-def _cpu_model_toolchain_or_skip(name: str) -> Toolchain:
-    try:
-        return Toolchain.for_platform(get_platform(name))
-    except ToolchainNotFoundError as exc:
-        pytest.skip(f"no compiler for {name}: {exc}")
 
 
 def test_a_compiler_older_than_the_minimum_is_passed_over(monkeypatch, tmp_path):
@@ -106,7 +100,7 @@ def test_without_pto_isa_the_error_names_the_variable_and_the_snapshot(monkeypat
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 def test_a_kernel_runs_on_the_cpu_model_and_matches_torch(platform):
-    _cpu_model_toolchain_or_skip(platform)
+    toolchain_or_skip(platform)
     artifact = build_program(_program(), CompileOptions(platform=platform))
     manifest = json.loads((artifact / "manifest.json").read_text())
     assert manifest["platform"] == platform
@@ -120,7 +114,7 @@ def test_a_kernel_runs_on_the_cpu_model_and_matches_torch(platform):
 @pytest.mark.slow
 def test_the_device_compiler_receives_exactly_the_source_the_cpu_model_ran(
         monkeypatch, tmp_path):
-    _cpu_model_toolchain_or_skip("a5cpu")
+    toolchain_or_skip("a5cpu")
     log = tmp_path / "calls.log"
     bisheng = tmp_path / "bisheng"
     bisheng.write_text(STAND_IN.replace("PYTHON", sys.executable).replace("LOG", repr(str(log))))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from cpu_models import toolchain_or_skip
 
 import pypto.language as pl
 from pypto.codegen.device import device_kernel
@@ -12,7 +13,6 @@ from pypto.compiler import CompileOptions, build_program, lower
 from pypto.ir.types import FunctionType
 from pypto.platform import get_platform
 from pypto.runtime import load_artifact
-from pypto.toolchain import Toolchain, ToolchainNotFoundError
 
 
 @pl.jit
@@ -76,10 +76,7 @@ def test_a_kernel_whose_scalars_fit_has_no_saturate_helper():
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 def test_narrowing_conversions_saturate_on_the_cpu_model(platform):
-    try:
-        Toolchain.for_platform(get_platform(platform))
-    except ToolchainNotFoundError as exc:
-        pytest.skip(f"no compiler for {platform}: {exc}")
+    toolchain_or_skip(platform)
     args = _arguments()
     artifact = build_program(narrowing.frontend(*args), CompileOptions(platform=platform))
     load_artifact(artifact).run(args)

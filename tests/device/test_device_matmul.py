@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from cpu_models import toolchain_or_skip
 
 import pypto.language as pl
 from pypto.codegen.device import device_kernel
@@ -13,7 +14,6 @@ from pypto.ir.errors import LoweringError
 from pypto.ir.types import FunctionType
 from pypto.platform import get_platform
 from pypto.runtime import RunConfig
-from pypto.toolchain import Toolchain, ToolchainNotFoundError
 
 # The shapes are unaligned on purpose (whole fractals are what is tested): hints expected.
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
@@ -82,18 +82,11 @@ def test_a_tile_moved_to_a_transposed_and_a_plain_operand_is_refused_at_its_line
     assert "test_device_matmul.py" in str(info.value)
 
 
-def _cpu_model_or_skip(platform: str) -> None:
-    try:
-        Toolchain.for_platform(get_platform(platform))
-    except ToolchainNotFoundError as exc:
-        pytest.skip(f"no compiler for {platform}: {exc}")
-
-
 # Slow: two CPU-model compiles (the first use of zig c++ builds its libc++: minutes).
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 def test_transposed_unaligned_operands_multiply_exactly_on_the_cpu_model(platform):
-    _cpu_model_or_skip(platform)
+    toolchain_or_skip(platform)
     a, b = _quantized(40, 21), _quantized(45, 40)
     c = torch.empty(21, 45)
     both_transposed(a, b, c, config=RunConfig(platform=platform))
