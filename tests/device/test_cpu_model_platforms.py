@@ -30,6 +30,9 @@ with open(output, "wb") as out:
     out.write(b"stand-in object")
 """
 
+# A small [20, 50] program: the row-width hint is expected.
+pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
+
 
 @pl.jit
 def scaled_add(a: pl.Tensor, b: pl.Tensor, s: pl.Scalar[pl.FP32], out: pl.Out[pl.Tensor]):

@@ -14,6 +14,9 @@ from pypto.ir.types import FunctionType
 from pypto.platform import get_platform
 from pypto.runtime import load_artifact
 
+# The shapes are chosen for their values (16 x 64 tiles): A2/A3's row-width hint is expected.
+pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
+
 
 @pl.jit
 def narrowing(a: pl.Tensor, b: pl.Tensor, s: pl.Scalar[pl.INT32], small: pl.Scalar[pl.INT16],

@@ -20,6 +20,9 @@ from pypto.spec.module import specs_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The library's narrow variants raise perf hints by design (their specs accept them).
+pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
+
 # (kernel, variant) -> what stops it on the CPU model (docs/device-code.md, "What runs";
 # docs/numerics.md, "pto-isa's CPU model and the simulators").
 NOT_ON_THE_CPU_MODEL = {
