@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .compiled import CompiledProgram
 from .ir.diagnostics import DiagnosticPhase, active_checks, emit, resolve_phase
@@ -31,6 +32,10 @@ from .passes import (
 from .passes.diagnostics import DiagnosticsInstrument
 from .passes.verifier import VerificationInstrument
 from .platform import Platform, get_platform
+
+if TYPE_CHECKING:
+    from .codegen.sources import GeneratedSources
+    from .toolchain import ArtifactPlan, Toolchain
 
 
 @dataclass(frozen=True)
@@ -159,28 +164,72 @@ def build_program(program: Program, options: CompileOptions,
 
     The passes always run (milliseconds), so verification and diagnostics report on the
     current source even when the artifact comes from the cache; codegen and the C++
-    compiler run only on a miss.  With `output_dir` the artifact is published there
-    atomically instead of into the content-keyed cache.
+    compiler run only on a miss, with `$PYPTO_COMPILER_LAUNCHER` (e.g. ccache) in front of
+    each compile.  With `output_dir` the artifact is published there atomically instead
+    of into the content-keyed cache.
     """
-    from .codegen import generate
-    from .toolchain import ArtifactCache, Toolchain, build_artifact
+    from .toolchain import ArtifactCache, build_artifact, compiler_launcher, trim_if_due
+
+    staged = _prepare(program, options)
+
+    def build(out: Path) -> None:
+        build_artifact(staged.sources(), staged.platform, staged.toolchain, staged.key, out,
+                       compiler_launcher())
+
+    if output_dir is None:
+        cache = ArtifactCache()
+        entry = cache.lookup(staged.key)
+        if entry is None:
+            entry = cache.publish(staged.key, build)
+            trim_if_due(cache.root)  # to $PYPTO_CACHE_LIMIT, when set
+        return entry
+    return _publish_to(Path(output_dir), build)
+
+
+def stage_program(program: Program, options: CompileOptions, directory: str | os.PathLike,
+                  expected_key: str | None = None) -> ArtifactPlan:
+    """Writes `program`'s generated sources into `directory` and returns the plan that
+    compiles them into its artifact (`pypto.toolchain.ArtifactPlan`): what a build system
+    runs as steps of its own (`pypto.scons`).  `expected_key` is the content key the
+    build planned with: a key computed otherwise here would be a pypto bug, refused
+    before anything is written."""
+    from .toolchain import stage_artifact
+
+    staged = _prepare(program, options)
+    if expected_key is not None and staged.key != expected_key:
+        raise RuntimeError(f"{program.name}: content key {staged.key} differs from the key "
+                           f"the build planned with, {expected_key}")
+    return stage_artifact(staged.sources(), staged.platform, staged.toolchain, staged.key,
+                          Path(directory))
+
+
+@dataclass
+class _Prepared:
+    """A program after its passes, with everything its artifact is built from."""
+
+    program: Program  # frontend IR
+    lowered: Lowered
+    platform: Platform
+    toolchain: Toolchain
+    key: str
+
+    def sources(self) -> GeneratedSources:
+        """The generated sources (codegen runs here), with the pass reports as extra files."""
+        from .codegen import generate
+
+        return replace(generate(self.lowered.program, self.program, self.platform),
+                       extra_files=dict(self.lowered.files))
+
+
+def _prepare(program: Program, options: CompileOptions) -> _Prepared:
+    from .toolchain import Toolchain
 
     platform = get_platform(options.platform)
     toolchain = Toolchain.for_platform(platform)  # fails fast without a device compiler
     lowered = run_pipeline(program, platform, options)
     emit(lowered.diagnostics)
     key = artifact_key(program.as_python(), options, platform, toolchain)
-
-    def build(out: Path) -> None:
-        sources = replace(generate(lowered.program, program, platform),
-                          extra_files=dict(lowered.files))
-        build_artifact(sources, platform, toolchain, key, out)
-
-    if output_dir is None:
-        cache = ArtifactCache()
-        hit = cache.lookup(key)
-        return hit if hit is not None else cache.publish(key, build)
-    return _publish_to(Path(output_dir), build)
+    return _Prepared(program, lowered, platform, toolchain, key)
 
 
 def compile(  # noqa: A001 - upstream's `ir.compile`, reached as `pypto.ir.compile`

@@ -84,9 +84,11 @@ class CompilerSettings:
     home_relpaths: tuple[str, ...]  # where the compiler lies under such a root
     install_hint: str  # what to do when the compiler is missing
     output_suffix: str  # ".so" (sim, loaded by the runtime) or ".o" (device object)
-    flags: tuple[str, ...]  # every compile
+    flags: tuple[str, ...]  # every compile (of one source into one object)
     kernel_flags: tuple[str, ...]  # InCore kernels; "{arch}" is the backend's device_arch
     orchestration_flags: tuple[str, ...]
+    # Links a unit's objects into its binary; empty: the compile's object is the binary.
+    link_flags: tuple[str, ...] = ()
     # Programs tried on PATH after `env`, each only if its `--version` meets min_versions
     # (family -> lowest major version, e.g. {"clang": 17, "gcc": 13}; empty: any version).
     path_candidates: tuple[str, ...] = ()
@@ -505,6 +507,7 @@ def _load_platform(rules: Path, name: str) -> Platform:
             min_versions=compiler.versions("min_versions"),
             python_module=compiler.text("python_module", default=""),
             python_module_args=compiler.texts("python_module_args", ()),
+            link_flags=compiler.texts("link_flags", ()),
         ),
     )
 

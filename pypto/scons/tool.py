@@ -32,8 +32,10 @@ an edge and a sconsign entry per target on every no-op; a key costs one string, 
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
+import shlex
 import sys
 import time
 import traceback
@@ -50,6 +52,7 @@ import SCons.Variables
 
 LOCK_TIMEOUT_S = 600.0
 _HELD_LOCKS: list[int] = []
+_STEPS_RAN: list[str] = []  # the steps this build ran (their functions' names)
 _INDEXES: dict = {}  # project top → SpecIndex, for the import scanner
 
 
@@ -85,6 +88,7 @@ def _user_facing(function):
         from pypto.runtime.errors import PyptoRuntimeError
         from pypto.toolchain import CacheStorageError, CompileError, ToolchainNotFoundError
 
+        _STEPS_RAN.append(function.__name__)
         try:
             return function(target, source, env)
         except SCons.Errors.UserError:
@@ -120,16 +124,35 @@ def _golden(target, source, env):
                  Path(target[0].abspath).parent)
 
 
-def _artifact(target, source, env):
-    from pypto.spec.build import build_artifact
+def _stage(target, source, env):
+    from pypto.spec.build import stage_variant
 
     case = _case(target)
-    built = build_artifact(case["path"], case["top"], case["kernel"], case["variant"],
-                           case["platform"], Path(target[0].abspath).parent,
-                           case["content_key"])
+    stage_variant(case["path"], case["top"], case["kernel"], case["variant"], case["platform"],
+                  Path(target[0].abspath).parent, case["content_key"])
+
+
+def _artifact(target, source, env):
+    from pypto.spec.build import publish_artifact
+
+    case = _case(target)
+    built = publish_artifact(Path(case["plan"].abspath).parent, Path(target[0].abspath).parent,
+                             case["content_key"], compiled=case.get("compiled", False),
+                             launcher=_launcher(env))
     if built.cached:
         print(f"pypto:   {case['kernel']}/{case['variant']} [{case['platform']}]: artifact "
               f"cache hit {built.key[:12]}, nothing compiled", flush=True)
+
+
+def _step(target, source, env):
+    from pypto.toolchain import run_step
+
+    case = _case(target)
+    run_step(case["step"], case["root"], _launcher(env))
+
+
+def _launcher(env) -> tuple[str, ...]:
+    return tuple(shlex.split(env.get("launcher", "")))
 
 
 def _check(target, source, env):
@@ -191,11 +214,63 @@ def _scan_python_imports(node, env, path):
 PYTHON_IMPORTS = SCons.Scanner.Scanner(
     function=_scan_python_imports, name="PythonImports", skeys=[".py"], recursive=True)
 
+
+def _schedule_steps(node, env, path):
+    """The artifact's target scanner.  Once its plan is current (built in this run, or up
+    to date), each step of the plan becomes a SCons step of its own (`_step`: a compile
+    a launcher such as ccache or distcc can take, a link) and an order-only prerequisite
+    of the artifact, unless the artifact cache already holds the artifact.  Returns no
+    dependency: what the steps make is a function of the content key, which the
+    artifact's signature holds.  SCons scans an artifact only while it is out of date
+    (implicit_cache), so a no-op build never reads a plan; and it scans it again after
+    its plan is built (Node.built resets a waiting parent's scan)."""
+    case = _case([node])
+    plan = case["plan"]
+    if "compiled" in case or SCons.Script.GetOption("clean") or not _current(plan):
+        return []
+    from pypto.spec.build import read_plan
+    from pypto.toolchain import ArtifactCache
+
+    if ArtifactCache().contains(case["content_key"]):
+        return []  # the artifact step takes it from the cache
+    staged = Path(plan.abspath).parent
+    owner = _case([plan])
+    label = f"{owner['kernel']}/{owner['variant']}"
+    binaries = []
+    for unit in read_plan(staged).units:
+        for step in unit:
+            output = env.File(str(staged / step.output))
+            if not output.has_builder():  # another artifact of this key made it already
+                env.PyptoStep(output, [str(staged / i) for i in step.inputs])
+                output.attributes.pypto = {
+                    "step": step, "root": staged, "label": f"{step.kind} {label}: {step.inputs[0]}"
+                    if step.kind == "compile" else f"{step.kind} {label}: {step.output}",
+                    # The command without launcher; the key covers the headers it includes.
+                    "key": f"{case['content_key']}: {shlex.join(step.command)}"}
+        binaries.append(output)
+    node.add_prerequisite(binaries)
+    case["compiled"] = True
+    return []
+
+
+def _current(node) -> bool:
+    """Whether the target `node`'s file is this build's: built in this run, or up to date."""
+    state = node.get_state()
+    if state in (SCons.Node.executed, SCons.Node.up_to_date):
+        return True
+    return state in (SCons.Node.no_state, SCons.Node.pending) and node.is_up_to_date()
+
+
+SCHEDULE_STEPS = SCons.Scanner.Scanner(function=_schedule_steps, name="PyptoSteps")
+
 _BUILDERS = {
     "PyptoSpec": (_describe_spec, "pypto spec description v1", "pypto: spec {case[spec]}"),
     "PyptoGolden": (_golden, "pypto golden v1", "pypto: golden {case[kernel]}/{case[variant]}"),
-    "PyptoArtifact": (_artifact, "pypto artifact v1",
-                      "pypto: compile {case[kernel]}/{case[variant]} for {case[platform]}"),
+    "PyptoPlan": (_stage, "pypto artifact plan v1",
+                  "pypto: generate {case[kernel]}/{case[variant]} for {case[platform]}"),
+    "PyptoArtifact": (_artifact, "pypto artifact v2",
+                      "pypto: artifact {case[kernel]}/{case[variant]} for {case[platform]}"),
+    "PyptoStep": (_step, "pypto compile step v1", None),
     "PyptoCheck": (_check, "pypto check v1",
                    "pypto: check {case[kernel]}/{case[variant]} on {case[platform]}"),
     "PyptoIndex": (_index, "pypto library index v3", "pypto: index {t}"),
@@ -253,11 +328,7 @@ def KernelLibrary(env, name, version, specs, platform=None, build_dir="#build", 
     # Scanned imports come from the sconsign while a spec and its imports are unchanged; a
     # description's key (its meaning) covers the import closure whatever the cache holds.
     env.SetOption("implicit_cache", 1)
-    if env.get("cache"):
-        cache = Path(env["cache"])
-        cache.mkdir(parents=True, exist_ok=True)  # SCons creates only the last level
-        env.CacheDir(str(cache / "scons"))
-        os.environ["PYPTO_CACHE_DIR"] = str(cache / "artifacts")
+    _use_caches(env)
 
     _INDEXES[str(top)] = index
     described = _describe_all(env, index, top, specs, toolkit.frontend_digest(index))
@@ -273,6 +344,40 @@ def KernelLibrary(env, name, version, specs, platform=None, build_dir="#build", 
     if targets.package is not None:
         env.Alias("package", targets.package)
     return targets
+
+
+def _use_caches(env) -> None:
+    """Points the build at `cache=DIR` (SCons' CacheDir at DIR/scons, with verified reads;
+    pypto's artifact cache at DIR/artifacts) and, with `cache_limit=`, trims that cache (or
+    the artifact cache, without `cache=`) when a build that ran steps ends."""
+    from pypto.platform import default_cache_root
+    from pypto.scons.cachedir import VerifiedCacheDir
+    from pypto.toolchain import parse_size
+
+    root = default_cache_root()
+    if env.get("cache"):
+        root = Path(env["cache"])
+        root.mkdir(parents=True, exist_ok=True)  # SCons creates only the last level
+        env.CacheDir(str(root / "scons"), VerifiedCacheDir)
+        os.environ["PYPTO_CACHE_DIR"] = str(root / "artifacts")
+    if env.get("cache_limit"):
+        try:
+            limit = parse_size(env["cache_limit"], "cache_limit")
+        except ValueError as exc:
+            _stop(str(exc))
+        atexit.register(_trim_after_build, root, limit)
+
+
+def _trim_after_build(root: Path, limit: int) -> None:
+    from pypto.toolchain import trim_if_due
+
+    if not _STEPS_RAN:
+        return  # nothing was added
+    result = trim_if_due(root, limit)
+    if result is not None and result.removed:
+        print(f"pypto: trimmed the cache {root} to {limit:,} bytes: removed {result.removed} "
+              f"least recently used items ({result.freed:,} bytes), {result.size:,} left",
+              flush=True)
 
 
 def _stop(message: str):
@@ -360,6 +465,7 @@ class _LibraryGraph:
             self.runs_here = get_platform(platform).runs_here
             self.runtime_code = "runtime " + toolkit.runtime_digest(index)
         self.goldens, self.artifacts, self.built_goldens, self.checks = [], [], [], []
+        self.plans: dict = {}  # content key -> its PyptoPlan target
         self.package_sources, self.entries, self.directories = [], [], []
         self.build_prefix = str(build) + os.sep  # strings: pathlib costs per target add up
 
@@ -389,10 +495,20 @@ class _LibraryGraph:
         env, platform, build = self.env, self.platform, self.build_prefix
         k, v = case["kernel"], case["variant"]
         directory = f"{build}{platform}/{k}/{v}"
-        artifact = env.PyptoArtifact(f"{directory}/manifest.json", [])
         key = self.artifact_key(ir)
-        artifact[0].attributes.pypto = {**case, "platform": platform, "content_key": key,
+        plan = self.plans.get(key)
+        if plan is None:  # variants of one content key share their sources and steps
+            staged = f"{build}obj/{platform}/{k}/{v}"
+            plan = self.plans[key] = env.PyptoPlan(f"{staged}/plan.json", [])
+            plan[0].attributes.pypto = {**case, "platform": platform, "content_key": key,
                                         "key": f"{k}/{v}: content key {key}"}
+            self.directories.append(staged)
+        # The plan is order-only: what it holds is a function of the key, which the
+        # artifact's signature holds, and --debug=explain then names the key that changed.
+        artifact = env.PyptoArtifact(f"{directory}/manifest.json", [])
+        env.Requires(artifact, plan)
+        artifact[0].attributes.pypto = {**case, "platform": platform, "content_key": key,
+                                        "plan": plan[0], "key": f"{k}/{v}: content key {key}"}
         self.artifacts += artifact
         self.directories.append(directory)
         self.built_goldens += golden[:1]
@@ -414,11 +530,13 @@ class _LibraryGraph:
         env.Precious(self.goldens)  # replaced atomically; a failed rebuild keeps the old one
         if platform is None:
             return LibraryTargets(self.goldens, self.goldens)
-        env.NoCache(self.artifacts)  # directories: pypto's artifact cache shares them instead
+        plans = [node for plan in self.plans.values() for node in plan]
+        # Directories: pypto's artifact cache shares them instead.  A plan names this
+        # host's compiler and headers.
+        env.NoCache(self.artifacts + plans)
         env.Precious(self.artifacts)  # a directory is swapped whole, never emptied first
         if SCons.Script.GetOption("clean"):
-            for artifact, directory in zip(self.artifacts, self.directories):
-                env.Clean(artifact, directory)
+            env.Clean(self.artifacts, self.directories)
         listing = f"library {name} {version} {platform}: " + " ".join(
             f"{e.kernel}/{e.variant}@{e.spec}" for e in self.entries)
         index = env.PyptoIndex(str(self.build / f"library-{platform}.json"),
@@ -478,7 +596,7 @@ class _Progress:
         self.total: int | None = None
 
     def __call__(self, node) -> None:  # SCons calls it for every node it evaluates
-        if getattr(node.attributes, "pypto", None) is not None:
+        if _is_library_target(node):
             if self.total is None:
                 self.total = _count_targets()
             self.reached += 1
@@ -503,21 +621,31 @@ def _count_targets() -> int:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        count += getattr(node.attributes, "pypto", None) is not None
+        count += _is_library_target(node)
         todo.extend(node.children(scan=False))
+        todo.extend(node.prerequisites or ())  # an artifact's plan
     return count
+
+
+def _is_library_target(node) -> bool:
+    """A target KernelLibrary declared (the steps an artifact's plan adds are not)."""
+    case = getattr(node.attributes, "pypto", None)
+    return case is not None and "step" not in case
 
 
 PROGRESS = _Progress()
 
 
 def generate(env):
-    """Adds to `env` the command-line variables `platform=`, `cache=` and `signing_key=`
-    (`scons -h` lists them), the pypto builders and `env.KernelLibrary`."""
+    """Adds to `env` the command-line variables `platform=`, `cache=`, `cache_limit=`,
+    `launcher=` and `signing_key=` (`scons -h` lists them), the pypto builders and
+    `env.KernelLibrary`."""
     # Glob, Default, Alias and Help use the default environment: without tools, SCons does
     # not search PATH for a dozen compilers on every run (a tenth of a no-op build).
     SCons.Defaults.DefaultEnvironment(tools=[])
     from pypto.platform import platform_names
+    from pypto.toolchain.cache import LIMIT_ENV
+    from pypto.toolchain.compiler import LAUNCHER_ENV
 
     variables = SCons.Variables.Variables(None, SCons.Script.ARGUMENTS)
     variables.Add("platform", f"{', '.join(platform_names())} (not needed for `goldens`)", "")
@@ -527,14 +655,23 @@ def generate(env):
     variables.Add(SCons.Variables.PathVariable(
         "signing_key", "Ed25519 private key (PEM) that signs `package` (default: "
         "$PYPTO_SIGNING_KEY; none: unsigned)", "", SCons.Variables.PathVariable.PathAccept))
+    variables.Add("cache_limit", "trim the cache to this size after a build (e.g. 20G; "
+                  f"default: ${LIMIT_ENV}), least recently used first", os.environ.get(
+                      LIMIT_ENV, ""))
+    variables.Add("launcher", "command in front of every compile: ccache, distcc, icecc, "
+                  f"'ccache distcc' (default: ${LAUNCHER_ENV})", os.environ.get(LAUNCHER_ENV, ""))
     variables.Update(env)
     SCons.Script.Help(variables.GenerateHelpText(env), append=True)
     SCons.Script.Progress(PROGRESS)
     for builder, (function, identity, line) in _BUILDERS.items():
+        # A compile or link step is not numbered: plans add them while the build runs.
+        show = _show(line) if builder != "PyptoStep" else (
+            lambda target, source, env: f"pypto:   {_case(target)['label']}")
         env["BUILDERS"][builder] = SCons.Builder.Builder(
-            action=_StableAction(function, identity, _show(line)),
+            action=_StableAction(function, identity, show),
             emitter=_golden_emitter if builder == "PyptoGolden" else None,
             source_scanner=PYTHON_IMPORTS if builder == "PyptoSpec" else None,
+            target_scanner=SCHEDULE_STEPS if builder == "PyptoArtifact" else None,
             target_factory=env.fs.File,
             source_factory=env.fs.Entry,
         )

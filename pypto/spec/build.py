@@ -12,14 +12,18 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto.ir.diagnostics import PyptoPerfHint
 from pypto.ir.errors import PyptoError
 from pypto.spec.declare import Kernel, SpecError
 from pypto.spec.module import specs_of
+
+if TYPE_CHECKING:
+    from pypto.toolchain import ArtifactPlan
 
 DESCRIPTION_SCHEMA = 1
 
@@ -79,6 +83,37 @@ def build_golden(path: str | os.PathLike, top: str | os.PathLike, kernel: str, v
     return record_golden(case, directory, overwrite=True)
 
 
+PLAN_NAME = "plan.json"
+
+
+def stage_variant(path: str | os.PathLike, top: str | os.PathLike, kernel: str, variant: str,
+                  platform: str, directory: str | os.PathLike, expected_key: str) -> None:
+    """Generates the sources of `kernel/variant` for `platform` into `directory`, with the
+    plan that compiles them (`plan.json`, written last).  `expected_key` is the content
+    key the build planned with (SCons' signature), checked against the one computed here."""
+    from pypto.compiler import CompileOptions, stage_program
+
+    spec = find_kernel(path, top, kernel)
+    program = spec.program(variant)
+    directory = Path(directory)
+    with warnings.catch_warnings():
+        for check in spec.accepted_hints:  # still in the artifact's report/perf_hints.log
+            warnings.filterwarnings("ignore", message=rf"perf hint \[{check.value}\]",
+                                    category=PyptoPerfHint)
+        plan = stage_program(program, CompileOptions(platform=platform), directory,
+                             expected_key)
+    _atomic_write_text(directory / PLAN_NAME,
+                       json.dumps(plan.to_json(), sort_keys=True, indent=1) + "\n")
+
+
+def read_plan(directory: str | os.PathLike) -> ArtifactPlan:
+    """The plan `stage_variant` wrote into `directory`."""
+    from pypto.toolchain import ArtifactPlan
+
+    text = (Path(directory) / PLAN_NAME).read_text(encoding="utf-8")
+    return ArtifactPlan.from_json(json.loads(text))
+
+
 @dataclass(frozen=True)
 class BuiltArtifact:
     """An artifact published into the build directory, and whether it came from the cache."""
@@ -88,33 +123,37 @@ class BuiltArtifact:
     cached: bool
 
 
-def build_artifact(path: str | os.PathLike, top: str | os.PathLike, kernel: str, variant: str,
-                   platform: str, directory: str | os.PathLike,
-                   expected_key: str | None = None) -> BuiltArtifact:
-    """Compiles `kernel/variant` for `platform` through the content-keyed artifact cache
-    (keyed by the post-parse IR, not the source text) and publishes a copy at `directory`.
-    `expected_key` is the content key the build planned with (SCons' signature): a key
-    computed otherwise here would be a pypto bug, refused before anything is built."""
-    from pypto.compiler import CompileOptions, artifact_key, build_program
-    from pypto.platform import get_platform
-    from pypto.toolchain import ArtifactCache, Toolchain
+def publish_artifact(staged: str | os.PathLike, directory: str | os.PathLike, key: str, *,
+                     compiled: bool, launcher: Sequence[str] = ()) -> BuiltArtifact:
+    """Publishes the artifact of content key `key` at `directory`: from the artifact cache,
+    else made from the directory `staged` (`stage_variant`'s) and published into the cache
+    first.  `compiled` says the build ran the plan's steps in `staged` (each a step of its
+    own); otherwise they run here, with `launcher`: the cache held the key when the build
+    was planned and no longer does (trimmed, or refused as damaged)."""
+    from pypto.toolchain import ArtifactCache, finish_artifact, run_plan
 
-    spec = find_kernel(path, top, kernel)
-    program = spec.program(variant)
-    options = CompileOptions(platform=platform)
-    target = get_platform(platform)
-    key = artifact_key(program.as_python(), options, target, Toolchain.for_platform(target))
-    if expected_key is not None and key != expected_key:
-        raise RuntimeError(f"{kernel}/{variant}: content key {key} differs from the key the "
-                           f"build planned with, {expected_key}")
-    cached = ArtifactCache().lookup(key) is not None
-    with warnings.catch_warnings():
-        for check in spec.accepted_hints:  # still in the artifact's report/perf_hints.log
-            warnings.filterwarnings("ignore", message=rf"perf hint \[{check.value}\]",
-                                    category=PyptoPerfHint)
-        entry = build_program(program, options)
-    publish_copy(entry, Path(directory))
-    return BuiltArtifact(Path(directory), key, cached)
+    cache = ArtifactCache()
+    staged = Path(staged)
+
+    def assemble(out: Path) -> None:
+        plan = read_plan(staged)
+        if not compiled:
+            run_plan(plan, staged, launcher)
+        for relpath in (*plan.files, *plan.binaries):
+            (out / relpath).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(staged / relpath, out / relpath)
+        finish_artifact(plan, out)
+
+    directory = Path(directory)
+    entry = cache.lookup(key)
+    if entry is not None:
+        try:
+            publish_copy(entry, directory)
+            return BuiltArtifact(directory, key, True)
+        except FileNotFoundError:
+            pass  # the entry went while it was copied (trimmed from another host): build it
+    publish_copy(cache.publish(key, assemble), directory)
+    return BuiltArtifact(directory, key, False)
 
 
 def publish_copy(source: Path, target: Path) -> None:

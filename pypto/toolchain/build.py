@@ -1,4 +1,9 @@
-"""Building one artifact directory: generated sources, their binaries, manifest.json last."""
+"""Building one artifact directory: generated sources, their binaries, manifest.json last.
+
+Three stages with one plan between them (`ArtifactPlan`): `stage_artifact` writes the
+sources, the plan's steps compile them (here, `run_plan`, or as a build system's own
+steps), `finish_artifact` writes the manifest.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -14,7 +20,7 @@ from typing import TYPE_CHECKING
 import pypto
 from pypto.platform import SPACES, Platform
 from pypto.records import MANIFEST_NAME
-from pypto.toolchain.compiler import Toolchain
+from pypto.toolchain.compiler import Step, Toolchain, run_step
 
 if TYPE_CHECKING:
     from pypto.codegen.sources import GeneratedSources
@@ -26,7 +32,7 @@ _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass(frozen=True)
 class _Unit:
-    """One generated source file of the artifact and the binary compiled from it."""
+    """One binary of the artifact and the generated sources compiled into it."""
 
     source: str  # paths relative to the artifact directory
     binary: str
@@ -35,6 +41,47 @@ class _Unit:
     launch: str = ""  # a CPU-model kernel's launcher source, compiled into the same binary
     launch_text: str = ""
 
+    @property
+    def compiled(self) -> tuple[str, ...]:
+        """The sources compiled into the binary, each by a step of its own."""
+        return (self.source, self.launch) if self.launch else (self.source,)
+
+
+@dataclass(frozen=True)
+class ArtifactPlan:
+    """An artifact between its sources and its manifest: what `stage_artifact` wrote and
+    the steps that compile it.  Paths are relative to the artifact directory.
+
+    A build system runs the steps as its own (`pypto.scons` makes each one a SCons step,
+    so a launcher or a compile farm can take it); `build_artifact` runs them here.  Either
+    way `finish_artifact` writes the manifest last, from the same plan."""
+
+    key: str
+    files: tuple[str, ...]  # sources and extra files, written by stage_artifact
+    binaries: tuple[str, ...]  # what the manifest lists, one per unit
+    units: tuple[tuple[Step, ...], ...]  # per binary, its steps in order
+    manifest: dict  # the manifest, each binary's sha256 still None
+
+    def to_json(self) -> dict:
+        """The plan as plain JSON data (`from_json` reads it back)."""
+        return {"schema": PLAN_SCHEMA_VERSION, "key": self.key, "files": list(self.files),
+                "binaries": list(self.binaries),
+                "units": [[step.to_json() for step in unit] for unit in self.units],
+                "manifest": self.manifest}
+
+    @classmethod
+    def from_json(cls, data: dict) -> ArtifactPlan:
+        """The plan `to_json` wrote; another schema is a ValueError."""
+        if data.get("schema") != PLAN_SCHEMA_VERSION:
+            raise ValueError(f"artifact plan schema {data.get('schema')!r}, expected "
+                             f"{PLAN_SCHEMA_VERSION} (rebuild it)")
+        return cls(data["key"], tuple(data["files"]), tuple(data["binaries"]),
+                   tuple(tuple(Step.from_json(s) for s in unit) for unit in data["units"]),
+                   data["manifest"])
+
+
+PLAN_SCHEMA_VERSION = 1
+
 
 def build_artifact(
     sources: GeneratedSources,
@@ -42,13 +89,26 @@ def build_artifact(
     toolchain: Toolchain,
     key: str,
     out_dir: Path,
+    launcher: Sequence[str] = (),
 ) -> None:
     """Writes `sources` into the empty directory `out_dir`, compiles every kernel and the
-    orchestration in parallel, then writes manifest.json last: an artifact the runtime can
-    load without build_rules/.  Raises CompileError when a source does not compile."""
-    # The loader's schema; imported here: a no-op scons imports pypto.toolchain only.
-    from pypto.runtime.manifest import manifest_record
+    orchestration in parallel (`launcher`, e.g. ("ccache",), in front of each compile),
+    then writes manifest.json last: an artifact the runtime can load without build_rules/.
+    Raises CompileError when a source does not compile."""
+    plan = stage_artifact(sources, platform, toolchain, key, out_dir)
+    run_plan(plan, out_dir, launcher)
+    finish_artifact(plan, out_dir)
 
+
+def stage_artifact(
+    sources: GeneratedSources,
+    platform: Platform,
+    toolchain: Toolchain,
+    key: str,
+    out_dir: Path,
+) -> ArtifactPlan:
+    """Writes `sources` (and their extra files) into `out_dir` and returns the plan that
+    compiles them and describes the artifact."""
     if toolchain.platform != platform:
         raise ValueError(
             f"toolchain is for platform {toolchain.platform.name!r}, not {platform.name!r}"
@@ -60,11 +120,44 @@ def build_artifact(
     files.update(_checked_extra_files(sources.extra_files, units))
     for relpath, text in files.items():
         _write_text(out_dir / relpath, text)
-    _compile_all(toolchain, out_dir, units)
-    digests = {unit.binary: _sha256(out_dir / unit.binary) for unit in units}
-    manifest = manifest_record(_manifest(sources, platform, toolchain, key, units, digests),
-                               out_dir / MANIFEST_NAME)
-    # Written last: its presence is what marks the artifact complete.
+    includes = toolchain.include_dirs()
+    steps = tuple(toolchain.steps(unit.compiled, unit.binary, includes, unit.core_type)
+                  for unit in units)
+    return ArtifactPlan(key, tuple(files), tuple(unit.binary for unit in units), steps,
+                        _manifest(sources, platform, toolchain, key, units))
+
+
+def run_plan(plan: ArtifactPlan, out_dir: Path, launcher: Sequence[str] = ()) -> None:
+    """Runs every step of `plan` in `out_dir`: the binaries in parallel, each one's steps
+    in order.  Raises the first CompileError in manifest order."""
+    workers = min(len(plan.units), os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_run_unit, unit, Path(out_dir), launcher) for unit in plan.units]
+    for future in futures:
+        future.result()
+
+
+def _run_unit(steps: tuple[Step, ...], out_dir: Path, launcher: Sequence[str]) -> None:
+    for step in steps:
+        run_step(step, out_dir, launcher)
+
+
+def finish_artifact(plan: ArtifactPlan, out_dir: Path) -> None:
+    """Completes the artifact in `out_dir`, whose files and binaries `plan` names: drops
+    the steps' intermediate objects, records each binary's sha256 and writes manifest.json
+    last, whose presence marks the artifact complete."""
+    # The loader's schema; imported here: a no-op scons imports pypto.toolchain only.
+    from pypto.runtime.manifest import manifest_record
+
+    out_dir = Path(out_dir)
+    for unit in plan.units:
+        for step in unit[:-1]:
+            (out_dir / step.output).unlink(missing_ok=True)
+    digests = {binary: _sha256(out_dir / binary) for binary in plan.binaries}
+    manifest = json.loads(json.dumps(plan.manifest))  # a copy: the plan stays as it was
+    for entry in (*manifest["kernels"], manifest["orchestration"]):
+        entry["sha256"] = digests[entry["file"]]
+    manifest = manifest_record(manifest, out_dir / MANIFEST_NAME)
     _write_text(out_dir / MANIFEST_NAME, json.dumps(manifest, sort_keys=True, indent=2) + "\n")
 
 
@@ -102,31 +195,12 @@ def _checked_extra_files(extra_files: dict[str, str], units: list[_Unit]) -> dic
     return checked
 
 
-def _compile_all(toolchain: Toolchain, out_dir: Path, units: list[_Unit]) -> None:
-    workers = min(len(units), os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [
-            pool.submit(
-                toolchain.compile_shared,
-                out_dir / unit.source,
-                out_dir / unit.binary,
-                toolchain.include_dirs(),
-                unit.core_type,
-                [out_dir / unit.launch] if unit.launch else [],
-            )
-            for unit in units
-        ]
-    for future in futures:
-        future.result()  # re-raises the first CompileError in manifest order
-
-
 def _manifest(
     sources: GeneratedSources,
     platform: Platform,
     toolchain: Toolchain,
     key: str,
     units: list[_Unit],
-    digests: dict[str, str],
 ) -> dict:
     backend = platform.backend
     orchestration = units[-1]
@@ -135,7 +209,7 @@ def _manifest(
             "name": kernel.name,
             "file": unit.binary,
             "source": unit.source,
-            "sha256": digests[unit.binary],
+            "sha256": None,
             "core_type": kernel.core_type,
             "signature": [param.to_json() for param in kernel.signature],
             # Absent when codegen did not say: the runtime then poisons whole buffers.
@@ -156,7 +230,7 @@ def _manifest(
         "orchestration": {
             "file": orchestration.binary,
             "source": orchestration.source,
-            "sha256": digests[orchestration.binary],
+            "sha256": None,
             "entry": ORCHESTRATION_ENTRY,
         },
         # Capacities and core count travel with the artifact so the runtime needs no rules.

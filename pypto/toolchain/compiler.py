@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import shlex
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pypto.platform import (
     CORE_TYPES,
@@ -119,6 +120,39 @@ class Toolchain:
             identity += f"\npto-isa {pto_isa_digest()}"
         return identity
 
+    def steps(
+        self,
+        sources: Sequence[str],
+        binary: str,
+        include_dirs: Iterable[Path],
+        core_type: str | None = None,
+    ) -> tuple[Step, ...]:
+        """The commands that build one binary from `sources` (paths relative to the
+        artifact directory, POSIX): a compile per source into an object beside it, then,
+        where the platform's rule has `link_flags`, a link of the objects into `binary`;
+        without them a single source compiles straight into `binary`.  `core_type` is the
+        kernel's, None for orchestration.  Each command runs in its output's directory with
+        relative names, so no directory enters the binary (the same source compiles to the
+        same bytes wherever it is built, by whichever host)."""
+        link_flags = self.platform.compiler.link_flags
+        if not link_flags and len(sources) != 1:
+            raise ValueError(f"platform {self.platform.name!r} has no link_flags: a binary is "
+                             f"one compiled source, not {len(sources)}")
+        flags = [*self.command, *self.flags(core_type)]
+        for include in include_dirs:
+            include = Path(include).resolve()
+            # Mapping the directory keeps its absolute path out of __FILE__ in the binary.
+            flags += [f"-I{include}", f"-ffile-prefix-map={include}={include.name}"]
+        compiles = []
+        for source in sources:
+            output = str(PurePosixPath(source).with_suffix(".o")) if link_flags else binary
+            compiles.append(_step("compile", flags, [source], output))
+        if not link_flags:
+            return tuple(compiles)
+        link = _step("link", [*self.command, *link_flags], [c.output for c in compiles],
+                     binary)
+        return (*compiles, link)
+
     def compile_shared(
         self,
         cpp_path: Path,
@@ -127,39 +161,94 @@ class Toolchain:
         core_type: str | None = None,
         extra_sources: Iterable[Path] = (),
     ) -> None:
-        """Compiles `cpp_path` into the platform's binary at `so_path` (a shared object on
-        sim and CPU model, an object file on device); `core_type` is the kernel's, None for
-        orchestration; `extra_sources` (in `cpp_path`'s directory) are linked into the same
-        shared object.  Raises CompileError with the compiler's stderr when it fails."""
+        """Compiles `cpp_path` and `extra_sources` into the platform's binary at `so_path`
+        (in the same directory: a shared object on sim, an object file on device) through
+        `steps`, leaving no intermediate object behind.  Raises CompileError with the
+        compiler's stderr when it fails."""
         cpp_path, so_path = Path(cpp_path), Path(so_path)
-        cwd = cpp_path.parent
-        command = [*self.command, *self.flags(core_type)]
-        for include in include_dirs:
-            include = Path(include).resolve()
-            # Mapping the directory keeps its absolute path out of __FILE__ in the binary.
-            command += [f"-I{include}", f"-ffile-prefix-map={include}={include.name}"]
-        # Relative source and output names keep the build directory out of the binary, so
-        # the same source compiles to the same bytes wherever it is built.
-        extra = [os.path.relpath(Path(p), cwd) for p in extra_sources]
-        command += [cpp_path.name, *extra, "-o", os.path.relpath(so_path, cwd)]
-        proc = subprocess.run(
-            command,
-            check=False,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-        )
-        if proc.returncode != 0:
-            raise CompileError(cpp_path, command, proc.returncode, proc.stderr)
-        if not so_path.is_file():
-            raise CompileError(cpp_path, command, 0, f"the compiler wrote no {so_path}")
+        if cpp_path.parent != so_path.parent:
+            raise ValueError(f"{so_path} must lie beside its source {cpp_path}")
+        sources = [cpp_path.name, *(Path(p).name for p in extra_sources)]
+        steps = self.steps(sources, so_path.name, include_dirs, core_type)
+        try:
+            for step in steps:
+                run_step(step, cpp_path.parent)
+        finally:
+            for step in steps[:-1]:
+                (cpp_path.parent / step.output).unlink(missing_ok=True)
 
     def _flags_text(self) -> str:
-        roles = {"orchestration": self.flags(None)}
+        roles = {"orchestration": self.flags(None), "link": self.platform.compiler.link_flags}
         roles.update({core: self.flags(core) for core in CORE_TYPES})
         return json.dumps(roles, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of an artifact's build: a `compile` of one source into one object, or
+    the `link` of a binary's objects.  Every path is relative to the artifact directory
+    (POSIX); `command` names them relative to `cwd`, where it runs.  It holds no launcher:
+    `argv` puts one in front of a compile."""
+
+    kind: str  # "compile" | "link"
+    command: tuple[str, ...]
+    cwd: str
+    inputs: tuple[str, ...]
+    output: str
+
+    def argv(self, launcher: Sequence[str] = ()) -> list[str]:
+        """The command to run, with `launcher` (e.g. ("ccache",) or ("distcc",)) in front
+        of a compile.  A link runs as it is: the launchers distribute and cache compiles."""
+        return [*launcher, *self.command] if self.kind == "compile" else list(self.command)
+
+    def to_json(self) -> dict:
+        """The step as plain JSON data (`from_json` reads it back)."""
+        return {"kind": self.kind, "command": list(self.command), "cwd": self.cwd,
+                "inputs": list(self.inputs), "output": self.output}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Step:
+        """The step `to_json` wrote."""
+        return cls(data["kind"], tuple(data["command"]), data["cwd"], tuple(data["inputs"]),
+                   data["output"])
+
+
+def _step(kind: str, prefix: Sequence[str], inputs: Sequence[str], output: str) -> Step:
+    cwd = str(PurePosixPath(output).parent)
+    # Relative source and output names keep the build directory out of the binary.
+    names = [posixpath.relpath(path, cwd) for path in (*inputs, output)]
+    return Step(kind, (*prefix, *names[:-1], "-o", names[-1]), cwd, tuple(inputs), output)
+
+
+def run_step(step: Step, root: Path, launcher: Sequence[str] = ()) -> None:
+    """Runs `step` of the artifact directory `root`, with `launcher` in front of a compile.
+    Raises CompileError with the compiler's stderr when it fails or writes no output."""
+    root = Path(root)
+    command = step.argv(launcher)
+    proc = subprocess.run(
+        command,
+        check=False,
+        cwd=root / step.cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
+    source = root / step.inputs[0]
+    if proc.returncode != 0:
+        raise CompileError(source, command, proc.returncode, proc.stderr)
+    if not (root / step.output).is_file():
+        raise CompileError(source, command, 0, f"the compiler wrote no {root / step.output}")
+
+
+LAUNCHER_ENV = "PYPTO_COMPILER_LAUNCHER"
+
+
+def compiler_launcher() -> tuple[str, ...]:
+    """The launcher `$PYPTO_COMPILER_LAUNCHER` names for compiles (`ccache`, `distcc`,
+    `icecc`, or a command line such as `ccache distcc`), empty when unset.  It changes
+    where and whether a compile runs, never the object: it is not part of any key."""
+    return tuple(shlex.split(os.environ.get(LAUNCHER_ENV, "")))
 
 
 _SIM_DEBUG_VALUES = {"": False, "0": False, "false": False, "no": False, "off": False,

@@ -65,6 +65,8 @@ NEUTRAL_ENV_VARS: tuple[str, ...] = (
     "PYPTO_UPSTREAM_ROOT",  # where the upstream PyPTO snapshot is (tests, docs); builds nothing
     "PYPTO_SIGNING_KEY",  # signs packages (`scons package`), never an artifact
     "PATH",  # finds the compiler, whose identity is keyed
+    "PYPTO_COMPILER_LAUNCHER",  # runs compiles through ccache/distcc/icecc: the same objects
+    "PYPTO_CACHE_LIMIT",  # how large the artifact cache may grow, not what it holds
 )
 
 

@@ -98,9 +98,10 @@ class Project:
         return proc
 
     def compiles(self) -> list[str]:
-        """Every kernel compile logged so far (the runtime never compiles: its native
-        scheduler comes with the package)."""
-        return self.log.read_text().splitlines() if self.log.exists() else []
+        """Every compile of a source logged so far, links left out (the runtime never
+        compiles: its native scheduler comes with the package)."""
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        return [line for line in lines if "-c" in line.split()]
 
     def copy(self, root: Path) -> Project:
         """A copy of the project (with its build directory) sharing this cache."""
@@ -110,8 +111,8 @@ class Project:
 
 
 def actions(output: str, kind: str) -> list[str]:
-    """What the build printed for one kind of step (`compile`, `golden`, `spec`, `check`):
-    e.g. ["k03/v for a5sim"] (without the progress label `[N/M]`)."""
+    """What the build printed for one kind of step (`generate`, `artifact`, `golden`,
+    `spec`, `check`): e.g. ["k03/v for a5sim"] (without the progress label `[N/M]`)."""
     step = re.compile(rf"pypto: (?:\[\d+/\d+\] )?{kind} (.*)")
     return sorted(m[1] for m in map(step.fullmatch, output.splitlines()) if m)
 

@@ -65,7 +65,7 @@ def test_stand_in_device_compiler_is_invoked_with_the_platforms_arguments(make_p
     project = make_project(specs=2, distinct=True)
     env = {**_clean_env(tmp_path), "PYPTO_DEVICE_CXX": str(bisheng)}
     proc = project.scons(f"platform={platform}", "-j2", **env)
-    assert actions(proc.stdout, "compile") == [f"k00/v for {platform}", f"k01/v for {platform}"]
+    assert actions(proc.stdout, "artifact") == [f"k00/v for {platform}", f"k01/v for {platform}"]
 
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     toolchain = Toolchain(get_platform(platform), bisheng)

@@ -42,7 +42,7 @@ def test_comment_and_docstring_edits_rebuild_nothing(synthetic_built, tmp_path, 
     _edit(spec, "SCALE = 2.0", "SCALE = 2.0  # why two")
     proc = project.scons("platform=a5sim", "--debug=explain", block_torch=torch_blocker)
     assert project.compiles() == []
-    assert actions(proc.stdout, "compile") == [] and actions(proc.stdout, "golden") == []
+    assert actions(proc.stdout, "artifact") == [] and actions(proc.stdout, "golden") == []
     # The spec's description is rewritten with the same bytes, which stops the rebuild there.
     assert actions(proc.stdout, "spec") == ["kernels/k05.py"]
     assert "`kernels/k05.py' changed" in proc.stdout
@@ -54,7 +54,7 @@ def test_semantic_edit_of_one_spec_rebuilds_exactly_its_targets(synthetic_built,
     proc = project.scons("platform=a5sim", "-j2", "--debug=explain")
     assert actions(proc.stdout, "spec") == ["kernels/k07.py"]
     assert actions(proc.stdout, "golden") == ["k07/v"]
-    assert actions(proc.stdout, "compile") == ["k07/v for a5sim"]
+    assert actions(proc.stdout, "artifact") == ["k07/v for a5sim"]
     assert len(project.compiles()) == 2  # its kernel and its orchestration, nothing else
     assert "k07/v: content key" in proc.stdout  # --debug=explain shows the key that changed
     assert project.scons("platform=a5sim").stdout.count("pypto:") == 0
@@ -66,7 +66,7 @@ def test_edit_that_keeps_the_ir_rebuilds_the_golden_but_compiles_nothing(
     _edit(project.root / "kernels" / "k03.py", "rng.normal(v.a)", "rng.normal(v.a, std=2.0)")
     proc = project.scons("platform=a5sim")
     assert actions(proc.stdout, "golden") == ["k03/v"]
-    assert actions(proc.stdout, "compile") == []
+    assert actions(proc.stdout, "artifact") == []
     assert project.compiles() == []
 
 
@@ -75,7 +75,7 @@ def test_editing_an_imported_helper_rebuilds_the_specs_that_import_it(synthetic_
     _edit(project.root / "kernels" / "_shapes.py", "SHAPE = [8, 48]", "SHAPE = [8, 40]")
     proc = project.scons("platform=a5sim", "-j2", "--debug=explain")
     assert actions(proc.stdout, "golden") == ["k00/v", "k01/v"]
-    assert actions(proc.stdout, "compile") == ["k00/v for a5sim", "k01/v for a5sim"]
+    assert actions(proc.stdout, "artifact") == ["k00/v for a5sim", "k01/v for a5sim"]
     assert "`kernels/_shapes.py' changed" in proc.stdout  # found by the import scanner
 
 
@@ -83,7 +83,7 @@ def test_comment_in_an_imported_helper_rebuilds_nothing(synthetic_built, tmp_pat
     project = synthetic_built.copy(tmp_path / "lib")
     _edit(project.root / "kernels" / "_shapes.py", "SHAPE = [8, 48]", "SHAPE = [8, 48]  # rows")
     proc = project.scons("platform=a5sim", block_torch=torch_blocker)
-    assert actions(proc.stdout, "golden") == [] and actions(proc.stdout, "compile") == []
+    assert actions(proc.stdout, "golden") == [] and actions(proc.stdout, "artifact") == []
     assert project.compiles() == []
 
 
@@ -91,7 +91,7 @@ def test_goldens_build_without_a_platform_or_a_compiler(make_project):
     project = make_project(specs=2)
     proc = project.scons("goldens", PATH="/nonexistent")  # no g++, no bisheng anywhere
     assert actions(proc.stdout, "golden") == ["k00/v", "k01/v"]
-    assert actions(proc.stdout, "compile") == []
+    assert actions(proc.stdout, "artifact") == []
     assert (project.build / "goldens" / "k01" / "v" / "golden.json").is_file()
 
 
@@ -112,7 +112,8 @@ def test_action_signatures_do_not_depend_on_python_bytecode(
                     ignore=shutil.ignore_patterns("__pycache__"))
     project.package_root = tmp_path / "src"
     tool = project.package_root / "pypto" / "scons" / "tool.py"
-    for step in ("build_golden(", "built = build_artifact("):
+    for step in ("build_golden(", "stage_variant(", "built = publish_artifact(",
+                 "run_step("):
         # New bytecode for the step functions, as a Python release would compile.
         _edit(tool, f"    case = _case(target)\n    {step}",
               f"    case = _case(target)\n    assert case is not None\n    {step}")

@@ -14,7 +14,7 @@ from pypto.ir import PyptoError
 from pypto.runtime import PyptoRuntimeError, RunConfig, write_golden
 from pypto.runtime.manifest import manifest_digest
 from pypto.spec.package import LibraryEntry, write_library_index
-from pypto.toolchain import CacheLockTimeoutError, CacheStorageError, ToolchainNotFoundError
+from pypto.toolchain import CacheStorageError, ToolchainNotFoundError
 
 PLATFORM = "a2a3sim"
 
@@ -83,8 +83,8 @@ def signing_key(path: Path) -> tuple[Path, str]:
     return path, public.hex()
 
 
-USER_ERRORS = (PyptoError, PyptoRuntimeError, ToolchainNotFoundError, CacheLockTimeoutError,
-               CacheStorageError, TypeError, ValueError, FileNotFoundError)
+USER_ERRORS = (PyptoError, PyptoRuntimeError, ToolchainNotFoundError, CacheStorageError,
+               TypeError, ValueError, FileNotFoundError)
 """What a user may see: pypto's own errors, TypeError / ValueError for arguments of the
 wrong kind or value (a wrong call, a wrong environment value) and FileNotFoundError for a
 path that holds no artifact."""

@@ -118,7 +118,8 @@ def test_device_build_compiles_objects_with_per_core_arch_flags(
 
 def test_device_compiler_failure_is_a_compile_error(clean_env, tmp_path, monkeypatch):
     failing = tmp_path / "bisheng"
-    failing.write_text("#!/bin/sh\necho 'error: unsupported intrinsic' >&2\nexit 3\n")
+    failing.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'bisheng 0.0' && exit 0\n"
+                       "echo 'error: unsupported intrinsic' >&2\nexit 3\n")
     failing.chmod(failing.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PYPTO_DEVICE_CXX", str(failing))
     platform = get_platform("a2a3")

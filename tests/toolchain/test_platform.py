@@ -154,7 +154,8 @@ def test_device_arch_names_per_backend():
 def test_sim_platforms_build_shared_objects_with_the_host_compiler():
     compiler = get_platform("a2a3sim").compiler
     assert (compiler.cxx, compiler.env, compiler.output_suffix) == ("g++", ("PYPTO_CXX",), ".so")
-    assert {"-O2", "-std=c++17", "-fPIC", "-shared"} <= set(compiler.flags)
+    assert {"-c", "-O2", "-std=c++17", "-fPIC"} <= set(compiler.flags)
+    assert compiler.link_flags == ("-shared",)  # objects link into the shared object
 
 
 def test_device_platforms_build_objects_with_bisheng():
@@ -165,6 +166,7 @@ def test_device_platforms_build_objects_with_bisheng():
         ".o",
     )
     assert compiler.home_env == ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
+    assert "-c" in compiler.flags and compiler.link_flags == ()  # the object is the binary
     assert "compiler/ccec_compiler/bin/bisheng" in compiler.home_relpaths
 
 
