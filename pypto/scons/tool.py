@@ -124,7 +124,7 @@ def _golden(target, source, env):
                  Path(target[0].abspath).parent)
 
 
-def _stage(target, source, env):
+def _plan(target, source, env):
     from pypto.spec.build import stage_variant
 
     case = _case(target)
@@ -133,12 +133,17 @@ def _stage(target, source, env):
 
 
 def _artifact(target, source, env):
-    from pypto.spec.build import publish_artifact
+    from pypto.spec.build import publish_artifact, stage_variant
 
     case = _case(target)
-    built = publish_artifact(Path(case["plan"].abspath).parent, Path(target[0].abspath).parent,
-                             case["content_key"], compiled=case.get("compiled", False),
-                             launcher=_launcher(env))
+    plan = _case([case["plan"]])
+    staged = Path(case["plan"].abspath).parent
+    built = publish_artifact(
+        staged, Path(target[0].abspath).parent, case["content_key"],
+        compiled=case.get("compiled", False), launcher=_launcher(env),
+        restage=lambda: stage_variant(plan["path"], plan["top"], plan["kernel"],
+                                      plan["variant"], plan["platform"], staged,
+                                      plan["content_key"], reuse=False))
     if built.cached:
         print(f"pypto:   {case['kernel']}/{case['variant']} [{case['platform']}]: artifact "
               f"cache hit {built.key[:12]}, nothing compiled", flush=True)
@@ -231,17 +236,19 @@ def _schedule_steps(node, env, path):
     from pypto.spec.build import read_plan
     from pypto.toolchain import ArtifactCache
 
-    if ArtifactCache().contains(case["content_key"]):
-        return []  # the artifact step takes it from the cache
     staged = Path(plan.abspath).parent
+    steps = read_plan(staged)
+    if steps is None or ArtifactCache().contains(case["content_key"]):
+        return []  # the artifact step takes it from the cache
     owner = _case([plan])
     label = f"{owner['kernel']}/{owner['variant']}"
     binaries = []
-    for unit in read_plan(staged).units:
+    for unit in steps.units:
         for step in unit:
             output = env.File(str(staged / step.output))
             if not output.has_builder():  # another artifact of this key made it already
                 env.PyptoStep(output, [str(staged / i) for i in step.inputs])
+                env.NoCache(output)  # the artifact cache shares what the steps make
                 output.attributes.pypto = {
                     "step": step, "root": staged, "label": f"{step.kind} {label}: {step.inputs[0]}"
                     if step.kind == "compile" else f"{step.kind} {label}: {step.output}",
@@ -266,8 +273,8 @@ SCHEDULE_STEPS = SCons.Scanner.Scanner(function=_schedule_steps, name="PyptoStep
 _BUILDERS = {
     "PyptoSpec": (_describe_spec, "pypto spec description v1", "pypto: spec {case[spec]}"),
     "PyptoGolden": (_golden, "pypto golden v1", "pypto: golden {case[kernel]}/{case[variant]}"),
-    "PyptoPlan": (_stage, "pypto artifact plan v1",
-                  "pypto: generate {case[kernel]}/{case[variant]} for {case[platform]}"),
+    "PyptoPlan": (_plan, "pypto artifact plan v1",
+                  "pypto: plan {case[kernel]}/{case[variant]} for {case[platform]}"),
     "PyptoArtifact": (_artifact, "pypto artifact v2",
                       "pypto: artifact {case[kernel]}/{case[variant]} for {case[platform]}"),
     "PyptoStep": (_step, "pypto compile step v1", None),
@@ -357,7 +364,9 @@ def _use_caches(env) -> None:
     root = default_cache_root()
     if env.get("cache"):
         root = Path(env["cache"])
-        root.mkdir(parents=True, exist_ok=True)  # SCons creates only the last level
+        # Made here with the umask's rights (SCons would make its directory private): a
+        # team's builders share a group and a umask of 002 (docs/building.md).
+        (root / "scons").mkdir(parents=True, exist_ok=True)
         env.CacheDir(str(root / "scons"), VerifiedCacheDir)
         os.environ["PYPTO_CACHE_DIR"] = str(root / "artifacts")
     if env.get("cache_limit"):

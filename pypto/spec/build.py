@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,31 +87,37 @@ PLAN_NAME = "plan.json"
 
 
 def stage_variant(path: str | os.PathLike, top: str | os.PathLike, kernel: str, variant: str,
-                  platform: str, directory: str | os.PathLike, expected_key: str) -> None:
-    """Generates the sources of `kernel/variant` for `platform` into `directory`, with the
-    plan that compiles them (`plan.json`, written last).  `expected_key` is the content
-    key the build planned with (SCons' signature), checked against the one computed here."""
+                  platform: str, directory: str | os.PathLike, expected_key: str, *,
+                  reuse: bool = True) -> None:
+    """Plans the artifact of `kernel/variant` for `platform` in `directory`: generates its
+    sources there with the plan that compiles them (`plan.json`, written last), or, when
+    the artifact cache holds it (`reuse`), a plan that says so and nothing else.
+    `expected_key` is the content key the build planned with (SCons' signature), checked
+    against the one computed here."""
     from pypto.compiler import CompileOptions, stage_program
+    from pypto.toolchain import ArtifactCache
 
-    spec = find_kernel(path, top, kernel)
-    program = spec.program(variant)
     directory = Path(directory)
-    with warnings.catch_warnings():
-        for check in spec.accepted_hints:  # still in the artifact's report/perf_hints.log
-            warnings.filterwarnings("ignore", message=rf"perf hint \[{check.value}\]",
-                                    category=PyptoPerfHint)
-        plan = stage_program(program, CompileOptions(platform=platform), directory,
-                             expected_key)
-    _atomic_write_text(directory / PLAN_NAME,
-                       json.dumps(plan.to_json(), sort_keys=True, indent=1) + "\n")
+    if reuse and ArtifactCache().lookup(expected_key) is not None:
+        plan = {"cached": True, "key": expected_key}
+    else:
+        spec = find_kernel(path, top, kernel)
+        with warnings.catch_warnings():
+            for check in spec.accepted_hints:  # still in the artifact's report/perf_hints.log
+                warnings.filterwarnings("ignore", message=rf"perf hint \[{check.value}\]",
+                                        category=PyptoPerfHint)
+            plan = stage_program(spec.program(variant), CompileOptions(platform=platform),
+                                 directory, expected_key).to_json()
+    _atomic_write_text(directory / PLAN_NAME, json.dumps(plan, sort_keys=True, indent=1) + "\n")
 
 
-def read_plan(directory: str | os.PathLike) -> ArtifactPlan:
-    """The plan `stage_variant` wrote into `directory`."""
+def read_plan(directory: str | os.PathLike) -> ArtifactPlan | None:
+    """The plan `stage_variant` wrote into `directory`; None when it found the artifact
+    in the cache."""
     from pypto.toolchain import ArtifactPlan
 
-    text = (Path(directory) / PLAN_NAME).read_text(encoding="utf-8")
-    return ArtifactPlan.from_json(json.loads(text))
+    data = json.loads((Path(directory) / PLAN_NAME).read_text(encoding="utf-8"))
+    return None if data.get("cached") else ArtifactPlan.from_json(data)
 
 
 @dataclass(frozen=True)
@@ -124,12 +130,14 @@ class BuiltArtifact:
 
 
 def publish_artifact(staged: str | os.PathLike, directory: str | os.PathLike, key: str, *,
-                     compiled: bool, launcher: Sequence[str] = ()) -> BuiltArtifact:
+                     compiled: bool, restage: Callable[[], None],
+                     launcher: Sequence[str] = ()) -> BuiltArtifact:
     """Publishes the artifact of content key `key` at `directory`: from the artifact cache,
     else made from the directory `staged` (`stage_variant`'s) and published into the cache
     first.  `compiled` says the build ran the plan's steps in `staged` (each a step of its
-    own); otherwise they run here, with `launcher`: the cache held the key when the build
-    was planned and no longer does (trimmed, or refused as damaged)."""
+    own).  Otherwise the cache held the key when the build was planned and no longer does
+    (trimmed, or refused as damaged): the steps run here, with `launcher`, after
+    `restage()` has generated the sources if the plan did not."""
     from pypto.toolchain import ArtifactCache, finish_artifact, run_plan
 
     cache = ArtifactCache()
@@ -137,6 +145,9 @@ def publish_artifact(staged: str | os.PathLike, directory: str | os.PathLike, ke
 
     def assemble(out: Path) -> None:
         plan = read_plan(staged)
+        if plan is None:
+            restage()
+            plan = read_plan(staged)
         if not compiled:
             run_plan(plan, staged, launcher)
         for relpath in (*plan.files, *plan.binaries):

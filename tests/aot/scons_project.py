@@ -111,7 +111,7 @@ class Project:
 
 
 def actions(output: str, kind: str) -> list[str]:
-    """What the build printed for one kind of step (`generate`, `artifact`, `golden`,
+    """What the build printed for one kind of step (`plan`, `artifact`, `golden`,
     `spec`, `check`): e.g. ["k03/v for a5sim"] (without the progress label `[N/M]`)."""
     step = re.compile(rf"pypto: (?:\[\d+/\d+\] )?{kind} (.*)")
     return sorted(m[1] for m in map(step.fullmatch, output.splitlines()) if m)

@@ -30,7 +30,7 @@ def test_second_run_compiles_nothing_and_runs_no_reference(shipped_builds, torch
     compiled = len(project.compiles())
     proc = project.scons("platform=a5sim", "check", "package", block_torch=torch_blocker)
     assert len(project.compiles()) == compiled  # no compiler invoked
-    for step in ("generate", "artifact", "golden", "spec", "check", "index", "package"):
+    for step in ("plan", "artifact", "golden", "spec", "check", "index", "package"):
         assert actions(proc.stdout, step) == [], (step, proc.stdout)
     assert "within tolerance" in proc.stdout  # the table, from the recorded results
 

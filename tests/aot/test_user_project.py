@@ -76,7 +76,7 @@ def test_a_new_project_with_a_spec_builds_checks_and_packages_in_numbered_steps(
     assert (project / "dist" / "my_kernels-0.1.0-a5sim.tar").is_file()
     steps = [(int(n), int(m)) for n, m in re.findall(r"^pypto: \[(\d+)/(\d+)\] ", proc.stdout,
                                                       re.M)]
-    # spec, golden, generate, artifact, check, index, package: each numbered out of all
+    # spec, golden, plan, artifact, check, index, package: each numbered out of all
     # seven (its compile and link steps are not numbered: its plan adds them)
     reached = [n for n, _ in steps]
     assert reached == sorted(reached) and reached[-1] == 7

@@ -1,0 +1,162 @@
+"""A binary's build as steps: a compile per source (what a launcher such as ccache or distcc
+takes) and a link where the platform's rule says so; the same steps run in-process
+(`build_artifact`, `@pl.jit`) and as SCons steps, with or without a launcher, to the same
+bytes."""
+
+import json
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from test_build_artifact import KEY, tiny_sources
+
+import pypto.language as pl
+from pypto.compiler import CompileOptions, build_program
+from pypto.ir.dtypes import DataType
+from pypto.ir.types import TensorType
+from pypto.platform import get_platform
+from pypto.sim import INCLUDE_DIR
+from pypto.toolchain import (
+    ArtifactPlan,
+    Step,
+    Toolchain,
+    build_artifact,
+    finish_artifact,
+    run_plan,
+    run_step,
+    stage_artifact,
+)
+
+# A launcher as ccache or distcc is one: it logs the command it is given and runs it.
+LOGGING_LAUNCHER = """#!/bin/sh
+echo "$*" >> LOG
+exec "$@"
+"""
+
+
+@pytest.fixture
+def launcher(tmp_path):
+    log = tmp_path / "launched.log"
+    path = tmp_path / "logging-launcher"
+    path.write_text(LOGGING_LAUNCHER.replace("LOG", str(log)))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path, log
+
+
+@pytest.fixture
+def sim(monkeypatch):
+    monkeypatch.delenv("PYPTO_CXX", raising=False)
+    platform = get_platform("a2a3sim")
+    return platform, Toolchain.for_platform(platform)
+
+
+def test_a_sim_binary_is_a_compile_to_an_object_then_a_link(sim):
+    _, toolchain = sim
+    compile_, link = toolchain.steps(["kernels/k.cpp"], "kernels/k.so", [INCLUDE_DIR], "vector")
+    assert (compile_.kind, compile_.cwd, compile_.inputs, compile_.output) == (
+        "compile", "kernels", ("kernels/k.cpp",), "kernels/k.o")
+    assert compile_.command[0] == str(toolchain.compiler)
+    assert "-c" in compile_.command and compile_.command[-3:] == ("k.cpp", "-o", "k.o")
+    assert f"-I{INCLUDE_DIR}" in compile_.command
+    assert link.command == (str(toolchain.compiler), "-shared", "k.o", "-o", "k.so")
+    assert (link.kind, link.cwd, link.inputs, link.output) == (
+        "link", "kernels", ("kernels/k.o",), "kernels/k.so")
+
+
+def test_a_device_binary_is_its_compiled_object(tmp_path):
+    bisheng = tmp_path / "bisheng"
+    bisheng.write_text("#!/bin/sh\n")
+    toolchain = Toolchain(get_platform("a5"), bisheng)
+    (step,) = toolchain.steps(["orchestration.cpp"], "orchestration.o", [INCLUDE_DIR])
+    assert step.kind == "compile" and step.cwd == "."
+    assert step.command[-3:] == ("orchestration.cpp", "-o", "orchestration.o")
+
+
+def test_without_link_flags_a_binary_has_one_source(tmp_path):
+    toolchain = Toolchain(get_platform("a5"), tmp_path / "bisheng")
+    with pytest.raises(ValueError, match="no link_flags: a binary is one compiled source"):
+        toolchain.steps(["a.cpp", "b.cpp"], "a.o", [])
+
+
+def test_several_sources_link_into_one_binary(sim, tmp_path):
+    _, toolchain = sim
+    (tmp_path / "a.cpp").write_text('extern "C" int a() { return 1; }\n')
+    (tmp_path / "b.cpp").write_text('extern "C" int b() { return 2; }\n')
+    steps = toolchain.steps(["a.cpp", "b.cpp"], "ab.so", [])
+    assert [s.kind for s in steps] == ["compile", "compile", "link"]
+    assert steps[-1].inputs == ("a.o", "b.o")
+    for step in steps:
+        run_step(step, tmp_path)
+    assert (tmp_path / "ab.so").read_bytes()[:4] == b"\x7fELF"
+
+
+
+def test_a_launcher_goes_in_front_of_compiles_not_links(sim):
+    _, toolchain = sim
+    compile_, link = toolchain.steps(["k.cpp"], "k.so", [])
+    assert compile_.argv(("ccache",)) == ["ccache", *compile_.command]
+    assert compile_.argv(("ccache", "distcc")) == ["ccache", "distcc", *compile_.command]
+    assert link.argv(("distcc",)) == list(link.command)
+
+
+def test_steps_and_plans_read_back_as_written(sim, tmp_path):
+    platform, toolchain = sim
+    plan = stage_artifact(tiny_sources(), platform, toolchain, KEY, tmp_path)
+    again = ArtifactPlan.from_json(json.loads(json.dumps(plan.to_json())))
+    assert again == plan and isinstance(again.units[0][0], Step)
+    with pytest.raises(ValueError, match="schema"):
+        ArtifactPlan.from_json({**plan.to_json(), "schema": 0})
+
+
+def test_a_plan_run_elsewhere_and_finished_gives_the_same_artifact(sim, tmp_path):
+    platform, toolchain = sim
+    build_artifact(tiny_sources(), platform, toolchain, KEY, tmp_path / "here")
+    # As pypto.scons does: stage in one directory, run the steps there, then copy what
+    # the plan names into another and finish it.
+    plan = stage_artifact(tiny_sources(), platform, toolchain, KEY, tmp_path / "staged")
+    run_plan(plan, tmp_path / "staged")
+    for relpath in (*plan.files, *plan.binaries):
+        (tmp_path / "there" / relpath).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tmp_path / "staged" / relpath, tmp_path / "there" / relpath)
+    finish_artifact(plan, tmp_path / "there")
+    assert _files(tmp_path / "here") == _files(tmp_path / "there")
+    assert not list((tmp_path / "here").rglob("*.o"))  # intermediates dropped
+
+
+def test_a_launcher_runs_every_compile_and_changes_no_byte(sim, tmp_path, launcher):
+    platform, toolchain = sim
+    path, log = launcher
+    build_artifact(tiny_sources(), platform, toolchain, KEY, tmp_path / "plain")
+    build_artifact(tiny_sources(), platform, toolchain, KEY, tmp_path / "launched", (str(path),))
+    assert _files(tmp_path / "plain") == _files(tmp_path / "launched")
+    launched = log.read_text().splitlines()
+    assert len(launched) == 3 and all(" -c " in line for line in launched)  # 3 sources
+
+
+@pl.jit
+def triple(x: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.mul(x, 3.0)
+    return out
+
+
+def test_jit_builds_run_compiles_through_pypto_compiler_launcher(tmp_path, launcher,
+                                                                 monkeypatch):
+    path, log = launcher
+    monkeypatch.delenv("PYPTO_CXX", raising=False)
+    program = triple.frontend_for_types([TensorType((8, 32), DataType.FP32)] * 2)
+    options = CompileOptions(platform="a5sim")
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "plain"))
+    plain = build_program(program, options)  # the content-keyed cache, as @pl.jit builds
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "launched"))
+    monkeypatch.setenv("PYPTO_COMPILER_LAUNCHER", f"{path} ")
+    launched = build_program(program, options)
+    assert launched.name == plain.name  # one content key
+    assert _files(plain) == _files(launched)
+    assert log.read_text().count(" -c ") == len(list(launched.rglob("*.cpp")))
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
