@@ -1,13 +1,16 @@
 """`python -m bench` (or `pypto bench`): every benchmark, a table, docs/performance.md.
 
     python -m bench [--quick] [--runs N] [--only build,compile,...] [--output PATH]
+                    [--scale-sizes 10,100,1000,5000]
 
-Groups: build (bench/build_noop.py), compile (bench/compile_latency.py), dispatch
-(bench/dispatch.py), simulator (bench/sim_throughput.py), library (bench/library.py),
-device (bench/device_code.py: device sources and pto-isa's CPU model against a5sim).
-The report ends with bench/notes.md, the hand-written reading of the numbers and the
-record of what changed them.
-`--quick` shrinks every problem (for the smoke test; its numbers mean nothing).  On a
+Groups: build (bench/build_noop.py), scaling (bench/build_scaling.py), compile
+(bench/compile_latency.py), dispatch (bench/dispatch.py), simulator
+(bench/sim_throughput.py), library (bench/library.py), device (bench/device_code.py: device
+sources and pto-isa's CPU model against a5sim).  The report ends with bench/notes.md, the
+hand-written reading of the numbers and the record of what changed them.  `--quick`
+shrinks every problem (for the smoke test; its numbers mean nothing).  The scaling
+group's 5,000-spec library takes about half an hour on 2 loaded cores: `--scale-sizes
+10,100` for a look.  On a
 machine where OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are set, unset both for the bench
 command alone (`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m bench`) so the
 torch peers run their best kernels; never change them in tests or CI.
@@ -22,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GROUPS = ("build", "compile", "dispatch", "simulator", "library", "device")
+GROUPS = ("build", "scaling", "compile", "dispatch", "simulator", "library", "device")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,13 +45,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated groups among {', '.join(GROUPS)}")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "performance.md",
                         help="where to write the report (default docs/performance.md)")
+    parser.add_argument("--scale-sizes", default=None,
+                        help="library sizes (specs) of the scaling group, comma-separated "
+                             "(default 10,100,1000,5000; 2,4 with --quick)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs `python -m bench` with parsed `args`."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from bench import build_noop, compile_latency, device_code, dispatch, library, sim_throughput
+    from bench import (
+        build_noop,
+        build_scaling,
+        compile_latency,
+        device_code,
+        dispatch,
+        library,
+        sim_throughput,
+    )
     from bench.harness import Settings, machine
     from bench.report import markdown, table
 
@@ -66,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
             build_rows = build_noop.measure(settings, keep=work)
             if "build" in groups:
                 rows += build_rows
+        if "scaling" in groups:
+            sizes = args.scale_sizes and tuple(int(n) for n in args.scale_sizes.split(","))
+            rows += build_scaling.measure(settings, sizes=sizes or None, work=work / "scaling")
         if "compile" in groups:
             rows += compile_latency.measure(settings)
         if "dispatch" in groups:

@@ -23,8 +23,8 @@ def test_quick_bench_runs_every_group_and_writes_the_report(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = report.read_text(encoding="utf-8")
-    for section in ("## Machine", "## Build", "## Compile", "## Dispatch", "## Simulator",
-                    "## Library"):
+    for section in ("## Machine", "## Build", "## Scaling", "## Compile", "## Dispatch",
+                    "## Simulator", "## Library"):
         assert section in text
     assert "nproc" in text and "torch" in text
     assert text.endswith((ROOT / "bench" / "notes.md").read_text(encoding="utf-8"))
