@@ -9,8 +9,8 @@
 `toolpath()` is the directory that holds the installed pypto package, so SCons finds
 its tool "pypto" as the package itself (the one the SConstruct imported, not a second
 copy), whose `generate` hook adds what `pypto.scons.tool` defines: the command-line
-variables `platform=` and `cache=`, the `KernelLibrary` method and the aliases
-`goldens`, `check` and `package`.
+variables `platform=`, `cache=`, `cache_limit=` and `launcher=`, the `KernelLibrary`
+method and the aliases `goldens`, `check` and `package`.
 """
 
 from __future__ import annotations

@@ -33,17 +33,13 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
     """`env.CacheDir(path, VerifiedCacheDir)`: every file carries its content's sha256."""
 
     def _readconfig(self, path: str) -> None:
-        """Reads the cache's config, writing it first if it is missing, without SCons' lock
-        files: those need the right to write just to read, a killed process leaves them
-        behind, and two builds that find no config at once would both fail to create it.
-        Every writer writes the same config, whole, by a rename."""
+        """Reads the cache's config where one exists, else takes SCons' default, without
+        SCons' lock files: those need the right to write just to read, a killed process
+        leaves them behind, and two builds that find no config at once would both fail to
+        create it.  The only setting, prefix_len, is then the same for every pypto build."""
         config = Path(path) / "config"
-        if not config.is_file():
-            config.parent.mkdir(parents=True, exist_ok=True)
-            tmp = config.with_name(f".config.{os.getpid()}.{secrets.token_hex(4)}")
-            tmp.write_text(json.dumps({"prefix_len": SCons.CacheDir.CACHE_PREFIX_LEN}))
-            os.replace(tmp, config)
-        self.config = json.loads(config.read_text())
+        self.config = (json.loads(config.read_text()) if config.is_file()
+                       else {"prefix_len": SCons.CacheDir.CACHE_PREFIX_LEN})
 
     @classmethod
     def copy_to_cache(cls, env, src, dst) -> str:

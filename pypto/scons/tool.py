@@ -13,6 +13,10 @@ Targets, for a library at the project top (`#`), see docs/building.md:
                                       a comment edit rewrites identical bytes, so nothing
                                       downstream rebuilds
     build/goldens/<k>/<v>/golden.json (+ inputs/expected.safetensors)   platform-independent
+    build/obj/<p>/<k>/<v>/plan.json   the artifact's generated sources and the steps that
+                                      compile them (or: the artifact cache holds it); one
+                                      compile or link step per source and binary, which the
+                                      artifact's target scanner adds once the plan is current
     build/<p>/<k>/<v>/manifest.json   the artifact directory, from pypto's artifact cache
     build/checks/<p>/<k>/<v>.json     one check result
     build/library-<p>.json            the library index `load_library` reads

@@ -119,6 +119,7 @@ class ArtifactCache:
         if entry is not None:
             return entry
         with self._storage():
+            _sweep_dead_builders(self.root / "tmp", key)
             tmp = _new_dir(self.root / "tmp", key)
             try:
                 build(tmp)
@@ -363,6 +364,20 @@ def _new_dir(parent: Path, key: str) -> Path:
             return path
         except FileExistsError:
             continue
+
+
+def _sweep_dead_builders(staging: Path, key: str) -> None:
+    """Removes the staging directories of `key` that builders on this host left when they
+    were killed (their process is gone).  Another host's are `trim`'s, once stale: whether
+    their builder lives cannot be told from here."""
+    host = socket.gethostname()
+    for path in staging.glob(f"{key}.{host}.*.*"):
+        try:
+            os.kill(int(path.name.split(".")[-2]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (ValueError, PermissionError):
+            pass  # not one of ours, or alive under another user
 
 
 def _move_aside(entry: Path, where: Path) -> Path | None:

@@ -4,6 +4,8 @@ import hashlib
 import json
 import multiprocessing
 import os
+import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -98,6 +100,19 @@ def test_staging_dirs_of_killed_builders_are_cleared_by_a_trim_once_stale(tmp_pa
     os.utime(stale, (time.time() - 2 * 86400,) * 2)
     trim(tmp_path, 10**9)
     assert not stale.exists() and live.exists()  # another host may still be building there
+
+
+def test_a_publisher_clears_the_staging_its_host_killed_builders_left(tmp_path):
+    host = socket.gethostname()
+    child = subprocess.Popen(["true"])
+    child.wait()  # a builder that is gone
+    dead = tmp_path / "tmp" / f"{KEY}.{host}.{child.pid}.0000"
+    alive = tmp_path / "tmp" / f"{KEY}.{host}.{os.getpid()}.0000"
+    elsewhere = tmp_path / "tmp" / f"{KEY}.another-host.{child.pid}.0000"
+    for staging in (dead, alive, elsewhere):
+        staging.mkdir(parents=True)
+    ArtifactCache(tmp_path).publish(KEY, write_entry)
+    assert not dead.exists() and alive.exists() and elsewhere.exists()
 
 
 def test_published_entries_take_the_umask_so_a_team_group_can_manage_them(tmp_path):
