@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bench.harness import Row, Settings, median_time
+from bench.harness import Row, Settings, compile_steps, median_time
 
 
 def _cases(quick: bool):
@@ -37,12 +37,9 @@ def stages(fn, args, runs: int) -> dict[str, float]:
     from pypto.compiler import CompileOptions, run_pipeline
     from pypto.language.jit import JitFunction
     from pypto.platform import get_platform
-    from pypto.sim import INCLUDE_DIR
-    from pypto.toolchain import Toolchain
 
     platform = get_platform("a2a3sim")
     options = CompileOptions(platform=platform.name)
-    toolchain = Toolchain.for_platform(platform)
 
     parse = median_time(lambda: JitFunction(fn.fn, fn.func_type).frontend(*args), runs)
     program = fn.frontend(*args)
@@ -53,21 +50,12 @@ def stages(fn, args, runs: int) -> dict[str, float]:
 
     work = Path(tempfile.mkdtemp(prefix="pypto-bench-cc-"))
     try:
-        units = [(f"{k.name}.cpp", k.cpp, k.core_type) for k in sources.kernels]
-        units.append(("orchestration.cpp", sources.orchestration_cpp, None))
-        for name, text, _ in units:
-            (work / name).write_text(text)
-
-        def compile_all() -> None:
-            for name, _, core_type in units:
-                toolchain.compile_shared(work / name, work / (name + ".so"), [INCLUDE_DIR],
-                                         core_type)
-
+        compile_all, units = compile_steps(sources, platform.name, work)
         host = median_time(compile_all, max(1, runs // 2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {"parse": parse, "passes": passes, "codegen": codegen, "host": host,
-            "units": len(units)}
+            "units": units}
 
 
 def measure(settings: Settings) -> list[Row]:

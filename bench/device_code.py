@@ -14,7 +14,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from bench.harness import Row, Settings, median_time, paired_medians
+from bench.harness import Row, Settings, compile_steps, median_time, paired_medians
 
 
 def _cases(quick: bool):
@@ -34,30 +34,13 @@ def _compile_seconds(program, platform_name: str, runs: int) -> tuple[float, int
     from pypto.codegen import generate
     from pypto.compiler import lower
     from pypto.platform import get_platform
-    from pypto.toolchain import Toolchain
 
     platform = get_platform(platform_name)
-    toolchain = Toolchain.for_platform(platform)
     sources = generate(lower(program, platform), program, platform)
     work = Path(tempfile.mkdtemp(prefix="pypto-bench-device-"))
     try:
-        units = []
-        for k in sources.kernels:
-            (work / f"{k.name}.cpp").write_text(k.cpp)
-            extra = []
-            if k.launch_cpp:
-                (work / f"{k.name}.launch.cpp").write_text(k.launch_cpp)
-                extra = [work / f"{k.name}.launch.cpp"]
-            units.append((work / f"{k.name}.cpp", k.core_type, extra))
-        (work / "orchestration.cpp").write_text(sources.orchestration_cpp)
-        units.append((work / "orchestration.cpp", None, []))
-
-        def compile_all() -> None:
-            for path, core_type, extra in units:
-                toolchain.compile_shared(path, path.with_suffix(".so"), toolchain.include_dirs(),
-                                         core_type, extra)
-
-        return median_time(compile_all, runs), len(units)
+        compile_all, units = compile_steps(sources, platform_name, work)
+        return median_time(compile_all, runs), units
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -157,3 +158,22 @@ def machine() -> dict[str, str]:
     blas = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
     info["OPENBLAS_* overrides"] = ", ".join(f"{k}={v}" for k, v in blas.items()) or "none"
     return info
+
+
+def compile_steps(sources, platform_name: str, work: Path) -> tuple[Callable[[], None], int]:
+    """Writes `sources` (pypto.codegen's) for the platform into the empty directory `work`
+    as an artifact's build does, and returns a function that runs every compile and link
+    step of that artifact one after the other (a build runs the binaries in parallel; the
+    sum is the compiler's work), with the number of binaries."""
+    from pypto.platform import get_platform
+    from pypto.toolchain import Toolchain, run_step, stage_artifact
+
+    platform = get_platform(platform_name)
+    plan = stage_artifact(sources, platform, Toolchain.for_platform(platform), "bench", work)
+
+    def compile_all() -> None:
+        for unit in plan.units:
+            for step in unit:
+                run_step(step, work)
+
+    return compile_all, len(plan.units)

@@ -81,7 +81,7 @@ class Toolchain:
 
     @property
     def binary_suffix(self) -> str:
-        """File suffix of what `compile_shared` produces: ".so" on sim, ".o" on device."""
+        """File suffix of a binary: ".so" on sim, ".o" on device."""
         return self.platform.compiler.output_suffix
 
     def flags(self, core_type: str | None = None) -> tuple[str, ...]:
@@ -152,30 +152,6 @@ class Toolchain:
         link = _step("link", [*self.command, *link_flags], [c.output for c in compiles],
                      binary)
         return (*compiles, link)
-
-    def compile_shared(
-        self,
-        cpp_path: Path,
-        so_path: Path,
-        include_dirs: Iterable[Path],
-        core_type: str | None = None,
-        extra_sources: Iterable[Path] = (),
-    ) -> None:
-        """Compiles `cpp_path` and `extra_sources` into the platform's binary at `so_path`
-        (in the same directory: a shared object on sim, an object file on device) through
-        `steps`, leaving no intermediate object behind.  Raises CompileError with the
-        compiler's stderr when it fails."""
-        cpp_path, so_path = Path(cpp_path), Path(so_path)
-        if cpp_path.parent != so_path.parent:
-            raise ValueError(f"{so_path} must lie beside its source {cpp_path}")
-        sources = [cpp_path.name, *(Path(p).name for p in extra_sources)]
-        steps = self.steps(sources, so_path.name, include_dirs, core_type)
-        try:
-            for step in steps:
-                run_step(step, cpp_path.parent)
-        finally:
-            for step in steps[:-1]:
-                (cpp_path.parent / step.output).unlink(missing_ok=True)
 
     def _flags_text(self) -> str:
         roles = {"orchestration": self.flags(None), "link": self.platform.compiler.link_flags}

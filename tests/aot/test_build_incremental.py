@@ -112,10 +112,9 @@ def test_action_signatures_do_not_depend_on_python_bytecode(
                     ignore=shutil.ignore_patterns("__pycache__"))
     project.package_root = tmp_path / "src"
     tool = project.package_root / "pypto" / "scons" / "tool.py"
-    for step in ("build_golden(", "stage_variant(", "built = publish_artifact(",
-                 "run_step("):
+    for step in ("_golden", "_plan", "_artifact", "_step"):
         # New bytecode for the step functions, as a Python release would compile.
-        _edit(tool, f"    case = _case(target)\n    {step}",
-              f"    case = _case(target)\n    assert case is not None\n    {step}")
+        _edit(tool, f"def {step}(target, source, env):\n",
+              f"def {step}(target, source, env):\n    assert target is not None\n")
     proc = project.scons("platform=a5sim", block_torch=torch_blocker)
     assert "pypto:" not in proc.stdout, proc.stdout

@@ -9,7 +9,7 @@ import torch
 
 import pypto.language as pl
 from pypto.runtime import RunConfig
-from pypto.toolchain import Toolchain
+from pypto.toolchain import build
 
 
 @pl.jit
@@ -28,13 +28,13 @@ def _args():
 
 def test_second_call_with_same_specialisation_does_not_compile(monkeypatch):
     calls = []
-    original = Toolchain.compile_shared
+    original = build.run_step
 
-    def counting(self, *args, **kwargs):
-        calls.append(args[0])
-        return original(self, *args, **kwargs)
+    def counting(step, *args, **kwargs):
+        calls.append(step)
+        return original(step, *args, **kwargs)
 
-    monkeypatch.setattr(Toolchain, "compile_shared", counting)
+    monkeypatch.setattr(build, "run_step", counting)
     cfg = RunConfig(platform="a5sim")
     a, b, out = _args()
     scaled_sum(a, b, out, config=cfg)

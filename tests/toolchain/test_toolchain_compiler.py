@@ -8,7 +8,7 @@ import pytest
 
 from pypto.platform import _version_line, get_platform
 from pypto.sim import INCLUDE_DIR
-from pypto.toolchain import CompileError, Toolchain, ToolchainNotFoundError
+from pypto.toolchain import CompileError, Toolchain, ToolchainNotFoundError, run_step
 
 DEVICE_COMPILER_VARS = ("PYPTO_DEVICE_CXX", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
 
@@ -85,13 +85,19 @@ def test_unknown_core_type_is_rejected():
         toolchain.flags("tensor")
 
 
+def compile_shared(toolchain, source, binary, include_dirs):
+    """Runs the steps that build `binary` from `source` (beside it)."""
+    for step in toolchain.steps([source.name], binary.name, include_dirs):
+        run_step(step, source.parent)
+
+
 def test_compile_error_carries_stderr_and_source(tmp_path, monkeypatch):
     monkeypatch.delenv("PYPTO_CXX", raising=False)
     toolchain = Toolchain.for_platform(get_platform("a2a3sim"))
     source = tmp_path / "broken.cpp"
     source.write_text('#include "pto/abi.h"\nextern "C" void k(PtoCore* c) { return c->nope; }\n')
     with pytest.raises(CompileError) as info:
-        toolchain.compile_shared(source, tmp_path / "broken.so", [INCLUDE_DIR])
+        compile_shared(toolchain, source, tmp_path / "broken.so", [INCLUDE_DIR])
     error = info.value
     assert error.source == source and error.returncode != 0
     assert "broken.cpp:2" in error.stderr and "nope" in error.stderr
@@ -106,7 +112,7 @@ def test_compiler_that_writes_no_output_is_a_compile_error(tmp_path):
     source = tmp_path / "k.cpp"
     source.write_text("int x;\n")
     with pytest.raises(CompileError, match="wrote no"):
-        Toolchain(get_platform("a2a3sim"), liar).compile_shared(source, tmp_path / "k.so", [])
+        compile_shared(Toolchain(get_platform("a2a3sim"), liar), source, tmp_path / "k.so", [])
 
 
 def test_binaries_hold_no_absolute_path_of_source_or_headers(tmp_path, monkeypatch):
@@ -121,7 +127,7 @@ def test_binaries_hold_no_absolute_path_of_source_or_headers(tmp_path, monkeypat
         'extern "C" const char* here() { return __FILE__; }\n'
     )
     toolchain = Toolchain.for_platform(get_platform("a2a3sim"))
-    toolchain.compile_shared(source, tmp_path / "build" / "k.so", [include])
+    compile_shared(toolchain, source, tmp_path / "build" / "k.so", [include])
     binary = (tmp_path / "build" / "k.so").read_bytes()
     assert b"include/where.h" in binary and b"k.cpp" in binary
     assert str(tmp_path).encode() not in binary
