@@ -140,11 +140,19 @@ def test_two_specs_declaring_one_kernel_name_are_refused(make_project):
 
 
 def _build(tmp_path, text, variants):
-    from pypto.spec.build import build_artifact
+    """Generates the artifact's sources and reports, as the build's plan step does."""
+    from pypto.compiler import CompileOptions, artifact_key
+    from pypto.platform import get_platform
+    from pypto.spec.build import find_kernel, stage_variant
+    from pypto.toolchain import Toolchain
 
     path = _spec(tmp_path, _good(variants, f"{TOLERANCE},\n{text}" if text else TOLERANCE))
-    out = tmp_path / "artifact"
-    build_artifact(path, tmp_path, "neg", "v", "a2a3sim", out)
+    platform = get_platform("a2a3sim")
+    key = artifact_key(find_kernel(path, tmp_path, "neg").program("v").as_python(),
+                       CompileOptions(platform=platform.name), platform,
+                       Toolchain.for_platform(platform))
+    out = tmp_path / "staged"
+    stage_variant(path, tmp_path, "neg", "v", platform.name, out, key, reuse=False)
     return out
 
 
