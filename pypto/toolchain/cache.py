@@ -91,11 +91,26 @@ class ArtifactCache:
 
     def _intact(self, key: str) -> Path | None:
         entry = self.entry_dir(key)
-        if not (entry / MANIFEST_NAME).is_file():
+        for _ in range(3):
+            try:
+                # Held open, the directory keeps its inode while it is read, so a trim that
+                # renames it away (and a publish that puts a new one in its place) shows.
+                held = os.open(entry, os.O_RDONLY | os.O_DIRECTORY)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            try:
+                if not (entry / MANIFEST_NAME).is_file():
+                    return None
+                damage = entry_damage(entry, key)
+                if damage is None:
+                    return entry
+                if _same_file(held, entry):
+                    break
+                # Renamed away or replaced while it was read: not damage; read again.
+            finally:
+                os.close(held)
+        else:
             return None
-        damage = entry_damage(entry, key)
-        if damage is None:
-            return entry
         with self._storage():
             aside = _move_aside(entry, self.root / "quarantine")
         if aside is not None:
@@ -322,6 +337,15 @@ def _cache_clock(root: Path) -> float:
         return clock.stat().st_mtime
     except OSError:
         return time.time()
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether `path` still names the file open as `fd`."""
+    try:
+        here, there = os.fstat(fd), path.stat()
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _children(path: Path) -> list[Path]:

@@ -24,13 +24,14 @@ from pypto.toolchain import (
 KEY = content_key([("test", "artifact cache")])
 
 
-def entry_manifest() -> dict:
-    """The manifest of a minimal entry the loader accepts (it maps nothing to check it)."""
+def entry_manifest(key: str = KEY, binary: bytes = b"binary") -> dict:
+    """The manifest of a minimal entry the loader accepts (it maps nothing to check it):
+    one binary, kernels/k.so, holding `binary`."""
     backend = get_platform("a2a3sim").backend
-    digest = hashlib.sha256(b"binary").hexdigest()
+    digest = hashlib.sha256(binary).hexdigest()
     manifest = {
         "schema_version": SCHEMA_VERSION, "platform": "a2a3sim",
-        "backend": backend.name, "abi_version": ABI_VERSION, "content_key": KEY,
+        "backend": backend.name, "abi_version": ABI_VERSION, "content_key": key,
         "entry": "k", "params": [], "outputs": [],
         "kernels": [{"name": "k", "file": "kernels/k.so", "sha256": digest,
                      "core_type": "vector", "signature": []}],

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_artifact_cache import entry_manifest
 
 from pypto.toolchain import (
     ArtifactCache,
@@ -27,7 +28,7 @@ def entry_writer(key: str):
     def write(out: Path) -> None:
         (out / "kernels").mkdir()
         (out / "kernels" / "k.so").write_bytes(BINARY)
-        (out / "manifest.json").write_text(json.dumps({"content_key": key}) + "\n")
+        (out / "manifest.json").write_text(json.dumps(entry_manifest(key, BINARY)) + "\n")
 
     return write
 
