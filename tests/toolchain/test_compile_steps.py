@@ -160,3 +160,61 @@ def test_jit_builds_run_compiles_through_pypto_compiler_launcher(tmp_path, launc
 def _files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file()}
+
+
+def _cpu_model_or_skip(name: str) -> Toolchain:
+    from pypto.toolchain import ToolchainNotFoundError
+
+    try:
+        return Toolchain.for_platform(get_platform(name))
+    except ToolchainNotFoundError as exc:
+        pytest.skip(f"no compiler or pto-isa for {name}: {exc}")
+
+
+def test_a_cpu_model_kernel_compiles_its_device_and_launcher_sources_then_links_them(
+        tmp_path):
+    from pypto.codegen import generate
+    from pypto.compiler import lower
+
+    toolchain = _cpu_model_or_skip("a2a3cpu")
+    platform = toolchain.platform
+    program = triple.frontend_for_types([TensorType((8, 32), DataType.FP32)] * 2)
+    sources = generate(lower(program, platform), program, platform)
+    plan = stage_artifact(sources, platform, toolchain, KEY, tmp_path)
+    kernel, orchestration = plan.units
+    (name,) = [k.name for k in sources.kernels]
+    assert [(s.kind, s.inputs, s.output) for s in kernel] == [
+        ("compile", (f"kernels/{name}.cpp",), f"kernels/{name}.o"),
+        ("compile", (f"kernels/{name}.launch.cpp",), f"kernels/{name}.launch.o"),
+        ("link", (f"kernels/{name}.o", f"kernels/{name}.launch.o"), f"kernels/{name}.so")]
+    assert [s.kind for s in orchestration] == ["compile", "link"]
+    # From the build rule's data: every compile to an object, the link with link_flags.
+    rule = platform.compiler
+    for step in (*kernel[:2], orchestration[0]):
+        assert step.command[:len(toolchain.command)] == toolchain.command
+        assert set(rule.flags) <= set(step.command) and "-shared" not in step.command
+    assert "-D__CPU_SIM" in kernel[0].command and "-D__CPU_SIM" not in orchestration[0].command
+    assert kernel[2].command == (*toolchain.command, *rule.link_flags,
+                                 f"{name}.o", f"{name}.launch.o", "-o", f"{name}.so")
+
+
+@pytest.mark.slow
+def test_a_cpu_model_artifact_is_the_same_bytes_anywhere_and_through_a_launcher(
+        tmp_path, launcher, monkeypatch):
+    """Slow: two CPU-model builds (pto-isa's headers take seconds a source)."""
+    path, log = launcher
+    _cpu_model_or_skip("a5cpu")
+    program = triple.frontend_for_types([TensorType((8, 32), DataType.FP32)] * 2)
+    options = CompileOptions(platform="a5cpu")
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "here"))
+    plain = build_program(program, options)
+    # Another directory (zig's Clang records the compile's directory unless told not to)
+    # and every compile through the launcher.
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "elsewhere" / "cache"))
+    monkeypatch.setenv("PYPTO_COMPILER_LAUNCHER", str(path))
+    launched = build_program(program, options)
+    assert launched.name == plain.name
+    assert _files(plain) == _files(launched)
+    launched_sources = sorted(line.split(" -o ")[0].split()[-1]
+                              for line in log.read_text().splitlines())
+    assert launched_sources == sorted(p.name for p in launched.rglob("*.cpp"))
