@@ -16,6 +16,7 @@ import os
 import secrets
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 import SCons.CacheDir
@@ -61,8 +62,10 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
         content = _content(data)
         if content is None:
             aside = _quarantine(Path(src))
-            print(f"pypto: SCons cache file {src} for {dst} is damaged (its sha256 does not "
-                  f"match); moved it to {aside} and building {dst} again", flush=True)
+            # One write, line and newline together: with -j, steps print from several threads.
+            sys.stdout.write(f"pypto: SCons cache file {src} for {dst} is damaged (its sha256 "
+                             f"does not match); moved it to {aside} and building {dst} again\n")
+            sys.stdout.flush()
             raise DamagedCacheFileError(f"damaged cache file {src}")
         Path(dst).write_bytes(content)
         shutil.copystat(src, dst)

@@ -149,8 +149,10 @@ def _artifact(target, source, env):
                                       plan["variant"], plan["platform"], staged,
                                       plan["content_key"], reuse=False))
     if built.cached:
-        print(f"pypto:   {case['kernel']}/{case['variant']} [{case['platform']}]: artifact "
-              f"cache hit {built.key[:12]}, nothing compiled", flush=True)
+        # One write, line and newline together: with -j, steps print from several threads.
+        sys.stdout.write(f"pypto:   {case['kernel']}/{case['variant']} [{case['platform']}]: "
+                         f"artifact cache hit {built.key[:12]}, nothing compiled\n")
+        sys.stdout.flush()
 
 
 def _step(target, source, env):
