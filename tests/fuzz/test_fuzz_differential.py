@@ -180,5 +180,5 @@ def test_the_generated_casts_are_legal_on_both_backends():
 # they round once, like a direct conversion, with every mode.
 _EXACT_CHAINS = {
     ("FP16", "BF16"), ("BF16", "FP16"), ("INT32", "FP16"), ("INT32", "INT8"), ("INT16", "BF16"),
-    ("INT16", "INT8"), ("BF16", "INT16"),
+    ("INT16", "INT8"), ("BF16", "INT16"), ("BF16", "INT8"),
 }
