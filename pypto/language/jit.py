@@ -9,11 +9,12 @@ import inspect
 import operator
 import textwrap
 from collections import ChainMap
+from dataclasses import replace
 
 from ..ir.dtypes import DataType, from_torch
 from ..ir.errors import ParseError, Span, TypeCheckError
 from ..ir.nodes import Assign, ExprStmt, FuncCall, Function, Param, Program, Return, Var
-from ..ir.types import FunctionType, Level, ScalarType, TensorType, TupleType
+from ..ir.types import FunctionType, Level, ScalarType, TensorType, TupleType, same_value_type
 from .parser import Callee, FunctionParser, SourceInfo, parse_signature
 
 _COMPILE_KEYS = ("platform", "dump_passes", "diagnostic_phase", "disabled_diagnostics",
@@ -244,6 +245,7 @@ def build_program(entry: JitFunction, arg_types: list, constants: dict | None = 
     """Parse `entry` and every kernel it calls into one program; `constants` are the
     entry's specialisation-constant parameters with their values."""
     callees: dict[str, Function] = {}
+    specializations: dict[str, list[Function]] = {}  # per kernel, in the order first called
 
     def resolve(ref, args, span: Span) -> Callee:
         if not isinstance(ref, JitFunction) or ref.func_type is not FunctionType.InCore:
@@ -254,10 +256,27 @@ def build_program(entry: JitFunction, arg_types: list, constants: dict | None = 
         if len(types) != expected:
             raise TypeCheckError(f"`{ref.__name__}` takes {expected} arguments, got {len(types)}",
                                  span)
-        fn = callees.get(ref.__name__)
-        if fn is None:
+        seen = specializations.setdefault(ref.__name__, [])
+        fn = next((f for f in seen if all(map(same_value_type, types,
+                                               (p.var.type for p in f.params)))), None)
+        if fn is None and seen:
+            # A kernel whose parameters leave shapes open serves each call's shapes: one
+            # function per specialisation.  Annotations that do not fit are reported at
+            # the call by the parser, against the first one.
+            try:
+                fn = ref._parse(types, resolve)
+                fn = replace(fn, name=_fresh(ref.__name__, callees.keys() | {entry.__name__}))
+            except TypeCheckError:
+                fn = seen[0]
+            else:
+                seen.append(fn)
+                callees[fn.name] = fn
+        elif fn is None:
             fn = ref._parse(types, resolve)
-            callees[ref.__name__] = fn
+            if fn.name in callees:  # taken by another kernel's specialisation
+                fn = replace(fn, name=_fresh(fn.name, callees.keys() | {entry.__name__}))
+            seen.append(fn)
+            callees[fn.name] = fn
         return Callee(fn.name, fn.params, fn.returns)
 
     if entry.func_type is FunctionType.InCore:
@@ -266,6 +285,14 @@ def build_program(entry: JitFunction, arg_types: list, constants: dict | None = 
         return Program(entry.__name__, (kernel, orchestration), orchestration.name)
     fn = entry._parse(arg_types, resolve, constants)
     return Program(entry.__name__, tuple(callees.values()) + (fn,), fn.name)
+
+
+def _fresh(name: str, taken) -> str:
+    """`name_1`, `name_2`, ...: the first not in `taken`."""
+    n = 1
+    while f"{name}_{n}" in taken:
+        n += 1
+    return f"{name}_{n}"
 
 
 def _direct_call(kernel: Function) -> Function:

@@ -430,3 +430,29 @@ def test_numerics_md_names_every_backend_whose_cast_chain_rounds_twice():
             backend = get_platform(platform).backend
             chain = " → ".join(d.name for d in cast_path(DataType[src], DataType[dst], backend))
             assert {(backend.name, chain), ("both", chain)} & rows, (backend.name, chain)
+
+
+@pl.jit.incore
+def doubled_any_shape(a: pl.Tensor, b: pl.Out[pl.Tensor]):
+    b = pl.store(pl.mul(pl.load(a, [0, 0], a.shape), 2.0), [0, 0], b)
+    return b
+
+
+@pl.jit
+def one_kernel_three_shapes(x: pl.Tensor[[32, 64], pl.FP32],
+                            y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+    doubled_any_shape(x[0:16, :], y[0:16, :])
+    doubled_any_shape(x[16:32, 0:32], y[16:32, 0:32])
+    doubled_any_shape(x[16:32, 32:64], y[16:32, 32:64])
+    return y
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_kernel_with_open_shapes_serves_each_call_of_one_orchestration(platform):
+    # Was: TypeCheckError "argument `a` of `doubled_any_shape` expects a FP32 tensor [16, 64],
+    # got a FP32 tensor [16, 32]": the first call's specialisation was the only one.
+    x = torch.randn(32, 64)
+    sim, codegen = _sim_and_torch(one_kernel_three_shapes, [x, torch.zeros(32, 64)], platform)
+    assert torch.equal(sim[1], x * 2.0) and torch.equal(codegen[1], sim[1])
+    names = [f.name for f in one_kernel_three_shapes.lower(x, sim[1]).functions]
+    assert names == ["doubled_any_shape", "doubled_any_shape_1", "one_kernel_three_shapes"]
