@@ -18,17 +18,18 @@ a tensor the run writes (then the run ends first, so the read sees its stores).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..ir.errors import CapacityError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Return, Var
 from ..ir.ops import get_op, make_call
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
-from ..ir.visitor import IRMutator, defs, uses
+from ..ir.visitor import IRMutator, defs, exposed_uses, uses
 from .cube_vector import CUBE, VECTOR_CATEGORIES, unit_of
 from .legalize_tile_cast import cast_path
 from .manager import FunctionPass
 from .names import NameSupply
+from .outline_incore import written_tensors
 from .properties import IRProperty
 from .tensor_matmul import lower_matmul_run
 from .tensor_views import fold_views, index_add, is_view
@@ -53,38 +54,168 @@ class TensorToTile(FunctionPass):
 
     def run_function(self, fn, ctx):
         names = NameSupply(fn)
-        backend = ctx.backend
-        split = fn.attr("split")
         params = {p.var.name: p.var for p in fn.params}
-        body, run = [], []
+        body = _Runs(names, ctx.backend, params, fn.attr("split")).body(fn.body, {})
+        fn = _TileWrites().mutate_function(replace(fn, body=tuple(body)))
+        return fold_views(_TensorReads(fn, names).mutate_function(fn))
+
+
+@dataclass
+class _Kept:
+    """A tensor value a run computed: its definition, the tensors it reads (through
+    every value it is computed from), and the tensor written since, if any."""
+
+    stmt: Assign
+    reads: frozenset
+    stale: str | None = None
+
+
+class _Runs:
+    """Cuts a statement list into runs of tensor statements and lowers each, loop bodies
+    the same way.  A tensor value is not stored anywhere: a later run that reads it
+    recomputes it from its definition (`kept`), which is right as long as nothing it
+    reads was written in between; values computed in a loop stay in it."""
+
+    def __init__(self, names: NameSupply, backend, params: dict[str, Var], split=None):
+        self.names, self.backend, self.params = names, backend, params
+        self.split = split  # the kernel's pl.split mode, if any
+        self.views: dict[str, str] = {}  # view -> the parameter it views
+
+    def body(self, stmts, kept: dict[str, _Kept]) -> list:
+        out, run = [], []
         written: set[str] = set()  # tensors the current run writes
-        for stmt in _without_tensor_aliases(fn.body, params):
+        for stmt in _without_tensor_aliases(stmts, self.params):
             if _is_tensor_stmt(stmt):
                 if run and _reads(stmt) & written:
                     # A read of what this run wrote (a window of it) must see the store:
                     # the run ends here and the next one loads after it.
-                    body.extend(_lower_run(run, names, backend, split))
+                    out.extend(self._lower(run, kept))
                     run, written = [], set()
                 run.append(stmt)
                 if stmt.value.op == "assemble":
                     written.add(stmt.targets[0].name)
                 continue
             if is_view(stmt):
-                body.append(stmt)  # a view moves no data: it does not end a run
+                self.views[stmt.targets[0].name] = self._base(stmt.value.args[0].name)
+                out.append(stmt)  # a view moves no data: it does not end a run
                 continue
             if run and _scalar_before_run(stmt, run, written):
-                body.append(stmt)  # `s = x[i, j]` of an input: read before the run loads
+                out.append(stmt)  # `s = x[i, j]` of an input: read before the run loads
                 continue
             if run:
-                body.extend(_lower_run(run, names, backend, split))
+                out.extend(self._lower(run, kept))
                 run, written = [], set()
-            _reject_nested(stmt)
+            if isinstance(stmt, For):
+                _reject_carried(stmt)
+                inner = dict(kept)
+                # Every iteration may follow the loop's writes: values they read are stale.
+                self._invalidate(inner, stmt)
+                stmt = replace(stmt, body=tuple(self.body(stmt.body, inner)))
+            elif isinstance(stmt, If):
+                _reject_nested(stmt)
             _reject_unlowered(stmt)
-            body.append(_returned_params(stmt, params))
+            self._invalidate(kept, stmt)
+            out.append(_returned_params(stmt, self.params))
         if run:
-            body.extend(_lower_run(run, names, backend, split))
-        fn = _TileWrites().mutate_function(replace(fn, body=tuple(body)))
-        return fold_views(_TensorReads(fn, names).mutate_function(fn))
+            out.extend(self._lower(run, kept))
+        return out
+
+    def _base(self, name: str) -> str:
+        return self.views.get(name, name)
+
+    def _invalidate(self, kept: dict[str, _Kept], stmt) -> None:
+        """Kept values that read a tensor `stmt` writes are stale from here on."""
+        written = {self._base(n) for n in written_tensors([stmt])}
+        for name, value in kept.items():
+            hit = sorted(value.reads & written)
+            if hit and value.stale is None:
+                kept[name] = replace(value, stale=hit[0])
+
+    def _lower(self, run: list[Assign], kept: dict[str, _Kept]) -> list:
+        """The run lowered, after the kept definitions it reads; its own values kept."""
+        stmts = self._recomputed(run, kept) + run
+        lowered = _lower_run(stmts, self.names, self.backend, self.split)
+        reads: dict[str, frozenset] = {}
+        for s in stmts:
+            found = set()
+            for a in _tensor_operands(s):
+                found |= reads.get(a.name) or {self._base(a.name)}
+            if s.value.op == "assemble":
+                continue
+            reads[s.targets[0].name] = frozenset(found)
+            kept[s.targets[0].name] = _Kept(s, frozenset(found))
+        for s in run:
+            if s.value.op == "assemble":
+                self._invalidate(kept, s)
+        return lowered
+
+    def _recomputed(self, run: list[Assign], kept: dict[str, _Kept]) -> list[Assign]:
+        """The kept definitions `run` needs (and theirs), in dependency order."""
+        out: list[Assign] = []
+        defined = {s.targets[0].name for s in run if s.value.op != "assemble"}
+
+        def need(var: Var, at) -> None:
+            name = var.name
+            if name in defined or name in self.params or name in self.views:
+                return
+            value = kept.get(name)
+            if value is None:
+                raise LoweringError(
+                    f"`{name}` is a tensor computed inside a loop of this kernel and read "
+                    "after the loop; tensor-level values do not leave the loop they are "
+                    "computed in",
+                    at.span,
+                    hint="write it into an output inside the loop (`out[...] = ...`), or "
+                         "compute it after the loop",
+                )
+            if value.stale is not None:
+                raise LoweringError(
+                    f"`{name}` is computed from `{value.stale}`, which is written before "
+                    f"`{name}` is read here; tensor values are computed where they are used",
+                    at.span,
+                    hint=f"read `{name}` before `{value.stale}` is written, or write `{name}` "
+                         "into an output and read that",
+                )
+            defined.add(name)
+            for a in _tensor_operands(value.stmt):
+                need(a, value.stmt)
+            out.append(value.stmt)
+
+        for s in run:
+            for a in _tensor_operands(s):
+                need(a, s)
+            if s.value.op != "assemble":
+                defined.add(s.targets[0].name)
+        return out
+
+
+def _tensor_operands(stmt: Assign) -> list[Var]:
+    """The tensor values a tensor statement reads (an assemble: its source; a broadcast
+    of a scalar: not the tensor that gives only its shape)."""
+    call = stmt.value
+    if call.op == "assemble":
+        args = (call.args[1],)
+    elif get_op(call.op).category == "expands":
+        args = call.args[1:]
+    else:
+        args = call.args
+    return [a for a in args if isinstance(a, Var) and isinstance(a.type, TensorType)]
+
+
+def _reject_carried(loop: For) -> None:
+    """A tensor value read in a loop body before the body computes it again would carry
+    from one iteration to the next: tensor-level code does not carry values."""
+    carried = exposed_uses(loop.body)
+    for stmt in loop.body:
+        if _is_tensor_stmt(stmt) and stmt.value.op != "assemble" and \
+                stmt.targets[0].name in carried:
+            raise LoweringError(
+                f"`{stmt.targets[0].name}` is a tensor value carried around the loop; "
+                "tensor-level code does not carry values from one iteration to the next",
+                stmt.span,
+                hint="accumulate tiles (pl.load / pl.add / pl.store) in the loop, or write the "
+                     "value into an output each iteration",
+            )
 
 
 def _scalar_before_run(stmt, run: list, written: set[str]) -> bool:
@@ -236,14 +367,14 @@ def _nested(stmt) -> tuple:
 
 
 def _reject_nested(stmt) -> None:
+    """Tensor statements inside an `if` (loops in it included) are not lowered yet."""
     if isinstance(stmt, (For, If)):
-        where = "a loop" if isinstance(stmt, For) else "an `if`"
         for inner in _nested(stmt):
             if _is_tensor_stmt(inner):
                 raise LoweringError(
-                    f"tensor-level operators inside {where} of a kernel are not supported yet",
+                    "tensor-level operators inside an `if` of a kernel are not supported yet",
                     inner.span,
-                    hint=f"inside {where}, work on tiles: pl.load / pl.<op> / pl.store",
+                    hint="inside an `if`, work on tiles: pl.load / pl.<op> / pl.store",
                 )
             _reject_nested(inner)
 
