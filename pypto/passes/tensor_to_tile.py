@@ -24,12 +24,12 @@ from ..ir.errors import CapacityError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Return, Var
 from ..ir.ops import get_op, make_call
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
-from ..ir.visitor import IRMutator, defs, exposed_uses, uses
+from ..ir.visitor import IRMutator, IRVisitor, defs, exposed_uses, uses
 from .cube_vector import CUBE, VECTOR_CATEGORIES, unit_of
 from .legalize_tile_cast import cast_path
 from .manager import FunctionPass
 from .names import NameSupply
-from .outline_incore import written_tensors
+from .outline_incore import written_tensor, written_tensors
 from .properties import IRProperty
 from .tensor_matmul import lower_matmul_run
 from .tensor_views import fold_views, index_add, is_view
@@ -55,7 +55,11 @@ class TensorToTile(FunctionPass):
     def run_function(self, fn, ctx):
         names = NameSupply(fn)
         params = {p.var.name: p.var for p in fn.params}
-        body = _Runs(names, ctx.backend, params, fn.attr("split")).body(fn.body, {})
+        _CarriedValues().visit_function(fn)
+        unique = _UniqueTensorValues(names)
+        split = fn.attr("split")
+        fn = unique.mutate_function(fn)
+        body = _Runs(names, ctx.backend, params, unique.original, split).body(fn.body, {})
         fn = _TileWrites().mutate_function(replace(fn, body=tuple(body)))
         return fold_views(_TensorReads(fn, names).mutate_function(fn))
 
@@ -76,8 +80,10 @@ class _Runs:
     recomputes it from its definition (`kept`), which is right as long as nothing it
     reads was written in between; values computed in a loop stay in it."""
 
-    def __init__(self, names: NameSupply, backend, params: dict[str, Var], split=None):
+    def __init__(self, names: NameSupply, backend, params: dict[str, Var],
+                 original: dict[str, str], split=None):
         self.names, self.backend, self.params = names, backend, params
+        self.original = original  # unique name -> the user's, for messages
         self.split = split  # the kernel's pl.split mode, if any
         self.views: dict[str, str] = {}  # view -> the parameter it views
 
@@ -106,7 +112,6 @@ class _Runs:
                 out.extend(self._lower(run, kept))
                 run, written = [], set()
             if isinstance(stmt, For):
-                _reject_carried(stmt)
                 inner = dict(kept)
                 # Every iteration may follow the loop's writes: values they read are stale.
                 self._invalidate(inner, stmt)
@@ -159,9 +164,10 @@ class _Runs:
             if name in defined or name in self.params or name in self.views:
                 return
             value = kept.get(name)
+            user = self.original.get(name, name)
             if value is None:
                 raise LoweringError(
-                    f"`{name}` is a tensor computed inside a loop of this kernel and read "
+                    f"`{user}` is a tensor computed inside a loop of this kernel and read "
                     "after the loop; tensor-level values do not leave the loop they are "
                     "computed in",
                     at.span,
@@ -170,10 +176,10 @@ class _Runs:
                 )
             if value.stale is not None:
                 raise LoweringError(
-                    f"`{name}` is computed from `{value.stale}`, which is written before "
-                    f"`{name}` is read here; tensor values are computed where they are used",
+                    f"`{user}` is computed from `{value.stale}`, which is written before "
+                    f"`{user}` is read here; tensor values are computed where they are used",
                     at.span,
-                    hint=f"read `{name}` before `{value.stale}` is written, or write `{name}` "
+                    hint=f"read `{user}` before `{value.stale}` is written, or write `{user}` "
                          "into an output and read that",
                 )
             defined.add(name)
@@ -202,20 +208,56 @@ def _tensor_operands(stmt: Assign) -> list[Var]:
     return [a for a in args if isinstance(a, Var) and isinstance(a.type, TensorType)]
 
 
-def _reject_carried(loop: For) -> None:
+class _CarriedValues(IRVisitor):
     """A tensor value read in a loop body before the body computes it again would carry
     from one iteration to the next: tensor-level code does not carry values."""
-    carried = exposed_uses(loop.body)
-    for stmt in loop.body:
-        if _is_tensor_stmt(stmt) and stmt.value.op != "assemble" and \
-                stmt.targets[0].name in carried:
-            raise LoweringError(
-                f"`{stmt.targets[0].name}` is a tensor value carried around the loop; "
-                "tensor-level code does not carry values from one iteration to the next",
-                stmt.span,
-                hint="accumulate tiles (pl.load / pl.add / pl.store) in the loop, or write the "
-                     "value into an output each iteration",
-            )
+
+    def visit_For(self, stmt: For) -> None:
+        carried = exposed_uses(stmt.body)
+        for inner in stmt.body:
+            if _is_tensor_stmt(inner) and inner.value.op != "assemble" and \
+                    inner.targets[0].name in carried:
+                raise LoweringError(
+                    f"`{inner.targets[0].name}` is a tensor value carried around the loop; "
+                    "tensor-level code does not carry values from one iteration to the next",
+                    inner.span,
+                    hint="accumulate tiles (pl.load / pl.add / pl.store) in the loop, or write "
+                         "the value into an output each iteration",
+                )
+        super().visit_For(stmt)
+
+
+class _UniqueTensorValues(IRMutator):
+    """Each binding of a tensor value gets a name of its own: the first keeps the user's
+    name, a later one becomes `<name>_<n>`, and the reads after it follow (program order).
+    Runs are lowered by name, so two values of one name in a run would be one tile."""
+
+    def __init__(self, names: NameSupply):
+        self.names = names
+        self.current: dict[str, str] = {}
+        self.original: dict[str, str] = {}
+
+    def mutate_Var(self, expr: Var):
+        name = self.current.get(expr.name)
+        return replace(expr, name=name) if name and isinstance(expr.type, TensorType) else expr
+
+    def mutate_Return(self, stmt: Return):
+        return stmt  # a kernel returns its parameters' buffers, by the parameters' names
+
+    def mutate_Assign(self, stmt: Assign):
+        value = self.mutate_expr(stmt.value)
+        if written_tensor(stmt) is not None:  # a write into a buffer: not a new value
+            return replace(stmt, value=value, targets=tuple(
+                self.mutate_Var(t) for t in stmt.targets))
+        targets = []
+        for t in stmt.targets:
+            if isinstance(t.type, TensorType):
+                name = self.names.fresh(t.name) if t.name in self.current else t.name
+                self.current[t.name] = name
+                self.original[name] = t.name
+                t = replace(t, name=name)
+            targets.append(t)
+        return replace(stmt, value=value, targets=tuple(targets))
 
 
 def _scalar_before_run(stmt, run: list, written: set[str]) -> bool:

@@ -551,3 +551,48 @@ def test_a_tensor_value_that_recomputing_would_change_is_refused_at_its_line(ker
     err = info.value
     assert err.span.file == __file__, str(err)
     assert linecache.getline(__file__, err.span.line).strip() == line, str(err)
+
+
+@pl.jit
+def rebound_tensor_value(x: pl.Tensor[[8, 32], pl.FP32], o1: pl.Out[pl.Tensor[[8, 32], pl.FP32]],
+                         o2: pl.Out[pl.Tensor[[8, 32], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        v = pl.add(x, 1.0)
+        o1[:] = v
+        v = pl.mul(x, 2.0)
+        o2[:] = v
+    return o1, o2
+
+
+@pl.jit
+def unrolled_windows(a: pl.Tensor[[8, 64], pl.INT16], b: pl.Tensor[[8, 64], pl.INT16],
+                     o: pl.Out[pl.Tensor[[8, 64], pl.INT16]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for c in pl.unroll(4):
+            w = a[:, c * 16:c * 16 + 16]
+            v = pl.mul(w, b[:, c * 16:c * 16 + 16])
+            o[:, c * 16:c * 16 + 16] = pl.shr(v, c)
+    return o
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_tensor_value_name_bound_twice_in_a_block_keeps_each_value(platform):
+    # Was silently wrong: both writes stored the last value bound to `v` (the tiles of a
+    # run were looked up by name).
+    x = torch.randn(8, 32)
+    sim, codegen = _sim_and_torch(rebound_tensor_value,
+                                  [x, torch.zeros(8, 32), torch.zeros(8, 32)], platform)
+    assert torch.equal(sim[1], x + 1.0) and torch.equal(sim[2], x * 2.0)
+    assert torch.equal(codegen[1], sim[1]) and torch.equal(codegen[2], sim[2])
+
+
+def test_each_unrolled_iteration_of_a_block_writes_its_own_window_and_value():
+    # Found by the control-flow fuzzer: every window got the last iteration's value.
+    a = torch.randint(-100, 100, (8, 64), dtype=torch.int16)
+    b = torch.randint(-100, 100, (8, 64), dtype=torch.int16)
+    sim, codegen = _sim_and_torch(unrolled_windows, [a, b, torch.zeros_like(a)], "a2a3sim")
+    product = (a.int() * b.int()).to(torch.int16)
+    for c in range(4):
+        window = slice(c * 16, c * 16 + 16)
+        assert torch.equal(sim[2][:, window], product[:, window] >> c)
+    assert torch.equal(codegen[2], sim[2])
