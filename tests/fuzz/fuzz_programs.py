@@ -119,6 +119,7 @@ class Program:
     seed: int = 0
     workers: int | None = None
     schedule_seed: int | None = None
+    detect_races: bool = False
 
     @property
     def inputs(self) -> list[str]:
@@ -138,6 +139,13 @@ class Program:
         if lane.reduce.startswith("col") and not lane.expand:
             return (1, c)
         return (r, c)
+
+
+def tolerances(program: Program) -> dict[str, int]:
+    """Every output's tolerance: its lane's (ulps / integer units)."""
+    tol = {lane.name: lane.tolerance for lane in program.lanes}
+    tol.update({f"{lane.name}_acc": lane.tolerance for lane in program.lanes})
+    return tol
 
 
 def input_dtype(name: str) -> str:
@@ -293,29 +301,32 @@ def make_inputs(program: Program) -> dict[str, torch.Tensor]:
     """Seeded inputs: a mix of normal values at several scales, ties, integers and specials."""
     g = torch.Generator().manual_seed(program.seed)
     shape = program.input_shape()
-    out = {}
-    for name in program.inputs:
-        dtype = input_dtype(name)
-        n = shape[0] * shape[1]
-        pick = torch.randint(0, 20, (n,), generator=g)
-        if dtype in FLOATS:
-            scale = [1.0, 8.0, 300.0][int(torch.randint(0, 3, (1,), generator=g))]
-            values = torch.randn(n, generator=g, dtype=torch.float64) * scale
-            halves = torch.round(torch.randn(n, generator=g, dtype=torch.float64) * 64) / 2
-            values = torch.where(pick < 3, halves, values)
-            specials = torch.tensor(SPECIAL_FLOATS, dtype=torch.float64)
-            chosen = specials[torch.randint(0, len(specials), (n,), generator=g)]
-            values = torch.where(pick == 3, chosen, values)
-            out[name] = values.reshape(shape).to(ref.TORCH[dtype])
-        else:
-            lo, hi = ref.INT_RANGE[dtype]
-            wide = torch.randint(lo, hi + 1, (n,), generator=g, dtype=torch.int64)
-            small = torch.randint(-8, 9, (n,), generator=g, dtype=torch.int64)
-            specials = torch.tensor([lo, hi, 0, -1, 1, lo + 1], dtype=torch.int64)
-            chosen = specials[torch.randint(0, len(specials), (n,), generator=g)]
-            values = torch.where(pick < 8, small, torch.where(pick < 10, chosen, wide))
-            out[name] = values.reshape(shape).to(ref.TORCH[dtype])
-    return out
+    return {name: random_values(g, shape, input_dtype(name)) for name in program.inputs}
+
+
+def random_values(g: torch.Generator, shape, dtype: str) -> torch.Tensor:
+    """Values of `dtype` drawn from `g`: normal values at a random scale with ties and
+    specials (floats), small and wide values with the range's ends (integers)."""
+    n = 1
+    for d in shape:
+        n *= d
+    pick = torch.randint(0, 20, (n,), generator=g)
+    if dtype in FLOATS:
+        scale = [1.0, 8.0, 300.0][int(torch.randint(0, 3, (1,), generator=g))]
+        values = torch.randn(n, generator=g, dtype=torch.float64) * scale
+        halves = torch.round(torch.randn(n, generator=g, dtype=torch.float64) * 64) / 2
+        values = torch.where(pick < 3, halves, values)
+        specials = torch.tensor(SPECIAL_FLOATS, dtype=torch.float64)
+        chosen = specials[torch.randint(0, len(specials), (n,), generator=g)]
+        values = torch.where(pick == 3, chosen, values)
+        return values.reshape(shape).to(ref.TORCH[dtype])
+    lo, hi = ref.INT_RANGE[dtype]
+    wide = torch.randint(lo, hi + 1, (n,), generator=g, dtype=torch.int64)
+    small = torch.randint(-8, 9, (n,), generator=g, dtype=torch.int64)
+    specials = torch.tensor([lo, hi, 0, -1, 1, lo + 1], dtype=torch.int64)
+    chosen = specials[torch.randint(0, len(specials), (n,), generator=g)]
+    values = torch.where(pick < 8, small, torch.where(pick < 10, chosen, wide))
+    return values.reshape(shape).to(ref.TORCH[dtype])
 
 
 # ----------------------------------------------------------------------------- reference
@@ -420,18 +431,19 @@ def _const(value) -> str:
     return repr(value)
 
 
-class _Emitter:
+class Emitter:
     """SSA statements for expressions; `leaf(name)` says how an input is referenced."""
 
-    def __init__(self, leaf, indent: str):
+    def __init__(self, leaf, indent: str, prefix: str = ""):
         self.leaf = leaf
         self.indent = indent
+        self.prefix = prefix
         self.lines: list[str] = []
         self.count = 0
 
     def fresh(self) -> str:
         self.count += 1
-        return f"v{self.count}"
+        return f"{self.prefix}v{self.count}"
 
     def emit(self, e: Expr) -> str:
         if e.kind == "input":
@@ -501,7 +513,7 @@ def _render_tile(program: Program) -> str:
     lines = [f"@pl.jit.incore\ndef fuzz_kernel(\n        {sig}):"]
     for name in program.inputs:
         lines.append(f"    t_{name} = pl.load({name}, [0, 0], [{r}, {c}])")
-    em = _Emitter(lambda n: f"t_{n}", "    ")
+    em = Emitter(lambda n: f"t_{n}", "    ")
     for lane in program.lanes:
         value = em.emit(lane.expr)
         lines += em.lines
@@ -518,7 +530,7 @@ def _render_tensor(program: Program) -> str:
         lines.append(f"    with pl.at(level=pl.Level.CORE_GROUP, name_hint=\"block{g}\"):")
         for i in group:
             lane = program.lanes[i]
-            em = _Emitter(lambda n: n, "        ")
+            em = Emitter(lambda n: n, "        ")
             em.count = 1000 * (i + 1)
             value = em.emit(lane.expr)
             lines += em.lines
@@ -541,7 +553,7 @@ def _render_partial(program: Program) -> str:
         if name in program.fillpad:
             fill = program.fillpad[name]
             lines.append(f"    t_{name} = pl.fillpad(t_{name}, pl.PadValue.{fill})")
-    em = _Emitter(lambda n: f"t_{n}", "    ")
+    em = Emitter(lambda n: f"t_{n}", "    ")
     for i, lane in enumerate(program.lanes):
         value = em.emit(lane.expr)
         lines += em.lines
@@ -582,7 +594,7 @@ def _render_loop(program: Program) -> str:
         row = f"i * {R}"
     for name in program.inputs:
         lines.append(f"        t_{name} = pl.load({name}, [{row}, 0], [{R}, {C}])")
-    em = _Emitter(lambda n_: f"t_{n_}", "        ")
+    em = Emitter(lambda n_: f"t_{n_}", "        ")
     for lane in program.lanes:
         value = em.emit(lane.expr)
         lines += em.lines
@@ -606,7 +618,7 @@ def _render_tasks(program: Program) -> str:
     lines = [f"@pl.jit\ndef fuzz_kernel(\n        {sig}):"]
     if first:
         lines.append("    with pl.at(level=pl.Level.CORE_GROUP, name_hint=\"first\"):")
-        em = _Emitter(lambda n_: n_, "        ")
+        em = Emitter(lambda n_: n_, "        ")
         for lane in first:
             value = em.emit(lane.expr)
             lines += em.lines
@@ -621,7 +633,7 @@ def _render_tasks(program: Program) -> str:
     used = sorted(set().union(*(lane.expr.leaves() for lane in second))) if second else []
     for name in used:
         lines.append(f"{ind}t_{name} = pl.load({name}, [b * {R}, 0], [{R}, {C}])")
-    em = _Emitter(lambda n_: f"t_{n_}", ind)
+    em = Emitter(lambda n_: f"t_{n_}", ind)
     em.count = 500
     for lane in second:
         value = em.emit(lane.expr)

@@ -12,39 +12,12 @@ runs ten times the CI budget, randomized, with hypothesis's example database:
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import warnings
 from collections import Counter
 
 import fuzz_programs as fp
-import fuzz_reference as ref
 import pytest
-import torch
-from hypothesis import HealthCheck, Phase, given, settings
-
-from pypto.debug import load_entry, torch_codegen
-from pypto.ir.diagnostics import PyptoPerfHint
-from pypto.runtime import RunConfig
-
-PLATFORMS = ("a2a3sim", "a5sim")
-LARGE = os.environ.get("PYPTO_FUZZ_PROFILE", "ci") == "large"
-SCALE = 10 if LARGE else 1
-
-settings.register_profile(
-    "pypto-fuzz",
-    # No deadline: a build takes seconds on a loaded 2-core machine, and that is not a bug.
-    deadline=None,
-    derandomize=not LARGE,
-    database=None if not LARGE else settings.default.database,
-    # Shrinking rebuilds every candidate (seconds each): CI reports the failing program
-    # as generated, with its source; the large profile shrinks it.
-    phases=list(Phase) if LARGE else [Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.function_scoped_fixture],
-    print_blob=True,
-)
+from fuzz_runner import PLATFORMS, PROFILE, SCALE, run_program
+from hypothesis import given, settings
 
 # Programs per kind in CI, and the fewest lanes each kind must have checked.
 BUDGET = {"tile": 8, "tensor": 6, "partial": 7, "loop": 4, "tasks": 5}
@@ -55,87 +28,15 @@ TOTALS: Counter = Counter()  # programs, lanes and outputs checked in this sessi
 KINDS_RUN: list[str] = []
 
 
-def _import(path: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _arguments(program: fp.Program, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-    """Fresh arguments in signature order: input copies, outputs poisoned."""
-    args = []
-    for name, shape, dtype, is_output in fp.parameters(program):
-        if is_output:
-            poison = torch.full(shape, 99, dtype=ref.TORCH[dtype])
-            args.append(poison)
-        else:
-            args.append(inputs[name].clone())
-    return args
-
-
-def _outputs(program: fp.Program, args) -> dict[str, torch.Tensor]:
-    return {name: arg for (name, _, _, is_output), arg in zip(fp.parameters(program), args)
-            if is_output}
-
-
-def _tolerances(program: fp.Program) -> dict[str, int]:
-    tol = {lane.name: lane.tolerance for lane in program.lanes}
-    tol.update({f"{lane.name}_acc": lane.tolerance for lane in program.lanes})
-    return tol
-
-
-def run_program(program: fp.Program, workdir) -> Counter:
-    """Builds and runs `program` everywhere; asserts agreement; counts what it checked."""
-    source = fp.render(program)
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    path = workdir / f"fuzz_{program.kind}_{digest}.py"
-    path.write_text(source)
-    module = _import(str(path), f"fuzz_{program.kind}_{digest}")
-    inputs = fp.make_inputs(program)
-    expected = fp.evaluate(program, inputs)
-    tolerance = _tolerances(program)
-    dtypes = {name: dtype for name, _, dtype, _ in fp.parameters(program)}
-    results = {}
-    failures = []
-
-    def check(what: str, got: dict, want: dict) -> None:
-        for name, value in want.items():
-            problem = ref.mismatch(got[name], value, dtypes[name], tolerance[name])
-            if problem:
-                failures.append(f"{what}, output {name}: {problem}")
-
-    for platform in PLATFORMS:
-        config = RunConfig(platform=platform, workers=program.workers,
-                           schedule_seed=program.schedule_seed)
-        args = _arguments(program, inputs)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PyptoPerfHint)
-            module.fuzz_kernel(*args, config=config)
-            lowered = module.fuzz_kernel.lower(*args, config=config)
-        sim = _outputs(program, args)
-        results[platform] = sim
-        torch_args = _arguments(program, inputs)
-        load_entry(torch_codegen(lowered), lowered.entry)(*torch_args)
-        check(f"{platform} vs torch_codegen", _outputs(program, torch_args), sim)
-        check(f"{platform} vs the plain reference", sim, expected)
-    check("a5sim vs a2a3sim", results["a5sim"], results["a2a3sim"])
-    if failures:
-        lanes = "\n".join(f"  {lane}" for lane in program.lanes)
-        pytest.fail(f"{len(failures)} disagreements in {path} (input seed {program.seed}):\n"
-                    + "\n".join(failures[:12]) + f"\n--- source ---\n{source}\n--- lanes ---\n"
-                    + lanes)
-    return Counter(programs=1, lanes=len(program.lanes), outputs=len(expected))
-
-
 def fuzz(kind: str, examples: int, workdir) -> Counter:
     """Runs `examples` generated programs of `kind` everywhere; what they checked."""
     counted = Counter()
 
-    @settings(settings.get_profile("pypto-fuzz"), max_examples=examples)
+    @settings(PROFILE, max_examples=examples)
     @given(program=fp.programs(kind, LANES))
     def check(program):
-        counted.update(run_program(program, workdir))
+        outputs = run_program(fp, program, workdir)
+        counted.update(programs=1, lanes=len(program.lanes), outputs=outputs)
 
     check()
     assert counted["programs"] == examples
