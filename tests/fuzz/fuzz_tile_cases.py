@@ -32,8 +32,9 @@ def tiles_case(draw, name: str) -> Case:
     """A grid of [R, C] tiles over [M, N] inputs walked by nested loops (or one flattened
     loop), each tile computed and stored; edge tiles where a dimension's loop unrolls."""
     R, C = draw(st.sampled_from(TILE_SHAPES))
-    nr, nc = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    expr, tolerance = draw(fp.lane_exprs(draw(st.integers(1, 3))))
+    nr, nc = draw(st.integers(1, 3)), draw(st.integers(1, 2))  # unrolled: at most 6 bodies
+    # Shallow expressions: fuzz_programs.py checks deep ones; here the loops matter.
+    expr, tolerance = draw(fp.lane_exprs(draw(st.integers(1, 2))))
     dtype = expr.dtype
     flat = draw(st.integers(0, 4)) == 0
     if flat:
@@ -160,8 +161,8 @@ def carry_case(draw, name: str) -> Case:
     chosen per unrolled iteration, and every block's value stored as well."""
     R, C = draw(st.sampled_from(TILE_SHAPES))
     shape = draw(st.sampled_from(("one", "nested", "inner")))
-    n1, n2 = draw(st.integers(1, 3)), draw(st.integers(1, 3)) if shape != "one" else 1
-    expr, _ = draw(fp.lane_exprs(draw(st.integers(1, 3)), exact_only=True))
+    n1, n2 = draw(st.integers(1, 3)), draw(st.integers(1, 2)) if shape != "one" else 1
+    expr, _ = draw(fp.lane_exprs(draw(st.integers(1, 2)), exact_only=True))
     dtype = expr.dtype
     folds = FOLD_FLOAT if dtype in fp.FLOATS else FOLD_INT
     outer = draw(loops(n1, R))
