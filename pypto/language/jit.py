@@ -77,6 +77,12 @@ class JitFunction:
         return ChainMap(dict(closure.nonlocals), self._scope, self.fn.__globals__,
                         vars(builtins))
 
+    def _in_signature(self, span: Span | None) -> bool:
+        """Does `span` point into the `def` line(s), not the body?"""
+        fndef, info = self._parsed_source()
+        first, body = fndef.lineno + info.line_offset, fndef.body[0].lineno + info.line_offset
+        return span is not None and span.file == info.file and first <= span.line < body
+
     def _parse(self, arg_types: list, resolve, constants: dict | None = None) -> Function:
         fndef, info = self._parsed_source()
         parser = FunctionParser(info, self._namespace(), self.func_type, resolve)
@@ -266,7 +272,9 @@ def build_program(entry: JitFunction, arg_types: list, constants: dict | None = 
             try:
                 fn = ref._parse(types, resolve)
                 fn = replace(fn, name=_fresh(ref.__name__, callees.keys() | {entry.__name__}))
-            except TypeCheckError:
+            except TypeCheckError as exc:
+                if not ref._in_signature(exc.span):
+                    raise  # the body does not fit these shapes: its own message
                 fn = seen[0]
             else:
                 seen.append(fn)

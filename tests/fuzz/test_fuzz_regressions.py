@@ -465,6 +465,29 @@ def test_a_kernel_with_open_shapes_serves_each_call_of_one_orchestration(platfor
     assert names == ["doubled_any_shape", "doubled_any_shape_1", "one_kernel_three_shapes"]
 
 
+@pl.jit.incore
+def sixteen_rows_of_any(a: pl.Tensor, b: pl.Out[pl.Tensor]):
+    b = pl.store(pl.load(a, [0, 0], [16, 64]), [0, 0], b)
+    return b
+
+
+@pl.jit
+def second_shape_too_small(x: pl.Tensor[[32, 64], pl.FP32],
+                           y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+    sixteen_rows_of_any(x[0:16, :], y[0:16, :])
+    sixteen_rows_of_any(x[16:24, :], y[16:24, :])
+    return y
+
+
+def test_a_second_specialisation_the_body_cannot_take_is_refused_in_the_body():
+    with pytest.raises(TypeCheckError) as info:
+        second_shape_too_small.lower(torch.zeros(32, 64), torch.zeros(32, 64))
+    err = info.value
+    assert linecache.getline(__file__, err.span.line).strip() == \
+        "b = pl.store(pl.load(a, [0, 0], [16, 64]), [0, 0], b)", str(err)
+    assert "exceeds [8, 64]" in err.message
+
+
 @pl.jit
 def tensor_value_after_a_tile_loop(x: pl.Tensor[[16, 64], pl.FP32],
                                    y: pl.Out[pl.Tensor[[16, 64], pl.FP32]],
