@@ -73,7 +73,8 @@ def outputs(gen, program, args) -> dict[str, torch.Tensor]:
 
 
 def run_program(gen, program, workdir: Path, platforms=PLATFORMS) -> int:
-    """Builds and runs `program` on every platform; fails the test on any disagreement or
+    """Builds and runs `program` on every platform (each against the reference, its own
+    `torch_codegen` and the first platform); fails the test on any disagreement or
     error, showing the source.  Returns the number of outputs checked."""
     source, path, module = load_module(gen, program, workdir)
     inputs = gen.make_inputs(program)
@@ -118,8 +119,8 @@ def run_program(gen, program, workdir: Path, platforms=PLATFORMS) -> int:
         results[platform] = sim
         check(f"{platform} vs torch_codegen", outputs(gen, program, torch_args), sim)
         check(f"{platform} vs the plain reference", sim, expected)
-    if len(platforms) == 2:
-        check(f"{platforms[1]} vs {platforms[0]}", results[platforms[1]], results[platforms[0]])
+    for other in platforms[1:]:
+        check(f"{other} vs {platforms[0]}", results[other], results[platforms[0]])
     if failures:
         pytest.fail(report(f"{len(failures)} disagreements"))
     return len(expected)
