@@ -50,7 +50,7 @@ FLOAT_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 INT_BINARY = FLOAT_BINARY + ("and_", "or_", "xor", "shl", "shr")
 FLOAT_UNARY = ("neg", "abs", "relu", "sqrt", "rsqrt", "recip")
 INT_UNARY = ("neg", "abs", "relu", "not_")
-TRANSCENDENTAL = ("exp", "log")  # libm vs torch: within an ulp, so only at a lane's end
+TRANSCENDENTAL = ("exp", "log")  # within an ulp of the reference's, so only at a lane's end
 RSCALAR_INT = ("add", "sub", "mul", "div", "maximum", "minimum", "and_", "or_", "xor")
 
 FLOAT_CONSTANTS = (0.5, -1.25, 3.0, 0.1, -7.0, 1e-3, 2.0, 1000.0, -0.0, 65504.0, 1e6,
@@ -204,7 +204,7 @@ def lane_exprs(draw, depth: int, dtypes=DTYPES, scratch: tuple = (),
         op = draw(st.sampled_from(TRANSCENDENTAL))
         if op == "log":
             inner = Expr("unary", dtype, "abs", (inner,))
-        return Expr("unary", dtype, op, (inner,)), 2
+        return Expr("unary", dtype, op, (inner,)), 1
     if ending == "cast":
         src, dst = draw(st.sampled_from(sorted(DOUBLE_ROUNDING)))
         if src in dtypes and dst in dtypes:
