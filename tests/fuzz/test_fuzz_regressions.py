@@ -536,6 +536,27 @@ def test_tensor_level_operators_in_loops_of_a_block_run_per_iteration():
 
 
 @pl.jit
+def tensor_operator_in_an_if_in_a_loop(x: pl.Tensor[[16, 64], pl.FP32], n: pl.Scalar[pl.INT64],
+                                       out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        for i in pl.range(2):
+            if n > i:
+                out[:] = pl.add(x, 1.0)
+    return out
+
+
+def test_a_tensor_level_operator_in_an_if_in_a_loop_is_refused_at_its_line():
+    # Loop bodies are lowered like the top level now; an `if` (runtime control flow) is
+    # not, at any depth: its tensor statements are refused where they are written.
+    with pytest.raises(LoweringError) as info:
+        tensor_operator_in_an_if_in_a_loop.lower(torch.zeros(16, 64), 1, torch.zeros(16, 64))
+    err = info.value
+    assert err.span.file == __file__, str(err)
+    assert linecache.getline(__file__, err.span.line).strip() == "out[:] = pl.add(x, 1.0)"
+    assert "tensor-level operators inside an `if` of a kernel are not supported" in err.message
+
+
+@pl.jit
 def carried_tensor_value(x: pl.Tensor[[32, 64], pl.FP32],
                          out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
     with pl.at(level=pl.Level.CORE_GROUP):
