@@ -154,7 +154,7 @@ class ProgramRun:
         golden = GoldenCheck.start(self.config, manifest.params, args)
         params = (PtoArg * len(manifest.params))()
         buffers: dict[int, torch.Tensor] = {}
-        for index, (spec, value) in enumerate(zip(manifest.params, args)):
+        for index, (spec, value) in enumerate(zip(manifest.params, args, strict=True)):
             if spec.is_tensor:
                 if value.data_ptr() in self.resident and value.is_contiguous():
                     # A ChipWorker's resident tensor is device memory already: no copies.
@@ -511,7 +511,7 @@ def _check_arguments(entry: str, params: Sequence[ParamSpec], args: Sequence[Any
     if len(args) != len(params):
         names = ", ".join(p.name for p in params)
         raise TypeError(f"{entry}() takes {len(params)} arguments ({names}), got {len(args)}")
-    for spec, value in zip(params, args):
+    for spec, value in zip(params, args, strict=True):
         if spec.is_tensor:
             _check_tensor(spec, value)
         else:

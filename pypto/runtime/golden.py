@@ -298,7 +298,9 @@ class GoldenRecord:
         try:
             tensors = load(data)
         except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types
-            raise GoldenError(f"{self.directory / file}: not a readable safetensors file: {exc}")
+            raise GoldenError(
+                f"{self.directory / file}: not a readable safetensors file: {exc}"
+            ) from None
         wanted = {i.name: i for i in infos}
         if set(tensors) != set(wanted):
             raise GoldenError(
@@ -466,16 +468,17 @@ class GoldenCheck:
                               info.dtype, f"output {info.name!r}")
         from pypto.runtime.memory import poison_
 
-        for param, value in zip(params, args):
+        for param, value in zip(params, args, strict=True):
             if param.direction.reads and record.declared_out(param):
                 poison_(value)
-        given = {p.name: value for p, value in zip(params, args) if p.direction.reads}
+        given = {p.name: value for p, value in zip(params, args, strict=True) if p.direction.reads}
         return cls(record, params, default, record.differing_inputs(given))
 
     def finish(self, args: Sequence[Any], schedule: Any = None) -> GoldenReport:
         """Compares the outputs; raises GoldenMismatchError unless everything matches
         (with a `scheduling_note` from the tasks of the run's `schedule`, when given)."""
-        outputs = {p.name: value for p, value in zip(self.params, args) if p.direction.writes}
+        outputs = {p.name: value for p, value in zip(self.params, args, strict=True)
+                   if p.direction.writes}
         report = self.record.compare(outputs, self.default, self.differing)
         if not report.passed:
             note = None if schedule is None else scheduling_note(schedule.tasks,

@@ -125,7 +125,8 @@ class CheckTable:
             for r in self.rows
         ]
         widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                 for row in cells]
         lines.insert(1, "  ".join("-" * w for w in widths))
         for row in self.failures:
             lines.append(f"FAIL {row.kernel}/{row.variant}: {row.detail}")
@@ -156,7 +157,8 @@ def check_artifact(
     args = record.run_arguments(program.manifest.params)
     config = RunConfig(platform=program.platform)
     program.run(args, config)
-    outputs = {p.name: a for p, a in zip(program.manifest.params, args) if p.direction.writes}
+    outputs = {p.name: a for p, a in zip(program.manifest.params, args, strict=True)
+               if p.direction.writes}
     report = record.compare(outputs, Tolerance(config.rtol, config.atol, "RunConfig default"))
     return [
         CheckRow(kernel, variant, c.name, c.max_abs, c.max_rel, c.tolerance.describe(),

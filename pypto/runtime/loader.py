@@ -48,7 +48,8 @@ def load_artifact(path: str | os.PathLike, *, platform: str | None = None) -> Lo
     paths = [binary.path for binary in resolved]
     kernels = [
         _symbol(library, spec.name, PtoKernelFn, path)
-        for library, spec, path in zip(libraries, manifest.kernels, paths)
+        # The last binary is the orchestration's.
+        for library, spec, path in zip(libraries[:-1], manifest.kernels, paths[:-1], strict=True)
     ]
     orchestrate = _symbol(
         libraries[-1], manifest.orchestration_entry, PtoOrchestrateFn, paths[-1]
@@ -93,7 +94,9 @@ def _check_limits(manifest: Manifest, backend: Backend) -> None:
             "build rules, rebuild the artifact"
         )
     for kernel in manifest.kernels:
-        marks = dict(zip(ON_CHIP_SPACES, kernel.on_chip or ()))
+        if kernel.on_chip is None:  # a kernel that records no marks has none to check
+            continue
+        marks = dict(zip(ON_CHIP_SPACES, kernel.on_chip, strict=True))
         over = {space: mark for space, mark in marks.items() if mark > expected[space]}
         if over:
             raise ArtifactError(
@@ -120,7 +123,8 @@ class LoadedProgram:
         self.last_schedule: Scheduler | None = None
         """The scheduler of the most recent run (tasks, timings, edges), for DFX output."""
         # Kernels built with PYPTO_SIM_DEBUG=1 export a bounds-check fault record.
-        self._faults = [(spec, *record) for spec, library in zip(manifest.kernels, libraries)
+        self._faults = [(spec, *record)
+                        for spec, library in zip(manifest.kernels, libraries[:-1], strict=True)
                         if (record := _fault_record(library)) is not None]
 
     @property

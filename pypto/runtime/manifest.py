@@ -96,8 +96,8 @@ class Manifest:
         marks = [0] * len(ON_CHIP_SPACES)
         for kernel in self.kernels:
             used = kernel.on_chip if kernel.on_chip is not None else capacities
-            marks = [max(m, u) for m, u in zip(marks, used)]
-        return tuple(min(m, c) for m, c in zip(marks, capacities))
+            marks = [max(m, u) for m, u in zip(marks, used, strict=True)]
+        return tuple(min(m, c) for m, c in zip(marks, capacities, strict=True))
 
     @classmethod
     def read(cls, artifact_dir: Path, *, platform: str | None = None) -> Manifest:

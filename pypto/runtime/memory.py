@@ -78,7 +78,7 @@ def describe_tensor(tensor: PtoTensor, buffer: torch.Tensor, dtype: DataType) ->
     if len(shape) > MAX_RANK:
         raise ValueError(f"rank {len(shape)} exceeds the ABI's maximum of {MAX_RANK}")
     tensor.data = buffer.data_ptr() or None
-    for d, (extent, stride) in enumerate(zip(shape, row_major_strides(shape))):
+    for d, (extent, stride) in enumerate(zip(shape, row_major_strides(shape), strict=True)):
         tensor.shape[d] = extent
         tensor.stride[d] = stride
     tensor.ndim = len(shape)
@@ -231,7 +231,7 @@ class SimCore:
     def poison(self, sizes: Sequence[int]) -> None:
         """Fills bytes [0, sizes[k]) of each on-chip buffer (ON_CHIP_SPACES order) with
         ON_CHIP_POISON_BYTE: a run starts from this state, whatever ran on the core before."""
-        for address, size in zip(self._buffers, sizes):
+        for address, size in zip(self._buffers, sizes, strict=True):
             if size:
                 ctypes.memset(address, ON_CHIP_POISON_BYTE, size)
 

@@ -241,8 +241,9 @@ def for_program(program: LoadedProgram) -> NativeProgram | str:
     if lib is None:
         return f"the native scheduler is unavailable ({_unavailable})"
     addresses = []
+    # The last library is the orchestration's.
     for spec, kernel, binary in zip(program.manifest.kernels, program.kernels,
-                                    program._libraries):
+                                    program._libraries[:-1], strict=True):
         # Only the kernels the artifact exports run natively; a Python callable put in
         # their place (a test's failing kernel) needs the Python scheduler.
         if not isinstance(kernel, PtoKernelFn):

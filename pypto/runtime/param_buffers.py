@@ -50,11 +50,11 @@ class ParamBuffers:
         self._in_array = (ctypes.c_uint64 * max(1, 3 * len(copy_in)))()
         self._fill_array = (ctypes.c_uint64 * max(1, 3 * len(fill)))()
         self._out_array = (ctypes.c_uint64 * max(1, 3 * len(copy_out)))()
-        for k3, index, buffer, nbytes in self._copy_in:
+        for k3, _, buffer, _ in self._copy_in:
             self._in_array[k3] = buffer.data_ptr()
         for k3, index, buffer, nbytes in self._fill:
             self._fill_array[k3:k3 + 3] = [buffer.data_ptr(), nbytes, self.specs[index].dtype.code]
-        for k3, index, buffer, nbytes in self._copy_out:
+        for k3, _, buffer, _ in self._copy_out:
             self._out_array[k3 + 1] = buffer.data_ptr()
         self.call = PnrCall(orchestrate, ctypes.addressof(self.params), len(copy_in), len(fill),
                             len(copy_out), 0, ctypes.addressof(self._in_array),
@@ -117,7 +117,7 @@ class ParamBuffers:
             if self._bound:
                 self._unbind()
             return self._address
-        for k3, index, buffer, nbytes in self._fill:
+        for k3, index, _, nbytes in self._fill:
             self._fill_array[k3 + 1] = 0 if index in in_place else nbytes
         bound = (PtoArg * len(params)).from_buffer_copy(params)
         ranges: list[int] = []
@@ -152,7 +152,7 @@ class ParamBuffers:
         self.call.params = ctypes.addressof(self.params)
         self.call.ranges = ctypes.addressof(self.ranges)
         self.call.nranges = self.nranges
-        for k3, index, buffer, nbytes in self._fill:
+        for k3, _, _, nbytes in self._fill:
             self._fill_array[k3 + 1] = nbytes
 
     def copy_back(self, args: Sequence) -> None:

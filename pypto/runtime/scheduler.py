@@ -572,7 +572,8 @@ class _RaceDetector:
     def _entries(self, start: int, end: int):
         history = self.history
         lo, hi = history._span(start, end)
-        return zip(history._starts[lo:hi], history._ends[lo:hi], history._writers[lo:hi])
+        return zip(history._starts[lo:hi], history._ends[lo:hi], history._writers[lo:hi],
+                   strict=True)
 
     def _raise(self, first, kernel_name, access, other, start, end) -> None:
         tasks = self.scheduler.tasks
