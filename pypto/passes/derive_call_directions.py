@@ -82,7 +82,7 @@ class _Access(IRVisitor):
     def visit_FuncCall(self, expr: FuncCall) -> None:
         dirs = self.directions.get(expr.callee, ())
         spans = self.write_spans.get(expr.callee, ())
-        for index, (arg, d) in enumerate(zip(expr.args, dirs)):
+        for index, (arg, d) in enumerate(zip(expr.args, dirs, strict=True)):
             if isinstance(arg, Var):
                 for name in {arg.name, self._base(arg.name)}:
                     if d is not Direction.In:

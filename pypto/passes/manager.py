@@ -165,7 +165,7 @@ class ProfilingInstrument(PassInstrument):
         rows = [{"index": i, "pass": name, "time_us": round(t / 1000, 1)}
                 for i, (name, t) in enumerate(self.times, start=1)]
         lines = [f"{'#':>2}  {'pass':<24} {'time (us)':>10} {'share':>6}"]
-        for r, (_, t) in zip(rows, self.times):
+        for r, (_, t) in zip(rows, self.times, strict=True):
             lines.append(f"{r['index']:>2}  {r['pass']:<24} {r['time_us']:>10.1f} "
                          f"{100 * t / total:>5.1f}%")
         lines.append(f"    {'total':<24} {total / 1000:>10.1f}")

@@ -64,7 +64,8 @@ class Window:
 
     @property
     def extents(self) -> tuple[int, ...]:
-        return tuple(full if d is None else d[2] for full, d in zip(self.shape, self.dims))
+        return tuple(full if d is None else d[2]
+                     for full, d in zip(self.shape, self.dims, strict=True))
 
 
 def split_offset(e) -> tuple:
@@ -257,7 +258,7 @@ def _binds_itself(call: FuncCall, targets, returned: list[int], index: int) -> b
     if not isinstance(arg, Var):
         return False
     values = targets[:-1] if call.task_id and targets else targets
-    return all(t.name == arg.name for t, r in zip(values, returned) if r == index)
+    return all(t.name == arg.name for t, r in zip(values, returned, strict=True) if r == index)
 
 
 def _window(shape, accesses, scalars: set[str]) -> Window | None:
@@ -327,7 +328,7 @@ class _RelativeAccesses(IRMutator):
         offsets = new.args[at]
         items = tuple(
             item if d is None else Const(split_offset(item)[1] - d[1], INDEX, item.span)
-            for item, d in zip(offsets.items, window.dims)
+            for item, d in zip(offsets.items, window.dims, strict=True)
         )
         args = list(new.args)
         args[at] = replace(offsets, items=items)
@@ -357,7 +358,7 @@ class _CallSites(IRMutator):
     def _narrow(self, stmt, call: FuncCall, targets) -> list:
         kernel = self.kernels[call.callee]
         plan = self.plans[call.callee]
-        scalars = {p.var.name: a for p, a in zip(kernel.params, call.args)
+        scalars = {p.var.name: a for p, a in zip(kernel.params, call.args, strict=True)
                    if isinstance(p.var.type, ScalarType)}
         views: dict[int, Var] = {}
         out: list = []

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from ..ir.nodes import Assign, For, Var
 from ..ir.visitor import IRMutator

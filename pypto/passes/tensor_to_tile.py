@@ -598,7 +598,8 @@ class _VectorRun:
             dst, src, offsets = stmt.value.args
             src_tile = tiles[src.name]
             o = origin(src.type.shape)
-            window = ExprList(tuple(index_add(a, b) for a, b in zip(offsets.items, o.items)))
+            window = ExprList(tuple(index_add(a, b)
+                                    for a, b in zip(offsets.items, o.items, strict=True)))
             store = make_call("store", src_tile, window, dst, span=stmt.span,
                               atomic=stmt.value.attr("atomic"))
             out.append(Assign(stmt.targets, store, stmt.span))

@@ -50,7 +50,7 @@ class _ViewFolder(IRMutator):
             offsets = tuple(self.mutate_expr(o) for o in offsets.items)
             if src.name in self.views:
                 base, outer = self.views[src.name]
-                offsets = tuple(index_add(a, b) for a, b in zip(outer, offsets))
+                offsets = tuple(index_add(a, b) for a, b in zip(outer, offsets, strict=True))
             elif src.name in self.params:
                 base = src
             else:
@@ -72,7 +72,8 @@ class _ViewFolder(IRMutator):
         if expr.op == "load" and expr.args[0].name in self.views:
             base, origin = self.views[expr.args[0].name]
             offsets = expr.args[1]
-            moved = ExprList(tuple(index_add(a, b) for a, b in zip(origin, offsets.items)),
+            moved = ExprList(tuple(index_add(a, b)
+                                   for a, b in zip(origin, offsets.items, strict=True)),
                              offsets.span)
             return replace(expr, args=(base, moved) + expr.args[2:])
         if expr.op == "store" and isinstance(expr.args[2], Var) and \
