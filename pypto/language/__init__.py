@@ -38,7 +38,9 @@ def program(cls=None, *, entry: str | None = None):
             lines, first = inspect.getsourcelines(c)
             file = inspect.getsourcefile(c) or "<unknown>"
         except (OSError, TypeError):
-            raise ParseError(f"cannot read the source of class `{c.__name__}`; use pl.parse(text)")
+            raise ParseError(
+                f"cannot read the source of class `{c.__name__}`; use pl.parse(text)"
+            ) from None
         module = sys.modules.get(c.__module__)
         namespace = dict(vars(module)) if module else {}
         if frame is not None and frame.f_globals is not frame.f_locals:

@@ -114,7 +114,7 @@ class ControlFlowSyntax:
 
     def _bounds(self, call: ast.Call):
         bounds = [self.scalar(a) for a in call.args]
-        for a, b in zip(call.args, bounds):
+        for a, b in zip(call.args, bounds, strict=True):
             if b.type.dtype.is_float:
                 raise self.error(a, f"the loop bound `{ast.unparse(a)}` is a "
                                  f"{b.type.dtype.name} scalar; loop bounds are integers",
@@ -136,7 +136,7 @@ class ControlFlowSyntax:
                              f"{len(carried)} carried name(s)")
         exprs = [self.expr(v) for v in values]
         out = []
-        for name, value, value_node in zip(carried, exprs, values):
+        for name, value, value_node in zip(carried, exprs, values, strict=True):
             if self._carries_in_place(value):
                 # A kernel's tensor is written in place: the carry names the tensor itself.
                 self._unalias(name)
@@ -178,7 +178,7 @@ class ControlFlowSyntax:
             raise self.error(node, "a loop with init_values ends with "
                              "`x, ... = pl.yield_(...)`, which names its results")
         out = []
-        for after, carry in zip(scope.after, scope.carries):
+        for after, carry in zip(scope.after, scope.carries, strict=True):
             # a tensor carried in place: so is its result
             if scope.in_place.get(carry) and carry in self.aliases:
                 self._unalias(after)
@@ -305,7 +305,7 @@ class ControlFlowSyntax:
                              hint="outside those, bind the value with a plain assignment")
         values = [self.expr(a) for a in call.args]
         if scope.kind == "if":
-            return [self._bind(n, v, node, annotation) for n, v in zip(names, values)]
+            return [self._bind(n, v, node, annotation) for n, v in zip(names, values, strict=True)]
         if len(values) != len(scope.carries):
             raise self.error(call, f"the loop carries {len(scope.carries)} value(s); "
                              f"pl.yield_ gives {len(values)}")
@@ -315,7 +315,7 @@ class ControlFlowSyntax:
         out = []
         # Values read after a carry is rebound see the new value: go through temporaries.
         reads = [set(_names(v)) for v in values]
-        for i, (carry, value) in enumerate(zip(scope.carries, values)):
+        for i, (carry, value) in enumerate(zip(scope.carries, values, strict=True)):
             if any(carry in r for r in reads[i + 1:]):
                 raise self.error(call, f"pl.yield_ reads `{carry}` after passing it a new "
                                  "value", hint="bind the yielded values to new names first")

@@ -75,7 +75,7 @@ class InlineSyntax:
         params = [p.var.name for p in sig.params]
         names = {n: n + suffix for n in set(defs(body)) | set(uses(body)) if n not in params}
         prologue = []
-        for name, arg in zip(params, args):
+        for name, arg in zip(params, args, strict=True):
             if isinstance(arg, Var):
                 names[name] = arg.name
             else:  # a constant or an expression: bound once, under the helper's name
@@ -98,7 +98,7 @@ class InlineSyntax:
             raise self.error(node, f"`{callee.__name__}` returns {len(values)} value(s); bind "
                              f"them to as many names")
         out = []
-        for name, value in zip(names, values):
+        for name, value in zip(names, values, strict=True):
             if isinstance(value, Var) and value.name == name.id:
                 self.vars[name.id] = value
                 continue

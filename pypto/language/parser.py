@@ -11,8 +11,9 @@ import ast
 import builtins
 import math
 from collections import ChainMap
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from ..ir.dtypes import DataType
 from ..ir.errors import (
@@ -326,7 +327,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(call, "write pl.func_attr({\"name\": value, ...}) with a dict "
                              "literal")
         attrs = {}
-        for key_node, value_node in zip(call.args[0].keys, call.args[0].values):
+        for key_node, value_node in zip(call.args[0].keys, call.args[0].values, strict=True):
             key = self.static(key_node) if key_node is not None else None
             if key in attrs:
                 raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
@@ -525,7 +526,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             if not isinstance(vtype, TupleType) or len(vtype.items) != len(target.elts):
                 n = len(vtype.items) if isinstance(vtype, TupleType) else 1
                 raise self.error(node, f"cannot unpack {n} value(s) into {len(target.elts)} names")
-            targets = tuple(Var(e.id, t, span) for e, t in zip(target.elts, vtype.items))
+            targets = tuple(Var(e.id, t, span)
+                            for e, t in zip(target.elts, vtype.items, strict=True))
             for var in targets:
                 self._rebind(var, node)
                 self.track_runtime_dims(var.name, _value_node(node), var.type)
@@ -830,7 +832,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if len(args) != len(callee.params):
             raise self.error(node, f"`{callee.name}` takes {len(callee.params)} arguments, "
                              f"got {len(args)}", cls=TypeCheckError)
-        for i, (arg, p) in enumerate(zip(args, callee.params)):
+        for i, (arg, p) in enumerate(zip(args, callee.params, strict=True)):
             if not same_value_type(arg.type, p.var.type) and _scalar_widens(arg.type,
                                                                            p.var.type):
                 args[i] = self._call_op("cast", [arg], {"dtype": p.var.type.dtype}, node)
@@ -846,7 +848,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         bound: dict[str, ast.AST] = {}
         if len(node.args) > len(names):
             raise self.error(node, f"pl.{op.name} takes at most {len(names)} arguments")
-        positional = list(zip(names, node.args))
+        # Fewer positional arguments than parameters: the rest come by keyword or default.
+        positional = list(zip(names, node.args, strict=False))
         if op.name == "store" and len(node.args) == 4 and isinstance(node.args[3], ast.List):
             positional[3] = ("shapes", node.args[3])  # upstream's pl.store(t, offsets, out, shape)
         for name, arg in positional:
@@ -966,7 +969,7 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
         if len(annotation.shape) != len(arg_type.shape):
             raise error(f"parameter `{name}` expects rank {len(annotation.shape)}, got "
                         f"{list(arg_type.shape)}")
-        for want, got in zip(annotation.shape, arg_type.shape):
+        for want, got in zip(annotation.shape, arg_type.shape, strict=True):
             if isinstance(want, int) and want != got:
                 raise error(f"parameter `{name}` expects shape {_shape_text(annotation.shape)}, "
                             f"got {list(arg_type.shape)}")

@@ -81,7 +81,8 @@ class Tile:
         valid = None
         if extras and isinstance(extras[0], (list, tuple)):
             valid = _shape(extras.pop(0), "pl.Tile valid")
-            if len(valid) != len(shape) or any(v < 0 or v > d for v, d in zip(valid, shape)):
+            if len(valid) != len(shape) or any(
+                    v < 0 or v > d for v, d in zip(valid, shape, strict=True)):
                 raise TypeError(f"pl.Tile valid region {list(valid)} must fit in {list(shape)}")
         memory = extras.pop(0) if extras else None
         addr = extras.pop(0) if extras else None
