@@ -451,7 +451,7 @@ def _expr(e) -> dict:
         return {"kind": "var", "name": "static_cast<int64_t>(get_block_idx())"}
     if isinstance(e, Call) and isinstance(e.type, ScalarType) and len(e.args) == 2:
         model = expr_model(e)
-        model.update({k: _expr(a) for k, a in zip(("lhs", "rhs"), e.args)})
+        model.update({k: _expr(a) for k, a in zip(("lhs", "rhs"), e.args, strict=True)})
         return model
     return expr_model(e)
 

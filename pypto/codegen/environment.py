@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from functools import lru_cache
+from functools import cache
 
 import jinja2
 
@@ -28,7 +28,7 @@ def _py_literal(value) -> str:
     return repr(value)
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Union
 
 from ..ir.errors import InternalError
 
@@ -80,7 +79,7 @@ class Flag:
     guards: tuple[Instr, Instr] | None = None
 
 
-Node = Union[Instr, Loop, Flag]
+Node = Instr | Loop | Flag
 
 
 @dataclass(frozen=True)
@@ -193,7 +192,7 @@ def _happens_before(trace: list[_Event], event_limit: bool = True
                     before |= hb[j] | (1 << j)
         hb.append(before)
         last_on_pipe[pipe] = i
-    for key, j in sorted(pending.items(), key=lambda kv: kv[1]):
+    for j in sorted(pending.values()):
         problems.append(Violation(f"{_flag_text(trace[j].node)} is never waited for: the flag "
                                   "stays set after the kernel"))
     return hb, problems
@@ -319,7 +318,7 @@ def _allocate_events(body: list[Node]) -> None:
             spans.setdefault(flag.pair, []).append(flag)
         busy: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
         stuck = None
-        for pair, (first, second) in sorted(spans.items(), key=lambda kv: pos[id(kv[1][0])]):
+        for first, second in sorted(spans.values(), key=lambda flags: pos[id(flags[0])]):
             lo, hi = pos[id(first)], pos[id(second)]
             taken = {e for a, b, e in busy.get((first.src, first.dst), []) if a <= hi and lo <= b}
             free = next((e for e in range(EVENTS) if e not in taken), None)
