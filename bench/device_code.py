@@ -9,6 +9,7 @@ no CPU-model compiler or pto-isa is found.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 import warnings
@@ -68,7 +69,7 @@ def measure(settings: Settings) -> list[Row]:
                         note="pto-isa's headers, -D__CPU_SIM, zig c++ / clang / g++ >= 13"))
         cpu = kernel.compile(*args, config=RunConfig(platform="a5cpu"))
         sim = kernel.compile(*args, config=RunConfig(platform="a5sim"))
-        ours, peer = paired_medians(lambda: cpu(*args), lambda: sim(*args),
+        ours, peer = paired_medians(functools.partial(cpu, *args), functools.partial(sim, *args),
                                     settings.runs if settings.quick else max(9, settings.runs))
         rows.append(Row("device", f"{label}: one call on pto-isa's CPU model", ours, peer,
                         "the same program on a5sim"))

@@ -19,7 +19,8 @@ def table(rows: Sequence[Row]) -> str:
     """A plain-text table of every row, grouped as measured."""
     cells = [HEADER] + [_cells(r) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cell, widths)).rstrip() for cell in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)).rstrip()
+             for cell in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

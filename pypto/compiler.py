@@ -8,6 +8,7 @@ diagnostics are pass instruments: they run around the passes, never inside them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -141,10 +142,8 @@ def _compiler_digest(platform: Platform, identity: str, stat: tuple) -> str:
 
     files = SpecIndex(package_dir("pypto"), default_cache_root() / "index" / "compiler.json")
     digest = key.compiler_digest(platform, identity, digest=files.code_digest)
-    try:
+    with contextlib.suppress(OSError):  # a cache no one may write: computed again next time
         files.save()
-    except OSError:
-        pass  # a cache no one may write: the digests are computed again next time
     return digest
 
 

@@ -127,7 +127,7 @@ class _Case:
         return [a.clone() if isinstance(a, torch.Tensor) else a for a in self.args]
 
     def outputs(self, args: list[Any]) -> dict[str, torch.Tensor]:
-        return {n: a for n, a in zip(self.names, args) if n in self.expected}
+        return {n: a for n, a in zip(self.names, args, strict=True) if n in self.expected}
 
 
 # ----------------------------------------------------------------------------- entry points

@@ -45,7 +45,7 @@ def _outputs(program: Program, expected) -> dict[int, torch.Tensor]:
     if len(outs) != len(expected):
         raise ValueError(f"{len(expected)} expected tensors for {len(outs)} outputs of "
                          f"`{program.entry}`; pass a dict keyed by parameter name")
-    return dict(zip(outs, expected))
+    return dict(zip(outs, expected, strict=True))
 
 
 def _args(program: Program, tensors) -> list:

@@ -46,7 +46,7 @@ def run_reference(
             raise GoldenCaseError(
                 f"{where}: the reference returned {len(result)} values for the outputs {names}"
             )
-        by_name = dict(zip(names, result))
+        by_name = dict(zip(names, result, strict=True))
     else:
         if len(names) != 1:
             raise GoldenCaseError(

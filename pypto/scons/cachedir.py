@@ -10,6 +10,7 @@ removed while it was being read is a miss the same way.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -95,8 +96,6 @@ def _quarantine(path: Path) -> Path:
     quarantine = path.parent.parent / "quarantine"
     quarantine.mkdir(exist_ok=True)
     aside = quarantine / f"{path.name}.{secrets.token_hex(4)}"
-    try:
+    with contextlib.suppress(FileNotFoundError):  # another reader moved it first
         os.rename(path, aside)
-    except FileNotFoundError:
-        pass  # another reader moved it first
     return aside

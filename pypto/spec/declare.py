@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import re
@@ -64,10 +65,8 @@ def dtype_of(value: Any) -> DataType:
         return value
     found = None
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(KeyError):
             found = from_name(value)
-        except KeyError:
-            pass
     if found is None:
         try:
             found = from_torch(value)

@@ -83,10 +83,9 @@ class ArtifactCache:
         damaged one is quarantined (see the module docstring) and None returned."""
         entry = self._intact(key)
         if entry is not None:
-            try:
-                os.utime(entry)  # its last use, for trim
-            except OSError:
-                pass  # a cache this user may not write: served all the same
+            # Its last use, for trim; a cache this user may not write is served all the same.
+            with contextlib.suppress(OSError):
+                os.utime(entry)
         return entry
 
     def _intact(self, key: str) -> Path | None:

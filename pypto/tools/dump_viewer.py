@@ -276,7 +276,7 @@ def _window(reference: Any, record: dict) -> Any:
     if list(reference.shape) == shape or not offsets or len(offsets) != reference.dim() \
             or len(shape) != reference.dim():
         return reference
-    index = tuple(slice(o, o + s) for o, s in zip(offsets, shape))
+    index = tuple(slice(o, o + s) for o, s in zip(offsets, shape, strict=True))
     return reference[index]
 
 
