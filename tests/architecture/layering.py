@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -279,7 +280,7 @@ def module_cycles(root: Path, package: str) -> list[str]:
         members = set(component)
         graph = {m: [t for t in sorted(edges.get(m, {})) if t in members] for m in component}
         cycle = _cycle(graph)
-        steps = [f"{a} -> {b} ({edges[a][b].where(root)})" for a, b in zip(cycle, cycle[1:])]
+        steps = [f"{a} -> {b} ({edges[a][b].where(root)})" for a, b in itertools.pairwise(cycle)]
         found.append("; ".join(steps))
     return found
 

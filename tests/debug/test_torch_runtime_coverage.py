@@ -63,7 +63,7 @@ def _same(kernel, args, platform, exact=True):
     torch_args = [a.clone() for a in args]
     load_entry(torch_codegen(program, check_shapes=True), program.entry)(*torch_args)
     tol = 0 if exact else 1e-6
-    for s, t in zip(sim_args, torch_args):
+    for s, t in zip(sim_args, torch_args, strict=True):
         torch.testing.assert_close(s, t, rtol=tol, atol=tol, equal_nan=True)
 
 

@@ -181,7 +181,7 @@ class Case:
         config = RunConfig(platform=platform, workers=self.program.workers)
         load_artifact(artifact).run(args, config)
         return {name: arg for (name, _, _, is_output), arg
-                in zip(fp.parameters(self.program), args) if is_output}
+                in zip(fp.parameters(self.program), args, strict=True) if is_output}
 
     def compare(self, cpu_artifact: Path, cpu_platform: str) -> list[str]:
         """The outputs that differ between the CPU model and its simulator."""
@@ -232,7 +232,7 @@ def test_fuzzed_programs_agree_between_the_cpu_model_and_the_simulator(cpu_platf
     # The CPU-model compiles two at a time (each is a compiler process), then the runs.
     with ThreadPoolExecutor(max_workers=2) as pool:
         artifacts = list(pool.map(lambda case: case.build(cpu_platform), cases))
-    problems = [problem for case, artifact in zip(cases, artifacts)
+    problems = [problem for case, artifact in zip(cases, artifacts, strict=True)
                 for problem in case.compare(artifact, cpu_platform)]
     assert not problems, f"{len(problems)} disagreements; the first:\n{problems[0]}"
     lanes = sum(len(p.lanes) for p in programs)

@@ -61,7 +61,7 @@ def test_every_shipped_variant_passes_on_the_cpu_model_but_the_documented_ones(p
     failed = {}
     passed = []
     with tempfile.TemporaryDirectory() as tmp:
-        for (kernel, variant), (artifact, error) in zip(cases, built):
+        for (kernel, variant), (artifact, error) in zip(cases, built, strict=True):
             if artifact is None:
                 failed[(kernel.name, variant)] = error
                 continue

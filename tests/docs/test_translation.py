@@ -56,7 +56,7 @@ def test_the_pages_have_the_same_runnable_blocks():
 
 @pytest.mark.parametrize("key", ["blocks", "spans", "links", "tables"])
 def test_every_section_carries_the_same(key):
-    for number, (en, zh) in enumerate(zip(EN_SECTIONS, ZH_SECTIONS)):
+    for number, (en, zh) in enumerate(zip(EN_SECTIONS, ZH_SECTIONS, strict=True)):
         assert en[key] == zh[key], f"section {number}: {key} differ"
 
 

@@ -81,7 +81,7 @@ def test_snapshots_are_taken_when_each_task_runs_even_with_concurrent_workers(wo
     dump = ArgsDump.load(work_dir)
     steps = [r for r in dump.records if r["name"] == "t" and r["role"] == "inout"]
     assert len(steps) == 12
-    for k, (before, after) in enumerate(zip(steps[::2], steps[1::2])):
+    for k, (before, after) in enumerate(zip(steps[::2], steps[1::2], strict=True)):
         assert (before["stage"], after["stage"]) == ("before", "after")
         assert torch.equal(dump.tensor(before), torch.full((8, 128), float(k)))
         assert torch.equal(dump.tensor(after), torch.full((8, 128), float(k + 1)))

@@ -88,7 +88,7 @@ def test_export_writes_one_text_file_per_tensor_holding_its_values(level2, tenso
         "0008_task2_three_tasks_third_after_inout_arg0_acc.txt",
     ]
     expected = [tensors["acc"], tensors["a"], tensors["b"], tensors["acc_after"]]
-    for path, tensor in zip(files, expected):
+    for path, tensor in zip(files, expected, strict=True):
         text = path.read_text()
         assert "## overview: max |x| per block of 2 x 16 elements" in text
         values = torch.tensor(_values_of(text)).reshape(16, 128)

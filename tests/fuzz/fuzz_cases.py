@@ -9,8 +9,8 @@ torch, no pypto), running its loops in Python.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import fuzz_programs as fp
 import fuzz_reference as ref

@@ -19,6 +19,7 @@ its own output) so that one g++ build checks many examples.  Program kinds:
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import fuzz_reference as ref
@@ -268,7 +269,7 @@ def _groups(draw, count: int) -> list[list[int]]:
     """Lanes split over consecutive pl.at blocks."""
     cuts = sorted(set(draw(st.lists(st.integers(1, count - 1), max_size=3)))) if count > 1 else []
     bounds = [0, *cuts, count]
-    return [list(range(a, b)) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [list(range(a, b)) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 REDUCTIONS = ("row_sum", "row_max", "row_min", "col_sum", "col_sum_tree", "col_max", "col_min")

@@ -70,7 +70,8 @@ def arguments(gen, program, inputs: dict[str, torch.Tensor]) -> list[torch.Tenso
 
 
 def outputs(gen, program, args) -> dict[str, torch.Tensor]:
-    return {name: arg for (name, _, _, is_output), arg in zip(gen.parameters(program), args)
+    return {name: arg
+            for (name, _, _, is_output), arg in zip(gen.parameters(program), args, strict=True)
             if is_output}
 
 

@@ -72,7 +72,7 @@ def chain_case(draw, name: str) -> Case:
                 lines.append(f"{ind}{dst} = {fname}({src}, {dst})")
         else:
             lines.append(f'{ind}{AT}, name_hint="{name}_b{s}"):')
-            em_lines, value = emit(expr, lambda n_: src, ind + "    ", f"{name}_{s}")
+            em_lines, value = emit(expr, lambda n_, src=src: src, ind + "    ", f"{name}_{s}")
             lines += em_lines
             lines.append(f"{ind}    {out_window if last else dst} = {computed(value, {src})}")
         src, d_in = dst, dst_dtype

@@ -44,7 +44,7 @@ def _agreeing_outputs(kernel, args, platform):
     """The simulator's outputs (all arguments, as a list), once `torch_codegen` of the
     lowered program has given the same bits for every one."""
     sim, codegen = _sim_and_torch(kernel, args, platform)
-    for got, want in zip(codegen, sim):
+    for got, want in zip(codegen, sim, strict=True):
         assert torch.equal(_bits(got), _bits(want))
     return sim
 
@@ -138,7 +138,7 @@ def test_signed_zeros_in_max_min_and_relu_agree_bit_for_bit(platform):
     b = -a  # +0 against -0 and -0 against +0
     args = [a, b, torch.zeros(8, 32), torch.zeros(8, 32), torch.zeros(8, 32), torch.zeros(8, 1)]
     sim, codegen = _sim_and_torch(signed_zeros, args, platform)
-    for got, want in zip(codegen[2:], sim[2:]):
+    for got, want in zip(codegen[2:], sim[2:], strict=True):
         assert torch.equal(_bits(got), _bits(want))
     # The simulator's `a > b ? a : b` gives the second operand for equal zeros; relu(-0) = +0.
     assert torch.equal(_bits(sim[2]), _bits(b)) and torch.equal(_bits(sim[3]), _bits(b))
@@ -165,7 +165,7 @@ def test_a_scalar_first_max_or_min_keeps_its_operand_order(platform):
     x = torch.tensor([0.0, -0.0] * 128).reshape(8, 32)
     args = [x] + [torch.zeros(8, 32) for _ in range(3)]
     sim, codegen = _sim_and_torch(scalar_first_max_min, args, platform)
-    for got, want in zip(codegen[1:], sim[1:]):
+    for got, want in zip(codegen[1:], sim[1:], strict=True):
         assert torch.equal(_bits(got), _bits(want))
     assert torch.equal(_bits(sim[1]), _bits(x)) and torch.equal(_bits(sim[2]), _bits(x))
     assert torch.signbit(sim[3]).all()  # max(x, -0.0): the second operand, -0.0
@@ -398,7 +398,7 @@ def test_a_carried_tile_that_changes_valid_shape_is_refused_naming_both_types():
 def retyped_by_a_loop_that_may_not_run(x: pl.Tensor[[M, 32], pl.FP32], n: pl.Scalar[pl.INT64],
                                        out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
     t = pl.load(x, [0, 0], [16, 32])
-    for i in pl.range(n):
+    for _i in pl.range(n):
         t = pl.load(x, [16, 0], [16, 32], valid_shape=[5, 32])
     out = pl.store(t, [0, 0], out)
     return out

@@ -55,7 +55,7 @@ def output_digests(program: Any, golden: Path) -> dict[str, str]:
     args = GoldenRecord.read(golden).run_arguments(program.manifest.params)
     program.run(args, RunConfig(platform=program.platform, schedule_seed=0))
     return {p.name: _sha256(a.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-            for p, a in zip(program.manifest.params, args) if p.direction.writes}
+            for p, a in zip(program.manifest.params, args, strict=True) if p.direction.writes}
 
 
 def sim_digests(build: Path, platform: str) -> dict[str, dict[str, str]]:

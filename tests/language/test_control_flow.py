@@ -18,7 +18,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfH
 def branchy(x: pl.Tensor[[16, 128], pl.FP32], flag: pl.Scalar[pl.BOOL],
             cfg: pl.Tensor[[4], pl.INT32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
     t = pl.load(x, [0, 0], [16, 128])
-    if flag:
+    if flag:  # noqa: SIM108 - the DSL's if/else statement is what this kernel exercises
         y = pl.mul(t, 2.0)
     else:
         y = pl.add(t, 1.0)

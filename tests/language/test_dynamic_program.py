@@ -96,7 +96,7 @@ def test_a_kernel_carry_must_yield_the_tensor_it_writes():
     @pl.function(type=pl.FunctionType.InCore)
     def swap(a: pl.Tensor[[ROWS, 64], pl.FP32],
              o: pl.Out[pl.Tensor[[ROWS, 64], pl.FP32]]) -> pl.Tensor[[ROWS, 64], pl.FP32]:
-        for i, (acc,) in pl.range(2, init_values=(o,)):
+        for _i, (_acc,) in pl.range(2, init_values=(o,)):
             result = pl.yield_(a)
         return result
 

@@ -132,7 +132,7 @@ def negative_index(x: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 3
 @pl.jit.incore
 def float_loop_bound(x: pl.Tensor[[16, 32], pl.FP32], out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
     t = pl.load(x, [0, 0], [16, 32])
-    for i in pl.range(t[0, 0]):  # error: float bound
+    for _i in pl.range(t[0, 0]):  # error: float bound
         t = pl.add(t, 1.0)
     out = pl.store(t, [0, 0], out)
     return out

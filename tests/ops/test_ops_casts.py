@@ -308,7 +308,8 @@ def test_every_legal_pair_matches_the_emulation_of_its_chain(platform):
         for mode in MODES:
             want = [emulate(path, r, mode) for r in raws]
             have = _raws(got[(src, dst, mode)], dst)
-            bad = [(hex(r), hex(h), hex(w)) for r, h, w in zip(raws, have, want) if h != w]
+            bad = [(hex(r), hex(h), hex(w))
+                   for r, h, w in zip(raws, have, want, strict=True) if h != w]
             via = [d.name for d in path]
             assert not bad, f"{src.name}->{dst.name} ({mode}, via {via}): {bad[:3]}"
 

@@ -7,6 +7,7 @@ import errno
 import json
 import shutil
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -101,7 +102,7 @@ def test_a_binary_swapped_between_its_check_and_its_load_does_not_run(tmp_path, 
 def test_a_loaded_binary_is_private_to_the_process_and_sealed(tmp_path, monkeypatch):
     monkeypatch.setattr(loader, "_MAPPED", {})
     program = load_artifact(artifact(tmp_path))
-    maps = open("/proc/self/maps").read()
+    maps = Path("/proc/self/maps").read_text()
     assert "memfd:pypto:orchestration.so" in maps
     assert not list(tmp_path.glob("**/pypto-load-*"))
     out = torch.zeros(16, 128)

@@ -204,10 +204,9 @@ def test_errors_after_unpacking_name_the_archive_and_the_member(built, tmp_path)
     write_library_index(bad, "lib", "1.0", PLATFORM, [LibraryEntry(
         "add", "add.py", "v", f"{PLATFORM}/add/v", "goldens/add/v")])
     archive = write_package(tmp_path / "bad.tar", bad, PLATFORM, key)
-    with load_library(archive, trusted_keys=[public]) as lib:
-        with pytest.raises(ArtifactError) as info:
-            lib["add"]["v"].run(torch.zeros(16, 128), torch.zeros(16, 128),
-                                torch.zeros(16, 128))
+    with load_library(archive, trusted_keys=[public]) as lib, \
+            pytest.raises(ArtifactError) as info:
+        lib["add"]["v"].run(torch.zeros(16, 128), torch.zeros(16, 128), torch.zeros(16, 128))
     message = str(info.value)
     assert message.startswith(f"{archive}:{TOP}/{PLATFORM}/add/v/manifest.json: "), message
     assert "are not those of 'a2a3sim'" in message and "pypto-library-" not in message

@@ -34,15 +34,15 @@ def test_struct_size_and_field_offsets_match_the_header(c_layout, struct):
 
 
 def test_constants_and_enums_match_the_header(c_layout):
-    assert abi.ABI_VERSION == c_layout["PTO_ABI_VERSION"]
-    assert abi.MAX_RANK == c_layout["PTO_MAX_RANK"]
+    assert c_layout["PTO_ABI_VERSION"] == abi.ABI_VERSION
+    assert c_layout["PTO_MAX_RANK"] == abi.MAX_RANK
     for kind in abi.ArgKind:
         assert kind == c_layout[f"PTO_ARG_{kind.name}"]
     for direction in abi.Direction:
         assert direction == c_layout[f"PTO_{direction.name}"]
-    assert abi.NO_DEP == c_layout["PTO_NO_DEP"]
-    assert abi.DUMP == c_layout["PTO_DUMP"]
-    assert abi.DIRECTION_MASK == c_layout["PTO_DIRECTION_MASK"]
+    assert c_layout["PTO_NO_DEP"] == abi.NO_DEP
+    assert c_layout["PTO_DUMP"] == abi.DUMP
+    assert c_layout["PTO_DIRECTION_MASK"] == abi.DIRECTION_MASK
 
 
 def test_dtype_codes_match_the_header(c_layout):

@@ -269,7 +269,7 @@ def test_pad_values_of_every_type(sim):
         DT.FP8E5M2: (0, 0x7C, 0xFC),
     }
     for dtype, values in want.items():
-        for kind, value in zip(PAD, values):
+        for kind, value in zip(PAD, values, strict=True):
             out = np.zeros(8, dtype=np.uint8)
             assert sim.sim_pad(dtype.code, PAD[kind], ptr(out)) == 0
             assert int.from_bytes(out[: dtype.itemsize].tobytes(), "little",
