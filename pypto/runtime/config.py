@@ -6,7 +6,9 @@ import functools
 import os
 import sys
 from dataclasses import InitVar, dataclass, field
+from types import FrameType
 
+from pypto.ir.diagnostics import DiagnosticPhase
 from pypto.platform import (
     SIMULATE_DEVICE_ENV,
     check_target,
@@ -51,7 +53,7 @@ class RunConfig:
     enable_swimlane: bool = False
     detect_races: bool = False
     schedule_seed: int | None = None
-    diagnostic_phase: object = None
+    diagnostic_phase: DiagnosticPhase | None = None
     disabled_diagnostics: object = None
     workers: int | None = None
     device_id: int | None = None
@@ -136,12 +138,14 @@ def _refuse_unsupported(init):
     return checked
 
 
-RunConfig.__init__ = _refuse_unsupported(RunConfig.__init__)
+# The dataclass's generated __init__ is wrapped: an unknown keyword fails in it, before any
+# __post_init__ could name the upstream argument.
+RunConfig.__init__ = _refuse_unsupported(RunConfig.__init__)  # type: ignore[method-assign]
 
 
 def caller_location() -> str:
     """file:line of the first frame outside pypto: where the user built the config."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     while frame is not None and (frame.f_code.co_filename.startswith("<")
                                  or os.path.abspath(frame.f_code.co_filename).startswith(package)):

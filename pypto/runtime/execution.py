@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import numbers
 import os
 import time
@@ -37,9 +38,10 @@ from pypto.runtime.memory import (
     tensor_arg,
 )
 from pypto.runtime.param_buffers import ParamBuffers
-from pypto.runtime.scheduler import Access, Scheduler, Task
+from pypto.runtime.scheduler import Access, Scheduler
 
 if TYPE_CHECKING:
+    from pypto.runtime.dump import ArgsDumpCollector
     from pypto.runtime.loader import LoadedProgram
 
 
@@ -82,10 +84,12 @@ class ProgramRun:
         self.config = config
         self.resident = resident
         self._reuse = _reuse_of(program)
-        self._own_cores = cores is None
-        self.cores = cores if cores is not None else self._reuse.take_cores(config.workers)
+        self._own_cores: list[SimCore] | None = None  # from the program's pool: given back
+        if cores is None:
+            cores = self._own_cores = self._reuse.take_cores(config.workers)
+        self.cores = cores
         self.native = _native_for(self._reuse, config)
-        self._dump = None
+        self._dump: ArgsDumpCollector | None = None
         if self.native is not None:
             self.scheduler: Any = native.NativeSchedule(program, self.cores,
                                                         time.perf_counter_ns())
@@ -106,19 +110,18 @@ class ProgramRun:
         self._dispatch_fn = DispatchFn(self._dispatch)
         self._api = PtoRuntimeApi(None, self._submit_fn, self._alloc_fn, self._dispatch_fn)
         # The tensor-dump collector (`enable_dump_args`); None keeps dispatch as it is.
-        self._dump = None
 
     def execute(self, args: Sequence[Any]) -> Any:
         """Runs the orchestration on `args` and returns the output tensor(s)."""
         try:
             if self.native is not None:
-                return self._execute_native(args)
+                return self._execute_native(self.native, args)
             return self._execute_python(args)
         finally:
-            if self._own_cores:
-                self._reuse.give_back_cores(self.cores)
+            if self._own_cores is not None:
+                self._reuse.give_back_cores(self._own_cores)
 
-    def _execute_native(self, args: Sequence[Any]) -> Any:
+    def _execute_native(self, engine: native.NativeProgram, args: Sequence[Any]) -> Any:
         """`execute` on the native scheduler (`RunReuse.run_native`), with the golden check
         and the DFX outputs around it."""
         manifest = self.program.manifest
@@ -129,7 +132,7 @@ class ProgramRun:
         after_run = None
         if self.config.enable_dep_gen or self.config.enable_swimlane:
             after_run = self._record_native_run
-        self._reuse.run_native(self.native, self.cores, self.scheduler, args, self.resident,
+        self._reuse.run_native(engine, self.cores, self.scheduler, args, self.resident,
                                after_run)
         if golden is not None:
             golden.finish(args, self.scheduler)  # raises GoldenMismatchError
@@ -152,30 +155,7 @@ class ProgramRun:
         _check_arguments(manifest.entry, manifest.params, args)
         # Inputs are compared with the golden before the run: it overwrites InOut arguments.
         golden = GoldenCheck.start(self.config, manifest.params, args)
-        params = (PtoArg * len(manifest.params))()
-        buffers: dict[int, torch.Tensor] = {}
-        for index, (spec, value) in enumerate(zip(manifest.params, args, strict=True)):
-            if spec.is_tensor:
-                if value.data_ptr() in self.resident and value.is_contiguous():
-                    # A ChipWorker's resident tensor is device memory already: no copies.
-                    self.memory.adopt(value, spec.dtype, spec.name, "resident")
-                    tensor_arg(params[index], value, spec.dtype, spec.direction)
-                    continue
-                if spec.copies_in:
-                    # A fresh contiguous copy: poisoning it first would be overwritten anyway.
-                    buffer = value.clone(memory_format=torch.contiguous_format)
-                    self.memory.adopt(buffer, spec.dtype, spec.name, "param")
-                else:
-                    buffer = self.memory.allocate(spec.dtype, spec.shape, spec.name, "param")
-                tensor_arg(params[index], buffer, spec.dtype, spec.direction)
-                buffers[index] = buffer
-            elif spec.dtype.is_float:
-                params[index].kind = ArgKind.FLOAT
-                params[index].f = float(value)
-            else:
-                params[index].kind = ArgKind.INT
-                params[index].i = int(value)
-
+        params, buffers = self._bind_params(args)
         if self.config.enable_dump_args:
             from pypto.runtime.dump import ArgsDumpCollector
 
@@ -207,6 +187,34 @@ class ProgramRun:
         if golden is not None:
             golden.finish(args, self.scheduler)  # raises GoldenMismatchError
         return _outputs(manifest, args)
+
+    def _bind_params(self, args: Sequence[Any]) -> tuple[Any, dict[int, torch.Tensor]]:
+        """The orchestration's `PtoArg[]` for `args`, and the device buffer of each tensor
+        parameter that is copied (by index; a resident tensor is bound in place)."""
+        manifest = self.program.manifest
+        params = (PtoArg * len(manifest.params))()
+        buffers: dict[int, torch.Tensor] = {}
+        for index, (spec, value) in enumerate(zip(manifest.params, args, strict=True)):
+            if not spec.is_tensor:
+                params[index].kind = ArgKind.FLOAT if spec.dtype.is_float else ArgKind.INT
+                if spec.dtype.is_float:
+                    params[index].f = float(value)
+                else:
+                    params[index].i = int(value)
+            elif value.data_ptr() in self.resident and value.is_contiguous():
+                # A ChipWorker's resident tensor is device memory already: no copies.
+                self.memory.adopt(value, spec.dtype, spec.name, "resident")
+                tensor_arg(params[index], value, spec.dtype, spec.direction)
+            else:
+                if spec.copies_in:
+                    # A fresh contiguous copy: poisoning it first would be overwritten anyway.
+                    buffer = value.clone(memory_format=torch.contiguous_format)
+                    self.memory.adopt(buffer, spec.dtype, spec.name, "param")
+                else:
+                    buffer = self.memory.allocate(spec.dtype, spec.shape, spec.name, "param")
+                tensor_arg(params[index], buffer, spec.dtype, spec.direction)
+                buffers[index] = buffer
+        return params, buffers
 
     def _submit(self, ctx, kernel_index, nargs, args, ndeps, deps):
         """`PtoRuntimeApi.submit`; returns the task id, or -1 once anything went wrong."""
@@ -269,11 +277,11 @@ class ProgramRun:
         touch, checked against device memory."""
         return decode_accesses(spec, raw, self.memory.contains)
 
-    def _describe_access(self, task: Task, access: Access) -> str:
-        """`argument 0 ('x', In)`: how diagnostics name one access of a task."""
+    def _describe_access(self, kernel_name: str, access: Access) -> str:
+        """`argument 0 ('x', In)`: how diagnostics name one access of a task of `kernel_name`."""
         signature = self.program.manifest.kernels[0].signature
         for kernel in self.program.manifest.kernels:
-            if kernel.name == task.kernel_name:
+            if kernel.name == kernel_name:
                 signature = kernel.signature
                 break
         name = signature[access.arg].name if 0 <= access.arg < len(signature) else "?"
@@ -331,11 +339,9 @@ def _native_for(reuse: RunReuse, config: RunConfig) -> native.NativeProgram | No
     chosen = native.mode()
     if chosen == "python":
         return None
-    if config.schedule_seed is None and not (config.detect_races or config.enable_dump_args):
-        engine = reuse.engine()  # the common case, without building a reason
-    else:
-        engine = python_reason(config)
-    if type(engine) is str:
+    reason = python_reason(config)
+    engine = reuse.engine() if reason is None else reason
+    if isinstance(engine, str):
         if chosen == "native":
             raise PyptoRuntimeError(
                 f"PYPTO_SCHEDULER=native, but this run needs the Python scheduler: {engine}; "
@@ -416,7 +422,7 @@ class RunReuse:
             if after_run is not None:
                 after_run(buffers, args, code)
             if code:
-                raise native.run_error(schedule, self.program)
+                raise native.run_error(engine.lib, buffers.call.run, self.program)
             buffers.copy_back(args)
         finally:
             self.give_back_buffers(buffers)
@@ -491,13 +497,18 @@ def _outputs(manifest, args: Sequence[Any]) -> Any:
 _REUSE: dict[int, tuple[weakref.ref, RunReuse]] = {}
 
 
+def _forget(table: dict, key: int, _ref: object) -> None:
+    """The weak reference's callback: the program `key` is gone, its entry leaves."""
+    table.pop(key, None)
+
+
 def _reuse_of(program: LoadedProgram) -> RunReuse:
     # Keyed by id with a weak reference (cheaper than a WeakKeyDictionary lookup); the
     # entry leaves with its program.
     entry = _REUSE.get(id(program))
     if entry is None or entry[0]() is not program:
         key = id(program)
-        ref = weakref.ref(program, lambda _, key=key, table=_REUSE: table.pop(key, None))
+        ref = weakref.ref(program, functools.partial(_forget, _REUSE, key))
         entry = _REUSE[key] = (ref, RunReuse(program))
     return entry[1]
 
@@ -566,13 +577,13 @@ def _check_scalar(spec: ParamSpec, value: Any) -> None:
             f"{'float' if spec.dtype.is_float else 'int'} "
             f"for scalar {spec.dtype.name}, found {type(value).__name__}"
         )
-    if spec.dtype.is_int:
+    if spec.dtype.is_int and isinstance(value, numbers.Integral):
         bits = spec.dtype.bits
         if spec.dtype.is_signed:
             low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
         else:
             low, high = 0, (1 << bits) - 1
-        if not low <= value <= high:
+        if not low <= int(value) <= high:
             raise ValueError(
                 f"parameter {spec.name!r}: {value} does not fit scalar {spec.dtype.name} "
                 f"[{low}, {high}]"

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pypto.comparison import FP64, GoldenReport, Tolerance, compare_tensor, warn_if_too_tight
 from pypto.golden_files import (
@@ -78,11 +78,63 @@ def scheduling_note(tasks: Sequence[Any], golden: Path) -> str | None:
 # --------------------------------------------------------------------------- reading
 
 
+def _golden_json(path: Path) -> dict:
+    """golden.json read, its schema version and its own digest checked."""
+    try:
+        raw = read_record(path)
+    except FileNotFoundError:
+        raise GoldenError(
+            f"{path}: no golden here; write one with pypto.runtime.write_golden or "
+            "`scons goldens`"
+        ) from None
+    except RecordError as exc:
+        raise GoldenError(f"{path}: cannot read golden.json: {exc}") from None
+    if not isinstance(raw, dict):
+        raise GoldenError(f"{path}: golden.json must be a JSON object")
+    schema = raw.get("schema_version")
+    if not isinstance(schema, str) or schema.split(".")[0] != str(GOLDEN_SCHEMA_MAJOR):
+        raise GoldenError(
+            f"{path}: golden schema version {schema!r} is not supported: expected major "
+            f"version {GOLDEN_SCHEMA_MAJOR}"
+        )
+    recorded = raw.get("golden_sha256")
+    if recorded is None and schema == GOLDEN_SCHEMA_VERSION:
+        raise GoldenError(f"{path}: golden.json lacks 'golden_sha256', which schema {schema} "
+                          "records; it was damaged, regenerate it (`scons goldens`)")
+    if recorded is not None and recorded != golden_digest(raw):
+        raise GoldenError(
+            f"{path}: golden_sha256 mismatch: golden.json records {recorded!r}, its content "
+            f"hashes to {golden_digest(raw)}; it changed after it was written, regenerate "
+            "it (`scons goldens`)"
+        )
+    return raw
+
+
+def _verified_files(path: Path, raw: dict) -> dict[str, str]:
+    """The sha256 golden.json records for its inputs and expected files, each checked
+    against the file beside it."""
+    files = raw.get("files")
+    if not isinstance(files, dict):
+        raise GoldenError(f"{path}: 'files' should be an object")
+    digests = {}
+    for role, default in (("inputs", INPUTS_NAME), ("expected", EXPECTED_NAME)):
+        entry = files.get(role)
+        if not isinstance(entry, dict) or entry.get("file") != default:
+            raise GoldenError(f"{path}: 'files.{role}' should name {default!r}")
+        digest = entry.get("sha256")
+        if not isinstance(digest, str):
+            raise GoldenError(f"{path}: 'files.{role}.sha256' should be a string")
+        _verified_bytes(path.parent / default, digest)
+        digests[role] = digest
+    return digests
+
+
 def _tolerance_from_json(path: Path, name: str, raw: Any) -> Tolerance:
     if not isinstance(raw, dict):
         raise GoldenError(f"{path}: 'tolerance.{name}' should be an object")
     try:
-        tolerance = Tolerance(raw.get("rtol"), raw.get("atol"), raw.get("reason"))
+        # Tolerance checks the JSON's values itself (finite numbers >= 0, a string).
+        tolerance = Tolerance(raw.get("rtol"), raw.get("atol"), raw.get("reason"))  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
         raise GoldenError(f"{path}: 'tolerance.{name}': {exc}") from None
     if raw.get("policy") != tolerance.policy:
@@ -118,46 +170,8 @@ class GoldenRecord:
         """
         directory = Path(directory)
         path = directory / GOLDEN_NAME
-        try:
-            raw = read_record(path)
-        except FileNotFoundError:
-            raise GoldenError(
-                f"{path}: no golden here; write one with pypto.runtime.write_golden or "
-                "`scons goldens`"
-            ) from None
-        except RecordError as exc:
-            raise GoldenError(f"{path}: cannot read golden.json: {exc}") from None
-        if not isinstance(raw, dict):
-            raise GoldenError(f"{path}: golden.json must be a JSON object")
-        schema = raw.get("schema_version")
-        if not isinstance(schema, str) or schema.split(".")[0] != str(GOLDEN_SCHEMA_MAJOR):
-            raise GoldenError(
-                f"{path}: golden schema version {schema!r} is not supported: expected major "
-                f"version {GOLDEN_SCHEMA_MAJOR}"
-            )
-        recorded = raw.get("golden_sha256")
-        if recorded is None and schema == GOLDEN_SCHEMA_VERSION:
-            raise GoldenError(f"{path}: golden.json lacks 'golden_sha256', which schema {schema} "
-                              "records; it was damaged, regenerate it (`scons goldens`)")
-        if recorded is not None and recorded != golden_digest(raw):
-            raise GoldenError(
-                f"{path}: golden_sha256 mismatch: golden.json records {recorded!r}, its content "
-                f"hashes to {golden_digest(raw)}; it changed after it was written, regenerate "
-                "it (`scons goldens`)"
-            )
-        files = raw.get("files")
-        if not isinstance(files, dict):
-            raise GoldenError(f"{path}: 'files' should be an object")
-        digests = {}
-        for role, default in (("inputs", INPUTS_NAME), ("expected", EXPECTED_NAME)):
-            entry = files.get(role)
-            if not isinstance(entry, dict) or entry.get("file") != default:
-                raise GoldenError(f"{path}: 'files.{role}' should name {default!r}")
-            digest = entry.get("sha256")
-            if not isinstance(digest, str):
-                raise GoldenError(f"{path}: 'files.{role}.sha256' should be a string")
-            _verified_bytes(directory / default, digest)
-            digests[role] = digest
+        raw = _golden_json(path)
+        digests = _verified_files(path, raw)
         inputs = _tensor_infos(path, raw, "inputs", allow_fp64=False)
         expected = _tensor_infos(path, raw, "expected", allow_fp64=True)
         tolerance_raw = raw.get("tolerance") or {}
@@ -362,7 +376,8 @@ def _scalars(path: Path, entries: Any) -> dict[str, bool | int | float]:
         raise GoldenError(f"{path}: 'scalars' should be a list")
     scalars = {}
     for i, entry in enumerate(entries):
-        kind = _SCALAR_TYPES.get(entry.get("type")) if isinstance(entry, dict) else None
+        type_name = entry.get("type") if isinstance(entry, dict) else None
+        kind = _SCALAR_TYPES.get(type_name) if isinstance(type_name, str) else None
         value = entry.get("value") if isinstance(entry, dict) else None
         name = entry.get("name") if isinstance(entry, dict) else None
         if kind is None or not isinstance(name, str) or not isinstance(value, (bool, int, float)):
@@ -371,7 +386,7 @@ def _scalars(path: Path, entries: Any) -> dict[str, bool | int | float]:
     return scalars
 
 
-def _known_dtype(name: Any, allow_fp64: bool) -> bool:
+def _known_dtype(name: Any, allow_fp64: bool) -> TypeGuard[str]:
     if allow_fp64 and name == FP64:
         return True
     try:

@@ -38,7 +38,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self, overload
 
 from pypto.comparison import Tolerance
 from pypto.golden_files import GOLDEN_NAME
@@ -415,6 +415,10 @@ def _library(place: _Place, raw: dict[str, Any], keep: Any, signed_by: str | Non
     return Library(place.root, raw, kernels, keep, signed_by)
 
 
+@overload
+def _bounded_read(path: Path, limit: int, missing_ok: Literal[False] = False) -> bytes: ...
+@overload
+def _bounded_read(path: Path, limit: int, missing_ok: bool) -> bytes | None: ...
 def _bounded_read(path: Path, limit: int, missing_ok: bool = False) -> bytes | None:
     """The bytes of `path` (at most `limit` of them, else an ArtifactError); None for a
     missing file when `missing_ok`."""

@@ -80,7 +80,7 @@ def read_index(where: str, data: bytes, platform: str | None) -> dict[str, Any]:
         if not isinstance(raw.get(key), str):
             raise ArtifactError(f"{where}: '{key}' should be a string")
     try:
-        get_platform(found)
+        get_platform(raw["platform"])
     except ValueError as exc:
         raise ArtifactError(f"{where}: {exc}") from None
     if not isinstance(raw.get("kernels"), dict):

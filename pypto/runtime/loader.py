@@ -22,6 +22,7 @@ from pypto.runtime.errors import ArtifactError, DeviceUnavailableError, KernelEr
 from pypto.runtime.manifest import ON_CHIP_SPACES, Manifest
 
 if TYPE_CHECKING:
+    from pypto.runtime.native import NativeSchedule
     from pypto.runtime.scheduler import Scheduler
 
 
@@ -120,7 +121,7 @@ class LoadedProgram:
         self.orchestrate = orchestrate
         # The CDLL handles own the mappings the function pointers point into.
         self._libraries = tuple(libraries)
-        self.last_schedule: Scheduler | None = None
+        self.last_schedule: Scheduler | NativeSchedule | None = None
         """The scheduler of the most recent run (tasks, timings, edges), for DFX output."""
         # Kernels built with PYPTO_SIM_DEBUG=1 export a bounds-check fault record.
         self._faults = [(spec, *record)

@@ -24,6 +24,7 @@ import os
 import threading
 import warnings
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestr
 
 if TYPE_CHECKING:
     from pypto.runtime.loader import LoadedProgram
+    from pypto.runtime.manifest import KernelSpec
     from pypto.runtime.memory import SimCore
 
 _VERSION = 5  # PNR_VERSION in the source
@@ -198,7 +200,8 @@ class NativeProgram:
     """A loaded program as the native scheduler sees it: kernel entry points and, per
     kernel argument, whether it is a tensor.  One per `LoadedProgram` (see `for_program`)."""
 
-    def __init__(self, lib: ctypes.CDLL, program: LoadedProgram, addresses: list[int]) -> None:
+    def __init__(self, lib: ctypes.CDLL, program: LoadedProgram, addresses: list[int],
+                 orchestrate: int) -> None:
         import torch
 
         from pypto.ir.dtypes import DataType
@@ -206,7 +209,7 @@ class NativeProgram:
         self.lib = lib
         self.kernels = program.kernels
         self.orchestration = program.orchestrate
-        self.orchestrate = ctypes.cast(program.orchestrate, ctypes.c_void_p).value
+        self.orchestrate = orchestrate
         """The orchestration entry's address."""
         specs = program.manifest.kernels
         flags = [int(a.is_tensor) for spec in specs for a in spec.signature]
@@ -253,12 +256,15 @@ def for_program(program: LoadedProgram) -> NativeProgram | str:
             exported = ctypes.cast(binary[spec.name], ctypes.c_void_p).value
         except AttributeError:
             exported = None
-        if address != exported:
+        if address is None or address != exported:
             return f"kernel {spec.name!r} is not the artifact's compiled kernel"
         addresses.append(address)
-    if not isinstance(program.orchestrate, PtoOrchestrateFn):
+    orchestrate = None
+    if isinstance(program.orchestrate, PtoOrchestrateFn):
+        orchestrate = ctypes.cast(program.orchestrate, ctypes.c_void_p).value
+    if orchestrate is None:
         return "the orchestration is not the artifact's compiled entry"
-    native = NativeProgram(lib, program, addresses)
+    native = NativeProgram(lib, program, addresses, orchestrate)
     _programs[program] = native
     return native
 
@@ -275,19 +281,19 @@ class NativeSchedule:
         self.program = program
         self.cores = cores
         self.created_ns = created_ns
-        self.handle: int | None = None
-        self._lib: ctypes.CDLL | None = None
+        self._run: tuple[ctypes.CDLL, int] | None = None  # the library and the run handle
         self._tasks: list | None = None
         self._edges: list | None = None
 
     def attach(self, lib: ctypes.CDLL, handle: int) -> None:
         """Takes ownership of the native run `handle` (freed with this object)."""
-        self._lib, self.handle = lib, handle
+        self._run = lib, handle
 
     def __del__(self) -> None:
-        if self.handle is not None:
-            self._lib.pnr_run_free(self.handle)
-            self.handle = None
+        if self._run is not None:
+            lib, handle = self._run
+            lib.pnr_run_free(handle)
+            self._run = None
 
     @property
     def tasks(self) -> list:
@@ -303,10 +309,11 @@ class NativeSchedule:
             from pypto.runtime.scheduler import Edge
 
             edges = []
-            if self.handle is not None:
-                count = self._lib.pnr_run_edge_count(self.handle)
+            if self._run is not None:
+                lib, handle = self._run
+                count = lib.pnr_run_edge_count(handle)
                 records = (PnrEdge * count)()
-                self._lib.pnr_run_edges(self.handle, records)
+                lib.pnr_run_edges(handle, records)
                 kinds = (("tensormap", "RAW"), ("tensormap", "WAW"), ("explicit", None))
                 edges = [Edge(e.src, e.dst, *kinds[e.kind]) for e in records]
             self._edges = edges
@@ -317,11 +324,12 @@ class NativeSchedule:
         allocation order, as the Python scheduler's `alloc_tensor` does."""
         from pypto.ir import dtypes
 
-        if self.handle is None:
+        if self._run is None:
             return
-        count = self._lib.pnr_run_scratch_count(self.handle)
+        lib, handle = self._run
+        count = lib.pnr_run_scratch_count(handle)
         records = (PnrScratch * count)()
-        self._lib.pnr_run_scratch(self.handle, records)
+        lib.pnr_run_scratch(handle, records)
         for r in records:
             dtype = dtypes.from_code(r.dtype)
             shape = tuple(r.shape[: r.ndim])
@@ -335,9 +343,9 @@ class NativeSchedule:
         from pypto.runtime.accesses import decode_accesses
         from pypto.runtime.scheduler import Task
 
-        if self.handle is None:
+        if self._run is None:
             return []
-        lib, handle = self._lib, self.handle
+        lib, handle = self._run
         count = lib.pnr_run_task_count(handle)
         records = (PnrTaskRecord * count)()
         lib.pnr_run_tasks(handle, records)
@@ -364,32 +372,51 @@ class NativeSchedule:
         return tasks
 
 
-def run_error(schedule: NativeSchedule, program: LoadedProgram) -> OrchestrationError:
-    """The error a failed native run reports, worded as the Python scheduler words it."""
-    lib, handle = schedule._lib, schedule.handle
+def run_error(lib: ctypes.CDLL, handle: int, program: LoadedProgram) -> OrchestrationError:
+    """The error the failed native run `handle` reports, worded as the Python scheduler
+    words it."""
     error = PnrError()
     lib.pnr_run_error(handle, ctypes.byref(error))
     manifest = program.manifest
+    if error.code == 0:
+        return orchestration_failed(manifest, lib.pnr_run_status(handle))
     kernels = manifest.kernels
-    code, a, b = error.code, error.a, error.b
     spec = kernels[error.kernel] if 0 <= error.kernel < len(kernels) else None
-    if code == 0:
-        status = lib.pnr_run_status(handle)
-        return orchestration_failed(manifest, status)
+    message = _run_refusal(error, len(kernels), spec)
+    if message is None and spec is not None:
+        message = _kernel_refusal(error, spec)
+    return OrchestrationError(message or
+                              f"the native scheduler refused the run (code {error.code})")
+
+
+def _run_refusal(error: PnrError, nkernels: int, spec: KernelSpec | None) -> str | None:
+    """The message of a refusal that is not about one kernel's arguments (codes 1-3, 11-13)."""
+    code, a, b = error.code, error.a, error.b
     if code == 1:
-        return OrchestrationError(
-            f"{('submit', 'dispatch')[error.position]}: ndeps must be >= 0, got {a}")
+        return f"{('submit', 'dispatch')[error.position]}: ndeps must be >= 0, got {a}"
     if code == 2:
-        return OrchestrationError(f"dispatch: dependency range of {a} tasks")
+        return f"dispatch: dependency range of {a} tasks"
     if code == 3:
-        return OrchestrationError(
-            f"submit: kernel index {error.kernel} is out of range; "
-            f"the artifact has {len(kernels)} kernels")
+        return (f"submit: kernel index {error.kernel} is out of range; "
+                f"the artifact has {nkernels} kernels")
+    if code == 11:
+        shape = list(error.shape[:a]) if 0 <= a <= MAX_RANK else None
+        return f"alloc_tensor: invalid request (ndim {a}, dtype code {b}, shape {shape})"
+    if code == 12:
+        return f"alloc_tensor: cannot allocate {a} bytes of device memory"
+    if code == 13:
+        what = ("args", "deps")[error.position]
+        who = f"kernel {spec.name!r}" if spec is not None else "submit"
+        return f"{who}: {what} is a null pointer for {a} entries"
+    return None
+
+
+def _kernel_refusal(error: PnrError, spec: KernelSpec) -> str | None:
+    """The message of a refusal of a call of kernel `spec` (codes 4-10)."""
+    code, a, b, position = error.code, error.a, error.b, error.position
     if code == 4:
-        return OrchestrationError(
-            f"submit: kernel {spec.name!r} takes {len(spec.signature)} arguments, got {a}")
+        return f"submit: kernel {spec.name!r} takes {len(spec.signature)} arguments, got {a}"
     if code in (5, 6, 7, 8):
-        position = error.position
         problem = {
             5: lambda: f"expected a {spec.signature[position].kind}",
             6: lambda: f"direction {a:#x}, ndim {b}",
@@ -397,28 +424,17 @@ def run_error(schedule: NativeSchedule, program: LoadedProgram) -> Orchestration
             8: lambda: f"the view [{a:#x}, {b:#x}) lies outside device memory",
         }[code]()
         name = spec.signature[position].name
-        return OrchestrationError(
-            f"submit: kernel {spec.name!r} argument {position} ({name!r}) is invalid: {problem}")
+        return (f"submit: kernel {spec.name!r} argument {position} ({name!r}) is invalid: "
+                f"{problem}")
     if code == 9:
         earlier = f"ids 0..{a - 1}" if a else "none yet"
-        return OrchestrationError(
-            f"task {a} ({spec.name}) depends on task {b}, which has not been submitted; "
-            f"a task can only depend on earlier tasks ({earlier})")
+        return (f"task {a} ({spec.name}) depends on task {b}, which has not been submitted; "
+                f"a task can only depend on earlier tasks ({earlier})")
     if code == 10:
-        return OrchestrationError(f"{spec.name}: an SPMD dispatch needs blocks >= 0")
-    if code == 11:
-        shape = list(error.shape[:a]) if 0 <= a <= MAX_RANK else None
-        return OrchestrationError(
-            f"alloc_tensor: invalid request (ndim {a}, dtype code {b}, shape {shape})")
-    if code == 12:
-        return OrchestrationError(f"alloc_tensor: cannot allocate {a} bytes of device memory")
-    if code == 13:
-        what = ("args", "deps")[error.position]
-        who = f"kernel {spec.name!r}" if spec is not None else "submit"
-        return OrchestrationError(f"{who}: {what} is a null pointer for {a} entries")
-    return OrchestrationError(f"the native scheduler refused the run (code {code})")
+        return f"{spec.name}: an SPMD dispatch needs blocks >= 0"
+    return None
 
 
-def core_array(cores: tuple[SimCore, ...] | list[SimCore]) -> Any:
+def core_array(cores: Sequence[SimCore]) -> Any:
     """`PtoCore *[]` of `cores`, for `pnr_run_new`."""
     return (ctypes.c_void_p * len(cores))(*(c.address for c in cores))

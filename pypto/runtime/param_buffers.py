@@ -25,7 +25,10 @@ class ParamBuffers:
         self.params = (PtoArg * max(1, len(self.specs)))()
         self._scalars: list[tuple[int, bool]] = []
         self._buffers: dict[int, torch.Tensor] = {}
-        copy_in, fill, copy_out, ranges = [], [], [], []
+        copy_in: list[tuple[int, torch.Tensor, int]] = []  # (index, buffer, bytes)
+        fill: list[tuple[int, torch.Tensor, int]] = []
+        copy_out: list[tuple[int, torch.Tensor, int]] = []
+        ranges: list[int] = []
         for index, spec in enumerate(self.specs):
             if not spec.is_tensor:
                 self.params[index].kind = ArgKind.FLOAT if spec.dtype.is_float else ArgKind.INT
@@ -84,12 +87,22 @@ class ParamBuffers:
                 params[index].f = float(args[index])
             else:
                 params[index].i = int(args[index])
-        in_place = ()
+        in_place: frozenset[int] = frozenset()
         if resident:
             in_place = frozenset(index for index in self._buffers
                                  if args[index].data_ptr() in resident
                                  and args[index].is_contiguous())
         self._in_place = in_place
+        self._set_copies(args, in_place)
+        if not in_place:
+            if self._bound:
+                self._unbind()
+            return self._address
+        return self._bind_in_place(args, in_place)
+
+    def _set_copies(self, args: Sequence, in_place: frozenset[int]) -> None:
+        """The copy-in and copy-out arrays for `args`: contiguous tensors are copied by the
+        native call, others with torch (out: after the run, `copy_back`)."""
         by_torch = self._by_torch = []
         copies = self._in_array
         for k3, index, buffer, nbytes in self._copy_in:
@@ -113,10 +126,11 @@ class ParamBuffers:
             else:
                 copies[k3 + 2] = 0
                 by_torch.append((index, buffer))
-        if not in_place:
-            if self._bound:
-                self._unbind()
-            return self._address
+
+    def _bind_in_place(self, args: Sequence, in_place: frozenset[int]) -> int:
+        """The call bound to a copy of the parameters where the tensors `in_place` are the
+        caller's own (no fill, no copies), with the address ranges they span."""
+        params, call = self.params, self.call
         for k3, index, _, nbytes in self._fill:
             self._fill_array[k3 + 1] = 0 if index in in_place else nbytes
         bound = (PtoArg * len(params)).from_buffer_copy(params)

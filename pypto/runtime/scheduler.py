@@ -150,7 +150,7 @@ class Scheduler:
         seed: int | None = None,
         detect_races: bool = False,
         describe_bytes: Callable[[int, int], str] | None = None,
-        describe_access: Callable[[Task, Access], str] | None = None,
+        describe_access: Callable[[str, Access], str] | None = None,
     ) -> None:
         if not cores:
             raise ValueError("a scheduler needs at least one core")
@@ -214,34 +214,10 @@ class Scheduler:
         """
         task_id = len(self.tasks)
         explicit = sorted(set(deps)) if deps else ()
-        if explicit and (explicit[0] < 0 or explicit[-1] >= task_id):
-            dep = explicit[0] if explicit[0] < 0 else explicit[-1]
-            earlier = f"ids 0..{task_id - 1}" if task_id else "none yet"
-            raise OrchestrationError(
-                f"task {task_id} ({kernel_name}) depends on task {dep}, which has not been "
-                f"submitted; a task can only depend on earlier tasks ({earlier})"
-            )
-        if blocks < 0:
-            raise OrchestrationError(f"{kernel_name}: an SPMD dispatch needs blocks >= 0")
+        _check_dispatch(task_id, kernel_name, explicit, blocks)
         accesses = tuple(accesses)
-        lookup = self._writers.writers
-        raw: set[int] = set()
-        waw: set[int] = set()
-        for start, end, direction, tracked, _ in accesses:
-            if not tracked:
-                continue
-            for entry in lookup(start, end):
-                if type(entry) is int:
-                    (waw if direction is _OUT else raw).add(entry)
-                elif direction is _ACCUM:
-                    raw.update(_ids(entry[0]))
-                elif direction is _OUT:
-                    waw.update(_ids(entry[0]))
-                    waw.update(_ids(entry[1]))
-                else:
-                    raw.update(_ids(entry[0]))
-                    raw.update(_ids(entry[1]))
-        edges = []
+        raw, waw = self._tensormap_sources(accesses)
+        edges: list[Edge] = []
         if raw or waw:
             waw -= raw
             edges += [Edge(src, task_id, "tensormap", "RAW") for src in sorted(raw)]
@@ -270,7 +246,35 @@ class Scheduler:
         if blocks > 1:
             # Every block has the dispatch's predecessors; edges are per task.
             edges = [e._replace(dst=i) for i in ids for e in edges]
+        self._enqueue(tasks, predecessors, edges)
+        return task_id
 
+    def _tensormap_sources(self, accesses: tuple[Access, ...]) -> tuple[set[int], set[int]]:
+        """The earlier tasks a dispatch's tracked accesses must follow: (read-after-write,
+        write-after-write), from the OverlapMap of writers."""
+        lookup = self._writers.writers
+        raw: set[int] = set()
+        waw: set[int] = set()
+        for start, end, direction, tracked, _ in accesses:
+            if not tracked:
+                continue
+            for entry in lookup(start, end):
+                if type(entry) is int:
+                    (waw if direction is _OUT else raw).add(entry)
+                elif direction is _ACCUM:
+                    raw.update(_ids(entry[0]))
+                elif direction is _OUT:
+                    waw.update(_ids(entry[0]))
+                    waw.update(_ids(entry[1]))
+                else:
+                    raw.update(_ids(entry[0]))
+                    raw.update(_ids(entry[1]))
+        return raw, waw
+
+    def _enqueue(self, tasks: list[Task], predecessors: tuple[int, ...],
+                 edges: list[Edge]) -> None:
+        """Adds the dispatch's tasks and edges; a task whose predecessors all finished is
+        ready at once."""
         with self._lock:
             if edges:
                 self.edges += edges
@@ -293,7 +297,6 @@ class Scheduler:
                     self._ready.append(task.task_id)
                     if self._attached:
                         self._work_available.notify()
-        return task_id
 
     def _register(self, accesses: tuple[Access, ...], ids: tuple[int, ...]) -> None:
         """Records the dispatch's writes in the OverlapMap."""
@@ -537,7 +540,7 @@ class _RaceDetector:
         self.history = OverlapMap()
         self.ancestors: list[int] = []
         self.describe_bytes = describe_bytes or (lambda s, e: f"bytes [{s:#x}, {e:#x})")
-        self.describe_access = describe_access or (lambda task, access: f"argument {access.arg}")
+        self.describe_access = describe_access or (lambda kernel, access: f"argument {access.arg}")
 
     def check(self, first: int, kernel_name: str, accesses, predecessors, ids) -> None:
         """Raises `RaceError` if the dispatch `ids` conflicts with an unordered access;
@@ -549,6 +552,7 @@ class _RaceDetector:
             start, end, direction = access.start, access.end, access.direction
             for s, e, entry in self._entries(start, end):
                 writers, accumulators, readers = entry or (None, None, None)
+                conflicts: tuple
                 if direction is _IN:
                     conflicts = (writers, accumulators)
                 elif direction is _ACCUM:
@@ -599,18 +603,32 @@ class _RaceDetector:
                 "(pl.manual_scope, no_dep_args=): add deps=[<task id of "
                 f"{earlier.kernel_name}>] on the later task"
             )
-        later = Task(first, kernel_name, None, None, (), ())
         buffer = self.describe_bytes(start, end)
         earlier_what = (
-            self.describe_access(earlier, earlier_access) if earlier_access else "an argument"
+            self.describe_access(earlier.kernel_name, earlier_access) if earlier_access
+            else "an argument"
         )
         message = (
             f"{kind} race on {buffer}: task {first} ({kernel_name}) "
-            f"{_VERBS[access.direction]} it through {self.describe_access(later, access)}, "
+            f"{_VERBS[access.direction]} it through {self.describe_access(kernel_name, access)}, "
             f"task {other} ({earlier.kernel_name}) {_VERBS[earlier_direction]} it through "
             f"{earlier_what}, and no dependency orders the two; {hint}"
         )
         raise RaceError(message, earlier=other, later=first, kind=kind, buffer=buffer)
+
+
+def _check_dispatch(task_id: int, kernel_name: str, explicit: list[int] | tuple[()],
+                    blocks: int) -> None:
+    """Refuses explicit dependencies on tasks not yet submitted, and negative blocks."""
+    if explicit and (explicit[0] < 0 or explicit[-1] >= task_id):
+        dep = explicit[0] if explicit[0] < 0 else explicit[-1]
+        earlier = f"ids 0..{task_id - 1}" if task_id else "none yet"
+        raise OrchestrationError(
+            f"task {task_id} ({kernel_name}) depends on task {dep}, which has not been "
+            f"submitted; a task can only depend on earlier tasks ({earlier})"
+        )
+    if blocks < 0:
+        raise OrchestrationError(f"{kernel_name}: an SPMD dispatch needs blocks >= 0")
 
 
 # History entries are (writers, accumulators, readers), each a chain (see `_chain`).

@@ -77,10 +77,11 @@ def _pem_key(pem: bytes) -> Any:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519
 
-    loaders = (serialization.load_pem_public_key, serialization.load_pem_private_key)
+    loaders = (lambda: serialization.load_pem_public_key(pem),
+               lambda: serialization.load_pem_private_key(pem, password=None))
     for load in loaders:
         try:
-            key = load(pem) if load is loaders[0] else load(pem, password=None)
+            key = load()
         except (ValueError, TypeError):
             continue
         if isinstance(key, (ed25519.Ed25519PublicKey, ed25519.Ed25519PrivateKey)):

@@ -18,6 +18,7 @@ import bz2
 import contextlib
 import gzip
 import hashlib
+import io
 import lzma
 import os
 import re
@@ -26,7 +27,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from pypto.records import MAX_RECORD_BYTES
 from pypto.runtime.errors import ArtifactError
@@ -68,7 +69,8 @@ def unpack_package(archive: Path, into: Path, platform: str | None,
     try:
         with open(archive, "rb") as raw:
             reader.stream = _Bounded(_decompressed(raw), _HEAD_LIMIT)
-            with tarfile.open(fileobj=reader.stream, mode="r|") as tar:
+            # A stream ("r|") is only read; typeshed asks any fileobj for seek, write, close.
+            with tarfile.open(fileobj=reader.stream, mode="r|") as tar:  # type: ignore[call-overload]
                 return reader.unpack(tar, platform, trust)
     except _OverLimit:
         raise ArtifactError(
@@ -81,7 +83,13 @@ def unpack_package(archive: Path, into: Path, platform: str | None,
         raise ArtifactError(f"{archive}: not a readable package archive{at}: {exc}") from None
 
 
-def _decompressed(raw: BinaryIO) -> BinaryIO:
+class _Readable(Protocol):
+    """A stream of bytes read in order (a file, or a decompressor over one)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def _decompressed(raw: BinaryIO) -> _Readable:
     """`raw`, decompressed when it starts as a gzip, bzip2 or xz stream does."""
     magic = raw.read(6)
     raw.seek(0)
@@ -102,7 +110,7 @@ class _Bounded:
     """A read-only stream that fails once more than `limit` bytes have been read from it:
     what stops a small compressed archive from unpacking without end."""
 
-    def __init__(self, stream: BinaryIO | None, limit: int) -> None:
+    def __init__(self, stream: _Readable, limit: int) -> None:
         self.stream = stream
         self.limit = limit
         self.consumed = 0
@@ -122,7 +130,7 @@ class _Reader:
     def __init__(self, archive: Path, into: Path) -> None:
         self.archive = archive
         self.into = into
-        self.stream = _Bounded(None, 0)  # set when the archive is open
+        self.stream = _Bounded(io.BytesIO(), 0)  # an empty stream until the archive is open
         self.member: str | None = None  # the member being read, for messages
 
     def fail(self, message: str) -> ArtifactError:
@@ -196,12 +204,12 @@ class _Reader:
             raise self.fail("the library index does not list it; do not load the package")
         if relpath in seen:
             raise self.fail("it appears twice in the archive")
-        if not member.isreg():
+        source = tar.extractfile(member) if member.isreg() else None
+        if source is None:
             raise self.fail("it is not a regular file (a link, a directory or a device), "
                             "which a package never holds")
         if member.size != entry.size:
             raise self.fail(f"it is {member.size} bytes, the index lists {entry.size}")
-        source = tar.extractfile(member)
         digest = hashlib.sha256()
         with self._created(self.into / top / relpath, bool(member.mode & 0o111)) as write:
             remaining = entry.size
@@ -218,9 +226,10 @@ class _Reader:
         seen.add(relpath)
 
     def _read(self, tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> bytes:
-        if not member.isreg() or member.size > limit:
+        source = tar.extractfile(member) if member.isreg() and member.size <= limit else None
+        if source is None:
             raise self.fail(f"it should be a regular file of at most {limit} bytes")
-        data = tar.extractfile(member).read(member.size)
+        data = source.read(member.size)
         if len(data) != member.size:
             raise self.fail("the archive ends inside it")
         return data

@@ -4,12 +4,14 @@ file's path, and a message that says what to do."""
 from __future__ import annotations
 
 import inspect
+import json
 
 import pytest
 import torch
 from catalogue import add, assert_user_facing
 
 from pypto import spec
+from pypto.records import record_digest
 from pypto.runtime import GoldenError, RunConfig, write_golden
 from pypto.spec import SpecError
 
@@ -80,6 +82,14 @@ def _truncate(path):
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
+def _rewrite(path, change):
+    """golden.json changed by `change` and its digest recomputed, as a forger would."""
+    raw = json.loads(path.read_text())
+    change(raw)
+    raw["golden_sha256"] = record_digest(raw, "golden_sha256")
+    path.write_text(json.dumps(raw))
+
+
 GOLDEN_CASES = {
     "golden_json_not_json": (lambda g: (g / "golden.json").write_text("{ nope"),
                              "golden.json", "cannot read golden.json"),
@@ -101,6 +111,11 @@ GOLDEN_CASES = {
     "golden_json_too_large": (
         lambda g: (g / "golden.json").write_bytes(b" " * (17 << 20) + b"{}"), "golden.json",
         "larger than 16 MiB"),
+    # A JSON list where a type name belongs: not a lookup key (it once raised TypeError).
+    "golden_scalar_type_not_a_name": (
+        lambda g: _rewrite(g / "golden.json", lambda raw: raw.update(
+            scalars=[{"name": "s", "type": ["int32"], "value": 1}])),
+        "golden.json", "'scalars[0]' should be {name, type, value}"),
     "golden_of_another_program": (
         lambda g: write_golden(g, {"q": torch.ones(2)}, {"r": torch.ones(2)}, overwrite=True),
         "golden.json", "which are not parameters of this program (a, b, out)"),
