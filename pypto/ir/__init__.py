@@ -8,7 +8,7 @@ looked up on first use from the layers that hold them: the compiler driver
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .diagnostics import (
     Diagnostic,
@@ -73,17 +73,26 @@ def serialize(node: Program | Function) -> bytes:
 # (tests/architecture/layering.py): these are lazy hooks onto those layers.
 _ABOVE = ("compile", "CompiledProgram", "deserialize")
 
+if TYPE_CHECKING:  # their types, for the type checker
+    from ..compiled import CompiledProgram
+    from ..compiler import compile
+    from ..language.parser import deserialize
+
 
 def __getattr__(name: str) -> Any:
     if name == "compile":
-        from ..compiler import compile as value
-    elif name == "CompiledProgram":
-        from ..compiled import CompiledProgram as value
-    elif name == "deserialize":
-        from ..language.parser import deserialize as value
-    else:
-        raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
-    return value
+        from .. import compiler
+
+        return compiler.compile
+    if name == "CompiledProgram":
+        from .. import compiled
+
+        return compiled.CompiledProgram
+    if name == "deserialize":
+        from ..language import parser
+
+        return parser.deserialize
+    raise AttributeError(f"module 'pypto.ir' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import Span
-from .types import Direction, FunctionType, Level, Type
+from .types import Direction, FunctionType, Level, ScalarType, Type
 
 
 def _span() -> Any:
@@ -36,7 +36,7 @@ class Const:
     """A literal scalar."""
 
     value: int | float | bool
-    type: Type
+    type: ScalarType
     span: Span | None = _span()
 
 

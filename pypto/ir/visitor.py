@@ -106,7 +106,7 @@ class IRMutator:
         return replace(fn, body=self.mutate_body(fn.body))
 
     def mutate_body(self, body) -> tuple:
-        out = []
+        out: list = []
         for stmt in body:
             result = self.mutate_stmt(stmt)
             if isinstance(result, (list, tuple)):
