@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..ir.errors import CapacityError
+from ..ir.errors import CapacityError, Span
 from ..ir.layout import BLOCK_BYTES, tile_footprint
 from ..ir.nodes import Assign, For, Var
 from ..ir.types import FunctionType, TileType
@@ -33,7 +33,7 @@ def buffer_key(t: TileType) -> tuple:
 class _Buffer:
     name: str
     type: TileType
-    span: object
+    span: Span | None
     positions: list[int] = field(default_factory=list)
     first_def: int | None = None
     start: int = 0
@@ -92,8 +92,9 @@ def _live_ranges(occ: _Occurrences) -> None:
                 if not inside:
                     continue
                 crosses = buf.start < lo or buf.end > hi
-                defs_inside = buf.first_def is not None and lo <= buf.first_def <= hi
-                carried = not defs_inside or min(inside) < buf.first_def
+                first = buf.first_def
+                # Carried into the loop: defined outside it, or read in it before its definition.
+                carried = first is None or not lo <= first <= hi or min(inside) < first
                 if (crosses or carried) and (buf.start > lo or buf.end < hi):
                     buf.start, buf.end = min(buf.start, lo), max(buf.end, hi)
                     changed = True

@@ -74,7 +74,8 @@ class _Placer(VarRetyper):
             targets.append(var)
         return replace(stmt, value=value, targets=tuple(targets))
 
-    def _place(self, call: Call, stmt) -> MemorySpace:
+    def _place(self, call: Call, stmt) -> MemorySpace | None:
+        """The memory the call's result lives in (None for a store: it makes no tile)."""
         op = get_op(call.op)
         operands = {name: arg for name, arg in op.operands(call.args, dict(call.attrs)).items()
                     if isinstance(getattr(arg, "type", None), TileType)}

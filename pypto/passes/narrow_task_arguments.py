@@ -20,7 +20,9 @@ of what the kernel touches, so the runtime never sees less than the real accesse
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
+from ..ir.dtypes import DataType
 from ..ir.nodes import (
     Assign,
     Call,
@@ -56,11 +58,12 @@ class Window:
 
     Per dimension `dims[d]` is None (the whole extent) or `(base, low, extent)`: the box
     starts at `base + low` (`base` an index expression over the kernel's scalar
-    parameters, or None for 0) and is `extent` wide.
+    parameters, or None for 0) and is `extent` wide.  `dtype` is the tensor's.
     """
 
     shape: tuple[int, ...]
-    dims: tuple
+    dims: tuple[tuple[Any, int, int] | None, ...]
+    dtype: DataType
 
     @property
     def extents(self) -> tuple[int, ...]:
@@ -178,7 +181,8 @@ class _Accesses(IRVisitor):
         """Returning a tensor hands its buffer back; it touches nothing."""
 
     def visit_For(self, stmt: For) -> None:
-        trips = [e.value for e in (stmt.start, stmt.stop, stmt.step) if isinstance(e, Const)]
+        trips = [e.value for e in (stmt.start, stmt.stop, stmt.step)
+                 if isinstance(e, Const) and isinstance(e.value, int)]
         certain = len(trips) == 3 and trips[2] != 0 and len(range(*trips)) > 0
         self.uncertain_loops += 0 if certain else 1
         super().visit_For(stmt)
@@ -241,12 +245,12 @@ def _plan(fn: Function, sites) -> dict[int, Window]:
     returned = fn.returned_params()
     plan: dict[int, Window] = {}
     for index, p in enumerate(fn.params):
-        name = p.var.name
-        if name not in tensors or name in whole or not access.windows[name]:
+        name, ptype = p.var.name, p.var.type
+        if not isinstance(ptype, TensorType) or name in whole or not access.windows[name]:
             continue
         if any(not _binds_itself(call, targets, returned, index) for call, targets in sites):
             continue  # a call binds the result to another name: it stays the whole tensor
-        window = _window(p.var.type.shape, access.windows[name], scalars)
+        window = _window(ptype.shape, ptype.dtype, access.windows[name], scalars)
         if window is not None:
             plan[index] = window
     return plan
@@ -258,11 +262,13 @@ def _binds_itself(call: FuncCall, targets, returned: list[int], index: int) -> b
     if not isinstance(arg, Var):
         return False
     values = targets[:-1] if call.task_id and targets else targets
+    if not values:  # a call statement whose results are not bound names nothing else
+        return True
     return all(t.name == arg.name for t, r in zip(values, returned, strict=True) if r == index)
 
 
-def _window(shape, accesses, scalars: set[str]) -> Window | None:
-    dims = []
+def _window(shape, dtype: DataType, accesses, scalars: set[str]) -> Window | None:
+    dims: list[tuple[Any, int, int] | None] = []
     for d, full in enumerate(shape):
         parts = [(split_offset(offsets[d]), extents[d]) for offsets, extents in accesses]
         base = parts[0][0][0]
@@ -278,7 +284,7 @@ def _window(shape, accesses, scalars: set[str]) -> Window | None:
             dims.append((base, low, high - low))
     if all(d is None for d in dims):
         return None
-    return Window(tuple(shape), tuple(dims))
+    return Window(tuple(shape), tuple(dims), dtype)
 
 
 # ----------------------------------------------------------------------------- rewriting
@@ -286,8 +292,7 @@ def _window(shape, accesses, scalars: set[str]) -> Window | None:
 
 def _narrow_kernel(fn: Function, plan: dict[int, Window]) -> Function:
     windows = {fn.params[i].var.name: w for i, w in plan.items()}
-    types = {fn.params[i].var.name: TensorType(w.extents, fn.params[i].var.type.dtype)
-             for i, w in plan.items()}
+    types = {fn.params[i].var.name: TensorType(w.extents, w.dtype) for i, w in plan.items()}
     body = _RelativeAccesses(windows, types).mutate_body(fn.body)
     params = tuple(
         replace(p, var=replace(p.var, type=types[p.var.name])) if p.var.name in types else p

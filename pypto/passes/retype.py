@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..ir.nodes import Assign, For, Var
+from ..ir.types import Type
 from ..ir.visitor import IRMutator
 
 
@@ -13,7 +14,7 @@ class VarRetyper(IRMutator):
     """Gives each definition the type `new_type(assign, var)` returns and makes every later
     use of the name agree with it (uses see the latest definition in program order)."""
 
-    def __init__(self, new_type: Callable[[Assign, Var], object]):
+    def __init__(self, new_type: Callable[[Assign, Var], Type]):
         self.new_type = new_type
         self.env: dict[str, Var] = {}
 

@@ -23,7 +23,7 @@ from ..ir.nodes import Assign, Const, ExprList, For, Var
 from ..ir.ops import get_op, make_call
 from ..ir.types import INDEX, MemorySpace, TensorType
 from .names import NameSupply
-from .tensor_views import index_add
+from .tensor_views import call_of, index_add, tensor_type_of
 
 _ALIGN = 32
 
@@ -32,9 +32,9 @@ def lower_matmul_run(computed: list[Assign], writes: list[Assign], names: NameSu
                      backend) -> list:
     matmuls = {s.targets[0].name: s for s in computed}
     for s in computed:
-        if get_op(s.value.op).category != "matmul":
+        if get_op(call_of(s).op).category != "matmul":
             raise LoweringError(
-                f"pl.{s.value.op} works on the vector unit on a tensor-level pl.matmul result "
+                f"pl.{call_of(s).op} works on the vector unit on a tensor-level pl.matmul result "
                 "that has no name in a pl.at block",
                 s.span,
                 hint="bind the matmul to a name in the pl.at block (`acc = pl.matmul(a, b)`): "
@@ -43,7 +43,7 @@ def lower_matmul_run(computed: list[Assign], writes: list[Assign], names: NameSu
             )
     out: list = []
     for w in writes:
-        src = w.value.args[1]
+        src = call_of(w).args[1]
         if not (isinstance(src, Var) and src.name in matmuls):
             raise LoweringError("a tensor-level pl.matmul result must be written directly to an "
                                 "output", w.span)
@@ -73,21 +73,25 @@ def _blocks(m, n, k, in_size, out_size, backend, span) -> tuple[int, int]:
 
 
 def _lower_one(stmt: Assign, write: Assign, names: NameSupply, backend) -> list:
-    call = stmt.value
+    call = call_of(stmt)
     lhs, rhs = call.args
     a_trans, b_trans = call.attr("a_trans"), call.attr("b_trans")
     for operand in (lhs, rhs):
         if not (isinstance(operand, Var) and isinstance(operand.type, TensorType)):
             raise LoweringError("tensor-level pl.matmul reads tensors passed to the kernel",
                                 stmt.span)
-    m, n = call.type.shape
-    k = lhs.type.shape[0] if a_trans else lhs.type.shape[1]
-    tm, tn = _blocks(m, n, k, lhs.type.dtype.itemsize, call.type.dtype.itemsize, backend,
+    lhs_type, out_type = tensor_type_of(lhs), tensor_type_of(call)
+    m, n = out_type.shape
+    k = lhs_type.shape[0] if a_trans else lhs_type.shape[1]
+    tm, tn = _blocks(m, n, k, lhs_type.dtype.itemsize, out_type.dtype.itemsize, backend,
                      stmt.span)
     span = stmt.span
-    mv = Var(names.fresh("m"), INDEX) if tm < m else Const(0, INDEX)
-    nv = Var(names.fresh("n"), INDEX) if tn < n else Const(0, INDEX)
+    # The block's first row and column, where the result is walked in blocks.
+    m_var = Var(names.fresh("m"), INDEX) if tm < m else None
+    n_var = Var(names.fresh("n"), INDEX) if tn < n else None
     zero = Const(0, INDEX)
+    mv = m_var if m_var is not None else zero
+    nv = n_var if n_var is not None else zero
     # lhs is [M, K] ([K, M] with a_trans); rhs is [K, N] ([N, K] with b_trans).
     a_at, a_shape = ((zero, mv), (k, tm)) if a_trans else ((mv, zero), (tm, k))
     b_at, b_shape = ((nv, zero), (tn, k)) if b_trans else ((zero, nv), (k, tn))
@@ -108,17 +112,18 @@ def _lower_one(stmt: Assign, write: Assign, names: NameSupply, backend) -> list:
                                                   target_memory=MemorySpace.Right))
     product = bind(f"{stmt.targets[0].name}_acc",
                    make_call("matmul", a_left, b_right, span=span, **dict(call.attrs)))
-    dst, _, offsets = write.value.args
+    write_call = call_of(write)
+    dst, _, offsets = write_call.args
     o0, o1 = offsets.items
     window = ExprList((index_add(o0, mv), index_add(o1, nv)))
     store = make_call("store", product, window, dst, span=write.span,
-                      atomic=write.value.attr("atomic"))
+                      atomic=write_call.attr("atomic"))
     body.append(Assign(write.targets, store, write.span))
     loop = tuple(body)
-    if tn < n:
-        loop = (For(nv, zero, Const(n, INDEX), Const(tn, INDEX), loop),)
-    if tm < m:
-        loop = (For(mv, zero, Const(m, INDEX), Const(tm, INDEX), loop),)
+    if n_var is not None:
+        loop = (For(n_var, zero, Const(n, INDEX), Const(tn, INDEX), loop),)
+    if m_var is not None:
+        loop = (For(m_var, zero, Const(m, INDEX), Const(tm, INDEX), loop),)
     return list(loop)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..ir.errors import CapacityError, LoweringError
+from ..ir.errors import CapacityError, InternalError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Return, Var
 from ..ir.ops import get_op, make_call
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
@@ -32,7 +32,7 @@ from .names import NameSupply
 from .outline_incore import written_tensor, written_tensors
 from .properties import IRProperty
 from .tensor_matmul import lower_matmul_run
-from .tensor_views import fold_views, index_add, is_view
+from .tensor_views import call_of, fold_views, index_add, is_view, tensor_type_of
 
 _LOWERED = VECTOR_CATEGORIES + ("matmul",)
 _ALIGN = 32
@@ -88,7 +88,8 @@ class _Runs:
         self.views: dict[str, str] = {}  # view -> the parameter it views
 
     def body(self, stmts, kept: dict[str, _Kept]) -> list:
-        out, run = [], []
+        out: list = []
+        run: list[Assign] = []
         written: set[str] = set()  # tensors the current run writes
         for stmt in _without_tensor_aliases(stmts, self.params):
             if _is_tensor_stmt(stmt):
@@ -98,11 +99,11 @@ class _Runs:
                     out.extend(self._lower(run, kept))
                     run, written = [], set()
                 run.append(stmt)
-                if stmt.value.op == "assemble":
+                if call_of(stmt).op == "assemble":
                     written.add(stmt.targets[0].name)
                 continue
             if is_view(stmt):
-                self.views[stmt.targets[0].name] = self._base(stmt.value.args[0].name)
+                self.views[stmt.targets[0].name] = self._base(call_of(stmt).args[0].name)
                 out.append(stmt)  # a view moves no data: it does not end a run
                 continue
             if run and _scalar_before_run(stmt, run, written):
@@ -142,22 +143,22 @@ class _Runs:
         lowered = _lower_run(stmts, self.names, self.backend, self.split)
         reads: dict[str, frozenset] = {}
         for s in stmts:
-            found = set()
+            found: set[str] = set()
             for a in _tensor_operands(s):
                 found |= reads.get(a.name) or {self._base(a.name)}
-            if s.value.op == "assemble":
+            if call_of(s).op == "assemble":
                 continue
             reads[s.targets[0].name] = frozenset(found)
             kept[s.targets[0].name] = _Kept(s, frozenset(found))
         for s in run:
-            if s.value.op == "assemble":
+            if call_of(s).op == "assemble":
                 self._invalidate(kept, s)
         return lowered
 
     def _recomputed(self, run: list[Assign], kept: dict[str, _Kept]) -> list[Assign]:
         """The kept definitions `run` needs (and theirs), in dependency order."""
         out: list[Assign] = []
-        defined = {s.targets[0].name for s in run if s.value.op != "assemble"}
+        defined = {s.targets[0].name for s in run if call_of(s).op != "assemble"}
 
         def need(var: Var, at) -> None:
             name = var.name
@@ -190,7 +191,7 @@ class _Runs:
         for s in run:
             for a in _tensor_operands(s):
                 need(a, s)
-            if s.value.op != "assemble":
+            if call_of(s).op != "assemble":
                 defined.add(s.targets[0].name)
         return out
 
@@ -198,7 +199,7 @@ class _Runs:
 def _tensor_operands(stmt: Assign) -> list[Var]:
     """The tensor values a tensor statement reads (an assemble: its source; a broadcast
     of a scalar: not the tensor that gives only its shape)."""
-    call = stmt.value
+    call = call_of(stmt)
     if call.op == "assemble":
         args = (call.args[1],)
     elif get_op(call.op).category == "expands":
@@ -282,7 +283,7 @@ class _Renamed(IRMutator):
 
 def _reads(stmt: Assign) -> set[str]:
     """Names of the tensors a tensor statement reads (an assemble reads its source only)."""
-    call = stmt.value
+    call = call_of(stmt)
     operands = (call.args[1],) if call.op == "assemble" else call.args
     return {a.name for a in operands if isinstance(a, Var) and isinstance(a.type, TensorType)}
 
@@ -317,12 +318,13 @@ def _without_tensor_aliases(body, params: dict[str, Var]) -> list:
         for target in stmt.targets if isinstance(stmt, Assign) else ():
             aliases.pop(target.name, None)
             written.pop(target.name, None)
-        if tensor_stmt and unit_of(stmt.value) is not None:
-            units[stmt.targets[0].name] = unit_of(stmt.value)
-        if (tensor_stmt and stmt.value.op == "assemble" and _whole_write(stmt.value)
-                and units.get(stmt.value.args[1].name) != CUBE):
+        unit = unit_of(call_of(stmt)) if tensor_stmt else None
+        if unit is not None:
+            units[stmt.targets[0].name] = unit
+        if (tensor_stmt and call_of(stmt).op == "assemble" and _whole_write(call_of(stmt))
+                and units.get(call_of(stmt).args[1].name) != CUBE):
             # A matmul result written out is read back from memory by the vector unit.
-            written[stmt.targets[0].name] = stmt.value.args[1]
+            written[stmt.targets[0].name] = call_of(stmt).args[1]
         out.append(stmt)
     return out
 
@@ -330,7 +332,7 @@ def _without_tensor_aliases(body, params: dict[str, Var]) -> list:
 def _read_from(stmt: Assign, values: dict[str, Var]) -> Assign:
     """`stmt` reading `values[name]` for each tensor `name` it reads (not where it writes)."""
     rename = _Renamed(values)
-    call = stmt.value
+    call = call_of(stmt)
     if call.op == "assemble":
         dst, src, offsets = call.args
         args = (dst, rename.mutate_expr(src), offsets)
@@ -341,7 +343,8 @@ def _read_from(stmt: Assign, values: dict[str, Var]) -> Assign:
 
 def _whole_write(call: Call) -> bool:
     dst, src, offsets = call.args
-    return (isinstance(src, Var) and tuple(src.type.shape) == tuple(dst.type.shape)
+    return (isinstance(src, Var)
+            and tuple(tensor_type_of(src).shape) == tuple(tensor_type_of(dst).shape)
             and all(isinstance(i, Const) and i.value == 0 for i in offsets.items))
 
 
@@ -440,20 +443,20 @@ def _returned_params(stmt, params: dict[str, Var]):
 
 
 def _lower_run(run: list[Assign], names: NameSupply, backend, split=None) -> list:
-    defined = {s.targets[0].name: s for s in run if s.value.op != "assemble"}
-    writes = [s for s in run if s.value.op == "assemble"]
+    defined = {s.targets[0].name: s for s in run if call_of(s).op != "assemble"}
+    writes = [s for s in run if call_of(s).op == "assemble"]
     # Liveness: only values that flow into a write are computed.
     needed: set[str] = set()
-    work = [w.value.args[1] for w in writes]
+    work = [call_of(w).args[1] for w in writes]
     while work:
         v = work.pop()
         if isinstance(v, Var) and v.name in defined and v.name not in needed:
             needed.add(v.name)
-            work.extend(defined[v.name].value.args)
-    computed = [s for s in run if s.value.op != "assemble" and s.targets[0].name in needed]
+            work.extend(call_of(defined[v.name]).args)
+    computed = [s for s in run if call_of(s).op != "assemble" and s.targets[0].name in needed]
     if not writes:
         return []
-    if any(get_op(s.value.op).category == "matmul" for s in computed):
+    if any(get_op(call_of(s).op).category == "matmul" for s in computed):
         return lower_matmul_run(computed, writes, names, backend)
     return _VectorRun(computed, writes, names, backend, split).lower()
 
@@ -469,15 +472,17 @@ class _VectorRun:
         defined = {s.targets[0].name for s in computed}
         self.inputs: dict[str, Var] = {}
         for stmt in computed + writes:
-            operands = stmt.value.args
-            if stmt.value.op == "assemble":
-                operands = (stmt.value.args[1],)
-            elif get_op(stmt.value.op).category == "expands":
-                operands = stmt.value.args[1:]  # the target gives only the shape
+            call = call_of(stmt)
+            operands = call.args
+            if call.op == "assemble":
+                operands = (call.args[1],)
+            elif get_op(call.op).category == "expands":
+                operands = call.args[1:]  # the target gives only the shape
             for a in operands:
                 if isinstance(a, Var) and isinstance(a.type, TensorType) and a.name not in defined:
                     self.inputs.setdefault(a.name, a)
-        values = [s.targets[0].type for s in computed] + [v.type for v in self.inputs.values()]
+        values = [tensor_type_of(v) for v in [s.targets[0] for s in computed]
+                  + list(self.inputs.values())]
         for t in values:
             if len(t.shape) != 2:
                 raise LoweringError(
@@ -488,7 +493,8 @@ class _VectorRun:
         self.rows = max(t.shape[0] for t in values)
         self.cols = max(t.shape[1] for t in values)
         for stmt in computed + writes:
-            t = stmt.value.args[1].type if stmt.value.op == "assemble" else stmt.value.type
+            call = call_of(stmt)
+            t = tensor_type_of(call.args[1] if call.op == "assemble" else call)
             if t.shape[0] not in (self.rows, 1) or t.shape[1] not in (self.cols, 1):
                 raise LoweringError(
                     f"tensor-level operators of unrelated shapes in one kernel ({list(t.shape)} "
@@ -497,7 +503,7 @@ class _VectorRun:
                     hint="split the work into separate pl.at blocks, or write the tile code "
                          "yourself",
                 )
-        categories = {get_op(s.value.op).category for s in computed}
+        categories = {get_op(call_of(s).op).category for s in computed}
         self.split_rows = "reduce_col" not in categories
         self.split_cols = "reduce_row" not in categories
 
@@ -510,18 +516,20 @@ class _VectorRun:
         """Vec bytes one chunk's tiles take (cast hops and reduction scratch included)."""
         total = 0
         for v in self.inputs.values():
-            total += _aligned(self._tile_shape(v.type.shape, r, c), v.type.dtype.itemsize)
+            t = tensor_type_of(v)
+            total += _aligned(self._tile_shape(t.shape, r, c), t.dtype.itemsize)
         for s in self.computed:
-            call = s.value
-            shape = self._tile_shape(call.type.shape, r, c)
+            call = call_of(s)
+            t = tensor_type_of(call)
+            shape = self._tile_shape(t.shape, r, c)
             if call.op == "cast":
-                path = cast_path(call.args[0].type.dtype, call.type.dtype, self.backend,
+                path = cast_path(tensor_type_of(call.args[0]).dtype, t.dtype, self.backend,
                                  call.span)
                 total += sum(_aligned(shape, d.itemsize) for d in path[1:])
                 continue
-            total += _aligned(shape, call.type.dtype.itemsize)
+            total += _aligned(shape, t.dtype.itemsize)
             if get_op(call.op).category == "reduce_row":
-                x = call.args[0].type
+                x = tensor_type_of(call.args[0])
                 total += _aligned(self._tile_shape(x.shape, r, c), x.dtype.itemsize)
         return total
 
@@ -576,42 +584,45 @@ class _VectorRun:
     def lower(self) -> list:
         r, c = self._chunk()
         names = self.names
-        row = Var(names.fresh("row"), INDEX) if r < self.rows else Const(0, INDEX)
-        col = Var(names.fresh("col"), INDEX) if c < self.cols else Const(0, INDEX)
+        # The chunk's first row and column, where the frame is walked in chunks.
+        row = Var(names.fresh("row"), INDEX) if r < self.rows else None
+        col = Var(names.fresh("col"), INDEX) if c < self.cols else None
         span = self.writes[0].span
 
         def origin(shape):
-            return ExprList((row if shape[0] == self.rows and r < self.rows else Const(0, INDEX),
-                             col if shape[1] == self.cols and c < self.cols else Const(0, INDEX)))
+            return ExprList((row if row is not None and shape[0] == self.rows else Const(0, INDEX),
+                             col if col is not None and shape[1] == self.cols else Const(0, INDEX)))
 
         tiles: dict[str, Var] = {}
         out: list = []
         for name, tensor in self.inputs.items():
-            shape = self._tile_shape(tensor.type.shape, r, c)
-            load = make_call("load", tensor, origin(tensor.type.shape), span=span, shapes=shape)
+            full = tensor_type_of(tensor).shape
+            load = make_call("load", tensor, origin(full), span=span,
+                             shapes=self._tile_shape(full, r, c))
             tiles[name] = Var(names.fresh(f"{name}_tile"), load.type, span)
             out.append(Assign((tiles[name],), load, span))
         for stmt in self.computed:
-            call = stmt.value
-            out.extend(self._compute(stmt, tiles, self._tile_shape(call.type.shape, r, c)))
+            shape = self._tile_shape(tensor_type_of(call_of(stmt)).shape, r, c)
+            out.extend(self._compute(stmt, tiles, shape))
         for stmt in self.writes:
-            dst, src, offsets = stmt.value.args
+            call = call_of(stmt)
+            dst, src, offsets = call.args
             src_tile = tiles[src.name]
             o = origin(src.type.shape)
             window = ExprList(tuple(index_add(a, b)
                                     for a, b in zip(offsets.items, o.items, strict=True)))
             store = make_call("store", src_tile, window, dst, span=stmt.span,
-                              atomic=stmt.value.attr("atomic"))
+                              atomic=call.attr("atomic"))
             out.append(Assign(stmt.targets, store, stmt.span))
         body = tuple(out)
-        if c < self.cols:
+        if col is not None:
             body = (For(col, Const(0, INDEX), Const(self.cols, INDEX), Const(c, INDEX), body),)
-        if r < self.rows:
+        if row is not None:
             body = (For(row, Const(0, INDEX), Const(self.rows, INDEX), Const(r, INDEX), body),)
         return list(body)
 
     def _compute(self, stmt: Assign, tiles: dict[str, Var], shape) -> list:
-        call = stmt.value
+        call = call_of(stmt)
         op = get_op(call.op)
         attrs = dict(call.attrs)
         operands = op.operands(call.args, attrs)
@@ -620,12 +631,14 @@ class _VectorRun:
         out = []
         if op.category == "expands":
             tile_call = make_call("full", operands["scalar"], span=call.span, shape=shape,
-                                  dtype=call.type.dtype)
+                                  dtype=tensor_type_of(call).dtype)
         else:
             args = [tiles.get(a.name, a) if isinstance(a, Var) else a for a in
                     (v for v in operands.values() if v is not None)]
             if op.category == "reduce_row":
                 x = args[0]
+                if not isinstance(x.type, TileType):
+                    raise InternalError(f"TensorToTile: a row reduction of {x}, not of a tile")
                 tmp = Var(self.names.fresh(f"{target}_tmp"), x.type, call.span)
                 scratch = make_call("create_tile", span=call.span, shape=x.type.shape,
                                     dtype=x.type.dtype)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.errors import LoweringError
+from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, Function, Var
 from ..ir.types import INDEX, TensorType
 from ..ir.visitor import IRMutator
@@ -21,6 +21,21 @@ def is_view(stmt) -> bool:
     """Is `stmt` the definition of a tensor view?"""
     return (isinstance(stmt, Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, Call)
             and stmt.value.op == "slice" and isinstance(stmt.value.type, TensorType))
+
+
+def call_of(stmt: Assign) -> Call:
+    """The operator call a tensor statement or a view assigns, for TensorToTile and its
+    parts (where they are recognised, `is_view` and TensorToTile check it)."""
+    if not isinstance(stmt.value, Call):
+        raise InternalError(f"TensorToTile: {stmt} assigns no operator call")
+    return stmt.value
+
+
+def tensor_type_of(value) -> TensorType:
+    """The type of a tensor value of TensorToTile (checked where the run is formed)."""
+    if not isinstance(value.type, TensorType):
+        raise InternalError(f"TensorToTile: {value} is not a tensor value")
+    return value.type
 
 
 def index_add(a, b):
@@ -46,7 +61,7 @@ class _ViewFolder(IRMutator):
 
     def mutate_Assign(self, stmt: Assign):
         if is_view(stmt):
-            src, offsets = stmt.value.args
+            src, offsets = call_of(stmt).args
             offsets = tuple(self.mutate_expr(o) for o in offsets.items)
             if src.name in self.views:
                 base, outer = self.views[src.name]
