@@ -225,8 +225,17 @@ def find_compiler(platform: Platform) -> FoundCompiler:
     `path_candidates` on PATH recent enough for `min_versions`, `cxx` on PATH, the compiler
     the Python package `python_module` ships.  Raises CompilerNotFoundError when none is
     found, or when a set `env` variable names a missing or too old compiler."""
+    looked: list[str] = []  # where it looked, for the message
+    for lookup in (_env_compiler, _home_compiler, _path_compiler, _package_compiler):
+        found = lookup(platform, looked)
+        if found is not None:
+            return found
+    raise CompilerNotFoundError(_missing_compiler_message(platform, looked))
+
+
+def _env_compiler(platform: Platform, looked: list[str]) -> FoundCompiler | None:
+    """The program a set `env` variable names (an error when it is missing or too old)."""
     settings = platform.compiler
-    looked: list[str] = []
     for var in settings.env:
         value = os.environ.get(var)
         if not value:
@@ -246,6 +255,12 @@ def find_compiler(platform: Platform) -> FoundCompiler:
                 f"{_wanted_versions(settings)}. {settings.install_hint}"
             )
         return FoundCompiler(Path(found))
+    return None
+
+
+def _home_compiler(platform: Platform, looked: list[str]) -> FoundCompiler | None:
+    """An executable `<home_env root>/<home_relpath>`."""
+    settings = platform.compiler
     for var in settings.home_env:
         root = os.environ.get(var)
         if not root:
@@ -256,6 +271,12 @@ def find_compiler(platform: Platform) -> FoundCompiler:
             if candidate.is_file() and os.access(candidate, os.X_OK):
                 return FoundCompiler(candidate)
             looked.append(str(candidate))
+    return None
+
+
+def _path_compiler(platform: Platform, looked: list[str]) -> FoundCompiler | None:
+    """The first of `path_candidates` (else `cxx`) on PATH recent enough."""
+    settings = platform.compiler
     for name in settings.path_candidates or (settings.cxx,):
         found = shutil.which(name)
         if found is None:
@@ -265,16 +286,23 @@ def find_compiler(platform: Platform) -> FoundCompiler:
         if problem is None:
             return FoundCompiler(Path(found))
         looked.append(f"{found} ({problem})")
-    if settings.python_module:
-        found = _python_module_compiler(settings.python_module)
-        if found is not None:
-            problem = _version_problem(settings, (str(found), *settings.python_module_args))
-            if problem is None:
-                return FoundCompiler(found, settings.python_module_args)
-            looked.append(f"{found} ({problem})")
-        else:
-            looked.append(f"the Python package {settings.python_module!r} (not installed)")
-    raise CompilerNotFoundError(_missing_compiler_message(platform, looked))
+    return None
+
+
+def _package_compiler(platform: Platform, looked: list[str]) -> FoundCompiler | None:
+    """The compiler the Python package `python_module` ships, recent enough."""
+    settings = platform.compiler
+    if not settings.python_module:
+        return None
+    found = _python_module_compiler(settings.python_module)
+    if found is None:
+        looked.append(f"the Python package {settings.python_module!r} (not installed)")
+        return None
+    problem = _version_problem(settings, (str(found), *settings.python_module_args))
+    if problem is None:
+        return FoundCompiler(found, settings.python_module_args)
+    looked.append(f"{found} ({problem})")
+    return None
 
 
 def compiler_version_line(command: tuple[str, ...]) -> str:

@@ -496,28 +496,34 @@ def _transposed_operands(stmts) -> set[tuple]:
     walk(stmts)
     marked: set[tuple] = set()
     for s in reversed(assigns):
-        call, (dst,) = s.value, s.targets
-        if isinstance(call, Var):  # one tile variable assigned to another: a move
-            if (dst.name, dst.type) in marked:
-                marked.add((call.name, call.type))
-            continue
-        op = get_op(call.op)
-        if op.emit == "matmul":
-            operands = op.operands(call.args, dict(call.attrs))
-            for attr, role in (("a_trans", "lhs"), ("b_trans", "rhs")):
-                if call.attr(attr):
-                    marked.add((operands[role].name, operands[role].type))
-                    _check_transposable(operands[role], s)
-        elif (dst.name, dst.type) in marked:
-            if call.op == "move":
-                (src,) = call.args[:1]
-                marked.add((src.name, src.type))
-            elif call.op != "load":
-                raise LoweringError(
-                    f"`{dst.name}` is a transposed matmul operand made by pl.{call.op}: device "
-                    f"code transposes an operand as TLOAD brings it in, from a tensor",
-                    s.span, hint="load the operand from a tensor (and move it to Left / Right)")
+        _mark_transposed(s, marked)
     return marked
+
+
+def _mark_transposed(s: Assign, marked: set[tuple]) -> None:
+    """Adds to `marked` the tiles `s` makes transposed operands of (statements are met
+    last to first, so a tile is marked before the statement defining it)."""
+    call, (dst,) = s.value, s.targets
+    if isinstance(call, Var):  # one tile variable assigned to another: a move
+        if (dst.name, dst.type) in marked:
+            marked.add((call.name, call.type))
+        return
+    op = get_op(call.op)
+    if op.emit == "matmul":
+        operands = op.operands(call.args, dict(call.attrs))
+        for attr, role in (("a_trans", "lhs"), ("b_trans", "rhs")):
+            if call.attr(attr):
+                marked.add((operands[role].name, operands[role].type))
+                _check_transposable(operands[role], s)
+    elif (dst.name, dst.type) in marked:
+        if call.op == "move":
+            (src,) = call.args[:1]
+            marked.add((src.name, src.type))
+        elif call.op != "load":
+            raise LoweringError(
+                f"`{dst.name}` is a transposed matmul operand made by pl.{call.op}: device "
+                f"code transposes an operand as TLOAD brings it in, from a tensor",
+                s.span, hint="load the operand from a tensor (and move it to Left / Right)")
 
 
 def _check_transposable(operand: Var, s) -> None:

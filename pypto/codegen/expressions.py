@@ -37,6 +37,7 @@ def scalar_ctype(dtype: DataType) -> str:
 
 
 def expr_model(e, idents=None) -> dict:
+    """The template model of a scalar expression (`idents`: C++ names of user names)."""
     if isinstance(e, Var):
         return {"kind": "var", "name": (idents or {}).get(e.name, ident(e.name))}
     if isinstance(e, Const):
@@ -45,32 +46,45 @@ def expr_model(e, idents=None) -> dict:
         if isinstance(e.value, int):
             return {"kind": "int", "value": e.value}
         return {"kind": "float", "value": float(e.value)}
-    if isinstance(e, Call) and e.op == "read" and isinstance(e.args[0].type, TensorType):
+    model = _call_model(e, idents) if isinstance(e, Call) else None
+    if model is None:
+        raise InternalError(f"no scalar C++ form for {e!r}")
+    return model
+
+
+def _call_model(e: Call, idents) -> dict | None:
+    if e.op == "read" and isinstance(e.args[0].type, TensorType):
         tensor, indices = e.args  # an orchestration's read of an input tensor's element
         return {"kind": "element", "ctype": scalar_ctype(e.type.dtype),
                 "elem": tensor.type.dtype.cpp_type, "tensor": (idents or {}).get(
                     tensor.name, ident(tensor.name)),
                 "index": [expr_model(i, idents) for i in indices.items]}
-    if isinstance(e, Call) and isinstance(e.type, ScalarType) and e.op == "cast":
-        return _scalar_cast(e, idents)
-    if isinstance(e, Call) and isinstance(e.type, ScalarType) and e.op == "not_":
-        return {"kind": "not", "operand": expr_model(e.args[0], idents)}
-    if isinstance(e, Call) and isinstance(e.type, ScalarType) and len(e.args) == 2:
-        lhs, rhs = (expr_model(a, idents) for a in e.args)
-        if e.op in _INFIX:
-            return {"kind": "binop", "op": _INFIX[e.op], "lhs": lhs, "rhs": rhs}
-        if e.op == "cmp":
-            return {"kind": "binop", "op": CMP_SYMBOLS[e.attr("cmp_type")], "lhs": lhs,
-                    "rhs": rhs}
-        if e.op in _LOGIC:
-            return {"kind": "binop", "op": _LOGIC[e.op], "lhs": lhs, "rhs": rhs}
-        if e.op in _INDEX_CALLS:
-            return {"kind": "call", "fn": _INDEX_CALLS[e.op], "lhs": lhs, "rhs": rhs}
-        if e.op in _SELECT:
-            return {"kind": "select", "op": _SELECT[e.op], "lhs": lhs, "rhs": rhs}
-    if isinstance(e, Call) and e.op in _BLOCK_FIELDS:
+    if isinstance(e.type, ScalarType):
+        if e.op == "cast":
+            return _scalar_cast(e, idents)
+        if e.op == "not_":
+            return {"kind": "not", "operand": expr_model(e.args[0], idents)}
+        if len(e.args) == 2 and (model := _binary_model(e, idents)) is not None:
+            return model
+    if e.op in _BLOCK_FIELDS:
         return {"kind": "var", "name": f"(int64_t)core->{_BLOCK_FIELDS[e.op]}"}  # kernels only
-    raise InternalError(f"no scalar C++ form for {e!r}")
+    return None
+
+
+def _binary_model(e: Call, idents) -> dict | None:
+    lhs, rhs = (expr_model(a, idents) for a in e.args)
+    if e.op in _INFIX:
+        return {"kind": "binop", "op": _INFIX[e.op], "lhs": lhs, "rhs": rhs}
+    if e.op == "cmp":
+        return {"kind": "binop", "op": CMP_SYMBOLS[e.attr("cmp_type")], "lhs": lhs,
+                "rhs": rhs}
+    if e.op in _LOGIC:
+        return {"kind": "binop", "op": _LOGIC[e.op], "lhs": lhs, "rhs": rhs}
+    if e.op in _INDEX_CALLS:
+        return {"kind": "call", "fn": _INDEX_CALLS[e.op], "lhs": lhs, "rhs": rhs}
+    if e.op in _SELECT:
+        return {"kind": "select", "op": _SELECT[e.op], "lhs": lhs, "rhs": rhs}
+    return None
 
 
 # Rounding of a float scalar cast to an integer (scalars compute in double).

@@ -199,69 +199,95 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         return cls(message, self.source.span(node), hint)
 
     def static(self, node: ast.AST) -> Any:
-        """Evaluate an expression that must be known at compile time."""
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id in self.vars:
-                raise self.error(node, f"`{node.id}` is a runtime value; a constant is needed here")
-            try:
-                return self.namespace[node.id]
-            except KeyError:
-                raise self.error(
-                    node, f"name `{node.id}` is not defined",
-                    hint="define it before the kernel, or pass it as an argument",
-                ) from None
-        if isinstance(node, ast.Attribute):
-            if self.is_type_attribute(node):
-                return self.known(node, self.type_attribute(node))
-            base = self.static(node.value)
-            try:
-                return getattr(base, node.attr)
-            except AttributeError:
-                raise self.error(node, f"`{ast.unparse(node)}` does not exist") from None
-        if isinstance(node, (ast.List, ast.Tuple)):
-            return [self.static(e) for e in node.elts]
-        if isinstance(node, ast.Slice):  # `x.shape[1:]`
-            return slice(*(None if e is None else self.static(e)
-                           for e in (node.lower, node.upper, node.step)))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        """Evaluate an expression that must be known at compile time (one `_constant_<node
+        type>` method per form that can be)."""
+        evaluate = getattr(self, f"_constant_{type(node).__name__}", None)
+        if evaluate is None:
+            raise self._not_constant(node)
+        return evaluate(node)
+
+    def _not_constant(self, node: ast.AST) -> PyptoError:
+        return self.error(node, f"`{ast.unparse(node)}` must be a compile-time constant")
+
+    def _constant_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def _constant_Name(self, node: ast.Name) -> Any:
+        if node.id in self.vars:
+            raise self.error(node, f"`{node.id}` is a runtime value; a constant is needed here")
+        try:
+            return self.namespace[node.id]
+        except KeyError:
+            raise self.error(
+                node, f"name `{node.id}` is not defined",
+                hint="define it before the kernel, or pass it as an argument",
+            ) from None
+
+    def _constant_Attribute(self, node: ast.Attribute) -> Any:
+        if self.is_type_attribute(node):
+            return self.known(node, self.type_attribute(node))
+        base = self.static(node.value)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise self.error(node, f"`{ast.unparse(node)}` does not exist") from None
+
+    def _constant_List(self, node: ast.List | ast.Tuple) -> list:
+        return [self.static(e) for e in node.elts]
+
+    _constant_Tuple = _constant_List
+
+    def _constant_Slice(self, node: ast.Slice) -> slice:  # `x.shape[1:]`
+        return slice(*(None if e is None else self.static(e)
+                       for e in (node.lower, node.upper, node.step)))
+
+    def _constant_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        if isinstance(node.op, ast.USub):
             return -self.static(node.operand)
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _FOLD[_BINOPS[type(node.op)]](self.static(node.left), self.static(node.right))
-        if isinstance(node, ast.Subscript):
-            # `x.shape[1]` is known even where another dimension of x is not.
-            base = (self.type_attribute(node.value) if self.is_type_attribute(node.value)
-                    else self.static(node.value))
-            index = self.static(node.slice)
-            try:
-                return self.known(node, base[tuple(index) if isinstance(index, list) else index])
-            except PyptoError as exc:
-                # Re-anchor at the node being parsed: the error's own frame is ours.
-                raise self.error(node, exc.message, exc.hint, cls=type(exc)) from None
-            except Exception as exc:
-                raise self.error(node, f"invalid annotation `{ast.unparse(node)}`: {exc}") from None
-        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
-            return _COMPARE[type(node.ops[0])](self.static(node.left),
-                                               self.static(node.comparators[0]))
-        if isinstance(node, ast.BoolOp):
-            values = [self.static(v) for v in node.values]
-            return all(values) if isinstance(node.op, ast.And) else any(values)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        if isinstance(node.op, ast.Not):
             return not self.static(node.operand)
-        if isinstance(node, ast.Call):
-            fn = self.static(node.func)
-            if isinstance(fn, DslBuiltin) and fn.name == "dim":
-                return self._dim(node).value
-            args = [self.static(a) for a in node.args]
-            kwargs = {k.arg: self.static(k.value) for k in node.keywords}
-            if isinstance(fn, (OpStub, DslBuiltin)):
-                raise self.error(node, f"`{ast.unparse(node)}` is not a compile-time constant")
-            try:
-                return fn(*args, **kwargs)
-            except Exception as exc:
-                raise self.error(node, f"cannot evaluate `{ast.unparse(node)}`: {exc}") from None
-        raise self.error(node, f"`{ast.unparse(node)}` must be a compile-time constant")
+        raise self._not_constant(node)
+
+    def _constant_BinOp(self, node: ast.BinOp) -> Any:
+        if type(node.op) not in _BINOPS:
+            raise self._not_constant(node)
+        return _FOLD[_BINOPS[type(node.op)]](self.static(node.left), self.static(node.right))
+
+    def _constant_Subscript(self, node: ast.Subscript) -> Any:
+        # `x.shape[1]` is known even where another dimension of x is not.
+        base = (self.type_attribute(node.value) if self.is_type_attribute(node.value)
+                else self.static(node.value))
+        index = self.static(node.slice)
+        try:
+            return self.known(node, base[tuple(index) if isinstance(index, list) else index])
+        except PyptoError as exc:
+            # Re-anchor at the node being parsed: the error's own frame is ours.
+            raise self.error(node, exc.message, exc.hint, cls=type(exc)) from None
+        except Exception as exc:
+            raise self.error(node, f"invalid annotation `{ast.unparse(node)}`: {exc}") from None
+
+    def _constant_Compare(self, node: ast.Compare) -> Any:
+        if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARE:
+            raise self._not_constant(node)
+        return _COMPARE[type(node.ops[0])](self.static(node.left),
+                                           self.static(node.comparators[0]))
+
+    def _constant_BoolOp(self, node: ast.BoolOp) -> bool:
+        values = [self.static(v) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+
+    def _constant_Call(self, node: ast.Call) -> Any:
+        fn = self.static(node.func)
+        if isinstance(fn, DslBuiltin) and fn.name == "dim":
+            return self._dim(node).value
+        args = [self.static(a) for a in node.args]
+        kwargs = {k.arg: self.static(k.value) for k in node.keywords}
+        if isinstance(fn, (OpStub, DslBuiltin)):
+            raise self.error(node, f"`{ast.unparse(node)}` is not a compile-time constant")
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise self.error(node, f"cannot evaluate `{ast.unparse(node)}`: {exc}") from None
 
     def is_static(self, node: ast.AST) -> bool:
         """Whether `node` reads no runtime value: the shape and dtype of one are static."""
@@ -613,10 +639,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             lhs, rhs = self.expr(node.left), self.expr(node.right)
             return self._call_op(_BINOPS[type(node.op)], [lhs, rhs], {}, node)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            operand = self.expr(node.operand)
-            if isinstance(operand, Const):
-                return Const(-operand.value, operand.type, operand.span)
-            return self._call_op("mul", [operand, self._const(-1, node)], {}, node)
+            return self._negated(node)
         if isinstance(node, (ast.List, ast.Tuple)):
             return ExprList(tuple(self.scalar(e) for e in node.elts), self.source.span(node))
         if isinstance(node, ast.Call):
@@ -629,10 +652,21 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
             return self._condition_expr(node)
         if isinstance(node, ast.IfExp):
-            if not self.is_static(node.test):
-                raise self.error(node, "`x if cond else y` needs a compile-time condition")
-            return self.expr(node.body if self.static(node.test) else node.orelse)
+            return self._if_expr(node)
         raise self.error(node, f"`{ast.unparse(node)}` is not supported in a pypto kernel body")
+
+    def _negated(self, node: ast.UnaryOp):
+        """`-x`: a constant folded, else x * -1."""
+        operand = self.expr(node.operand)
+        if isinstance(operand, Const):
+            return Const(-operand.value, operand.type, operand.span)
+        return self._call_op("mul", [operand, self._const(-1, node)], {}, node)
+
+    def _if_expr(self, node: ast.IfExp):
+        """`x if cond else y` with a compile-time condition: the branch it picks."""
+        if not self.is_static(node.test):
+            raise self.error(node, "`x if cond else y` needs a compile-time condition")
+        return self.expr(node.body if self.static(node.test) else node.orelse)
 
     def _condition_expr(self, node: ast.AST):
         """`a < b`, `a and b`, `not a` on scalars: BOOL conditions (folded when constant)."""
@@ -844,6 +878,39 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         return FuncCall(callee.name, tuple(args), rtype, span, manual=self.manual)
 
     def _op_call(self, op: OpDef, node: ast.Call):
+        bound = self._bound_arguments(op, node)
+        operands, attrs = [], {}
+        for p in op.params:
+            if p.name not in bound:
+                if p.default is REQUIRED:
+                    raise self.error(node, f"pl.{op.name} needs `{p.name}`")
+                attrs[p.name] = p.default
+                continue
+            arg = bound[p.name]
+            if p.kind == "value" and p.default is None and isinstance(arg, ast.Constant) \
+                    and arg.value is None:
+                attrs[p.name] = None  # an optional operand spelled out as None
+            elif p.kind == "value":
+                operands.append(self.expr(arg))
+            elif p.kind == "index_list":
+                operands.append(self._index_list(op, p.name, arg))
+            elif p.name == "valid_shape" and not self.is_static(arg):
+                attrs[p.name] = self._runtime_valid_shape(arg, op)
+            else:
+                attrs[p.name] = self._attr_value(self.static(arg), arg)
+        return self._call_op(op.name, operands, attrs, node)
+
+    def _index_list(self, op: OpDef, name: str, arg: ast.AST):
+        """An index-list operand (`[i, 0]`) of pl.<op>."""
+        if op.name == "read" and not isinstance(arg, (ast.List, ast.Tuple)):
+            # `pl.read(t, i)`: the one index of a rank-1 tensor
+            arg = ast.copy_location(ast.List([arg], ast.Load()), arg)
+        if not isinstance(arg, (ast.List, ast.Tuple)):
+            raise self.error(arg, f"`{name}` of pl.{op.name} must be a list like [i, 0]")
+        return self.expr(arg)
+
+    def _bound_arguments(self, op: OpDef, node: ast.Call) -> dict[str, ast.AST]:
+        """The call's arguments by parameter name (keywords through their aliases)."""
         names = [p.name for p in op.params]
         bound: dict[str, ast.AST] = {}
         if len(node.args) > len(names):
@@ -863,31 +930,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             if name in bound:
                 raise self.error(node, f"pl.{op.name} got `{name}` twice")
             bound[name] = kw.value
-        operands, attrs = [], {}
-        for p in op.params:
-            if p.name not in bound:
-                if p.default is REQUIRED:
-                    raise self.error(node, f"pl.{op.name} needs `{p.name}`")
-                attrs[p.name] = p.default
-                continue
-            arg = bound[p.name]
-            if p.kind == "value" and p.default is None and isinstance(arg, ast.Constant) \
-                    and arg.value is None:
-                attrs[p.name] = None  # an optional operand spelled out as None
-            elif p.kind == "value":
-                operands.append(self.expr(arg))
-            elif p.kind == "index_list":
-                if op.name == "read" and not isinstance(arg, (ast.List, ast.Tuple)):
-                    # `pl.read(t, i)`: the one index of a rank-1 tensor
-                    arg = ast.copy_location(ast.List([arg], ast.Load()), arg)
-                if not isinstance(arg, (ast.List, ast.Tuple)):
-                    raise self.error(arg, f"`{p.name}` of pl.{op.name} must be a list like [i, 0]")
-                operands.append(self.expr(arg))
-            elif p.name == "valid_shape" and not self.is_static(arg):
-                attrs[p.name] = self._runtime_valid_shape(arg, op)
-            else:
-                attrs[p.name] = self._attr_value(self.static(arg), arg)
-        return self._call_op(op.name, operands, attrs, node)
+        return bound
 
     def _runtime_valid_shape(self, node: ast.AST, op) -> tuple:
         """`valid_shape=[16, vlen]` with a runtime extent: constants stay ints, the rest are
@@ -961,22 +1004,7 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
                         "pl.Tensor[[16, 128], pl.FP32]")
         return arg_type
     if isinstance(annotation, TensorSpec):
-        if not isinstance(arg_type, TensorType):
-            if arg_type is None:
-                raise error(f"parameter `{name}` has dynamic dimensions; call the kernel with "
-                            "tensors to specialise it")
-            raise error(f"parameter `{name}` expects a tensor, got {describe(arg_type)}")
-        if len(annotation.shape) != len(arg_type.shape):
-            raise error(f"parameter `{name}` expects rank {len(annotation.shape)}, got "
-                        f"{list(arg_type.shape)}")
-        for want, got in zip(annotation.shape, arg_type.shape, strict=True):
-            if isinstance(want, int) and want != got:
-                raise error(f"parameter `{name}` expects shape {_shape_text(annotation.shape)}, "
-                            f"got {list(arg_type.shape)}")
-        if annotation.dtype not in (None, arg_type.dtype):
-            raise error(f"parameter `{name}` expects {annotation.dtype.name}, got "
-                        f"{arg_type.dtype.name}")
-        return arg_type
+        return _specialised_tensor(annotation, arg_type, name, error)
     if isinstance(annotation, (TensorType, ScalarType, TileType)):
         if arg_type is not None and not same_value_type(annotation, arg_type) \
                 and not _scalar_widens(arg_type, annotation):
@@ -993,6 +1021,27 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
             raise error(f"parameter `{name}` is a {annotation.name} scalar, got a float")
         return ScalarType(annotation)
     raise error(f"parameter `{name}` has an unsupported annotation {annotation!r}")
+
+
+def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> TensorType:
+    """The argument's tensor type, where it fits the annotation's rank, fixed dimensions and
+    dtype (`pl.Tensor[[ROWS, 64], ...]` with `ROWS` a pl.dynamic dimension)."""
+    if not isinstance(arg_type, TensorType):
+        if arg_type is None:
+            raise error(f"parameter `{name}` has dynamic dimensions; call the kernel with "
+                        "tensors to specialise it")
+        raise error(f"parameter `{name}` expects a tensor, got {describe(arg_type)}")
+    if len(annotation.shape) != len(arg_type.shape):
+        raise error(f"parameter `{name}` expects rank {len(annotation.shape)}, got "
+                    f"{list(arg_type.shape)}")
+    for want, got in zip(annotation.shape, arg_type.shape, strict=True):
+        if isinstance(want, int) and want != got:
+            raise error(f"parameter `{name}` expects shape {_shape_text(annotation.shape)}, "
+                        f"got {list(arg_type.shape)}")
+    if annotation.dtype not in (None, arg_type.dtype):
+        raise error(f"parameter `{name}` expects {annotation.dtype.name}, got "
+                    f"{arg_type.dtype.name}")
+    return arg_type
 
 
 def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: list | None,
@@ -1145,11 +1194,7 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
     `pl.` names are read in the DSL's vocabulary (the text needs no import)."""
     from . import vocabulary as pl
 
-    try:
-        module = ast.parse(source, filename)
-    except SyntaxError as exc:
-        raise ParseSyntaxError(f"invalid Python: {exc.msg}",
-                               Span(filename, syntax_error_line(exc) + line_offset)) from None
+    module = _python_module(source, filename, line_offset)
     ns = ChainMap({"pl": pl, "tuple": tuple}, namespace or {}, vars(builtins))
     info = SourceInfo(filename, line_offset)
     classes = [n for n in module.body if isinstance(n, ast.ClassDef)]
@@ -1162,32 +1207,19 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
             f"{len(classes)} class(es) and {len(functions)} function(s)",
             Span(filename, 1 + line_offset))
     cls = classes[0]
-    entry = None
-    for deco in cls.decorator_list:
-        if isinstance(deco, ast.Call):
-            for kw in deco.keywords:
-                if kw.arg == "entry" and isinstance(kw.value, ast.Constant):
-                    entry = kw.value.value
     methods = [n for n in cls.body if isinstance(n, ast.FunctionDef)]
     ftypes = {m.name: _function_type(m, FunctionParser(info, ns, FunctionType.InCore, None))
               for m in methods}
-    if entry is None:
-        orch = [name for name, t in ftypes.items() if t is FunctionType.Orchestration]
-        entry = orch[0] if len(orch) == 1 else (cls.name if cls.name in ftypes
-                                                else methods[0].name if methods else None)
+    entry = _entry_name(cls, methods, ftypes)
     signatures: dict[str, tuple[FunctionSignature, FunctionType, ast.FunctionDef]] = {}
     deferred: dict[str, ast.FunctionDef] = {}  # pl.dynamic kernels: typed by their calls
     for m in methods:
         parser = FunctionParser(info, ns, ftypes[m.name], None)
-        if _has_dynamic_dims(m, parser):
-            if m.name != entry:
-                deferred[m.name] = m
-                continue
-            if entry_args is None:
-                raise DynamicProgram(cls.name)
-        args = entry_args if m.name == entry else None
-        sig = parse_signature(m, parser, args, skip_self=True)
-        signatures[m.name] = (_specialised(sig) if args else sig, ftypes[m.name], m)
+        signature = _method_signature(m, parser, entry, entry_args, cls.name)
+        if signature is None:
+            deferred[m.name] = m
+        else:
+            signatures[m.name] = (signature, ftypes[m.name], m)
 
     standalone: dict[str, Function] = {}
 
@@ -1220,6 +1252,44 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
     functions = list(standalone.values()) + [parsed[m.name] for m in methods if m.name in parsed]
     return Program(cls.name, tuple(functions), entry)
 
+
+def _python_module(source: str, filename: str, line_offset: int) -> ast.Module:
+    """`source` parsed as Python; invalid Python is a ParseSyntaxError at its line."""
+    try:
+        return ast.parse(source, filename)
+    except SyntaxError as exc:
+        raise ParseSyntaxError(f"invalid Python: {exc.msg}",
+                               Span(filename, syntax_error_line(exc) + line_offset)) from None
+
+
+def _method_signature(m: ast.FunctionDef, parser: FunctionParser, entry: str | None,
+                      entry_args: list | None, program: str) -> FunctionSignature | None:
+    """A method's signature, the entry's specialised to `entry_args`; None for a kernel
+    with pl.dynamic dimensions, typed by its calls."""
+    if _has_dynamic_dims(m, parser):
+        if m.name != entry:
+            return None
+        if entry_args is None:
+            raise DynamicProgram(program)
+    args = entry_args if m.name == entry else None
+    sig = parse_signature(m, parser, args, skip_self=True)
+    return _specialised(sig) if args else sig
+
+
+def _entry_name(cls: ast.ClassDef, methods: list[ast.FunctionDef],
+                ftypes: dict[str, FunctionType]) -> str | None:
+    """The program's entry: `@pl.program(entry=...)`, else its one orchestration function,
+    else the method named like the class, else the first method."""
+    named = [kw.value.value for deco in cls.decorator_list if isinstance(deco, ast.Call)
+             for kw in deco.keywords if kw.arg == "entry" and isinstance(kw.value, ast.Constant)]
+    if named:
+        return named[-1]
+    orch = [name for name, t in ftypes.items() if t is FunctionType.Orchestration]
+    if len(orch) == 1:
+        return orch[0]
+    if cls.name in ftypes:
+        return cls.name
+    return methods[0].name if methods else None
 
 
 def deserialize(data: bytes) -> Program | Function:

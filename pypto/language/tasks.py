@@ -190,30 +190,34 @@ class TaskSyntax:
             if kw.arg not in allowed:
                 hint = f"pl.{builtin} accepts {', '.join(allowed)}"
                 raise self.error(call, f"pl.{builtin}({kw.arg}=...) is not supported", hint=hint)
-            if kw.arg == "deps":
-                options["deps"] = self._task_deps(kw.value)
-            elif kw.arg in ("no_dep_args", "dumps"):
-                options[kw.arg] = self._tensor_list(kw.value, kw.arg)
-            elif kw.arg == "optimizations":
-                options["split"] = self._optimizations(kw.value)
-            elif kw.arg == "core_num":
-                continue  # the block count, read above
-            elif kw.arg == "sync_start":
-                # All blocks start together; no operator here can wait for another block,
-                # so every schedule of the blocks is one such a launch may give.
-                if not isinstance(self.static(kw.value), bool):
-                    raise self.error(call, "sync_start= takes True or False")
-            elif kw.arg == "name_hint":
-                hint_value = self.static(kw.value)
-                if not isinstance(hint_value, str) or not hint_value.isidentifier():
-                    raise self.error(call, "name_hint must be an identifier string, e.g. "
-                                     "name_hint=\"stage1\"")
-                options["name_hint"] = hint_value
-            else:
-                options["level"] = self.static(kw.value)
+            self._scope_keyword(call, kw, options)
         if not isinstance(options["level"], Level):
             raise self.error(call, "pl.at needs level=pl.Level.CORE_GROUP")
         return options
+
+    def _scope_keyword(self, call: ast.Call, kw: ast.keyword, options: dict) -> None:
+        """One accepted keyword of `pl.at(...)` / `pl.spmd(...)`, read into `options`."""
+        if kw.arg == "deps":
+            options["deps"] = self._task_deps(kw.value)
+        elif kw.arg in ("no_dep_args", "dumps"):
+            options[kw.arg] = self._tensor_list(kw.value, kw.arg)
+        elif kw.arg == "optimizations":
+            options["split"] = self._optimizations(kw.value)
+        elif kw.arg == "core_num":
+            return  # the block count, read by _scope_options
+        elif kw.arg == "sync_start":
+            # All blocks start together; no operator here can wait for another block,
+            # so every schedule of the blocks is one such a launch may give.
+            if not isinstance(self.static(kw.value), bool):
+                raise self.error(call, "sync_start= takes True or False")
+        elif kw.arg == "name_hint":
+            hint_value = self.static(kw.value)
+            if not isinstance(hint_value, str) or not hint_value.isidentifier():
+                raise self.error(call, "name_hint must be an identifier string, e.g. "
+                                 "name_hint=\"stage1\"")
+            options["name_hint"] = hint_value
+        else:
+            options["level"] = self.static(kw.value)
 
     def _optimizations(self, node: ast.AST):
         """`optimizations=[pl.split(mode), ...]`, written inline: the split mode (None for
@@ -389,17 +393,21 @@ class TaskSyntax:
         if builtin == "spmd_submit" and options["core_num"] is None:
             raise self.error(node, "pl.spmd_submit needs core_num=<number of blocks>")
         call = self._func_call(ref, node, node.args[1:])
+        self._check_named_arguments(node, call, options)
+        results = call.type.items if isinstance(call.type, TupleType) else (call.type,)
+        rtype = TupleType(tuple(results) + (TASK_ID,)) if results else TASK_ID
+        return replace(call, type=rtype, deps=options["deps"],
+                       no_dep_args=options["no_dep_args"], blocks=options["core_num"],
+                       task_id=True, dumps=options["dumps"])
+
+    def _check_named_arguments(self, node: ast.Call, call, options: dict) -> None:
+        """no_dep_args= and dumps= name arguments of the call."""
         passed = {a.name for a in call.args if isinstance(a, Var)}
         for keyword in ("no_dep_args", "dumps"):
             for var in options[keyword]:
                 if var.name not in passed:
                     raise self.error(node, f"{keyword} names `{var.name}`, which is not an "
                                      "argument of this call")
-        results = call.type.items if isinstance(call.type, TupleType) else (call.type,)
-        rtype = TupleType(tuple(results) + (TASK_ID,)) if results else TASK_ID
-        return replace(call, type=rtype, deps=options["deps"],
-                       no_dep_args=options["no_dep_args"], blocks=options["core_num"],
-                       task_id=True, dumps=options["dumps"])
 
 
 def _describe_value(t) -> str:

@@ -338,29 +338,7 @@ def run(args: argparse.Namespace) -> int:
               f"{what_exists(dump.records)}", file=sys.stderr)
         return 2
     if args.compare is not None:
-        try:
-            reference, tolerances = load_reference(args.compare)
-        except (OSError, ValueError, RuntimeError) as exc:
-            print(f"pypto dump-viewer: cannot read {args.compare}: {exc}", file=sys.stderr)
-            return 2
-        results = compare_records(dump, records, reference, tolerances, args.ref_name,
-                                  args.rtol, args.atol)
-        failed = 0
-        for record, comparison, note in results:
-            head = describe_record(record)
-            if comparison is None:
-                out.write(f"{head}\n    skipped: {note}\n")
-            elif comparison.passed:
-                out.write(f"{head}\n    matches `{note}` ({comparison.tolerance.describe()}; "
-                          f"max abs error {comparison.max_abs:.3g})\n")
-            else:
-                failed += 1
-                out.write(f"{head}\n    DIFFERS from `{note}`: {comparison.describe()}\n")
-        compared = sum(1 for _, c, _ in results if c is not None)
-        out.write(f"{compared} compared, {failed} differ\n")
-        if not compared:
-            return 2
-        return 1 if failed else 0
+        return _compare(args, dump, records, out)
     if args.export:
         directory = args.output if args.output is not None else dump.directory / EXPORT_DIR
         for path in export(dump, records, directory):
@@ -371,6 +349,34 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out.write(list_text(dump, records))
     return 0
+
+
+def _compare(args: argparse.Namespace, dump, records: list, out) -> int:
+    """`--compare`: each selected record against the reference; 0 when all compared ones
+    match, 1 when one differs, 2 when none could be compared."""
+    try:
+        reference, tolerances = load_reference(args.compare)
+    except (OSError, ValueError, RuntimeError) as exc:
+        print(f"pypto dump-viewer: cannot read {args.compare}: {exc}", file=sys.stderr)
+        return 2
+    results = compare_records(dump, records, reference, tolerances, args.ref_name,
+                              args.rtol, args.atol)
+    failed = 0
+    for record, comparison, note in results:
+        head = describe_record(record)
+        if comparison is None:
+            out.write(f"{head}\n    skipped: {note}\n")
+        elif comparison.passed:
+            out.write(f"{head}\n    matches `{note}` ({comparison.tolerance.describe()}; "
+                      f"max abs error {comparison.max_abs:.3g})\n")
+        else:
+            failed += 1
+            out.write(f"{head}\n    DIFFERS from `{note}`: {comparison.describe()}\n")
+    compared = sum(1 for _, c, _ in results if c is not None)
+    out.write(f"{compared} compared, {failed} differ\n")
+    if not compared:
+        return 2
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
