@@ -63,16 +63,7 @@ class ControlFlowSyntax:
         if not (isinstance(fn, DslBuiltin) and fn.name in _LOOP_KINDS):
             raise self.error(node, "loop with `for i in pl.range(...)` (or pl.unroll / "
                              "pl.parallel / pl.pipeline)")
-        allowed = {"init_values"} | ({"stage"} if fn.name == "pipeline" else set())
-        options = {}
-        for kw in call.keywords:
-            if kw.arg not in allowed:
-                raise self.error(call, f"pl.{fn.name}({kw.arg}=...) is not supported",
-                                 hint=f"pl.{fn.name} accepts {', '.join(sorted(allowed))}")
-            options[kw.arg] = kw.value
-        if not 1 <= len(call.args) <= 3:
-            raise self.error(call,
-                             f"pl.{fn.name} takes (stop), (start, stop) or (start, stop, step)")
+        options = self._loop_options(call, fn.name)
         name, carried = self._loop_target(node, "init_values" in options)
         start, stop, step = self._bounds(call)
         if fn.name == "unroll":
@@ -94,6 +85,21 @@ class ControlFlowSyntax:
             loops = [For(Var(name, INDEX, span), start, stop, step, body,
                          _LOOP_KINDS[fn.name], span)]
         return prologue + loops + self._bind_after_loop(scope, node)
+
+    def _loop_options(self, call: ast.Call, kind: str) -> dict[str, ast.expr]:
+        """The keywords of `pl.<kind>(...)` (init_values=, and stage= of pl.pipeline), its
+        one to three bounds checked for number."""
+        allowed = {"init_values"} | ({"stage"} if kind == "pipeline" else set())
+        options = {}
+        for kw in call.keywords:
+            if kw.arg not in allowed:
+                raise self.error(call, f"pl.{kind}({kw.arg}=...) is not supported",
+                                 hint=f"pl.{kind} accepts {', '.join(sorted(allowed))}")
+            options[kw.arg] = kw.value
+        if not 1 <= len(call.args) <= 3:
+            raise self.error(call,
+                             f"pl.{kind} takes (stop), (start, stop) or (start, stop, step)")
+        return options
 
     def _loop_target(self, node: ast.For, has_init: bool) -> tuple[str, list[str] | None]:
         """The loop variable's name and, with init_values, the carried names."""
@@ -312,6 +318,10 @@ class ControlFlowSyntax:
         if scope.after:
             raise self.error(call, "a loop's pl.yield_ comes once, last in its body")
         scope.after = [n.id for n in names]
+        return self._yield_carries(scope, values, call, node)
+
+    def _yield_carries(self, scope, values: list, call: ast.Call, node) -> list:
+        """The assignments that give a loop's carries the values its pl.yield_ passes."""
         out = []
         # Values read after a carry is rebound see the new value: go through temporaries.
         reads = [set(_names(v)) for v in values]

@@ -254,14 +254,8 @@ def build_program(entry: JitFunction, arg_types: list, constants: dict | None = 
     specializations: dict[str, list[Function]] = {}  # per kernel, in the order first called
 
     def resolve(ref, args, span: Span) -> Callee:
-        if not isinstance(ref, JitFunction) or ref.func_type is not FunctionType.InCore:
-            raise ParseError(f"`{getattr(ref, '__name__', ref)}` is not an @pl.jit.incore kernel",
-                             span)
         types = [a.type for a in args]
-        expected = len(ref._parsed_source()[0].args.args)
-        if len(types) != expected:
-            raise TypeCheckError(f"`{ref.__name__}` takes {expected} arguments, got {len(types)}",
-                                 span)
+        _check_kernel_call(ref, types, span)
         seen = specializations.setdefault(ref.__name__, [])
         fn = next((f for f in seen if all(map(same_value_type, types,
                                                (p.var.type for p in f.params)))), None)
@@ -293,6 +287,17 @@ def build_program(entry: JitFunction, arg_types: list, constants: dict | None = 
         return Program(entry.__name__, (kernel, orchestration), orchestration.name)
     fn = entry._parse(arg_types, resolve, constants)
     return Program(entry.__name__, tuple(callees.values()) + (fn,), fn.name)
+
+
+def _check_kernel_call(ref, types: list, span: Span) -> None:
+    """A call from a @pl.jit function calls an @pl.jit.incore kernel with its arguments."""
+    if not isinstance(ref, JitFunction) or ref.func_type is not FunctionType.InCore:
+        raise ParseError(f"`{getattr(ref, '__name__', ref)}` is not an @pl.jit.incore kernel",
+                         span)
+    expected = len(ref._parsed_source()[0].args.args)
+    if len(types) != expected:
+        raise TypeCheckError(f"`{ref.__name__}` takes {expected} arguments, got {len(types)}",
+                             span)
 
 
 def _fresh(name: str, taken) -> str:

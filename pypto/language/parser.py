@@ -519,6 +519,17 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         value = self._call_op(_BINOPS[type(node.op)], [current, self.expr(node.value)], {}, node)
         return self._bind(node.target, value, node, annotation=None)
 
+    def _annotated(self, name: str, vtype, annotation, node):
+        """The type of `name: annotation = value`: the annotation, which must match the
+        value's type (a tile annotation without a valid region keeps the value's)."""
+        if isinstance(annotation, TileType) and annotation.valid_shape is None:
+            annotation = replace(annotation, valid_shape=vtype.valid_shape) \
+                if isinstance(vtype, TileType) else annotation
+        if not same_value_type(annotation, vtype):
+            raise self.error(node, f"annotation of `{name}` does not match its value",
+                             cls=TypeCheckError)
+        return annotation
+
     def _bind(self, target, value, node, annotation):
         span = self.source.span(node)
         if isinstance(target, ast.Name):
@@ -535,14 +546,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 raise self.error(node, f"`{target.id}` receives {len(vtype.items)} values; "
                                  "unpack them: `a, b = ...`")
             if annotation is not None:
-                if isinstance(annotation, TileType) and annotation.valid_shape is None:
-                    # An annotation that leaves out the valid region keeps the value's.
-                    annotation = replace(annotation, valid_shape=vtype.valid_shape) \
-                        if isinstance(vtype, TileType) else annotation
-                if not same_value_type(annotation, vtype):
-                    raise self.error(node, f"annotation of `{target.id}` does not match its value",
-                                     cls=TypeCheckError)
-                vtype = annotation
+                vtype = self._annotated(target.id, vtype, annotation, node)
             var = Var(target.id, vtype, span)
             self._rebind(var, node)
             self.track_runtime_dims(var.name, _value_node(node), vtype)
@@ -635,28 +639,47 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             return self._name(node)
         if isinstance(node, ast.Constant):
             return self._const(node.value, node)
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            lhs, rhs = self.expr(node.left), self.expr(node.right)
-            return self._call_op(_BINOPS[type(node.op)], [lhs, rhs], {}, node)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return self._negated(node)
+        if isinstance(node, ast.BinOp):
+            return self._binop(node)
+        if isinstance(node, ast.UnaryOp):
+            return self._unary(node)
         if isinstance(node, (ast.List, ast.Tuple)):
             return ExprList(tuple(self.scalar(e) for e in node.elts), self.source.span(node))
         if isinstance(node, ast.Call):
             return self._call(node)
-        if isinstance(node, (ast.Attribute, ast.Subscript)) and self.is_static(node):
-            return self._const(self.static(node), node)
-        if isinstance(node, ast.Subscript):
-            return self._subscript_read(node)
-        if isinstance(node, (ast.Compare, ast.BoolOp)) or (
-                isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            return self._attribute_or_subscript(node)
+        if isinstance(node, (ast.Compare, ast.BoolOp)):
             return self._condition_expr(node)
         if isinstance(node, ast.IfExp):
             return self._if_expr(node)
-        raise self.error(node, f"`{ast.unparse(node)}` is not supported in a pypto kernel body")
+        raise self._unsupported(node)
 
-    def _negated(self, node: ast.UnaryOp):
-        """`-x`: a constant folded, else x * -1."""
+    def _unsupported(self, node: ast.AST) -> PyptoError:
+        return self.error(node, f"`{ast.unparse(node)}` is not supported in a pypto kernel body")
+
+    def _attribute_or_subscript(self, node: ast.Attribute | ast.Subscript):
+        """`x.shape[0]` and the like, known at compile time: a constant; else `t[i, j]` or
+        `t[r0:r1, c0:c1]`, a read of a tensor or tile."""
+        if self.is_static(node):
+            return self._const(self.static(node), node)
+        if isinstance(node, ast.Subscript):
+            return self._subscript_read(node)
+        raise self._unsupported(node)
+
+    def _binop(self, node: ast.BinOp):
+        """`a + b` and the other arithmetic operators: their operator's call."""
+        if type(node.op) not in _BINOPS:
+            raise self._unsupported(node)
+        lhs, rhs = self.expr(node.left), self.expr(node.right)
+        return self._call_op(_BINOPS[type(node.op)], [lhs, rhs], {}, node)
+
+    def _unary(self, node: ast.UnaryOp):
+        """`not c` (a condition), and `-x`: a constant folded, else x * -1."""
+        if isinstance(node.op, ast.Not):
+            return self._condition_expr(node)
+        if not isinstance(node.op, ast.USub):
+            raise self._unsupported(node)
         operand = self.expr(node.operand)
         if isinstance(operand, Const):
             return Const(-operand.value, operand.type, operand.span)
@@ -784,22 +807,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             return self._func_call(func.attr, node)
         fn = self._callable(func)
         if isinstance(fn, OpStub):
-            if fn.name == "get_block_idx":
-                self.check_block_idx(node)
-            elif fn.name == "dump_tag":
-                self.check_dump_tag(node)
-            call = self._op_call(get_op(fn.name), node)
-            if fn.level is not None or fn.scalar:
-                self._check_spelling(fn, call, node)
-            return call
+            return self._stub_call(fn, node)
         if isinstance(fn, DslBuiltin):
-            if fn.name == "const":
-                return self._pl_const(node)
-            if fn.name in ("submit", "spmd_submit"):
-                return self.submit_call(node, fn.name)
-            if fn.name == "dim":
-                return self._dim(node)
-            raise self.error(node, f"pl.{fn.name}(...) cannot be used as a value here")
+            return self._builtin_call(fn, node)
         if fn is not None and getattr(fn, "__pypto_kernel__", False):
             return self._func_call(fn, node)
         if fn is not None and self.is_static(node):
@@ -807,6 +817,27 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         raise self.error(node, f"`{ast.unparse(func)}` is not a pypto operator or kernel",
                          hint="operators are spelled pl.<op>(...); kernels must be decorated "
                               "with @pl.jit.incore")
+
+    def _stub_call(self, fn: OpStub, node: ast.Call):
+        """`pl.<op>(...)`, `pl.tile.<op>(...)`: the operator's call."""
+        if fn.name == "get_block_idx":
+            self.check_block_idx(node)
+        elif fn.name == "dump_tag":
+            self.check_dump_tag(node)
+        call = self._op_call(get_op(fn.name), node)
+        if fn.level is not None or fn.scalar:
+            self._check_spelling(fn, call, node)
+        return call
+
+    def _builtin_call(self, fn: DslBuiltin, node: ast.Call):
+        """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim."""
+        if fn.name == "const":
+            return self._pl_const(node)
+        if fn.name in ("submit", "spmd_submit"):
+            return self.submit_call(node, fn.name)
+        if fn.name == "dim":
+            return self._dim(node)
+        raise self.error(node, f"pl.{fn.name}(...) cannot be used as a value here")
 
     def _check_spelling(self, fn: OpStub, call, node: ast.Call) -> None:
         """A level-specific spelling (`pl.tile.add`, `pl.tensor.read`) takes operands of its
@@ -1047,14 +1078,7 @@ def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> T
 def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: list | None,
                     skip_self: bool) -> FunctionSignature:
     """Parameters (with directions) and declared returns of a function definition."""
-    args = fndef.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
-        raise parser.error(fndef, "kernel parameters must be plain positional parameters")
-    params_ast = list(args.args)
-    if skip_self:
-        if not params_ast or params_ast[0].arg != "self":
-            raise parser.error(fndef, "a @pl.function method takes `self` first")
-        params_ast = params_ast[1:]
+    params_ast = _plain_parameters(fndef, parser, skip_self)
     if arg_types is not None and len(arg_types) != len(params_ast):
         raise parser.error(fndef, f"`{fndef.name}` takes {len(params_ast)} arguments, got "
                            f"{len(arg_types)}", cls=TypeCheckError)
@@ -1077,15 +1101,36 @@ def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: l
         if direction is not Direction.In and not isinstance(ptype, TensorType):
             raise error(f"`{a.arg}` is pl.Out/pl.InOut but not a tensor")
         params.append(Param(Var(a.arg, ptype, parser.source.span(a)), direction))
-    returns = None
-    if fndef.returns is not None:
-        ann = parser.static(fndef.returns)
-        items = getattr(ann, "__args__", None) if getattr(ann, "__origin__",
-                                                          None) is tuple else None
-        returns = tuple(items) if items is not None else (ann,)
-        bound = _dynamic_bindings(params, dynamic, parser, fndef)
-        returns = tuple(_bind_dynamic(r, bound) for r in returns)
+    returns = _declared_returns(fndef, parser, params, dynamic)
     return FunctionSignature(fndef.name, tuple(params), returns, dynamic)
+
+
+def _plain_parameters(fndef: ast.FunctionDef, parser: FunctionParser,
+                      skip_self: bool) -> list[ast.arg]:
+    """The function's parameters, all plain positional ones (`self` first on a method,
+    left out)."""
+    args = fndef.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
+        raise parser.error(fndef, "kernel parameters must be plain positional parameters")
+    params_ast = list(args.args)
+    if skip_self:
+        if not params_ast or params_ast[0].arg != "self":
+            raise parser.error(fndef, "a @pl.function method takes `self` first")
+        params_ast = params_ast[1:]
+    return params_ast
+
+
+def _declared_returns(fndef: ast.FunctionDef, parser: FunctionParser, params: list,
+                      dynamic: dict) -> tuple | None:
+    """The return annotation's types (a tuple[...] is several), pl.dynamic dimensions
+    bound from the parameters; None without an annotation."""
+    if fndef.returns is None:
+        return None
+    ann = parser.static(fndef.returns)
+    items = getattr(ann, "__args__", None) if getattr(ann, "__origin__", None) is tuple else None
+    returns = tuple(items) if items is not None else (ann,)
+    bound = _dynamic_bindings(params, dynamic, parser, fndef)
+    return tuple(_bind_dynamic(r, bound) for r in returns)
 
 
 def _dynamic_bindings(params, dynamic: dict, parser, fndef) -> dict[str, int]:
@@ -1206,51 +1251,72 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
             "expected exactly one `@pl.program` class, or one `@pl.function`, got "
             f"{len(classes)} class(es) and {len(functions)} function(s)",
             Span(filename, 1 + line_offset))
-    cls = classes[0]
-    methods = [n for n in cls.body if isinstance(n, ast.FunctionDef)]
-    ftypes = {m.name: _function_type(m, FunctionParser(info, ns, FunctionType.InCore, None))
-              for m in methods}
-    entry = _entry_name(cls, methods, ftypes)
-    signatures: dict[str, tuple[FunctionSignature, FunctionType, ast.FunctionDef]] = {}
-    deferred: dict[str, ast.FunctionDef] = {}  # pl.dynamic kernels: typed by their calls
-    for m in methods:
-        parser = FunctionParser(info, ns, ftypes[m.name], None)
-        signature = _method_signature(m, parser, entry, entry_args, cls.name)
-        if signature is None:
-            deferred[m.name] = m
-        else:
-            signatures[m.name] = (signature, ftypes[m.name], m)
+    return _ProgramParser(classes[0], info, ns, entry_args).parse()
 
-    standalone: dict[str, Function] = {}
 
-    def resolve(ref, args, span):
+class _ProgramParser:
+    """One `@pl.program` class: each method's signature first, then the kernels' bodies
+    and the orchestration's; a pl.dynamic kernel is typed and parsed at its first call."""
+
+    def __init__(self, cls: ast.ClassDef, info: SourceInfo, ns: ChainMap,
+                 entry_args: list | None) -> None:
+        self.cls, self.info, self.ns = cls, info, ns
+        self.methods = [n for n in cls.body if isinstance(n, ast.FunctionDef)]
+        self.ftypes = {
+            m.name: _function_type(m, FunctionParser(info, ns, FunctionType.InCore, None))
+            for m in self.methods}
+        self.entry = _entry_name(cls, self.methods, self.ftypes)
+        self.signatures: dict[str, tuple[FunctionSignature, FunctionType, ast.FunctionDef]] = {}
+        self.deferred: dict[str, ast.FunctionDef] = {}  # pl.dynamic kernels: typed by calls
+        for m in self.methods:
+            parser = FunctionParser(info, ns, self.ftypes[m.name], None)
+            signature = _method_signature(m, parser, self.entry, entry_args, cls.name)
+            if signature is None:
+                self.deferred[m.name] = m
+            else:
+                self.signatures[m.name] = (signature, self.ftypes[m.name], m)
+        self.standalone: dict[str, Function] = {}
+        self.parsed: dict[str, Function] = {}
+
+    def parse(self) -> Program:
+        # Kernels first: a kernel without a return annotation returns what its return
+        # statement does, which the orchestration's call sites need.
+        signatures = self.signatures
+        for name in sorted(signatures,
+                           key=lambda n: signatures[n][1] is FunctionType.Orchestration):
+            if name in self.parsed:
+                continue  # a pl.dynamic kernel parsed at its first call
+            sig, ftype, m = signatures[name]
+            self.parsed[name] = FunctionParser(self.info, self.ns, ftype,
+                                               self.resolve).parse(m, sig)
+            signatures[name] = (replace(sig, returns=self.parsed[name].returns), ftype, m)
+        functions = list(self.standalone.values()) + [
+            self.parsed[m.name] for m in self.methods if m.name in self.parsed]
+        return Program(self.cls.name, tuple(functions), self.entry)
+
+    def resolve(self, ref, args, span) -> Callee:
+        """The callee of a call in the program: a module-level @pl.function or a method."""
         if getattr(ref, "__pypto_kernel__", False):  # a module-level @pl.function
-            fn = standalone.get(ref.__name__)
+            fn = self.standalone.get(ref.__name__)
             if fn is None:
-                fn = standalone[ref.__name__] = ref._parse([a.type for a in args], resolve)
+                fn = self.standalone[ref.__name__] = ref._parse([a.type for a in args],
+                                                                self.resolve)
             return Callee(fn.name, fn.params, fn.returns)
-        if isinstance(ref, str) and ref in deferred:
-            m = deferred.pop(ref)
-            parser = FunctionParser(info, ns, ftypes[ref], resolve)
-            sig = _specialised(parse_signature(m, parser, [a.type for a in args], skip_self=True))
-            parsed[ref] = parser.parse(m, sig)
-            signatures[ref] = (replace(sig, returns=parsed[ref].returns), ftypes[ref], m)
-        if not isinstance(ref, str) or ref not in signatures:
+        if isinstance(ref, str) and ref in self.deferred:
+            self._parse_deferred(ref, [a.type for a in args])
+        if not isinstance(ref, str) or ref not in self.signatures:
             raise ParseError(f"program has no function `{ref}`", span)
-        sig = signatures[ref][0]
+        sig = self.signatures[ref][0]
         return Callee(sig.name, sig.params, sig.returns or ())
 
-    # Kernels first: a kernel without a return annotation returns what its return statement
-    # does, which the orchestration's call sites need.
-    parsed: dict[str, Function] = {}
-    for name in sorted(signatures, key=lambda n: signatures[n][1] is FunctionType.Orchestration):
-        if name in parsed:
-            continue  # a pl.dynamic kernel parsed at its first call
-        sig, ftype, m = signatures[name]
-        parsed[name] = FunctionParser(info, ns, ftype, resolve).parse(m, sig)
-        signatures[name] = (replace(sig, returns=parsed[name].returns), ftype, m)
-    functions = list(standalone.values()) + [parsed[m.name] for m in methods if m.name in parsed]
-    return Program(cls.name, tuple(functions), entry)
+    def _parse_deferred(self, name: str, arg_types: list) -> None:
+        """A pl.dynamic kernel, specialised to the types of its first call."""
+        m = self.deferred.pop(name)
+        parser = FunctionParser(self.info, self.ns, self.ftypes[name], self.resolve)
+        sig = _specialised(parse_signature(m, parser, arg_types, skip_self=True))
+        self.parsed[name] = parser.parse(m, sig)
+        self.signatures[name] = (replace(sig, returns=self.parsed[name].returns),
+                                 self.ftypes[name], m)
 
 
 def _python_module(source: str, filename: str, line_offset: int) -> ast.Module:
