@@ -54,15 +54,6 @@ def run(args: argparse.Namespace) -> int:
     """Runs `python -m bench` with parsed `args`."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from bench import (
-        build_noop,
-        build_scaling,
-        compile_latency,
-        device_code,
-        dispatch,
-        library,
-        sim_throughput,
-    )
     from bench.harness import Settings, machine
     from bench.report import markdown, table
 
@@ -72,28 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise SystemExit(f"unknown group(s) {unknown}; choose among {', '.join(GROUPS)}")
     start = time.perf_counter()
-    rows = []
     with tempfile.TemporaryDirectory(prefix="pypto-bench-") as tmp:
-        work = Path(tmp)
-        if "build" in groups or "library" in groups:
-            # The library group opens the build group's synthetic library.
-            build_rows = build_noop.measure(settings, keep=work)
-            if "build" in groups:
-                rows += build_rows
-        if "scaling" in groups:
-            sizes = args.scale_sizes and tuple(int(n) for n in args.scale_sizes.split(","))
-            rows += build_scaling.measure(settings, sizes=sizes or None, work=work / "scaling")
-        if "compile" in groups:
-            rows += compile_latency.measure(settings)
-        if "dispatch" in groups:
-            rows += dispatch.measure(settings)
-        if "simulator" in groups:
-            rows += sim_throughput.measure(settings)
-        if "library" in groups:
-            rows += library.golden_rows(settings)
-            rows += library.open_rows(settings, work / "library" / "build")
-        if "device" in groups:
-            rows += device_code.measure(settings)
+        rows = _measure(groups, settings, args.scale_sizes, Path(tmp))
     seconds = time.perf_counter() - start
     print(table(rows))
     notes = (ROOT / "bench" / "notes.md").read_text(encoding="utf-8")
@@ -102,6 +73,41 @@ def run(args: argparse.Namespace) -> int:
     args.output.write_text(text, encoding="utf-8")
     print(f"\nwrote {args.output} ({seconds:.0f} s)")
     return 0
+
+
+def _measure(groups: list[str], settings, scale_sizes: str | None, work: Path) -> list:
+    """The rows of the chosen groups, in the report's order; `work` holds what they build."""
+    from bench import (
+        build_noop,
+        build_scaling,
+        compile_latency,
+        device_code,
+        dispatch,
+        library,
+        sim_throughput,
+    )
+
+    rows = []
+    if "build" in groups or "library" in groups:
+        # The library group opens the build group's synthetic library.
+        build_rows = build_noop.measure(settings, keep=work)
+        if "build" in groups:
+            rows += build_rows
+    if "scaling" in groups:
+        sizes = scale_sizes and tuple(int(n) for n in scale_sizes.split(","))
+        rows += build_scaling.measure(settings, sizes=sizes or None, work=work / "scaling")
+    if "compile" in groups:
+        rows += compile_latency.measure(settings)
+    if "dispatch" in groups:
+        rows += dispatch.measure(settings)
+    if "simulator" in groups:
+        rows += sim_throughput.measure(settings)
+    if "library" in groups:
+        rows += library.golden_rows(settings)
+        rows += library.open_rows(settings, work / "library" / "build")
+    if "device" in groups:
+        rows += device_code.measure(settings)
+    return rows
 
 
 if __name__ == "__main__":

@@ -15,6 +15,25 @@ class GoldenCaseError(ValueError):
     match the kernel's parameters; the message names the spec (file:line) and variant."""
 
 
+def _results_by_name(result: Any, names: list[str], where: str) -> dict[str, Any]:
+    """What the reference returned, by output name: a dict as it is, a tuple or list in
+    parameter order, a single value for the one output."""
+    if isinstance(result, Mapping):
+        return dict(result)
+    if isinstance(result, (tuple, list)):
+        if len(result) != len(names):
+            raise GoldenCaseError(
+                f"{where}: the reference returned {len(result)} values for the outputs {names}"
+            )
+        return dict(zip(names, result, strict=True))
+    if len(names) != 1:
+        raise GoldenCaseError(
+            f"{where}: the reference returned one value but the kernel has outputs {names}; "
+            "return a tuple in parameter order or a dict by name"
+        )
+    return {names[0]: result}
+
+
 def run_reference(
     reference: Callable[..., Any],
     inputs: Mapping[str, Any],
@@ -39,21 +58,7 @@ def run_reference(
         raise GoldenCaseError(
             f"{where}: the reference raised {type(exc).__name__}: {exc}") from exc
     names = [name for name, _, _ in outputs]
-    if isinstance(result, Mapping):
-        by_name = dict(result)
-    elif isinstance(result, (tuple, list)):
-        if len(result) != len(names):
-            raise GoldenCaseError(
-                f"{where}: the reference returned {len(result)} values for the outputs {names}"
-            )
-        by_name = dict(zip(names, result, strict=True))
-    else:
-        if len(names) != 1:
-            raise GoldenCaseError(
-                f"{where}: the reference returned one value but the kernel has outputs {names}; "
-                "return a tuple in parameter order or a dict by name"
-            )
-        by_name = {names[0]: result}
+    by_name = _results_by_name(result, names, where)
     if set(by_name) != set(names):
         raise GoldenCaseError(
             f"{where}: the reference returned {sorted(by_name)}, the kernel's outputs are {names}"

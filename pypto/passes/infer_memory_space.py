@@ -43,6 +43,22 @@ class InferMemorySpace(FunctionPass):
         return _Placer(ctx.backend).mutate_function(fn)
 
 
+def _target_memory(call: Call, stmt) -> MemorySpace:
+    """Where pl.load or pl.create_tile puts its tile: its target_memory, which a load can
+    only give as Vec or Mat and a tile cannot give as global memory."""
+    target = call.attr("target_memory")
+    if call.op == "load" and target not in _LOAD_TARGETS:
+        raise LoweringError(
+            f"pl.load cannot reach {target.name}: global memory is copied into Vec or Mat",
+            stmt.span,
+            hint="load into pl.Mem.Mat and pl.move the tile to Left / Right",
+        )
+    if call.op == "create_tile" and target is Mem.DDR:
+        raise LoweringError("pl.create_tile makes on-chip tiles", stmt.span,
+                            hint="use pl.create_tensor for global memory")
+    return target
+
+
 class _Placer(VarRetyper):
     """Types each tile definition with its buffer; uses follow (VarRetyper)."""
 
@@ -79,25 +95,12 @@ class _Placer(VarRetyper):
         op = get_op(call.op)
         operands = {name: arg for name, arg in op.operands(call.args, dict(call.attrs)).items()
                     if isinstance(getattr(arg, "type", None), TileType)}
-        if call.op == "load":
-            target = call.attr("target_memory")
-            if target not in _LOAD_TARGETS:
-                raise LoweringError(
-                    f"pl.load cannot reach {target.name}: global memory is copied into Vec or Mat",
-                    stmt.span,
-                    hint="load into pl.Mem.Mat and pl.move the tile to Left / Right",
-                )
-            return target
+        if call.op in ("load", "create_tile"):
+            return _target_memory(call, stmt)
         if call.op == "store":
             self._expect(call, "tile", operands["tile"], _STORE_SOURCES, stmt,
                          "store a Vec tile, or a matmul result straight from Acc")
             return None
-        if call.op == "create_tile":
-            target = call.attr("target_memory")
-            if target is Mem.DDR:
-                raise LoweringError("pl.create_tile makes on-chip tiles", stmt.span,
-                                    hint="use pl.create_tensor for global memory")
-            return target
         if call.op == "move":
             return self._move(operands["tile"], call.attr("target_memory"), stmt)
         if call.op == "tile.assemble":

@@ -68,24 +68,18 @@ def cast_path(src: DataType, dst: DataType, backend, span: Span | None = None) -
     graph = _graph(tuple(sorted((k, tuple(v)) for k, v in backend.native_casts.items())))
     if dst in graph.get(src, ()):
         return [src, dst]
-    best = None
     frontier = [[src]]
     for _ in range(_MAX_HOPS):
+        arrived: list[list[DataType]] = []
         nxt = []
         for path in frontier:
             for b in graph.get(path[-1], ()):
-                if b in path:
-                    continue
                 if b == dst:
-                    cand = [*path, b]
-                    key = (sum(_hop_cost(x, y) for x, y in pairwise(cand)),
-                           [d.name for d in cand])
-                    if best is None or key < best[0]:
-                        best = (key, cand)
-                elif _admissible(b, dst):
+                    arrived.append([*path, b])
+                elif b not in path and _admissible(b, dst):
                     nxt.append([*path, b])
-        if best is not None:
-            return best[1]
+        if arrived:
+            return min(arrived, key=_chain_key)
         frontier = nxt
     targets = ", ".join(d.name for d in graph.get(src, ())) or "nothing"
     raise LoweringError(
@@ -95,6 +89,11 @@ def cast_path(src: DataType, dst: DataType, backend, span: Span | None = None) -
         hint=f"{src.name} converts natively to {targets} on {backend.name}; cast to one of "
              "those, or choose another destination type",
     )
+
+
+def _chain_key(chain: list[DataType]) -> tuple:
+    """Order of equally short chains: cheaper hops first, then by name."""
+    return (sum(_hop_cost(x, y) for x, y in pairwise(chain)), [d.name for d in chain])
 
 
 class LegalizeTileCast(FunctionPass):

@@ -112,19 +112,23 @@ class _Runs:
             if run:
                 out.extend(self._lower(run, kept))
                 run, written = [], set()
-            if isinstance(stmt, For):
-                inner = dict(kept)
-                # Every iteration may follow the loop's writes: values they read are stale.
-                self._invalidate(inner, stmt)
-                stmt = replace(stmt, body=tuple(self.body(stmt.body, inner)))
-            elif isinstance(stmt, If):
-                _reject_nested(stmt)
-            _reject_unlowered(stmt)
-            self._invalidate(kept, stmt)
-            out.append(_returned_params(stmt, self.params))
+            out.append(self._between_runs(stmt, kept))
         if run:
             out.extend(self._lower(run, kept))
         return out
+
+    def _between_runs(self, stmt, kept: dict[str, _Kept]):
+        """A statement outside the runs: a loop's body is cut into runs the same way."""
+        if isinstance(stmt, For):
+            inner = dict(kept)
+            # Every iteration may follow the loop's writes: values they read are stale.
+            self._invalidate(inner, stmt)
+            stmt = replace(stmt, body=tuple(self.body(stmt.body, inner)))
+        elif isinstance(stmt, If):
+            _reject_nested(stmt)
+        _reject_unlowered(stmt)
+        self._invalidate(kept, stmt)
+        return _returned_params(stmt, self.params)
 
     def _base(self, name: str) -> str:
         return self.views.get(name, name)

@@ -46,7 +46,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -551,15 +551,7 @@ class _RaceDetector:
         for access in accesses:
             start, end, direction = access.start, access.end, access.direction
             for s, e, entry in self._entries(start, end):
-                writers, accumulators, readers = entry or (None, None, None)
-                conflicts: tuple
-                if direction is _IN:
-                    conflicts = (writers, accumulators)
-                elif direction is _ACCUM:
-                    conflicts = (writers, readers)
-                else:
-                    conflicts = (writers, accumulators, readers)
-                for other in (i for chain in conflicts for i in _ids(chain)):
+                for other in _conflicting(direction, entry):
                     if not (ancestors >> other) & 1 and other < first:
                         self._raise(first, kernel_name, access, other, max(s, start), min(e, end))
         for access in accesses:
@@ -632,6 +624,21 @@ def _check_dispatch(task_id: int, kernel_name: str, explicit: list[int] | tuple[
 
 
 # History entries are (writers, accumulators, readers), each a chain (see `_chain`).
+
+
+def _conflicting(direction, entry) -> Iterator[int]:
+    """The tasks of a history entry an access in `direction` must be ordered after: a
+    read after writers and accumulators, an accumulation after writers and readers, a
+    write after all three."""
+    writers, accumulators, readers = entry or (None, None, None)
+    chains: tuple
+    if direction is _IN:
+        chains = (writers, accumulators)
+    elif direction is _ACCUM:
+        chains = (writers, readers)
+    else:
+        chains = (writers, accumulators, readers)
+    return (i for chain in chains for i in _ids(chain))
 
 
 def _add_reader(ids: tuple[int, ...]):

@@ -84,6 +84,19 @@ def test_a_shared_cache_weighs_scons_files_and_artifacts_together(cache, tmp_pat
     assert (tmp_path / "scons" / "config").exists()
 
 
+def _binary_of(entry, copy):
+    """The kernel binary of a copy of `entry`; None when the entry went while it was
+    copied (a miss)."""
+    try:
+        shutil.copytree(entry, copy)
+    except (FileNotFoundError, shutil.Error):
+        shutil.rmtree(copy, ignore_errors=True)
+        return None
+    binary = (copy / "kernels" / "k.so").read_bytes()
+    shutil.rmtree(copy)
+    return binary
+
+
 def test_readers_racing_a_trim_see_whole_entries_or_none(cache, tmp_path):
     stop, torn = threading.Event(), []
 
@@ -93,15 +106,9 @@ def test_readers_racing_a_trim_see_whole_entries_or_none(cache, tmp_path):
                 entry = cache.lookup(key)
                 if entry is None:
                     continue
-                copy = tmp_path / "copies" / f"{key}-{threading.get_ident()}"
-                try:
-                    shutil.copytree(entry, copy)
-                except (FileNotFoundError, shutil.Error):
-                    shutil.rmtree(copy, ignore_errors=True)
-                    continue  # the entry went while it was copied: a miss
-                if (copy / "kernels" / "k.so").read_bytes() != BINARY:
+                binary = _binary_of(entry, tmp_path / "copies" / f"{key}-{threading.get_ident()}")
+                if binary is not None and binary != BINARY:
                     torn.append(key)
-                shutil.rmtree(copy)
 
     readers = [threading.Thread(target=read) for _ in range(2)]
     for reader in readers:
