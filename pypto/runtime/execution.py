@@ -89,6 +89,7 @@ class ProgramRun:
             cores = self._own_cores = self._reuse.take_cores(config.workers)
         self.cores = cores
         self.native = _native_for(self._reuse, config)
+        # The tensor-dump collector (`enable_dump_args`); None keeps dispatch as it is.
         self._dump: ArgsDumpCollector | None = None
         if self.native is not None:
             self.scheduler: Any = native.NativeSchedule(program, self.cores,
@@ -109,7 +110,6 @@ class ProgramRun:
         self._alloc_fn = AllocTensorFn(self._alloc_tensor)
         self._dispatch_fn = DispatchFn(self._dispatch)
         self._api = PtoRuntimeApi(None, self._submit_fn, self._alloc_fn, self._dispatch_fn)
-        # The tensor-dump collector (`enable_dump_args`); None keeps dispatch as it is.
 
     def execute(self, args: Sequence[Any]) -> Any:
         """Runs the orchestration on `args` and returns the output tensor(s)."""
