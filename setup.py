@@ -32,6 +32,7 @@ setup(
         "pypto.templates": ["**/*.j2"],
         "pypto.build_rules": ["**/*.toml"],
         "pypto.sim": ["include/pto/*.h", "include/pto/*.hpp", "runtime/*.cpp"],
+        "pypto.toolchain": ["cpu_model/stdfloat"],
     },
     ext_modules=[
         Extension(

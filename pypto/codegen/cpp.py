@@ -325,25 +325,12 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     kernel = device_kernel(fn)
     launch = ""
     if platform.kind == "cpu_model":
-        _check_cpu_model_dtypes(fn, platform)
         model = {"name": fn.name, "params": _param_models(fn), "arch": platform.cpu_model_arch,
                  "poison": [{"base": _POISON_BASE[space], "bytes": n}
                             for space, n in sorted(kernel.on_chip.items()) if n]}
         launch = render("cpu_model_launch.cpp.j2", l=model)
     return KernelSource(fn.name, kernel.cpp, kernel.core_type,
                         tuple(_param_spec(p) for p in fn.params), kernel.on_chip, launch)
-
-
-def _check_cpu_model_dtypes(fn: Function, platform: Platform) -> None:
-    """pto-isa's CPU model stands in _Float16 for bfloat16_t unless its compiler has C++23's
-    std::bfloat16_t (no Clang/libc++ does yet): BF16 would compute with the wrong bits."""
-    for p in fn.params:
-        if getattr(p.var.type, "dtype", None) is DataType.BF16:
-            raise LoweringError(
-                f"kernel `{fn.name}` takes the BF16 tensor `{p.var.name}`, and pto-isa's CPU "
-                f"model computes BF16 as FP16 unless compiled as C++23 with std::bfloat16_t; "
-                f"platform {platform.name!r} cannot run it", fn.span,
-                hint=f"run BF16 kernels on {platform.backend.name}'s simulator platform")
 
 
 # pto-isa's NPUMemoryModel names each on-chip space by its buffer.

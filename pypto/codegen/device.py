@@ -108,6 +108,7 @@ class _DeviceKernelBuilder:
         self.names: set[str] = {ident(n) for n in self.params}
         self.windows = 0
         self.saturates = False  # does a scalar operand need `saturate<T>`?
+        self.col_sum_tree = False  # does a col_sum with a tmp tile need `col_sum_tree`?
         self.transposed = _transposed_operands(fn.body)
 
     # -- names and tiles
@@ -382,8 +383,14 @@ class _DeviceKernelBuilder:
         if tmp is None:
             return [self._instr(name, [d, x], [x], [d], "PIPE_V")]
         t = self.tile(tmp)
-        args = [d, x, t] + ([_Ref("true")] if op.name == "col_sum" else [])
-        return [self._instr(name, args, [x, t], [d, t], "PIPE_V")]
+        if op.name == "col_sum":
+            # The device's pairwise tree, written out (templates/device_ops.cpp.j2): pto-isa's
+            # CPU model ignores TCOLSUM's isBinary and would add the rows in sequence.
+            self.col_sum_tree = True
+            addrs = [_Ref(f"{v.type.addr:#x}") for v in (d, x, t)]
+            return [self._instr("col_sum_tree", addrs, [x, t], [d, t], "PIPE_V",
+                                [_Ref(f"decltype({x.ident})"), _Ref(f"decltype({t.ident})")])]
+        return [self._instr(name, [d, x, t], [x, t], [d, t], "PIPE_V")]
 
     def _form_matmul(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
@@ -580,6 +587,7 @@ def device_kernel(fn: Function) -> DeviceKernel:
         "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
         "body": _models(body),
         "saturates": builder.saturates,
+        "col_sum_tree": builder.col_sum_tree,
     }
     on_chip = dict.fromkeys((m.name for m in MemorySpace if m is not MemorySpace.DDR), 0)
     for tile in builder.tiles.values():

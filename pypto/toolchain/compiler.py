@@ -21,6 +21,11 @@ from pypto.platform import (
 )
 from pypto.sim import INCLUDE_DIR
 
+# C++23's <stdfloat> for pto-isa's CPU model where the C++ library has none (libc++): its
+# std::bfloat16_t is what makes pto-isa's CPU backend compute BF16 as BF16 (the header says
+# why; docs/device-code.md, "BF16 on the CPU model").  Only CPU-model compiles see it.
+CPU_MODEL_INCLUDE_DIR = Path(__file__).resolve().parent / "cpu_model"
+
 
 class ToolchainNotFoundError(RuntimeError):
     """The compiler a platform needs is not installed, or not where configuration points."""
@@ -68,16 +73,18 @@ class Toolchain:
 
     def include_dirs(self) -> tuple[Path, ...]:
         """Header roots of every compile: the simulator's ISA model on sim platforms; the
-        pto-isa headers (and pypto's artifact ABI, pto/abi.h) for device code."""
+        pto-isa headers (and pypto's artifact ABI, pto/abi.h) for device code, and on the
+        CPU-model platforms pypto's <stdfloat> (CPU_MODEL_INCLUDE_DIR)."""
         if not self.platform.device_code:
             return (INCLUDE_DIR,)
         # Imported here: only device code needs pto-isa, and finding it may fail.
         from pypto.toolchain.pto_isa import PtoIsaNotFoundError, pto_isa_include
 
         try:
-            return (pto_isa_include(), INCLUDE_DIR)
+            roots = (pto_isa_include(), INCLUDE_DIR)
         except PtoIsaNotFoundError as e:
             raise ToolchainNotFoundError(str(e)) from None
+        return (*roots, CPU_MODEL_INCLUDE_DIR) if self.platform.kind == "cpu_model" else roots
 
     @property
     def binary_suffix(self) -> str:

@@ -26,14 +26,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfH
 # (kernel, variant) -> what stops it on the CPU model (docs/device-code.md, "What runs";
 # docs/numerics.md, "pto-isa's CPU model and the simulators").
 NOT_ON_THE_CPU_MODEL = {
-    ("fp32_to_bf16", "f32_64x128"): "BF16",
-    ("fp32_to_bf16", "f32_3x257"): "BF16",
-    ("matmul_tile", "bf16_64x96x32"): "BF16",
     ("fp16_to_int8", "f16_64x128"): "outside exact",  # NaN -> INT8
     ("fp16_to_int8", "f16_5x77"): "outside exact",
-    ("col_sum", "f32_64x128"): "outside rtol",  # the CPU model ignores TCOLSUM's isBinary
-    ("col_sum", "f32_50x100"): "outside rtol",
-    ("col_sum", "f32_200x48"): "outside rtol",
 }
 
 
