@@ -97,6 +97,9 @@ class CompilerSettings:
     # with `python_module_args` before the flags (`zig c++ ...`).
     python_module: str = ""
     python_module_args: tuple[str, ...] = ()
+    # Headers every kernel includes first (`#include <...>` names), precompiled once per
+    # compiler, flags and header digest where the compiler is Clang (Toolchain.steps).
+    precompiled_headers: tuple[str, ...] = ()
 
     # min_versions would make the generated hash raise; settings are compared, not hashed.
     __hash__ = None
@@ -536,6 +539,7 @@ def _load_platform(rules: Path, name: str) -> Platform:
             python_module=compiler.text("python_module", default=""),
             python_module_args=compiler.texts("python_module_args", ()),
             link_flags=compiler.texts("link_flags", ()),
+            precompiled_headers=compiler.texts("precompiled_headers", ()),
         ),
     )
 

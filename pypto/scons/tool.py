@@ -162,6 +162,10 @@ def _step(target, source, env):
     run_step(case["step"], case["root"], _launcher(env))
 
 
+def _pch(target, source, env):
+    _case(target)["pch"].ensure()
+
+
 def _launcher(env) -> tuple[str, ...]:
     return tuple(shlex.split(env.get("launcher", "")))
 
@@ -260,10 +264,25 @@ def _schedule_steps(node, env, path):
                     if step.kind == "compile" else f"{step.kind} {label}: {step.output}",
                     # The command without launcher; the key covers the headers it includes.
                     "key": f"{case['content_key']}: {shlex.join(step.command)}"}
+                if step.pch is not None:
+                    env.Depends(output, _pch_step(env, step.pch))
         binaries.append(output)
     node.add_prerequisite(binaries)
     case["compiled"] = True
     return []
+
+
+def _pch_step(env, pch):
+    """The SCons step that builds the precompiled header `pch` (one per header, shared by
+    every compile that loads it; it lives in the pypto cache, keyed by its directory)."""
+    node = env.File(str(pch.path))
+    if not node.has_builder():
+        env.PyptoPch(node, [])
+        env.NoCache(node)  # it is a cache entry of its own
+        node.attributes.pypto = {"pch": pch, "step": None,
+                                 "label": f"precompiled header {pch.path.parent.name[:12]}",
+                                 "key": f"{pch.directory}: {shlex.join(pch.command)}"}
+    return node
 
 
 def _current(node) -> bool:
@@ -284,6 +303,7 @@ _BUILDERS = {
     "PyptoArtifact": (_artifact, "pypto artifact v2",
                       "pypto: artifact {case[kernel]}/{case[variant]} for {case[platform]}"),
     "PyptoStep": (_step, "pypto compile step v1", None),
+    "PyptoPch": (_pch, "pypto precompiled header v1", None),
     "PyptoCheck": (_check, "pypto check v1",
                    "pypto: check {case[kernel]}/{case[variant]} on {case[platform]}"),
     "PyptoIndex": (_index, "pypto library index v3", "pypto: index {t}"),
@@ -680,7 +700,7 @@ def generate(env):
     SCons.Script.Progress(PROGRESS)
     for builder, (function, identity, line) in _BUILDERS.items():
         # A compile or link step is not numbered: plans add them while the build runs.
-        show = _show(line) if builder != "PyptoStep" else (
+        show = _show(line) if line is not None else (
             lambda target, source, env: f"pypto:   {_case(target)['label']}")
         env["BUILDERS"][builder] = SCons.Builder.Builder(
             action=_StableAction(function, identity, show),

@@ -38,13 +38,15 @@ class _Unit:
     binary: str
     text: str
     core_type: str | None  # None for orchestration
-    launch: str = ""  # a CPU-model kernel's launcher source, compiled into the same binary
+    # A CPU-model kernel's launcher source, which includes the device source: one
+    # translation unit, so pto-isa's headers are parsed (or loaded precompiled) once.
+    launch: str = ""
     launch_text: str = ""
 
     @property
     def compiled(self) -> tuple[str, ...]:
         """The sources compiled into the binary, each by a step of its own."""
-        return (self.source, self.launch) if self.launch else (self.source,)
+        return (self.launch,) if self.launch else (self.source,)
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import posixpath
 import shlex
 import subprocess
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -16,7 +18,9 @@ from pypto.platform import (
     CORE_TYPES,
     CompilerNotFoundError,
     Platform,
+    compiler_family,
     compiler_version_line,
+    default_cache_root,
     find_compiler,
 )
 from pypto.sim import INCLUDE_DIR
@@ -145,25 +149,140 @@ class Toolchain:
         if not link_flags and len(sources) != 1:
             raise ValueError(f"platform {self.platform.name!r} has no link_flags: a binary is "
                              f"one compiled source, not {len(sources)}")
-        flags = [*self.command, *self.flags(core_type)]
-        for include in include_dirs:
-            include = Path(include).resolve()
-            # Mapping the directory keeps its absolute path out of __FILE__ in the binary.
-            flags += [f"-I{include}", f"-ffile-prefix-map={include}={include.name}"]
+        includes = [Path(include).resolve() for include in include_dirs]
+        flags = self._compile_command(includes, core_type)
+        pch = self.precompiled_header(includes, core_type)
+        if pch is not None:
+            flags += ["-include-pch", str(pch.path)]
         compiles = []
         for source in sources:
             output = str(PurePosixPath(source).with_suffix(".o")) if link_flags else binary
-            compiles.append(_step("compile", flags, [source], output))
+            compiles.append(_step("compile", flags, [source], output, pch))
         if not link_flags:
             return tuple(compiles)
         link = _step("link", [*self.command, *link_flags], [c.output for c in compiles],
                      binary)
         return (*compiles, link)
 
+    def precompiled_header(self, include_dirs: Iterable[Path],
+                           core_type: str | None) -> PrecompiledHeader | None:
+        """The platform's `precompiled_headers` (its build rule) precompiled for the kernels
+        of `core_type` with exactly their compile command, or None: for orchestration,
+        where the platform lists none, or where the compiler is not Clang (GCC finds its
+        .gch files another way).  It lives in `<cache root>/pch/<key>/`, built once
+        (PrecompiledHeader.ensure) and shared by every artifact; the key covers the
+        compiler's version line, the whole command and the digest of every include
+        directory, so another compiler, flag or header builds another."""
+        headers = self.platform.compiler.precompiled_headers
+        if not headers or core_type is None \
+                or (compiler_family(self.version()) or ("",))[0] != "clang":
+            return None
+        # Imported here: pypto.toolchain.key imports this module's package.
+        from pypto.toolchain.key import content_key
+
+        includes = tuple(Path(i).resolve() for i in include_dirs)
+        prelude = "".join(f"#include <{h}>\n" for h in headers)
+        # Without -c (a precompiled header is no object: zig's driver would hand it to the
+        # linker) and without the headers' timestamps (Clang would refuse it after a
+        # checkout that only touched them): their contents are in the key.
+        compile_command = [f for f in self._compile_command(includes, core_type) if f != "-c"]
+        command = (*compile_command, "-Xclang", "-fno-pch-timestamp", "-x", "c++-header",
+                   PrecompiledHeader.PRELUDE)
+        key = content_key([
+            ("schema", PrecompiledHeader.SCHEMA),
+            ("compiler", self.version()),
+            ("command", json.dumps(command)),
+            ("prelude", prelude),
+            *((f"include {i}", _headers_digest(i)) for i in includes),
+        ])
+        return PrecompiledHeader(str(default_cache_root() / "pch" / key), prelude, command)
+
+    def _compile_command(self, include_dirs: Iterable[Path], core_type: str | None) -> list[str]:
+        """The compiler, its flags and the include directories: every compile of a source."""
+        command = [*self.command, *self.flags(core_type)]
+        for include in include_dirs:
+            include = Path(include).resolve()
+            # Mapping the directory keeps its absolute path out of __FILE__ in the binary.
+            command += [f"-I{include}", f"-ffile-prefix-map={include}={include.name}"]
+        return command
+
     def _flags_text(self) -> str:
         roles = {"orchestration": self.flags(None), "link": self.platform.compiler.link_flags}
         roles.update({core: self.flags(core) for core in CORE_TYPES})
         return json.dumps(roles, sort_keys=True)
+
+
+def _headers_digest(include: Path) -> str:
+    """Digest of an include directory's files: pto-isa's headers (computed once per root
+    and process), or every file of pypto's own (few, small; <stdfloat> has no suffix)."""
+    from pypto.toolchain.key import tree_digest
+    from pypto.toolchain.pto_isa import pto_isa_digest, pto_isa_include
+
+    if include == pto_isa_include().resolve():
+        return pto_isa_digest()
+    return tree_digest(include)
+
+
+@dataclass(frozen=True)
+class PrecompiledHeader:
+    """A precompiled prelude of the headers every kernel of a platform includes first
+    (`Toolchain.precompiled_header`): `command`, run in `directory`, compiles
+    `prelude.hpp` (the text `prelude`) into `prelude.pch`, which kernel compiles load with
+    `-include-pch`.  The objects are the same bytes as without it; the compile takes a
+    fraction of the time.  It is a build step of its own, shared by every artifact that
+    uses it; `ensure` runs it once."""
+
+    directory: str  # absolute: <cache root>/pch/<key>
+    prelude: str
+    command: tuple[str, ...]  # without `-o`: ensure writes a temporary name, then renames
+
+    PRELUDE = "prelude.hpp"
+    SCHEMA = "1"  # bumped when what a precompiled header holds changes unseen by its key
+
+    @property
+    def path(self) -> Path:
+        """The precompiled header file."""
+        return Path(self.directory) / "prelude.pch"
+
+    def ensure(self) -> Path:
+        """`path`, built unless it is there.  One process (or thread) builds it under a
+        lock, into a temporary name renamed into place, so a reader sees the whole file
+        or none and a failed build leaves nothing behind.  Raises CompileError with the
+        compiler's stderr when the prelude does not compile."""
+        path = self.path
+        if path.is_file():
+            return path
+        directory = Path(self.directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if path.is_file():
+                return path
+            _write_atomically(directory / self.PRELUDE, self.prelude)
+            partial = f".prelude.{os.getpid()}.{threading.get_ident()}.pch"
+            try:
+                _run([*self.command, "-o", partial], directory, directory / self.PRELUDE,
+                     directory / partial)
+                os.replace(directory / partial, path)
+            finally:
+                (directory / partial).unlink(missing_ok=True)
+        return path
+
+    def to_json(self) -> dict:
+        """The header as plain JSON data (`from_json` reads it back)."""
+        return {"directory": self.directory, "prelude": self.prelude,
+                "command": list(self.command)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> PrecompiledHeader:
+        """The header `to_json` wrote."""
+        return cls(data["directory"], data["prelude"], tuple(data["command"]))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
 
 
 @dataclass(frozen=True)
@@ -178,6 +297,8 @@ class Step:
     cwd: str
     inputs: tuple[str, ...]
     output: str
+    # The precompiled header a compile loads (`-include-pch`): built before it runs.
+    pch: PrecompiledHeader | None = None
 
     def argv(self, launcher: Sequence[str] = ()) -> list[str]:
         """The command to run, with `launcher` (e.g. ("ccache",) or ("distcc",)) in front
@@ -186,42 +307,52 @@ class Step:
 
     def to_json(self) -> dict:
         """The step as plain JSON data (`from_json` reads it back)."""
-        return {"kind": self.kind, "command": list(self.command), "cwd": self.cwd,
+        data = {"kind": self.kind, "command": list(self.command), "cwd": self.cwd,
                 "inputs": list(self.inputs), "output": self.output}
+        if self.pch is not None:
+            data["pch"] = self.pch.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> Step:
         """The step `to_json` wrote."""
+        pch = data.get("pch")
         return cls(data["kind"], tuple(data["command"]), data["cwd"], tuple(data["inputs"]),
-                   data["output"])
+                   data["output"], PrecompiledHeader.from_json(pch) if pch else None)
 
 
-def _step(kind: str, prefix: Sequence[str], inputs: Sequence[str], output: str) -> Step:
+def _step(kind: str, prefix: Sequence[str], inputs: Sequence[str], output: str,
+          pch: PrecompiledHeader | None = None) -> Step:
     cwd = str(PurePosixPath(output).parent)
     # Relative source and output names keep the build directory out of the binary.
     names = [posixpath.relpath(path, cwd) for path in (*inputs, output)]
-    return Step(kind, (*prefix, *names[:-1], "-o", names[-1]), cwd, tuple(inputs), output)
+    return Step(kind, (*prefix, *names[:-1], "-o", names[-1]), cwd, tuple(inputs), output, pch)
 
 
 def run_step(step: Step, root: Path, launcher: Sequence[str] = ()) -> None:
-    """Runs `step` of the artifact directory `root`, with `launcher` in front of a compile.
-    Raises CompileError with the compiler's stderr when it fails or writes no output."""
+    """Runs `step` of the artifact directory `root`, with `launcher` in front of a compile
+    (after building the precompiled header it loads, if it is not built yet).  Raises
+    CompileError with the compiler's stderr when it fails or writes no output."""
     root = Path(root)
-    command = step.argv(launcher)
+    if step.pch is not None:
+        step.pch.ensure()
+    _run(step.argv(launcher), root / step.cwd, root / step.inputs[0], root / step.output)
+
+
+def _run(command: Sequence[str], cwd: Path, source: Path, output: Path) -> None:
     proc = subprocess.run(
         command,
         check=False,
-        cwd=root / step.cwd,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         errors="replace",
     )
-    source = root / step.inputs[0]
     if proc.returncode != 0:
         raise CompileError(source, command, proc.returncode, proc.stderr)
-    if not (root / step.output).is_file():
-        raise CompileError(source, command, 0, f"the compiler wrote no {root / step.output}")
+    if not output.is_file():
+        raise CompileError(source, command, 0, f"the compiler wrote no {output}")
 
 
 LAUNCHER_ENV = "PYPTO_COMPILER_LAUNCHER"

@@ -3,9 +3,11 @@ takes) and a link where the platform's rule says so; the same steps run in-proce
 (`build_artifact`, `@pl.jit`) and as SCons steps, with or without a launcher, to the same
 bytes."""
 
+import dataclasses
 import json
 import shutil
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,10 +17,11 @@ import pypto.language as pl
 from pypto.compiler import CompileOptions, build_program
 from pypto.ir.dtypes import DataType
 from pypto.ir.types import TensorType
-from pypto.platform import get_platform
+from pypto.platform import compiler_family, get_platform
 from pypto.sim import INCLUDE_DIR
 from pypto.toolchain import (
     ArtifactPlan,
+    CompileError,
     Step,
     Toolchain,
     build_artifact,
@@ -27,6 +30,7 @@ from pypto.toolchain import (
     run_step,
     stage_artifact,
 )
+from pypto.toolchain.compiler import PrecompiledHeader
 
 # A launcher as ccache or distcc is one: it logs the command it is given and runs it.
 LOGGING_LAUNCHER = """#!/bin/sh
@@ -171,31 +175,115 @@ def _cpu_model_or_skip(name: str) -> Toolchain:
         pytest.skip(f"no compiler or pto-isa for {name}: {exc}")
 
 
-def test_a_cpu_model_kernel_compiles_its_device_and_launcher_sources_then_links_them(
-        tmp_path):
+def _clang_cpu_model_or_skip(name: str) -> Toolchain:
+    toolchain = _cpu_model_or_skip(name)
+    if (compiler_family(toolchain.version()) or ("",))[0] != "clang":
+        pytest.skip(f"precompiled headers are Clang's; {name} compiles with "
+                    f"{toolchain.version()!r}")
+    return toolchain
+
+
+def _cpu_model_plan(toolchain: Toolchain, out: Path):
     from pypto.codegen import generate
     from pypto.compiler import lower
 
-    toolchain = _cpu_model_or_skip("a2a3cpu")
     platform = toolchain.platform
     program = triple.frontend_for_types([TensorType((8, 32), DataType.FP32)] * 2)
     sources = generate(lower(program, platform), program, platform)
-    plan = stage_artifact(sources, platform, toolchain, KEY, tmp_path)
-    kernel, orchestration = plan.units
     (name,) = [k.name for k in sources.kernels]
+    return stage_artifact(sources, platform, toolchain, KEY, out), name
+
+
+def test_a_cpu_model_kernel_compiles_its_launcher_which_includes_the_device_source(
+        tmp_path):
+    toolchain = _cpu_model_or_skip("a2a3cpu")
+    plan, name = _cpu_model_plan(toolchain, tmp_path)
+    kernel, orchestration = plan.units
+    # One translation unit: pto-isa's headers are parsed (or loaded precompiled) once.
     assert [(s.kind, s.inputs, s.output) for s in kernel] == [
-        ("compile", (f"kernels/{name}.cpp",), f"kernels/{name}.o"),
         ("compile", (f"kernels/{name}.launch.cpp",), f"kernels/{name}.launch.o"),
-        ("link", (f"kernels/{name}.o", f"kernels/{name}.launch.o"), f"kernels/{name}.so")]
+        ("link", (f"kernels/{name}.launch.o",), f"kernels/{name}.so")]
+    launcher = (tmp_path / "kernels" / f"{name}.launch.cpp").read_text()
+    assert f'#include "{name}.cpp"' in launcher
     assert [s.kind for s in orchestration] == ["compile", "link"]
     # From the build rule's data: every compile to an object, the link with link_flags.
-    rule = platform.compiler
-    for step in (*kernel[:2], orchestration[0]):
+    rule = toolchain.platform.compiler
+    for step in (kernel[0], orchestration[0]):
         assert step.command[:len(toolchain.command)] == toolchain.command
         assert set(rule.flags) <= set(step.command) and "-shared" not in step.command
     assert "-D__CPU_SIM" in kernel[0].command and "-D__CPU_SIM" not in orchestration[0].command
-    assert kernel[2].command == (*toolchain.command, *rule.link_flags,
-                                 f"{name}.o", f"{name}.launch.o", "-o", f"{name}.so")
+    assert kernel[1].command == (*toolchain.command, *rule.link_flags,
+                                 f"{name}.launch.o", "-o", f"{name}.so")
+
+
+def test_a_cpu_model_kernel_loads_the_precompiled_header_of_its_compiler_flags_and_headers(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    toolchain = _clang_cpu_model_or_skip("a5cpu")
+    plan, _ = _cpu_model_plan(toolchain, tmp_path / "artifact")
+    (compile_kernel, _), (compile_orchestration, _) = plan.units
+    pch = compile_kernel.pch
+    assert pch is not None and compile_orchestration.pch is None
+    assert pch.path.parent.parent == tmp_path / "cache" / "pch"
+    assert compile_kernel.command[-5:-3] == ("-include-pch", str(pch.path))
+    assert "-include-pch" not in compile_orchestration.command
+    # The header is compiled exactly as the kernels are (less -c: it is no object).
+    assert [f for f in compile_kernel.command[:-5] if f != "-c"] == list(pch.command[:-5])
+    assert pch.prelude == "#include <pto/pto-inst.hpp>\n#include <pto/abi.h>\n"
+    # It travels with the plan, so a SCons step (or another process) can build it.
+    assert ArtifactPlan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+    # Another flag or another header is another precompiled header.
+    flags = toolchain.platform.compiler.flags + ("-DPYPTO_TEST_FLAG=1",)
+    other = Toolchain(dataclasses.replace(toolchain.platform, compiler=dataclasses.replace(
+        toolchain.platform.compiler, flags=flags)), toolchain.compiler, toolchain.launcher_args)
+    includes = toolchain.include_dirs()
+    assert other.precompiled_header(includes, "vector").directory != pch.directory
+    extra = tmp_path / "include"
+    (extra / "pto").mkdir(parents=True)
+    (extra / "pto" / "extra.h").write_text("#define EXTRA 1\n")
+    before = toolchain.precompiled_header((*includes, extra), "vector").directory
+    (extra / "pto" / "extra.h").write_text("#define EXTRA 2\n")
+    assert toolchain.precompiled_header((*includes, extra), "vector").directory != before
+
+
+@pytest.mark.slow
+def test_a_precompiled_header_changes_no_byte_of_a_kernel_object(tmp_path, monkeypatch):
+    """Slow: the header and a kernel compiled without it take seconds each."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    toolchain = _clang_cpu_model_or_skip("a5cpu")
+    plan, _ = _cpu_model_plan(toolchain, tmp_path / "artifact")
+    step = plan.units[0][0]
+    run_step(step, tmp_path / "artifact")
+    with_header = (tmp_path / "artifact" / step.output).read_bytes()
+    flag = step.command.index("-include-pch")
+    plain = dataclasses.replace(step, command=step.command[:flag] + step.command[flag + 2:],
+                                pch=None)
+    (tmp_path / "artifact" / step.output).unlink()
+    run_step(plain, tmp_path / "artifact")
+    assert (tmp_path / "artifact" / step.output).read_bytes() == with_header
+
+
+def test_a_precompiled_header_is_built_once_and_renamed_into_place(tmp_path):
+    # A stand-in compiler: logs each run, then writes the prelude as the "header".
+    fake = ("sh", "-c", 'echo run >> ../runs; sleep 0.2; cat prelude.hpp > "$2"', "sh")
+    pch = PrecompiledHeader(str(tmp_path / "pch" / "key"), "#include <x.h>\n", fake)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        built = list(pool.map(lambda _: pch.ensure(), range(4)))
+    assert built == [pch.path] * 4
+    assert (tmp_path / "pch" / "runs").read_text() == "run\n"
+    assert pch.path.read_text() == "#include <x.h>\n"
+    assert sorted(p.name for p in pch.path.parent.iterdir()) == [
+        ".lock", "prelude.hpp", "prelude.pch"]
+
+
+def test_a_precompiled_header_that_fails_reports_the_compiler_and_leaves_no_header(tmp_path):
+    fake = ("sh", "-c", 'echo "prelude.hpp:1: no such header" >&2; echo partial > "$2"; '
+            "exit 1", "sh")
+    pch = PrecompiledHeader(str(tmp_path / "key"), "#include <missing.h>\n", fake)
+    with pytest.raises(CompileError, match="no such header"):
+        pch.ensure()
+    assert not pch.path.exists()
+    assert not [p for p in pch.path.parent.iterdir() if p.name.endswith(".pch")]
 
 
 @pytest.mark.slow
@@ -217,4 +305,7 @@ def test_a_cpu_model_artifact_is_the_same_bytes_anywhere_and_through_a_launcher(
     assert _files(plain) == _files(launched)
     launched_sources = sorted(line.split(" -o ")[0].split()[-1]
                               for line in log.read_text().splitlines())
-    assert launched_sources == sorted(p.name for p in launched.rglob("*.cpp"))
+    # Each kernel's launcher (which includes its device source) and the orchestration.
+    assert launched_sources == sorted(p.name for p in launched.rglob("*.cpp")
+                                      if p.name.endswith(".launch.cpp")
+                                      or p.name == "orchestration.cpp")
