@@ -322,7 +322,7 @@ def kernel_source(fn: Function) -> KernelSource:
 def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     if platform is None or not platform.device_code:
         return kernel_source(fn)
-    kernel = device_kernel(fn)
+    kernel = device_kernel(fn, platform.backend.capacities["Vec"])
     launch = ""
     if platform.kind == "cpu_model":
         model = {"name": fn.name, "params": _param_models(fn), "arch": platform.cpu_model_arch,

@@ -100,8 +100,10 @@ class _Tile:
 class _DeviceKernelBuilder:
     """Builds the device template's model of one InCore function."""
 
-    def __init__(self, fn: Function):
+    def __init__(self, fn: Function, vec_capacity: int | None = None):
         self.fn = fn
+        self.vec_capacity = vec_capacity  # the backend's UB bytes (None: not checked)
+        self.scratch_addr = _vec_high_water(fn.body)  # free UB above every tile
         self.params = {p.var.name: p.var.type for p in fn.params}
         self.tiles: dict[tuple, _Tile] = {}
         self.scalars: dict[str, dict] = {}
@@ -322,8 +324,12 @@ class _DeviceKernelBuilder:
         return self._instr("TMOV", [d, x], [x], [d], _move_pipe(src.type, dst.type, s))
 
     def _form_cast(self, op, call, dst, s):
-        d, x = self.elementwise(dst), self.elementwise(call.args[0])
+        src = call.args[0]
+        d, x = self.elementwise(dst), self.elementwise(src)
         mode = _Ref(f"RoundMode::{_ROUND[call.attr('mode')]}")
+        guard = []
+        if src.type.dtype.is_float and dst.type.dtype.is_int:
+            guard, x = self._nan_guard(src, s)
         args = [d, x, mode]
         if dst.type.dtype.is_int:
             # pl.cast saturates every conversion to an integer.  TCVT's default keeps the low
@@ -332,7 +338,36 @@ class _DeviceKernelBuilder:
             # every narrowing conversion on the CPU model, so saturation is asked for; where
             # the target holds every source value it changes nothing.
             args.append(_Ref("SaturationMode::ON"))
-        return [self._instr("TCVT", args, [x], [d], "PIPE_V")]
+        return [*guard, self._instr("TCVT", args, [x], [d], "PIPE_V")]
+
+    def _nan_guard(self, src: Var, s) -> tuple[list, _Tile]:
+        """pl.cast takes NaN to 0 in an integer (docs/numerics.md).  pto-isa does not say
+        what TCVT makes of a NaN (its CPU model saturates it to the type's maximum), so the
+        device code zeroes NaNs first, in integer arithmetic on the bits (defined on every
+        target): with m = bits & abs_mask, m > inf_bits exactly for a NaN, and
+        mask = max(min(m - (inf_bits + 1), 0), -1) is -1 for a number, 0 for a NaN;
+        bits & mask is then converted.  The integer tile lives in scratch UB above every
+        tile the allocator placed; the instructions return its float view."""
+        t = src.type
+        ibits, abs_mask, inf_bits = _FLOAT_BITS[t.dtype]
+        start = -(-self.scratch_addr // 32) * 32
+        end = start + tile_footprint(t)
+        if self.vec_capacity is not None and end > self.vec_capacity:
+            raise LoweringError(
+                f"a cast of {t.dtype.name} to an integer on device platforms zeroes NaNs in "
+                f"{tile_footprint(t)} bytes of scratch above the kernel's tiles, which end at "
+                f"{start} of the {self.vec_capacity} bytes of Vec", s.span,
+                hint="cast a smaller tile")
+        bits = self.elementwise(Var(f"{src.name}_bits", replace(t, dtype=ibits), src.span))
+        scratch = Var("nan_guard", replace(t, dtype=ibits, addr=start), src.span)
+        m = self.elementwise(scratch)
+        value = self.elementwise(Var("nan_guard_value", replace(t, addr=start), src.span))
+        v = "PIPE_V"
+        return [self._instr("TANDS", [m, bits, _Ref(abs_mask)], [bits], [m], v),
+                self._instr("TADDS", [m, m, _Ref(f"-{inf_bits} - 1")], [m], [m], v),
+                self._instr("TMINS", [m, m, _Ref("0")], [m], [m], v),
+                self._instr("TMAXS", [m, m, _Ref("-1")], [m], [m], v),
+                self._instr("TAND", [m, m, bits], [m, bits], [m], v)], value
 
     def _scalar_operand(self, e, dtype: DataType) -> dict:
         """A scalar operand of an instruction on `dtype` elements (`TADDS`, `TEXPANDS`, ...).
@@ -436,6 +471,27 @@ class _DeviceKernelBuilder:
                             s.span, hint="use a simulator platform")
 
     _form_select = _form_compare
+
+
+# A float's bits as an integer: (its type, |x|'s bits mask, +inf's bits).
+_FLOAT_BITS = {DataType.FP16: (DataType.INT16, "0x7fff", "0x7c00"),
+               DataType.BF16: (DataType.INT16, "0x7fff", "0x7f80"),
+               DataType.FP32: (DataType.INT32, "0x7fffffff", "0x7f800000")}
+
+
+def _vec_high_water(stmts) -> int:
+    """The end of the highest Vec tile the allocator placed in `stmts`: UB above it is
+    free for the whole kernel."""
+    end = 0
+    for s in stmts:
+        if isinstance(s, For):
+            end = max(end, _vec_high_water(s.body))
+        elif isinstance(s, Assign):
+            for var in s.targets:
+                t = var.type
+                if isinstance(t, TileType) and t.memory is MemorySpace.Vec and t.addr is not None:
+                    end = max(end, t.addr + tile_footprint(t))
+    return end
 
 
 @dataclass(frozen=True)
@@ -568,9 +624,10 @@ class DeviceKernel:
     on_chip: dict[str, int]  # bytes each on-chip space's tiles reach (their footprints)
 
 
-def device_kernel(fn: Function) -> DeviceKernel:
-    """The PTO-ISA C++ of one lowered InCore function, synchronised."""
-    builder = _DeviceKernelBuilder(fn)
+def device_kernel(fn: Function, vec_capacity: int | None = None) -> DeviceKernel:
+    """The PTO-ISA C++ of one lowered InCore function, synchronised; `vec_capacity` (the
+    backend's UB bytes) bounds the scratch a float-to-integer cast's NaN guard takes."""
+    builder = _DeviceKernelBuilder(fn, vec_capacity)
     body = insert_pipe_sync(builder.body(fn.body))
     tiles = []
     for tile in sorted(builder.tiles.values(), key=lambda t: t.ident):

@@ -3,6 +3,8 @@ saturate (docs/numerics.md), where TCVT's default and C++'s own conversion keep 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from cpu_models import toolchain_or_skip
@@ -89,3 +91,70 @@ def test_narrowing_conversions_saturate_on_the_cpu_model(platform):
     product = (B.long() * 32767).to(torch.int16)
     assert torch.equal(scaled, (product.long() + 32767).to(torch.int16))
     assert torch.equal(shifted, (B.long() + 3 - 7).to(torch.int16))
+
+
+@pl.jit
+def to_integers(h: pl.Tensor, b: pl.Tensor, f: pl.Tensor, h8: pl.Out[pl.Tensor],
+                b32: pl.Out[pl.Tensor], f16: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        h8[:] = pl.cast(h, pl.INT8)
+        b32[:] = pl.cast(b, pl.INT32)
+        f16[:] = pl.cast(f, pl.INT16)
+    return h8, b32, f16
+
+
+SPECIALS = [float("nan"), -float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 2.5, -3.5,
+            126.6, 127.5, 1e4, -1e4, 4e9, -4e9, 65504.0, 1.5]
+# Nothing at or above 2^31 - 1 for BF16 -> INT32: the CPU model clamps in BF16, where that
+# bound rounds to 2^31, and then overflows (docs/numerics.md, "pto-isa's CPU model").
+BF16_SPECIALS = [v if not v > 2**31 else -2.0**31 for v in SPECIALS]
+
+
+def _float_arguments():
+    rows = [SPECIALS, BF16_SPECIALS, SPECIALS]
+    inputs = [torch.tensor(row * 4).repeat(16, 1).to(dtype) for row, dtype in zip(
+        rows, (torch.float16, torch.bfloat16, torch.float32))]
+    outs = [torch.zeros(16, 64, dtype=dtype) for dtype in (torch.int8, torch.int32,
+                                                           torch.int16)]
+    return [*inputs, *outs]
+
+
+def test_a_cast_of_a_float_to_an_integer_zeroes_nans_through_the_bits_first():
+    program = to_integers.frontend(*_float_arguments())
+    (fn,) = [f for f in lower(program, get_platform("a2a3cpu")).functions
+             if f.func_type is FunctionType.InCore]
+    source = device_kernel(fn).cpp
+    # m = |bits|; m - (inf + 1) < 0 exactly for a number: the mask keeps numbers, zeroes NaNs.
+    for abs_mask, inf in (("0x7fff", "0x7c00"), ("0x7fff", "0x7f80"),
+                          ("0x7fffffff", "0x7f800000")):
+        assert f", {abs_mask});" in source and f", -{inf} - 1);" in source
+    assert source.count("TMINS(nan_guard") == 3 and source.count("TMAXS(nan_guard") == 3
+    assert "TCVT(cast_0_tile_0, nan_guard_value, RoundMode::CAST_RINT, SaturationMode::ON);" \
+        in source
+    # The scratch lies above every tile the allocator placed.
+    size = {"half": 2, "bfloat16_t": 2, "float": 4, "int8_t": 1, "int16_t": 2, "int32_t": 4}
+    tiles = re.findall(r"Tile<TileType::Vec, (\w+), (\d+), (\d+),.*> (\w+);\n\s+"
+                       r"TASSIGN\(\4, (\w+)\)", source)
+    ends = [int(addr, 16) + int(r) * int(c) * size[elem] for elem, r, c, name, addr in tiles
+            if not name.startswith("nan_guard")]
+    guards = {int(addr, 16) for *_, name, addr in tiles if name.startswith("nan_guard")}
+    assert len(guards) == 1 and min(guards) % 32 == 0 and min(guards) >= max(ends)
+
+
+# Slow: one CPU-model compile per platform.
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
+def test_nan_casts_to_zero_and_infinities_saturate_on_the_cpu_model_as_on_the_sim(platform):
+    toolchain_or_skip(platform)
+    args = _float_arguments()
+    program = to_integers.frontend(*args)
+    load_artifact(build_program(program, CompileOptions(platform=platform))).run(args)
+    sim = _float_arguments()
+    sim_platform = platform.replace("cpu", "sim")
+    load_artifact(build_program(program, CompileOptions(platform=sim_platform))).run(sim)
+    for got, want in zip(args[3:], sim[3:]):
+        assert torch.equal(got, want)
+    h8, b32, f16 = args[3:]
+    assert h8[0, :4].tolist() == [0, 0, 127, -128]
+    assert b32[0, :4].tolist() == [0, 0, -2**31, -2**31]
+    assert f16[0, :4].tolist() == [0, 0, 32767, -32768]
