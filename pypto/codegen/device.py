@@ -279,23 +279,23 @@ class _DeviceKernelBuilder:
             return [self._instr(name, [d, self.tile(a), self.tile(b)],
                                 [self.tile(a), self.tile(b)], [d], "PIPE_V")]
         d = self.elementwise(dst)
+        # TXOR / TXORS compute (a | b) & ~(a & b) through a tmp tile of the result's type.
+        tmp = [self._scratch("xor_tmp", dst.type, "pl.xor", s)] if op.name == "xor" else []
         if isinstance(a.type, TileType) and isinstance(b.type, TileType):
             x, y = self.elementwise(a), self.elementwise(b)
-            return [self._instr(name, [d, x, y], [x, y], [d], "PIPE_V")]
-        if op.name == "xor":
-            raise LoweringError("pl.xor has no device code yet (TXOR / TXORS take a scratch "
-                                "tile the IR does not give them)", s.span,
-                                hint="use a simulator platform")
+            return [self._instr(name, [d, x, y, *tmp], [x, y], [d, *tmp], "PIPE_V")]
         dtype = dst.type.dtype
         if isinstance(a.type, TileType):
             x = self.elementwise(a)
-            return [self._instr(op.isa_scalar.upper(), [d, x, self._scalar_operand(b, dtype)], [x],
-                                [d], "PIPE_V")]
+            return [self._instr(op.isa_scalar.upper(),
+                                [d, x, self._scalar_operand(b, dtype), *tmp], [x], [d, *tmp],
+                                "PIPE_V")]
         x, scalar = self.elementwise(b), self._scalar_operand(a, dtype)
         if op.name == "div":  # s / x: TDIVS has the scalar-first form
             return [self._instr("TDIVS", [d, scalar, x], [x], [d], "PIPE_V")]
         if op.name in ("add", "mul", "and_", "or_", "xor"):  # commutative
-            return [self._instr(op.isa_scalar.upper(), [d, x, scalar], [x], [d], "PIPE_V")]
+            return [self._instr(op.isa_scalar.upper(), [d, x, scalar, *tmp], [x], [d, *tmp],
+                                "PIPE_V")]
         if op.name == "sub":  # s - x = (-x) + s: the negation is exact, one rounding
             return [self._instr("TNEG", [d, x], [x], [d], "PIPE_V"),
                     self._instr("TADDS", [d, d, scalar], [d], [d], "PIPE_V")]
@@ -350,24 +350,28 @@ class _DeviceKernelBuilder:
         tile the allocator placed; the instructions return its float view."""
         t = src.type
         ibits, abs_mask, inf_bits = _FLOAT_BITS[t.dtype]
-        start = -(-self.scratch_addr // 32) * 32
-        end = start + tile_footprint(t)
-        if self.vec_capacity is not None and end > self.vec_capacity:
-            raise LoweringError(
-                f"a cast of {t.dtype.name} to an integer on device platforms zeroes NaNs in "
-                f"{tile_footprint(t)} bytes of scratch above the kernel's tiles, which end at "
-                f"{start} of the {self.vec_capacity} bytes of Vec", s.span,
-                hint="cast a smaller tile")
         bits = self.elementwise(Var(f"{src.name}_bits", replace(t, dtype=ibits), src.span))
-        scratch = Var("nan_guard", replace(t, dtype=ibits, addr=start), src.span)
-        m = self.elementwise(scratch)
-        value = self.elementwise(Var("nan_guard_value", replace(t, addr=start), src.span))
+        m = self._scratch("nan_guard", replace(t, dtype=ibits), f"pl.{s.value.op}", s)
+        value = self._scratch("nan_guard_value", t, f"pl.{s.value.op}", s)
         v = "PIPE_V"
         return [self._instr("TANDS", [m, bits, _Ref(abs_mask)], [bits], [m], v),
                 self._instr("TADDS", [m, m, _Ref(f"-{inf_bits} - 1")], [m], [m], v),
                 self._instr("TMINS", [m, m, _Ref("0")], [m], [m], v),
                 self._instr("TMAXS", [m, m, _Ref("-1")], [m], [m], v),
                 self._instr("TAND", [m, m, bits], [m, bits], [m], v)], value
+
+    def _scratch(self, name: str, t: TileType, what: str, s) -> _Tile:
+        """A tile of type `t` in scratch UB: above every tile the allocator placed, so free
+        for the whole kernel (the instructions that use it run in order on the V pipe).
+        What does not fit the backend's Vec is an error at the statement `s`."""
+        start = -(-self.scratch_addr // 32) * 32
+        end = start + tile_footprint(t)
+        if self.vec_capacity is not None and end > self.vec_capacity:
+            raise LoweringError(
+                f"{what} on device platforms takes {tile_footprint(t)} bytes of scratch above "
+                f"the kernel's tiles, which end at {start} of the {self.vec_capacity} bytes of "
+                "Vec", s.span, hint="use smaller tiles")
+        return self.elementwise(Var(name, replace(t, addr=start), s.span))
 
     def _scalar_operand(self, e, dtype: DataType) -> dict:
         """A scalar operand of an instruction on `dtype` elements (`TADDS`, `TEXPANDS`, ...).

@@ -144,7 +144,9 @@ class Toolchain:
         without them a single source compiles straight into `binary`.  `core_type` is the
         kernel's, None for orchestration.  Each command runs in its output's directory with
         relative names, so no directory enters the binary (the same source compiles to the
-        same bytes wherever it is built, by whichever host)."""
+        same bytes wherever it is built, by whichever host).  A kernel's compile loads the
+        platform's precompiled header where it has one (`precompiled_header`), which the
+        step carries so that whoever runs it builds the header first."""
         link_flags = self.platform.compiler.link_flags
         if not link_flags and len(sources) != 1:
             raise ValueError(f"platform {self.platform.name!r} has no link_flags: a binary is "
