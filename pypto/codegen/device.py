@@ -293,7 +293,7 @@ class _DeviceKernelBuilder:
         x, scalar = self.elementwise(b), self._scalar_operand(a, dtype)
         if op.name == "div":  # s / x: TDIVS has the scalar-first form
             return [self._instr("TDIVS", [d, scalar, x], [x], [d], "PIPE_V")]
-        if op.name in ("add", "mul", "and_", "or_", "xor"):  # commutative
+        if op.name in ("add", "mul", "maximum", "minimum", "and_", "or_", "xor"):  # commutative
             return [self._instr(op.isa_scalar.upper(), [d, x, scalar, *tmp], [x], [d, *tmp],
                                 "PIPE_V")]
         if op.name == "sub":  # s - x = (-x) + s: the negation is exact, one rounding
