@@ -9,8 +9,9 @@ dropped from a program before it is rendered:
   A2/A3; BF16 is compared op by op in test_cpu_model_bf16.py);
 - reductions of integers (pto-isa's row and column reductions take floats);
 - row broadcasts of a column that is not whole 32-byte blocks (device code refuses them);
-- FP32 -> INT32 and FP16 -> INT16 casts (the CPU model saturates in the source type, where
-  the integer's maximum rounds up, and then overflows);
+- float -> int casts but FP32 -> INT16 (the CPU model saturates in the source type: FP32 ->
+  INT32 and FP16 -> INT16 round the integer's maximum up and overflow, FP16 -> INT32 takes
+  an infinity to 65504);
 - casts to a float in a mode other than `rint` / `none` (the CPU model rounds to nearest
   even whatever the mode), and so everything computed from them;
 - maximum / minimum in any form (NaN: the CPU model's std::max keeps its first operand,
@@ -76,9 +77,9 @@ def _runs_on_the_cpu_model(expr: fp.Expr, root: bool = True) -> bool:
         return False
     if expr.kind == "input" and not expr.value.startswith("x_"):
         return False  # an earlier lane's scratch tensor
-    if expr.kind == "cast" and (expr.args[0].dtype, expr.dtype) in (("FP32", "INT32"),
-                                                                    ("FP16", "INT16")):
-        return False  # the CPU model's saturation overflows (docs/numerics.md)
+    if expr.kind == "cast" and expr.args[0].dtype in fp.FLOATS and expr.dtype in fp.INTS \
+            and (expr.args[0].dtype, expr.dtype) != ("FP32", "INT16"):
+        return False  # the CPU model saturates in the source type (docs/numerics.md)
     if expr.kind == "cast" and expr.dtype in fp.FLOATS and expr.mode not in ("rint", "none"):
         return False  # the CPU model rounds to a float to nearest even whatever the mode
     if expr.op in ROOT_ONLY and expr.dtype in fp.FLOATS and not root:
