@@ -80,7 +80,7 @@ def test_bf16_conversions_arithmetic_and_matmul_are_the_simulators_bits(platform
     assert subnormal.sum() == 2
     assert ((got[subnormal] == 0) | (_bits(got) == _bits(want))[subnormal]).all()
     for name, got, want in zip(("widened", "total", "product", "mm"),
-                               *(r[1:] for r in results.values())):
+                               *(r[1:] for r in results.values()), strict=True):
         assert torch.equal(_bits(got), _bits(want)), name
     rounded = results[platform][0]
     # Nearest even, as torch rounds FP32 to BF16 (NaN aside: any NaN).
@@ -150,7 +150,7 @@ def test_double_to_bf16_rounds_to_nearest_even_in_one_step(tmp_path):
     want = [_bf16_of(text) for text in DOUBLES]
     # A subnormal result is zero on a host with AVX512-BF16 (see <stdfloat>).
     subnormal = [bits & 0x7F80 == 0 and bits & 0x7F for bits in want]
-    assert [g for g, s in zip(got, subnormal) if not s] == \
-        [w for w, s in zip(want, subnormal) if not s]
-    assert all(g in (w, w & 0x8000) for g, w, s in zip(got, want, subnormal) if s)
+    assert [g for g, s in zip(got, subnormal, strict=True) if not s] == \
+        [w for w, s in zip(want, subnormal, strict=True) if not s]
+    assert all(g in (w, w & 0x8000) for g, w, s in zip(got, want, subnormal, strict=True) if s)
     assert any(subnormal) and not all(subnormal)

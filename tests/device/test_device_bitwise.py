@@ -60,7 +60,7 @@ def test_xor_on_the_cpu_model_is_the_simulators(platform):
         args = _arguments()
         load_artifact(build_program(program, CompileOptions(platform=target))).run(args)
         results.append(args[3:])
-    for got, want in zip(*results):
+    for got, want in zip(*results, strict=True):
         assert torch.equal(got, want)
     a, b, c = _arguments()[:3]
     both, scalar, first, wide = results[0]

@@ -113,7 +113,7 @@ BF16_SPECIALS = [v if not v > 2**31 else -2.0**31 for v in SPECIALS]
 def _float_arguments():
     rows = [SPECIALS, BF16_SPECIALS, SPECIALS]
     inputs = [torch.tensor(row * 4).repeat(16, 1).to(dtype) for row, dtype in zip(
-        rows, (torch.float16, torch.bfloat16, torch.float32))]
+        rows, (torch.float16, torch.bfloat16, torch.float32), strict=True)]
     outs = [torch.zeros(16, 64, dtype=dtype) for dtype in (torch.int8, torch.int32,
                                                            torch.int16)]
     return [*inputs, *outs]
@@ -152,7 +152,7 @@ def test_nan_casts_to_zero_and_infinities_saturate_on_the_cpu_model_as_on_the_si
     sim = _float_arguments()
     sim_platform = platform.replace("cpu", "sim")
     load_artifact(build_program(program, CompileOptions(platform=sim_platform))).run(sim)
-    for got, want in zip(args[3:], sim[3:]):
+    for got, want in zip(args[3:], sim[3:], strict=True):
         assert torch.equal(got, want)
     h8, b32, f16 = args[3:]
     assert h8[0, :4].tolist() == [0, 0, 127, -128]

@@ -57,7 +57,7 @@ def test_scalar_first_operators_on_the_cpu_model_are_the_simulators(platform):
         args = _arguments()
         load_artifact(build_program(program, CompileOptions(platform=target))).run(args)
         results.append(args[2:])
-    for got, want in zip(*results):
+    for got, want in zip(*results, strict=True):
         assert torch.equal(got, want)
     x, n = _arguments()[:2]
     hi, lo, less, over, ihi = results[0]

@@ -51,7 +51,7 @@ def test_set_validshape_on_the_cpu_model_is_the_simulators(platform):
         args = _arguments()
         load_artifact(build_program(program, CompileOptions(platform=target))).run(args)
         results.append(args[1:])
-    for got, want in zip(*results):
+    for got, want in zip(*results, strict=True):
         assert torch.equal(got, want)
     x = _arguments()[0]
     maxima, whole = results[0]
