@@ -13,13 +13,12 @@ import functools
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .compiled import CompiledProgram
+from .filesystem import swap_directory
 from .ir.diagnostics import DiagnosticPhase, active_checks, emit, resolve_phase
 from .ir.nodes import Program
 from .ir.options import PassDumpLevel, VerificationLevel, resolve_dump_level, resolve_level
@@ -284,20 +283,6 @@ def compile(  # noqa: A001 - upstream's `ir.compile`, reached as `pypto.ir.compi
 
 
 def _publish_to(target: Path, build) -> Path:
-    """Build into a sibling temp dir, then swap it into place: never a half-written artifact."""
-    target = target.resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        build(tmp)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-            os.replace(target, old / "artifact")
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+    """Build into a sibling staging dir, then swap it into place: never a half-written
+    artifact."""
+    return swap_directory(target, build)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto.comparison import FP64, Tolerance, warn_if_too_tight
+from pypto.filesystem import atomic_write
 from pypto.ir import dtypes
 from pypto.records import record_digest
 
@@ -151,7 +152,7 @@ def write_golden(
             )
     directory.mkdir(parents=True, exist_ok=True)
     for name in (INPUTS_NAME, EXPECTED_NAME, GOLDEN_NAME):  # golden.json last
-        _atomic_write(directory / name, files[name])
+        atomic_write(directory / name, files[name])
     return directory
 
 
@@ -207,11 +208,3 @@ def _read_or_none(path: Path) -> bytes | None:
     except OSError:
         return None
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pypto.filesystem import atomic_write
 from pypto.runtime.abi import DIRECTION_MASK, NO_DEP, ArgKind, Direction
 from pypto.runtime.memory import ITEMSIZE_BY_CODE
 
@@ -51,18 +51,9 @@ def dfx_dir() -> Path:
 
 
 def write_json(path: Path, document: Any) -> Path:
-    """Writes `document` to `path` atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(document, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return path
+    """Writes `document` to `path` atomically (`pypto.filesystem`'s rule: a reader never
+    sees half a file)."""
+    return atomic_write(path, json.dumps(document, indent=1) + "\n")
 
 
 def deps_document(run: ProgramRun) -> dict:

@@ -41,7 +41,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -49,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pypto.filesystem import AtomicFile
 from pypto.ir import dtypes
 from pypto.runtime.abi import DIRECTION_MASK, DUMP, ArgKind, Direction
 from pypto.runtime.memory import ITEMSIZE_BY_CODE, row_major_strides
@@ -122,9 +122,8 @@ class ArgsDumpCollector:
         self.entry = entry
         self.platform = platform
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{BIN_NAME}.", dir=self.directory)
-        self._tmp = Path(tmp)
-        self._file = os.fdopen(fd, "wb")
+        self._bin = AtomicFile(self.directory / BIN_NAME)
+        self._file = self._bin.file
         self._lock = threading.Lock()
         self._records: list[dict] = []
         self.written = 0
@@ -253,8 +252,7 @@ class ArgsDumpCollector:
         self._finished = True
         from pypto.runtime.dfx import write_json
 
-        self._file.close()
-        os.replace(self._tmp, self.directory / BIN_NAME)
+        self._bin.commit()
         order = {stage: i for i, stage in enumerate(STAGES)}
         records = sorted(self._records, key=lambda r: (r["task"], order[r["stage"]], r["arg"]))
         for index, record in enumerate(records):

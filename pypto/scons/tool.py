@@ -37,11 +37,9 @@ an edge and a sconsign entry per target on every no-op; a key costs one string, 
 from __future__ import annotations
 
 import atexit
-import fcntl
 import os
 import shlex
 import sys
-import time
 import traceback
 from pathlib import Path
 
@@ -53,6 +51,8 @@ import SCons.Node.Alias
 import SCons.Scanner
 import SCons.Script
 import SCons.Variables
+
+from pypto.filesystem import LockTimeout, lock_with_deadline
 
 LOCK_TIMEOUT_S = 600.0
 _HELD_LOCKS: list[int] = []
@@ -602,23 +602,16 @@ def _lock_build_dir(build_dir: Path) -> None:
     """Holds an flock on `<build>/.lock` until this process ends: two scons processes in
     one build directory take turns instead of corrupting each other's files."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(build_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + LOCK_TIMEOUT_S
-    waiting = False
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if not waiting:
-                print(f"pypto: waiting for another scons building in {build_dir}", flush=True)
-                waiting = True
-            if time.monotonic() > deadline:
-                raise SCons.Errors.UserError(
-                    f"waited {LOCK_TIMEOUT_S:g} s for {build_dir}/.lock: another scons is "
-                    f"still building in {build_dir} (find it with `fuser -v {build_dir}/.lock`)"
-                ) from None
-            time.sleep(0.1)
+    try:
+        fd = lock_with_deadline(
+            build_dir / ".lock", LOCK_TIMEOUT_S,
+            lambda: print(f"pypto: waiting for another scons building in {build_dir}",
+                          flush=True))
+    except LockTimeout:
+        raise SCons.Errors.UserError(
+            f"waited {LOCK_TIMEOUT_S:g} s for {build_dir}/.lock: another scons is "
+            f"still building in {build_dir} (find it with `fuser -v {build_dir}/.lock`)"
+        ) from None
     _HELD_LOCKS.append(fd)  # released by the kernel when this process ends, however it ends
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pypto.filesystem import atomic_write, swap_directory
 from pypto.ir.diagnostics import PyptoPerfHint
 from pypto.ir.errors import PyptoError
 from pypto.spec.declare import Kernel, SpecError
@@ -71,7 +71,7 @@ def write_description(target: str | os.PathLike, spec: str, meaning: str,
     """The spec's description file: goldens depend on it, so a spec edit that changes no
     meaning (a comment) rewrites the same bytes and rebuilds nothing downstream."""
     text = json.dumps({"spec": spec, "meaning": meaning, **description}, sort_keys=True, indent=1)
-    _atomic_write_text(Path(target), text + "\n")
+    atomic_write(Path(target), text + "\n")
 
 
 def build_golden(path: str | os.PathLike, top: str | os.PathLike, kernel: str, variant: str,
@@ -108,7 +108,7 @@ def stage_variant(path: str | os.PathLike, top: str | os.PathLike, kernel: str, 
                                         category=PyptoPerfHint)
             plan = stage_program(spec.program(variant), CompileOptions(platform=platform),
                                  directory, expected_key).to_json()
-    _atomic_write_text(directory / PLAN_NAME, json.dumps(plan, sort_keys=True, indent=1) + "\n")
+    atomic_write(directory / PLAN_NAME, json.dumps(plan, sort_keys=True, indent=1) + "\n")
 
 
 def read_plan(directory: str | os.PathLike) -> ArtifactPlan | None:
@@ -170,22 +170,10 @@ def publish_artifact(staged: str | os.PathLike, directory: str | os.PathLike, ke
 def publish_copy(source: Path, target: Path) -> None:
     """Copies directory `source` to `target`, replacing it whole: a copy is staged beside
     the target and swapped in, so readers see the old or the new directory, never a mix."""
-    target = target.resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f".{target.name}.pypto-tmp-"
     # One process builds in a build directory at a time (the tool's lock), so a staging
     # directory of this target's name is from a build that was killed.
-    for stale in target.parent.glob(prefix + "*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
-    try:
-        copy = staging / "new"
-        shutil.copytree(source, copy)
-        if target.exists():
-            os.replace(target, staging / "old")
-        os.replace(copy, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    swap_directory(target, lambda new: shutil.copytree(source, new, dirs_exist_ok=True),
+                   sweep_stale=True)
 
 
 def check_variant(artifact: str | os.PathLike, golden: str | os.PathLike, kernel: str,
@@ -196,12 +184,6 @@ def check_variant(artifact: str | os.PathLike, golden: str | os.PathLike, kernel
 
     rows = check_artifact(artifact, golden, kernel=kernel, variant=variant, platform=platform)
     text = json.dumps({"rows": [r.to_json() for r in rows]}, sort_keys=True, indent=1)
-    _atomic_write_text(Path(result), text + "\n")
+    atomic_write(Path(result), text + "\n")
     return all(r.passed for r in rows)
 
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="\n")
-    os.replace(tmp, path)

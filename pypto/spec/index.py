@@ -2,12 +2,12 @@
 
 A no-op build must decide without importing torch or running a spec (ARCHITECTURE.md,
 "Performance notes").  So SCons asks this index, which imports only the standard
-library, for each spec's description (kernels, variants, platforms, the digest of each
-variant's post-parse IR).  A description is cached under the spec's *meaning*: the
-digest of the spec's syntax tree and of every project module it imports, transitively
-(comments, docstrings and layout are not part of a syntax tree, so editing them changes
-no meaning), plus the digest of the pypto sources that read specs.  Only when a meaning
-is new does `describe` run the spec.
+library (and `pypto.filesystem`, which does too), for each spec's description (kernels,
+variants, platforms, the digest of each variant's post-parse IR).  A description is
+cached under the spec's *meaning*: the digest of the spec's syntax tree and of every
+project module it imports, transitively (comments, docstrings and layout are not part of
+a syntax tree, so editing them changes no meaning), plus the digest of the pypto sources
+that read specs.  Only when a meaning is new does `describe` run the spec.
 
 File digests are cached by (mtime, size, inode), so an unchanged file is not even read;
 a file modified within the last two seconds is never trusted by its stat (its next
@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from pypto.filesystem import atomic_write
 
 INDEX_SCHEMA = 1
 _RACY_NS = 2_000_000_000
@@ -222,12 +224,9 @@ class SpecIndex:
         for entries in (self._files, self._specs):
             for rel in [r for r in entries if not (self.top / r).exists()]:
                 del entries[rel]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"schema": INDEX_SCHEMA, "files": self._files, "specs": self._specs,
                 "memo": self._memo}
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, sort_keys=True, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        atomic_write(self.path, json.dumps(data, sort_keys=True, indent=1) + "\n")
         self._dirty = False
 
 

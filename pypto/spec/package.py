@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from pypto.filesystem import atomic_write
+
 if TYPE_CHECKING:
     import tarfile
 
@@ -97,7 +99,7 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
     }
     index["index_sha256"] = index_digest(index)  # the one file opening reads checks itself
     path = root / index_name(platform)
-    _atomic_write(path, (json.dumps(index, sort_keys=True, indent=2) + "\n").encode())
+    atomic_write(path, (json.dumps(index, sort_keys=True, indent=2) + "\n").encode())
     return path
 
 
@@ -149,7 +151,7 @@ def write_package(archive: str | os.PathLike, root: str | os.PathLike, platform:
         for relpath, content, executable in members:
             tar.addfile(_info(f"{top}/{relpath}", len(content), executable), io.BytesIO(content))
     archive = Path(archive)
-    _atomic_write(archive, buffer.getvalue())
+    atomic_write(archive, buffer.getvalue())
     return archive
 
 
@@ -192,12 +194,3 @@ def _info(name: str, size: int, executable: bool) -> tarfile.TarInfo:
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

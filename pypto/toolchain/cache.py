@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pypto.filesystem import fsync_dir, fsync_tree
 from pypto.platform import default_cache_root
 from pypto.toolchain.build import MANIFEST_NAME
 
@@ -140,7 +141,7 @@ class ArtifactCache:
                 if not (tmp / MANIFEST_NAME).is_file():
                     raise RuntimeError(f"the build of artifact {key} wrote no {MANIFEST_NAME}; "
                                        "nothing was published")
-                _fsync_tree(tmp)
+                fsync_tree(tmp)
                 return self._place(key, tmp)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)  # gone once placed; else lost or failed
@@ -190,7 +191,7 @@ class ArtifactCache:
                 if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                     raise
             else:
-                _fsync_dir(entry.parent)
+                fsync_dir(entry.parent)
                 return entry
             found = self._intact(key)  # a damaged one is quarantined here
             if found is not None:
@@ -413,21 +414,3 @@ def _move_aside(entry: Path, where: Path) -> Path | None:
         return None
     return aside / "entry"
 
-
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync_dir(Path(dirpath))
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

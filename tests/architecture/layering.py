@@ -31,6 +31,8 @@ UNITS: dict[str, tuple[str, ...]] = {
     "resources": ("pypto.resources",),
     # The bounded reader and canonical digest of the JSON records pypto writes.
     "records": ("pypto.records",),
+    # How pypto publishes files and directories (atomic write, directory swap, lock).
+    "filesystem": ("pypto.filesystem",),
     # What making goldens and checking runs against them share: the golden files' format
     # and writer, and the tolerance comparison.  A deployed runtime needs no `golden`.
     "golden_format": ("pypto.golden_files", "pypto.comparison"),
@@ -68,27 +70,29 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         "pypto": "",
         "resources": "",
         "records": "",
+        "filesystem": "",
         "ir": "",
-        "golden_format": "ir records",
+        "golden_format": "filesystem ir records",
         "platform": "resources",
         "sim": "resources",
         "backend": "ir platform",
-        "golden": "ir records golden_format",
-        "runtime": "pypto ir platform resources records sim golden_format",
+        "golden": "filesystem ir records golden_format",
+        "runtime": "filesystem pypto ir platform resources records sim golden_format",
         "frontend": "ir",
         "passes": "ir backend platform",
         "codegen": "ir resources passes",
-        "toolchain": "pypto ir platform resources records sim codegen runtime",
-        "index": "toolchain",
+        "toolchain": "filesystem pypto ir platform resources records sim codegen runtime",
+        "index": "filesystem toolchain",
         "debug": "ir golden frontend passes codegen",
-        "compiler": "ir platform resources runtime frontend passes codegen toolchain index "
-                    "debug",
+        "compiler": "filesystem ir platform resources runtime frontend passes codegen "
+                    "toolchain index debug",
         "pl": "ir platform runtime frontend compiler",
-        "spec": "pypto ir platform resources records golden_format golden runtime toolchain "
-                "index compiler",
+        "spec": "filesystem pypto ir platform resources records golden_format golden runtime "
+                "toolchain index compiler",
         "triage": "pypto ir platform golden_format golden runtime frontend passes debug "
                   "compiler pl spec",
-        "scons": "pypto ir platform resources golden runtime toolchain index compiler spec",
+        "scons": "filesystem pypto ir platform resources golden runtime toolchain index "
+                 "compiler spec",
         "tools": "pypto ir platform resources golden_format golden runtime codegen toolchain "
                  "debug compiler "
                  "spec triage",

@@ -118,7 +118,7 @@ def test_a_module_level_relative_import_upward_is_reported(tree):
     line = plant(tree, "pypto/golden/rng.py", "from ..runtime import loader\n")
     assert layer_violations(tree) == [
         f"pypto/golden/rng.py:{line}: pypto.golden.rng (golden) imports pypto.runtime.loader "
-        "(runtime); golden may import: golden_format ir records"]
+        "(runtime); golden may import: filesystem golden_format ir records"]
 
 
 def test_a_module_named_for_import_module_is_an_import(tree):

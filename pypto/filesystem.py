@@ -1,0 +1,154 @@
+"""How pypto changes files that others read: one helper per mechanism.
+
+The durability rule, the same for every file pypto publishes (goldens, packages, the
+spec index, check results, DFX outputs, argument dumps): a file is written under a
+temporary name beside its target (`.<name>.<pid>.<token>.tmp`), its data is flushed to
+the disk (`fsync`), and only then is it renamed onto the target.  A reader, or the next
+run after a crash, sees the old file or the new one whole: never a part, never a name
+that points at data the disk did not get.  A write that fails removes its temporary.
+
+A directory is replaced the same way (`swap_directory`): built in a staging directory
+beside the target (`.<name>.pypto-tmp-*`) and renamed into place, the old one renamed
+aside first and deleted after.  Between those two renames the target is briefly absent;
+it is never a mix of old and new.
+
+`lock_with_deadline` takes an exclusive `flock` on a lock file, waiting at most a given
+time for another process to release it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+STAGING_MARK = ".pypto-tmp-"
+"""Part of the name of every staging directory `swap_directory` makes."""
+
+
+class AtomicFile:
+    """A file being written: `file` is open for binary writing under a temporary name
+    beside `path`; `commit` publishes it at `path` (by the durability rule above),
+    `discard` removes it.  For a file written piece by piece over time; `atomic_write`
+    writes one at once."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = self.path.with_name(
+            f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        self.file: BinaryIO = open(self._tmp, "xb")  # noqa: SIM115 (closed by commit/discard)
+
+    def commit(self) -> Path:
+        """Flushes the data to the disk and renames the file onto `path`; returns `path`."""
+        try:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.discard()
+            raise
+        return self.path
+
+    def discard(self) -> None:
+        """Closes and removes the temporary file; `path` is left as it was."""
+        self.file.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
+    """Writes `data` (text is written as UTF-8, newlines as given) to `path` by the
+    durability rule of this module, creating its directory; returns `path`."""
+    pending = AtomicFile(path)
+    try:
+        pending.file.write(data.encode() if isinstance(data, str) else data)
+    except BaseException:
+        pending.discard()
+        raise
+    return pending.commit()
+
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    """Flushes directory `path`'s entries (the names created or renamed in it) to the
+    disk."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(root: str | os.PathLike) -> None:
+    """Flushes every file and directory under `root` to the disk."""
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(dirpath)
+
+
+def swap_directory(target: str | os.PathLike, fill: Callable[[Path], None], *,
+                   sweep_stale: bool = False) -> Path:
+    """Replaces directory `target` whole with what `fill(new)` puts in `new`, an empty
+    directory beside it; returns the resolved target.  If `fill` raises, `target` is left
+    as it was and nothing of the staging remains.
+
+    sweep_stale: first delete staging directories of this target left by a process that
+    was killed (only for a caller that holds a lock on the target's parent, or another
+    writer's staging would go).
+    """
+    target = Path(target).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{target.name}{STAGING_MARK}"
+    if sweep_stale:
+        for stale in target.parent.glob(prefix + "*"):
+            shutil.rmtree(stale, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    try:
+        new = staging / "new"
+        new.mkdir()
+        fill(new)
+        if target.exists():
+            os.replace(target, staging / "old")
+        os.replace(new, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+class LockTimeout(TimeoutError):
+    """`lock_with_deadline` waited its whole deadline."""
+
+
+def lock_with_deadline(path: str | os.PathLike, timeout_s: float,
+                       on_wait: Callable[[], None] | None = None) -> int:
+    """Takes an exclusive `flock` on the file at `path` (created if missing), waiting at
+    most `timeout_s` seconds; returns its descriptor (the lock is held until it is closed,
+    or the process ends).  Calls `on_wait()` once if it has to wait; raises LockTimeout
+    when the deadline passes."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout_s
+    waited = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if not waited and on_wait is not None:
+                on_wait()
+            waited = True
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise LockTimeout(f"{os.fspath(path)} stayed locked for {timeout_s:g} s") \
+                    from None
+            time.sleep(0.1)

@@ -1,0 +1,101 @@
+"""`pypto.filesystem`: the one atomic write, directory swap and lock every writer uses."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pypto import filesystem
+from pypto.filesystem import (
+    AtomicFile,
+    LockTimeout,
+    atomic_write,
+    lock_with_deadline,
+    swap_directory,
+)
+
+
+def test_atomic_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "sub" / "record.json"
+    atomic_write(target, "old\n")
+    atomic_write(target, b"new\n")
+    assert target.read_bytes() == b"new\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["record.json"]
+
+
+def test_atomic_write_flushes_the_data_to_disk_before_the_rename(tmp_path, monkeypatch):
+    events = []
+    monkeypatch.setattr(filesystem.os, "fsync", lambda fd: events.append("fsync"))
+    real_replace = os.replace
+    monkeypatch.setattr(filesystem.os, "replace",
+                        lambda a, b: (events.append("rename"), real_replace(a, b)))
+    atomic_write(tmp_path / "f", b"data")
+    assert events == ["fsync", "rename"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_removes_the_temporary(tmp_path, monkeypatch):
+    target = tmp_path / "golden.json"
+    target.write_bytes(b"old")
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(filesystem.os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        atomic_write(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["golden.json"]
+
+
+def test_a_discarded_atomic_file_leaves_the_target_as_it_was(tmp_path):
+    pending = AtomicFile(tmp_path / "args.bin")
+    pending.file.write(b"partial")
+    pending.discard()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_swap_directory_replaces_the_whole_directory(tmp_path):
+    target = tmp_path / "artifact"
+    target.mkdir()
+    (target / "stale.o").write_text("old")
+    swap_directory(target, lambda new: (new / "kernel.so").write_text("new"))
+    assert [p.name for p in target.iterdir()] == ["kernel.so"]
+    assert [p.name for p in tmp_path.iterdir()] == ["artifact"]
+
+
+def test_a_failed_fill_keeps_the_old_directory_and_no_staging(tmp_path):
+    target = tmp_path / "artifact"
+    target.mkdir()
+    (target / "kernel.so").write_text("old")
+
+    def fail(new):
+        (new / "half").write_text("x")
+        raise RuntimeError("compile failed")
+
+    with pytest.raises(RuntimeError, match="compile failed"):
+        swap_directory(target, fail)
+    assert (target / "kernel.so").read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["artifact"]
+
+
+def test_swap_directory_sweeps_a_killed_writers_staging_only_when_asked(tmp_path):
+    stale = tmp_path / f".out{filesystem.STAGING_MARK}dead"
+    stale.mkdir()
+    swap_directory(tmp_path / "out", lambda new: None)
+    assert stale.exists()
+    swap_directory(tmp_path / "out", lambda new: None, sweep_stale=True)
+    assert not stale.exists()
+
+
+def test_a_held_lock_times_out_after_calling_on_wait_once(tmp_path):
+    lock = tmp_path / ".lock"
+    held = lock_with_deadline(lock, 1.0)
+    waits = []
+    try:
+        with pytest.raises(LockTimeout, match="stayed locked for 0.3 s"):
+            lock_with_deadline(lock, 0.3, lambda: waits.append(1))
+    finally:
+        os.close(held)
+    assert waits == [1]
+    os.close(lock_with_deadline(lock, 0.3))  # free again
