@@ -1,0 +1,125 @@
+"""Type-inference checks that operators of several families share.
+
+Each raises a TypeCheckError naming the operator (`pl.<op>`) and the user's line."""
+
+from __future__ import annotations
+
+from ..errors import TypeCheckError
+from ..types import (
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+)
+
+
+def fmt_shape(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def dtype_names(dtypes) -> str:
+    return ", ".join(sorted(d.name for d in dtypes))
+
+
+def check_dtype(op: str, t: Type, allowed: frozenset, span) -> None:
+    dtype = getattr(t, "dtype", None)
+    if dtype is not None and dtype not in allowed:
+        raise TypeCheckError(
+            f"pl.{op} does not support dtype {dtype.name}",
+            span,
+            hint=f"supported: {dtype_names(allowed)}; convert with pl.cast(x, dtype) first",
+        )
+
+
+def is_block(t) -> bool:
+    return isinstance(t, (TensorType, TileType))
+
+
+def require_block(op: str, t, what: str, span):
+    if not is_block(t):
+        raise TypeCheckError(f"pl.{op}: {what} must be a tensor or a tile", span)
+    return t
+
+
+def require_rank2(op: str, t, span) -> None:
+    if len(t.shape) != 2:
+        raise TypeCheckError(f"pl.{op} works on [rows, cols] operands, got shape "
+                             f"{fmt_shape(t.shape)}", span)
+
+
+def meet_valid(*types) -> tuple | None:
+    """The valid region where all tile operands hold real data (None: all fully valid).
+    An extent known only at run time (an index expression) meets only itself."""
+    valids = [t.valid_shape for t in types if isinstance(t, TileType) and t.valid_shape]
+    if not valids:
+        return None
+    return tuple(valid_min(*dims) for dims in zip(*valids))
+
+
+def valid_min(*extents):
+    """The smallest of valid extents; one known only at run time meets only itself."""
+    if all(isinstance(e, int) for e in extents):
+        return min(extents)
+    if len(set(extents)) == 1:
+        return extents[0]
+    raise TypeCheckError(
+        "tiles whose valid regions differ, one known only at run time, meet here",
+        getattr(next(e for e in extents if not isinstance(e, int)), "span", None),
+        hint="pl.fillpad the tile with the runtime valid region and pl.set_validshape it to "
+             "a static region first")
+
+
+def like(x, shape=None, dtype=None, valid=None):
+    """A value of x's kind (tensor or tile) with the given shape, dtype and valid region."""
+    shape = tuple(x.shape if shape is None else shape)
+    dtype = x.dtype if dtype is None else dtype
+    if isinstance(x, TileType):
+        return TileType(shape, dtype, valid_shape=valid)
+    return TensorType(shape, dtype)
+
+
+def same_kind(op: str, a, b, span) -> None:
+    if type(a) is not type(b):
+        raise TypeCheckError(
+            f"pl.{op} mixes a tensor and a tile",
+            span,
+            hint="load the tensor into a tile with pl.load, or operate on tensors only",
+        )
+
+
+def same_shape(op: str, a, b, span) -> None:
+    if a.shape != b.shape:
+        raise TypeCheckError(
+            f"shape mismatch in pl.{op}: {fmt_shape(a.shape)} vs {fmt_shape(b.shape)}",
+            span,
+            hint="both operands must have the same shape",
+        )
+
+
+def same_dtype(op: str, a, b, span) -> None:
+    if a.dtype != b.dtype:
+        raise TypeCheckError(
+            f"dtype mismatch in pl.{op}: {a.dtype.name} vs {b.dtype.name}",
+            span,
+            hint="convert one operand with pl.cast",
+        )
+
+
+def scalar_operand(op: str, s, block, span) -> None:
+    if not isinstance(s, ScalarType):
+        raise TypeCheckError(f"pl.{op}: expected a scalar operand", span)
+    if s.dtype.is_float and not block.dtype.is_float:
+        raise TypeCheckError(
+            f"pl.{op}: a float scalar with a {block.dtype.name} operand",
+            span,
+            hint="use an integer constant, or pl.cast the operand to a float type",
+        )
+
+
+
+def static_shape(op: str, shape, span) -> tuple:
+    if not isinstance(shape, tuple) or not shape or any(
+            not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in shape):
+        raise TypeCheckError(f"pl.{op}: shape must be a list of positive integers, got {shape!r}",
+                             span)
+    return shape

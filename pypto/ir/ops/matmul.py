@@ -1,0 +1,138 @@
+"""The cube's matrix products: `matmul` and `matmul_acc`."""
+
+from __future__ import annotations
+
+from ..dtypes import DataType
+from ..errors import TypeCheckError
+from ..types import (
+    TileType,
+)
+from .inference import (
+    check_dtype,
+    dtype_names,
+    fmt_shape,
+    like,
+    require_block,
+    require_rank2,
+    same_dtype,
+    same_kind,
+)
+from .registry import (
+    FLOATS,
+    MATMUL_INPUTS,
+    OpDef,
+    OpParam,
+    register,
+)
+
+# -- matmul
+
+
+def _matmul_dims(name, lhs, rhs, a_trans, b_trans, span):
+    for what, t in (("lhs", lhs), ("rhs", rhs)):
+        require_block(name, t, what, span)
+        require_rank2(name, t, span)
+    same_kind(name, lhs, rhs, span)
+    same_dtype(name, lhs, rhs, span)
+    check_dtype(name, lhs, MATMUL_INPUTS, span)
+    for flag in (a_trans, b_trans):
+        if not isinstance(flag, bool):
+            raise TypeCheckError(f"pl.{name}: a_trans / b_trans must be True or False", span)
+    m, k = lhs.shape[::-1] if a_trans else lhs.shape
+    k2, n = rhs.shape[::-1] if b_trans else rhs.shape
+    if k != k2:
+        raise TypeCheckError(
+            f"pl.{name}: inner dimensions differ: lhs gives K={k}, rhs gives K={k2}",
+            span,
+            hint="lhs is [M, K] ([K, M] with a_trans), rhs is [K, N] ([N, K] with b_trans)",
+        )
+    valid = None
+    if isinstance(lhs, TileType) and (lhs.valid_shape or rhs.valid_shape):
+        vm = lhs.valid[1] if a_trans else lhs.valid[0]
+        vn = rhs.valid[0] if b_trans else rhs.valid[1]
+        valid = (vm, vn)
+    return m, n, valid
+
+
+def _acc_dtypes(inputs: DataType) -> frozenset:
+    return frozenset({DataType.INT32}) if inputs is DataType.INT8 else FLOATS
+
+
+def _infer_matmul(args, attrs, span):
+    lhs, rhs = (a.type for a in args)
+    m, n, valid = _matmul_dims("matmul", lhs, rhs, attrs["a_trans"], attrs["b_trans"], span)
+    out = attrs["out_dtype"]
+    if out is None:
+        out = DataType.INT32 if lhs.dtype is DataType.INT8 else DataType.FP32
+    legal = _acc_dtypes(lhs.dtype)
+    if out not in legal:
+        raise TypeCheckError(f"pl.matmul of {lhs.dtype.name} cannot produce {out!r}", span,
+                             hint=f"out_dtype: {dtype_names(legal)}")
+    return like(lhs, shape=(m, n), dtype=out, valid=valid)
+
+
+def _infer_matmul_acc(args, attrs, span):
+    acc, lhs, rhs = (a.type for a in args)
+    m, n, _ = _matmul_dims("matmul_acc", lhs, rhs, attrs["a_trans"], attrs["b_trans"], span)
+    if not isinstance(acc, TileType) or not isinstance(lhs, TileType):
+        raise TypeCheckError(
+            "pl.matmul_acc works on tiles",
+            span,
+            hint="accumulate over K in a kernel: acc = pl.matmul(...) then "
+                 "acc = pl.matmul_acc(acc, a, b) in a pl.range loop",
+        )
+    if tuple(acc.shape) != (m, n):
+        raise TypeCheckError(f"pl.matmul_acc: acc is {fmt_shape(acc.shape)} but lhs @ rhs is "
+                             f"{fmt_shape((m, n))}", span)
+    if acc.dtype not in _acc_dtypes(lhs.dtype):
+        raise TypeCheckError(f"pl.matmul_acc: a {lhs.dtype.name} product cannot accumulate into "
+                             f"{acc.dtype.name}", span)
+    return TileType(acc.shape, acc.dtype, valid_shape=acc.valid_shape)
+
+
+
+# -- matmul
+register(
+    OpDef(
+        "matmul",
+        (
+            OpParam("lhs", "value"),
+            OpParam("rhs", "value"),
+            OpParam("out_dtype", "attr", None),
+            OpParam("a_trans", "attr", False),
+            OpParam("b_trans", "attr", False),
+        ),
+        _infer_matmul,
+        "matmul",
+        "Matrix product lhs @ rhs ([M, K] x [K, N]; a_trans / b_trans read lhs as [K, M] / rhs "
+        "as [N, K]).  Inputs FP16, BF16 or FP32 (INT8 gives INT32); products are formed in "
+        "input precision and accumulated in FP32 in K order, then rounded once to out_dtype "
+        "(default FP32).  Tile form: lhs in pl.Mem.Left, rhs in pl.Mem.Right, result in "
+        "pl.Mem.Acc.  Tensor form: lowered whole-K through Mat/Left/Right/Acc.",
+        dtypes=MATMUL_INPUTS,
+        torch="(lhs.T if a_trans else lhs).float() @ (rhs.T if b_trans else rhs).float()",
+        emit="matmul",
+        isa="tmatmul",
+    )
+)
+register(
+    OpDef(
+        "matmul_acc",
+        (
+            OpParam("acc", "value"),
+            OpParam("lhs", "value"),
+            OpParam("rhs", "value"),
+            OpParam("a_trans", "attr", False),
+            OpParam("b_trans", "attr", False),
+        ),
+        _infer_matmul_acc,
+        "matmul",
+        "acc + lhs @ rhs on tiles (acc in pl.Mem.Acc): the sum starts from acc and adds the "
+        "products in K order in FP32, then rounds once to acc's dtype.  A K loop of matmul "
+        "then matmul_acc is deterministic: the same inputs give the same bits every run.",
+        dtypes=MATMUL_INPUTS,
+        torch="acc + (lhs.T if a_trans else lhs).float() @ (rhs.T if b_trans else rhs).float()",
+        emit="matmul",
+        isa="tmatmul_acc",
+    )
+)

@@ -1,0 +1,130 @@
+"""The registry itself: what an operator declaration holds, and the lookups."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..dtypes import DataType
+from ..errors import Span
+from ..nodes import Call
+from ..types import Type
+
+REQUIRED = object()
+
+FLOATS = frozenset({DataType.FP16, DataType.BF16, DataType.FP32})
+INTS = frozenset(
+    {
+        DataType.INT8,
+        DataType.INT16,
+        DataType.INT32,
+        DataType.INT64,
+        DataType.UINT8,
+        DataType.UINT16,
+        DataType.UINT32,
+    }
+)
+NUMERIC = FLOATS | INTS
+ANY = frozenset(DataType)
+MATMUL_INPUTS = frozenset({DataType.FP16, DataType.BF16, DataType.FP32, DataType.INT8})
+CAST_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
+# pl.cmp's cmp_type codes (the PyPTO spelling): EQ NE LT LE GT GE.
+CMP_TYPES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+@dataclass(frozen=True)
+class OpParam:
+    """One parameter of an operator.
+
+    kind: "value" (an operand expression), "index_list" (list of scalar expressions,
+    e.g. offsets), "attr" (a compile-time constant: shapes, dtypes, enums, flags).
+    A "value" parameter whose default is None is an optional operand: when it is left
+    out the call records `name=None` among its attributes instead.
+    """
+
+    name: str
+    kind: str
+    default: Any = REQUIRED
+    aliases: tuple[str, ...] = ()  # other keyword spellings (upstream's `target_type`)
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """An operator: signature, typing, lowering hooks and documentation.
+
+    category: what passes do with it ("binary", "unary", "cast", "select", "expands",
+    "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "movement",
+    "element", "tile", "index", "orchestration").
+    emit: the templates/ops.cpp.j2 macro (operator form) that emits it in a kernel.
+    isa: the simulator instruction (pypto/sim/include/pto/*.hpp) of its tile form;
+    isa_scalar / isa_rscalar: of its scalar forms (tile op scalar, scalar op tile).
+    """
+
+    name: str
+    params: tuple[OpParam, ...]
+    infer: Callable[[tuple, dict, Span | None], Type]
+    category: str
+    doc: str
+    dtypes: frozenset = NUMERIC
+    torch: str = ""  # torch expression used by torch codegen and reference checks
+    emit: str = ""
+    isa: str = ""
+    isa_scalar: str = ""
+    isa_rscalar: str = ""
+
+    @property
+    def operand_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params if p.kind != "attr")
+
+    @property
+    def attr_params(self) -> tuple[OpParam, ...]:
+        return tuple(p for p in self.params if p.kind == "attr")
+
+    def operands(self, args: tuple, attrs: dict) -> dict[str, Any]:
+        """Operand name -> expression (None for a left-out optional operand)."""
+        it = iter(args)
+        return {p.name: (None if p.name in attrs else next(it))
+                for p in self.params if p.kind != "attr"}
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    if op.name in _REGISTRY:
+        raise ValueError(f"operator {op.name!r} registered twice")
+    _REGISTRY[op.name] = op
+    return op
+
+
+def get_op(name: str) -> OpDef:
+    return _REGISTRY[name]
+
+
+def all_ops() -> dict[str, OpDef]:
+    return dict(_REGISTRY)
+
+
+def make_call(name: str, *operands, span: Span | None = None, **attrs) -> Call:
+    """A well-formed call of a registered operator, its type inferred.
+
+    `operands` fill the operand parameters in order; a trailing optional operand left
+    out (or given as None) is recorded as an attribute, as the parser does.
+    """
+    op = get_op(name)
+    full = {p.name: p.default for p in op.attr_params}
+    full.update(attrs)
+    names = [p for p in op.params if p.kind != "attr"]
+    args = []
+    for i, p in enumerate(names):
+        value = operands[i] if i < len(operands) else None
+        if value is None:
+            if p.default is REQUIRED:
+                raise TypeError(f"pl.{name} needs operand `{p.name}`")
+            full[p.name] = p.default
+        else:
+            args.append(value)
+    args = tuple(args)
+    return Call(name, args, tuple(sorted(full.items(), key=lambda kv: kv[0])),
+                op.infer(args, full, span), span)
