@@ -5,7 +5,9 @@ spec index, check results, DFX outputs, argument dumps): a file is written under
 temporary name beside its target (`.<name>.<pid>.<token>.tmp`), its data is flushed to
 the disk (`fsync`), and only then is it renamed onto the target.  A reader, or the next
 run after a crash, sees the old file or the new one whole: never a part, never a name
-that points at data the disk did not get.  A write that fails removes its temporary.
+that points at data the disk did not get.  A write that fails removes its temporary; one
+killed midway leaves it, and the next write of the same file removes it (the temporary
+names its writer's pid, and that process is gone).
 
 A directory is replaced the same way (`swap_directory`): built in a staging directory
 beside the target (`.<name>.pypto-tmp-*`) and renamed into place, the old one renamed
@@ -19,6 +21,7 @@ time for another process to release it.
 from __future__ import annotations
 
 import fcntl
+import glob
 import os
 import secrets
 import shutil
@@ -41,6 +44,7 @@ class AtomicFile:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_orphans(self.path)
         self._tmp = self.path.with_name(
             f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         self.file: BinaryIO = open(self._tmp, "xb")  # noqa: SIM115 (closed by commit/discard)
@@ -61,6 +65,18 @@ class AtomicFile:
         """Closes and removes the temporary file; `path` is left as it was."""
         self.file.close()
         self._tmp.unlink(missing_ok=True)
+
+
+def _remove_orphans(path: Path) -> None:
+    """Removes the temporaries of `path` whose writer was killed before it could."""
+    prefix = f".{path.name}."
+    for stale in path.parent.glob(glob.escape(prefix) + "*.tmp"):
+        try:
+            os.kill(int(stale.name[len(prefix):].split(".")[0]), 0)
+        except ProcessLookupError:
+            stale.unlink(missing_ok=True)
+        except (ValueError, PermissionError):
+            pass  # not one of ours, or its writer lives under another user
 
 
 def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -99,3 +100,19 @@ def test_a_held_lock_times_out_after_calling_on_wait_once(tmp_path):
         os.close(held)
     assert waits == [1]
     os.close(lock_with_deadline(lock, 0.3))  # free again
+
+
+def test_the_next_write_removes_the_temporary_of_a_killed_writer(tmp_path):
+    target = tmp_path / "plan.json"
+    orphan = tmp_path / f".plan.json.{_exited_pid()}.0badf00d.tmp"
+    orphan.write_text("half")
+    alive = tmp_path / f".plan.json.{os.getpid()}.0000cafe.tmp"  # a concurrent writer's
+    alive.write_text("busy")
+    atomic_write(target, "whole")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [alive.name, "plan.json"]
+
+
+def _exited_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
