@@ -15,7 +15,6 @@ from ..ir.nodes import (
     Assign,
     Call,
     Const,
-    ExprList,
     ExprStmt,
     For,
     FuncCall,
@@ -35,7 +34,7 @@ from ..ir.types import (
     TensorType,
     TileType,
 )
-from ..ir.visitor import IRVisitor
+from ..ir.visitor import IRVisitor, statements
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -88,21 +87,9 @@ def _tile_key(var: Var) -> tuple:
 def _partially_valid(fn: Function) -> set[tuple]:
     """C++ tiles some definition gives a partial valid region: every definition of those
     sets the region, because one C++ tile serves all definitions of its buffer."""
-    found: set[tuple] = set()
-
-    def walk(stmts):
-        for s in stmts:
-            if isinstance(s, For):
-                walk(s.body)
-            elif isinstance(s, If):
-                walk(s.then_body + s.else_body)
-            elif isinstance(s, Assign):
-                for t in s.targets:
-                    if isinstance(t.type, TileType) and t.type.valid_shape is not None:
-                        found.add(_tile_key(t))
-
-    walk(fn.body)
-    return found
+    return {_tile_key(t) for s in statements(fn.body) if isinstance(s, Assign)
+            for t in s.targets
+            if isinstance(t.type, TileType) and t.type.valid_shape is not None}
 
 
 class _KernelBuilder:
@@ -353,7 +340,7 @@ def _on_chip_high_water(builder: _KernelBuilder) -> dict[str, int]:
 # ----------------------------------------------------------------------------- orchestration
 
 
-class _OrchestrationBuilder:
+class _OrchestrationBuilder(IRVisitor):
     def __init__(self, program: Program, fn: Function, kernel_index: dict[str, int]):
         self.program = program
         self.fn = fn
@@ -381,42 +368,47 @@ class _OrchestrationBuilder:
         return ident(var.name)
 
     def body(self, stmts) -> list[dict]:
-        out = []
-        for s in stmts:
-            if isinstance(s, For):
-                out.append({
-                    "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
-                    "stop": expr_model(s.stop), "step": expr_model(s.step),
-                    "body": self.body(s.body),
-                })
-            elif isinstance(s, If):
-                out.append({"kind": "if", "cond": expr_model(s.cond),
-                            "then_body": self.body(s.then_body),
-                            "else_body": self.body(s.else_body)})
-            elif isinstance(s, Assign) and isinstance(s.value, FuncCall):
-                out.append(self.submit(s.value, s.targets))
-            elif isinstance(s, ExprStmt) and isinstance(s.value, FuncCall):
-                out.append(self.submit(s.value, ()))
-            elif isinstance(s, ExprStmt) and _is_dump_tag(s):
-                out.append({"kind": "dump_tag", "slot": self.dump_slots[s.value.args[0].name]})
-            elif isinstance(s, Assign) and isinstance(s.value, Call) and \
-                    s.value.op == "create_tensor":
-                t = s.targets[0].type
-                out.append({"kind": "alloc", "dst": self.local(s.targets[0]),
-                            "name": s.targets[0].name, "dtype_code": t.dtype.code,
-                            "shape": list(t.shape)})
-            elif isinstance(s, Assign) and isinstance(s.value, Call) and \
-                    s.value.op == "slice" and isinstance(s.targets[0].type, TensorType):
-                out.append(self.view(s.targets[0], s.value))
-            elif isinstance(s, Assign) and isinstance(s.targets[0].type, ScalarType):
-                out.append({"kind": "scalar_assign", "dst": self.local(s.targets[0]),
-                            "value": expr_model(s.value)})
-            elif isinstance(s, Return):
-                continue
-            else:
-                raise LoweringError("this statement cannot run in an orchestration function",
-                                    getattr(s, "span", None))
-        return out
+        return [m for m in (self.visit_stmt(s) for s in stmts) if m is not None]
+
+    def visit_For(self, s: For) -> dict:
+        return {"kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
+                "stop": expr_model(s.stop), "step": expr_model(s.step),
+                "body": self.body(s.body)}
+
+    def visit_If(self, s: If) -> dict:
+        return {"kind": "if", "cond": expr_model(s.cond), "then_body": self.body(s.then_body),
+                "else_body": self.body(s.else_body)}
+
+    def visit_Assign(self, s: Assign) -> dict:
+        dst, value = s.targets[0], s.value
+        if isinstance(value, FuncCall):
+            return self.submit(value, s.targets)
+        if isinstance(value, Call) and value.op == "create_tensor":
+            t = dst.type
+            return {"kind": "alloc", "dst": self.local(dst), "name": dst.name,
+                    "dtype_code": t.dtype.code, "shape": list(t.shape)}
+        if isinstance(value, Call) and value.op == "slice" and isinstance(dst.type, TensorType):
+            return self.view(dst, value)
+        if isinstance(dst.type, ScalarType):
+            return {"kind": "scalar_assign", "dst": self.local(dst), "value": expr_model(value)}
+        return self._refuse(s)
+
+    def visit_ExprStmt(self, s: ExprStmt) -> dict:
+        if isinstance(s.value, FuncCall):
+            return self.submit(s.value, ())
+        if _is_dump_tag(s):
+            return {"kind": "dump_tag", "slot": self.dump_slots[s.value.args[0].name]}
+        return self._refuse(s)
+
+    def visit_Return(self, s: Return) -> None:
+        return None
+
+    def visit_AtScope(self, s) -> dict:
+        return self._refuse(s)
+
+    def _refuse(self, s) -> dict:
+        raise LoweringError("this statement cannot run in an orchestration function",
+                            getattr(s, "span", None))
 
     def view(self, dst: Var, call: Call) -> dict:
         """`v = pl.slice(t, shape, offsets)`: a PtoTensor pointing into `t` with the window's
@@ -508,54 +500,46 @@ def _is_dump_tag(stmt: ExprStmt) -> bool:
 
 def _dump_tagged(stmts) -> list[str]:
     """Names `pl.dump_tag` marks anywhere in an orchestration body, in first-tag order."""
-    names: list[str] = []
-    for s in stmts:
-        if isinstance(s, For):
-            names += _dump_tagged(s.body)
-        elif isinstance(s, If):
-            names += _dump_tagged(s.then_body + s.else_body)
-        elif isinstance(s, ExprStmt) and _is_dump_tag(s):
-            names.append(s.value.args[0].name)
-    return names
+    return [s.value.args[0].name for s in statements(stmts)
+            if isinstance(s, ExprStmt) and _is_dump_tag(s)]
 
 
 def accumulated_params(fn: Function) -> set[str]:
     """Tensor parameters the kernel writes only through atomic-add stores and never reads
     otherwise: the runtime treats those accesses as accumulations (PTO_ACCUM), which
     commute with each other instead of being ordered like plain writes."""
-    atomic: set[str] = set()
-    other: set[str] = set()
+    found = _Accumulations()
+    found.visit_function(fn)
+    return found.atomic - found.other
 
-    def visit(expr) -> None:
-        if isinstance(expr, Var):
-            other.add(expr.name)
-        elif isinstance(expr, Call) and expr.op in ("store", "assemble"):
-            dst_index = 2 if expr.op == "store" else 0
-            dst = expr.args[dst_index]
-            if isinstance(dst, Var):
-                is_add = expr.attr("atomic") is not None and expr.attr("atomic").name == "Add"
-                (atomic if is_add else other).add(dst.name)
-            for i, a in enumerate(expr.args):
-                if i != dst_index:
-                    visit(a)
-        elif isinstance(expr, (Call, ExprList)):
-            for a in (expr.args if isinstance(expr, Call) else expr.items):
-                visit(a)
 
-    def walk(stmts) -> None:
-        for st in stmts:
-            if isinstance(st, For):
-                for e in (st.start, st.stop, st.step):
-                    visit(e)
-                walk(st.body)
-            elif isinstance(st, If):
-                visit(st.cond)
-                walk(st.then_body + st.else_body)
-            elif isinstance(st, (Assign, ExprStmt)):
-                visit(st.value)  # `t = pl.store(..., t)` rebinds the name, reads nothing
+class _Accumulations(IRVisitor):
+    """The names a kernel writes through atomic-add stores (`atomic`), and those it uses
+    any other way (`other`): read, or written plainly."""
 
-    walk(fn.body)
-    return atomic - other
+    def __init__(self):
+        self.atomic: set[str] = set()
+        self.other: set[str] = set()
+
+    def visit_Var(self, expr: Var) -> None:
+        self.other.add(expr.name)
+
+    def visit_Call(self, expr: Call) -> None:
+        if expr.op not in ("store", "assemble"):
+            for a in expr.args:
+                self.visit_expr(a)
+            return
+        dst_index = 2 if expr.op == "store" else 0
+        dst = expr.args[dst_index]
+        if isinstance(dst, Var):
+            is_add = expr.attr("atomic") is not None and expr.attr("atomic").name == "Add"
+            (self.atomic if is_add else self.other).add(dst.name)
+        for i, a in enumerate(expr.args):
+            if i != dst_index:
+                self.visit_expr(a)
+
+    def visit_Return(self, stmt: Return) -> None:
+        """Returning the written tensor hands the buffer back; it reads nothing."""
 
 
 def generate(program: Program, frontend: Program | None = None,

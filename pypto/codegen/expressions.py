@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
-from ..ir.nodes import Assign, Call, Const, ExprStmt, For, If, Return, Var
+from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, For, If, Return, Var
 from ..ir.ops import OpDef, get_op
 from ..ir.printer import CMP_SYMBOLS
 from ..ir.types import ScalarType, TensorType
+from ..ir.visitor import IRVisitor
 
 _RESERVED = set(
     """alignas alignof and asm auto bool break case catch char class const constexpr continue
@@ -111,25 +112,40 @@ def kernel_statements(stmts, on_for: Callable, on_assign: Callable,
     """What `on_for` / `on_assign` / `on_if` make of each statement of a kernel body, in
     order (returns skipped; anything else is an error), shared by the kernel code
     generators.  A generator without `on_if` refuses a runtime `if` at its line."""
-    out = []
-    for s in stmts:
-        if isinstance(s, For):
-            out.append(on_for(s))
-        elif isinstance(s, If):
-            if on_if is None:
-                raise LoweringError("a runtime `if` in a kernel has no device code here yet",
-                                    s.span, hint="run it on a simulator platform (a2a3sim, "
-                                    "a5sim), or compute both branches and select")
-            out.append(on_if(s))
-        elif isinstance(s, Assign):
-            out.append(on_assign(s))
-        elif isinstance(s, Return):
-            continue
-        elif isinstance(s, ExprStmt):
-            raise LoweringError("an expression statement has no effect in a kernel", s.span)
-        else:
-            raise InternalError(f"unexpected statement in kernel: {s!r}")
-    return out
+    visitor = _KernelStatements(on_for, on_assign, on_if)
+    return [m for m in (visitor.visit_stmt(s) for s in stmts) if m is not _NOTHING]
+
+
+_NOTHING = object()  # a statement that emits nothing (a kernel's return)
+
+
+class _KernelStatements(IRVisitor):
+    """One kernel statement's model (_NOTHING: none), by the generator's hooks."""
+
+    def __init__(self, on_for: Callable, on_assign: Callable, on_if: Callable | None):
+        self.on_for, self.on_assign, self.on_if = on_for, on_assign, on_if
+
+    def visit_For(self, s: For) -> dict:
+        return self.on_for(s)
+
+    def visit_If(self, s: If) -> dict:
+        if self.on_if is None:
+            raise LoweringError("a runtime `if` in a kernel has no device code here yet",
+                                s.span, hint="run it on a simulator platform (a2a3sim, "
+                                "a5sim), or compute both branches and select")
+        return self.on_if(s)
+
+    def visit_Assign(self, s: Assign) -> dict:
+        return self.on_assign(s)
+
+    def visit_Return(self, s: Return) -> object:
+        return _NOTHING
+
+    def visit_ExprStmt(self, s: ExprStmt) -> dict:
+        raise LoweringError("an expression statement has no effect in a kernel", s.span)
+
+    def visit_AtScope(self, s: AtScope) -> dict:
+        raise InternalError(f"unexpected statement in kernel: {s!r}")
 
 
 def declare_scalar(scalars: dict[str, dict], params, dst: Var) -> None:

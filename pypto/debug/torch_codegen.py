@@ -31,6 +31,7 @@ from ..ir.nodes import (
 from ..ir.ops import get_op
 from ..ir.printer import scalar_operator
 from ..ir.types import TensorType, TileType
+from ..ir.visitor import IRVisitor
 from . import torch_runtime
 
 
@@ -89,7 +90,9 @@ def _type_facts(call: Call) -> list:
     return []
 
 
-class _Builder:
+class _Builder(IRVisitor):
+    """The template's model of a program: one dict per statement and expression."""
+
     def __init__(self, check_shapes: bool):
         self.check_shapes = check_shapes
 
@@ -102,36 +105,30 @@ class _Builder:
         }
 
     def body(self, stmts) -> list[dict]:
-        out = []
-        for s in stmts:
-            if isinstance(s, Assign):
-                out.append({
-                    "kind": "assign",
-                    "targets": [t.name for t in s.targets],
-                    "value": self.expr(s.value),
-                    "checks": self.checks(s),
-                })
-            elif isinstance(s, ExprStmt):
-                out.append({"kind": "expr", "value": self.expr(s.value)})
-            elif isinstance(s, For):
-                out.append({"kind": "for", "var": s.var.name, "start": self.expr(s.start),
-                            "stop": self.expr(s.stop), "step": self.expr(s.step),
-                            "body": self.body(s.body)})
-            elif isinstance(s, If):
-                out.append({"kind": "if", "cond": self.expr(s.cond),
-                            "then_body": self.body(s.then_body),
-                            "else_body": self.body(s.else_body)})
-            elif isinstance(s, AtScope):
-                out.append({
-                    "kind": "block", "level": s.level.name, "body": self.body(s.body),
-                    "task": s.task.name if s.task is not None else None,
-                    "blocks": self.expr(s.blocks) if s.blocks is not None else None,
-                })
-            elif isinstance(s, Return):
-                out.append({"kind": "return", "results": [self.expr(v) for v in s.values]})
-            else:
-                raise InternalError(f"torch_codegen: unexpected statement {s!r}")
-        return out
+        return [self.visit_stmt(s) for s in stmts]
+
+    def visit_Assign(self, s: Assign) -> dict:
+        return {"kind": "assign", "targets": [t.name for t in s.targets],
+                "value": self.expr(s.value), "checks": self.checks(s)}
+
+    def visit_ExprStmt(self, s: ExprStmt) -> dict:
+        return {"kind": "expr", "value": self.expr(s.value)}
+
+    def visit_For(self, s: For) -> dict:
+        return {"kind": "for", "var": s.var.name, "start": self.expr(s.start),
+                "stop": self.expr(s.stop), "step": self.expr(s.step), "body": self.body(s.body)}
+
+    def visit_If(self, s: If) -> dict:
+        return {"kind": "if", "cond": self.expr(s.cond), "then_body": self.body(s.then_body),
+                "else_body": self.body(s.else_body)}
+
+    def visit_AtScope(self, s: AtScope) -> dict:
+        return {"kind": "block", "level": s.level.name, "body": self.body(s.body),
+                "task": s.task.name if s.task is not None else None,
+                "blocks": self.expr(s.blocks) if s.blocks is not None else None}
+
+    def visit_Return(self, s: Return) -> dict:
+        return {"kind": "return", "results": [self.expr(v) for v in s.values]}
 
     def checks(self, s: Assign) -> list[dict]:
         if not self.check_shapes:
@@ -144,38 +141,43 @@ class _Builder:
         ]
 
     def expr(self, e) -> dict:
-        if isinstance(e, Var):
-            return {"kind": "var", "name": e.name}
-        if isinstance(e, Const):
-            return {"kind": "const", "value": e.value}
-        if isinstance(e, ExprList):
-            return {"kind": "list", "elems": [self.expr(i) for i in e.items]}
-        if isinstance(e, FuncCall):
-            return {"kind": "submit", "fn": e.callee, "args": [self.expr(a) for a in e.args],
-                    "blocks": self.expr(e.blocks) if e.blocks is not None else None,
-                    "task_id": e.task_id}
-        if isinstance(e, Call):
-            # Index division truncates in C++; Python's `/` would not, so it stays a call.
-            symbol = scalar_operator(e)
-            if symbol == "not":
-                return {"kind": "not", "operand": self.expr(e.args[0])}
-            if symbol is not None and e.op != "div":
-                lhs, rhs = (self.expr(a) for a in e.args)
-                return {"kind": "infix", "op": symbol, "lhs": lhs, "rhs": rhs}
-            fn = runtime_name(e.op)
-            if not hasattr(torch_runtime, fn):
-                raise InternalError(f"pl.{e.op} has no torch semantics in "
-                                    "pypto.debug.torch_runtime")
-            attrs = [(k, _attr(v)) for k, v in e.attrs] + _type_facts(e)
-            args = [self.expr(a) for a in e.args]
-            # An operand declared after an attribute (pl.slice's offsets follow its shape)
-            # is passed by name, so it cannot land in the attribute's place.
-            op = get_op(e.op)
-            operands = [p for p in op.params if p.kind != "attr" and p.name not in dict(e.attrs)]
-            first_attr = next((i for i, p in enumerate(op.params) if p.kind == "attr"),
-                              len(op.params))
-            named = [(p.name, a) for p, a in zip(operands, args)
-                     if op.params.index(p) > first_attr]
-            args = args[:len(args) - len(named)]
-            return {"kind": "op", "fn": fn, "args": args, "attrs": attrs, "named": named}
-        raise InternalError(f"torch_codegen: unexpected expression {e!r}")
+        return self.visit_expr(e)
+
+    def visit_Var(self, e: Var) -> dict:
+        return {"kind": "var", "name": e.name}
+
+    def visit_Const(self, e: Const) -> dict:
+        return {"kind": "const", "value": e.value}
+
+    def visit_ExprList(self, e: ExprList) -> dict:
+        return {"kind": "list", "elems": [self.expr(i) for i in e.items]}
+
+    def visit_FuncCall(self, e: FuncCall) -> dict:
+        return {"kind": "submit", "fn": e.callee, "args": [self.expr(a) for a in e.args],
+                "blocks": self.expr(e.blocks) if e.blocks is not None else None,
+                "task_id": e.task_id}
+
+    def visit_Call(self, e: Call) -> dict:
+        # Index division truncates in C++; Python's `/` would not, so it stays a call.
+        symbol = scalar_operator(e)
+        if symbol == "not":
+            return {"kind": "not", "operand": self.expr(e.args[0])}
+        if symbol is not None and e.op != "div":
+            lhs, rhs = (self.expr(a) for a in e.args)
+            return {"kind": "infix", "op": symbol, "lhs": lhs, "rhs": rhs}
+        fn = runtime_name(e.op)
+        if not hasattr(torch_runtime, fn):
+            raise InternalError(f"pl.{e.op} has no torch semantics in "
+                                "pypto.debug.torch_runtime")
+        attrs = [(k, _attr(v)) for k, v in e.attrs] + _type_facts(e)
+        args = [self.expr(a) for a in e.args]
+        # An operand declared after an attribute (pl.slice's offsets follow its shape)
+        # is passed by name, so it cannot land in the attribute's place.
+        op = get_op(e.op)
+        operands = [p for p in op.params if p.kind != "attr" and p.name not in dict(e.attrs)]
+        first_attr = next((i for i, p in enumerate(op.params) if p.kind == "attr"),
+                          len(op.params))
+        named = [(p.name, a) for p, a in zip(operands, args)
+                 if op.params.index(p) > first_attr]
+        args = args[:len(args) - len(named)]
+        return {"kind": "op", "fn": fn, "args": args, "attrs": attrs, "named": named}

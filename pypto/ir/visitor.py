@@ -1,9 +1,19 @@
-"""One generic traversal of the IR.  Passes override only the node kinds they change."""
+"""One generic traversal of the IR.  Passes override only the node kinds they change.
+
+`IRVisitor` walks; its `visit_<Kind>` methods may also return a value, which
+`visit_stmt` / `visit_expr` pass back, so a code generator builds its model through the
+same dispatch (`[self.visit_stmt(s) for s in body]`).  `IRMutator` rebuilds.  Passes,
+checks and code generators traverse the IR through these two and the helpers below
+(`statements`, `uses`, `defs`, `exposed_uses`), never by hand: a hand-written walk is
+where a statement nested one level deeper than its author thought gets missed.
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from .errors import InternalError
 from .nodes import (
     Assign,
     AtScope,
@@ -30,11 +40,13 @@ class IRVisitor:
         for stmt in body:
             self.visit_stmt(stmt)
 
-    def visit_stmt(self, stmt) -> None:
-        getattr(self, "visit_" + type(stmt).__name__)(stmt)
+    def visit_stmt(self, stmt) -> Any:
+        """Dispatches to `visit_<Kind>` and returns what it returns."""
+        return _method(self, "visit_", stmt)(stmt)
 
-    def visit_expr(self, expr) -> None:
-        getattr(self, "visit_" + type(expr).__name__)(expr)
+    def visit_expr(self, expr) -> Any:
+        """Dispatches to `visit_<Kind>` and returns what it returns."""
+        return _method(self, "visit_", expr)(expr)
 
     def visit_Assign(self, stmt: Assign) -> None:
         self.visit_expr(stmt.value)
@@ -116,10 +128,10 @@ class IRMutator:
         return tuple(out)
 
     def mutate_stmt(self, stmt):
-        return getattr(self, "mutate_" + type(stmt).__name__)(stmt)
+        return _method(self, "mutate_", stmt)(stmt)
 
     def mutate_expr(self, expr):
-        return getattr(self, "mutate_" + type(expr).__name__)(expr)
+        return _method(self, "mutate_", expr)(expr)
 
     def mutate_Assign(self, stmt: Assign):
         value = self.mutate_expr(stmt.value)
@@ -192,6 +204,14 @@ class IRMutator:
 _EXPRS = (Var, Const, Call)
 
 
+def _method(walker, prefix: str, node):
+    """`walker`'s method for `node`'s kind; a node that is not IR is a compiler bug."""
+    method = getattr(walker, prefix + type(node).__name__, None)
+    if method is None:
+        raise InternalError(f"{type(walker).__name__}: not an IR node: {node!r}")
+    return method
+
+
 def _attr_exprs(call: Call) -> list:
     """Index expressions inside a call's attributes: the runtime extents of a
     `valid_shape=[16, n]`."""
@@ -216,6 +236,24 @@ class VarDefs(IRVisitor):
 
     def visit_def(self, var: Var) -> None:
         self.names.setdefault(var.name, var)
+
+
+class _Statements(IRVisitor):
+    def __init__(self):
+        self.found: list = []
+
+    def visit_stmt(self, stmt) -> None:
+        self.found.append(stmt)
+        super().visit_stmt(stmt)
+
+
+def statements(node) -> list:
+    """Every statement of a statement list or statement, nested ones included (loop,
+    branch and `pl.at` bodies at any depth), in program order: a compound statement
+    before the statements of its body."""
+    v = _Statements()
+    _walk(v, node)
+    return v.found
 
 
 def uses(node) -> dict[str, Var]:
@@ -278,4 +316,4 @@ def _walk(visitor: IRVisitor, node) -> None:
         visitor.visit_expr(node)
 
 
-__all__ = ["IRVisitor", "IRMutator", "uses", "defs", "exposed_uses", "Const"]
+__all__ = ["IRVisitor", "IRMutator", "statements", "uses", "defs", "exposed_uses", "Const"]

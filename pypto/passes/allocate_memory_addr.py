@@ -59,12 +59,12 @@ class _Occurrences(IRVisitor):
 
     def visit_stmt(self, stmt) -> None:
         self.pos += 1
-        if isinstance(stmt, For):
-            start = self.pos
-            super().visit_stmt(stmt)
-            self.loops.append((start, self.pos))
-            return
         super().visit_stmt(stmt)
+
+    def visit_For(self, stmt: For) -> None:
+        start = self.pos
+        super().visit_For(stmt)
+        self.loops.append((start, self.pos))
 
     def visit_def(self, var: Var) -> None:
         buf = self._buffer(var)

@@ -8,26 +8,11 @@ with POST_PIPELINE, checks of the lowered program (perf hints) run at the end.
 from __future__ import annotations
 
 from ..ir.diagnostics import Diagnostic, DiagnosticCheck, DiagnosticPhase
-from ..ir.nodes import Assign, AtScope, Call, For, FuncCall, If, Program
+from ..ir.nodes import Assign, Call, For, FuncCall, If, Program
 from ..ir.types import Direction, FunctionType, TileType
-from ..ir.visitor import IRVisitor, uses
+from ..ir.visitor import IRVisitor, statements, uses
 from .manager import PassInstrument
 from .outline_incore import written_tensor
-
-
-def _walk(body, loops=()):
-    """Yields (statement, enclosing loops) for every simple statement."""
-    for stmt in body:
-        if isinstance(stmt, For):
-            yield stmt, loops
-            yield from _walk(stmt.body, loops + (stmt,))
-        elif isinstance(stmt, AtScope):
-            yield from _walk(stmt.body, loops)
-        elif isinstance(stmt, If):
-            yield stmt, loops
-            yield from _walk(stmt.then_body + stmt.else_body, loops)
-        else:
-            yield stmt, loops
 
 
 def out_param_write_dropped(program: Program, backend) -> list[Diagnostic]:
@@ -35,7 +20,7 @@ def out_param_write_dropped(program: Program, backend) -> list[Diagnostic]:
     found = []
     for fn in program.functions:
         outs = {p.var.name for p in fn.params if p.direction is not Direction.In}
-        for stmt, _ in _walk(fn.body):
+        for stmt in statements(fn.body):
             if not isinstance(stmt, Assign) or isinstance(stmt.value, FuncCall):
                 continue  # `out = kernel(..., out)` receives the buffer back
             for target in stmt.targets:
@@ -57,7 +42,7 @@ def unused_variable(program: Program, backend) -> list[Diagnostic]:
     for fn in program.functions:
         read = set(uses(fn.body))
         params = {p.var.name for p in fn.params}
-        for stmt, _ in _walk(fn.body):
+        for stmt in statements(fn.body):
             if not isinstance(stmt, Assign):
                 continue
             for target in stmt.targets:
@@ -76,37 +61,55 @@ def unused_control_flow_result(program: Program, backend) -> list[Diagnostic]:
     """A value a loop carries (bound before it and rebound inside) is never read after it."""
     found = []
     for fn in program.functions:
-        params = {p.var.name for p in fn.params}
-        found.extend(_unused_loop_results(fn.body, set(params), params))
+        loops = _LoopResults({p.var.name for p in fn.params})
+        loops.visit_function(fn)
+        found.extend(loops.found)
     return found
 
 
-def _unused_loop_results(body, bound: set, params: set) -> list[Diagnostic]:
-    found = []
-    for i, stmt in enumerate(body):
-        if isinstance(stmt, For):
-            after = set(uses(body[i + 1:]))
-            for name in _assigned(stmt.body):
-                if name in bound and name not in params and name not in after:
-                    found.append(Diagnostic(
-                        DiagnosticCheck.UnusedControlFlowResult,
-                        f"the loop updates `{name}`, but its final value is never used",
-                        stmt.span,
-                    ))
-            found.extend(_unused_loop_results(stmt.body, bound | {stmt.var.name}, params))
-        elif isinstance(stmt, AtScope):
-            found.extend(_unused_loop_results(stmt.body, bound, params))
-        elif isinstance(stmt, If):
-            found.extend(_unused_loop_results(stmt.then_body + stmt.else_body, set(bound),
-                                              params))
-        if isinstance(stmt, Assign):
-            bound |= {t.name for t in stmt.targets}
-    return found
+class _LoopResults(IRVisitor):
+    """Loops that rebind a value bound before them which the statements after the loop,
+    in the same body, never read."""
+
+    def __init__(self, params: set[str]):
+        self.params = params
+        self.bound = set(params)  # names bound before the statement being visited
+        self.rest: tuple = ()  # the statements after it in its body
+        self.found: list[Diagnostic] = []
+
+    def visit_body(self, body) -> None:
+        body = tuple(body)
+        for i, stmt in enumerate(body):
+            self.rest = body[i + 1:]
+            self.visit_stmt(stmt)
+
+    def visit_For(self, stmt: For) -> None:
+        after = set(uses(self.rest))
+        for name in _assigned(stmt.body):
+            if name in self.bound and name not in self.params and name not in after:
+                self.found.append(Diagnostic(
+                    DiagnosticCheck.UnusedControlFlowResult,
+                    f"the loop updates `{name}`, but its final value is never used",
+                    stmt.span,
+                ))
+        outside = self.bound
+        self.bound = outside | {stmt.var.name}  # what the body binds stays inside
+        self.visit_body(stmt.body)
+        self.bound = outside
+
+    def visit_If(self, stmt: If) -> None:
+        outside = self.bound
+        self.bound = set(outside)
+        self.visit_body(stmt.then_body + stmt.else_body)
+        self.bound = outside
+
+    def visit_Assign(self, stmt: Assign) -> None:
+        self.bound |= {t.name for t in stmt.targets}
 
 
 def _assigned(body) -> list[str]:
     names = []
-    for stmt, _ in _walk(body):
+    for stmt in statements(body):
         if isinstance(stmt, Assign):
             names.extend(t.name for t in stmt.targets if t.name not in names)
     return names

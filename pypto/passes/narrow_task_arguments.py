@@ -39,7 +39,7 @@ from ..ir.nodes import (
 )
 from ..ir.ops import make_call
 from ..ir.types import INDEX, FunctionType, ScalarType, TensorType, TileType, TupleType
-from ..ir.visitor import IRMutator, IRVisitor, defs
+from ..ir.visitor import IRMutator, IRVisitor, defs, statements
 from .names import NameSupply
 
 # Operators an analysable offset may be built from (all fold like the parser folds them).
@@ -117,20 +117,13 @@ def narrow_task_arguments(program: Program) -> Program:
 def _call_sites(program: Program) -> dict[str, list[tuple[FuncCall, tuple]]]:
     """Every call of each function: (call, the names it binds) per statement."""
     found: dict[str, list] = {}
-
-    def walk(stmts) -> None:
-        for s in stmts:
-            if isinstance(s, For):
-                walk(s.body)
-            elif isinstance(s, If):
-                walk(s.then_body + s.else_body)
-            elif isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, FuncCall):
+    for fn in program.functions:
+        if fn.func_type is not FunctionType.Orchestration:
+            continue
+        for s in statements(fn.body):
+            if isinstance(s, (Assign, ExprStmt)) and isinstance(s.value, FuncCall):
                 targets = s.targets if isinstance(s, Assign) else ()
                 found.setdefault(s.value.callee, []).append((s.value, targets))
-
-    for fn in program.functions:
-        if fn.func_type is FunctionType.Orchestration:
-            walk(fn.body)
     return found
 
 
@@ -197,20 +190,12 @@ class _Accesses(IRVisitor):
 def _rebound(fn: Function, tensors: set[str]) -> set[str]:
     """Tensor parameters the body rebinds to anything but a write into themselves."""
     out: set[str] = set()
-
-    def walk(stmts) -> None:
-        for s in stmts:
-            if isinstance(s, For):
-                out.update(n for n in (s.var.name,) if n in tensors)
-                walk(s.body)
-            elif isinstance(s, If):
-                walk(s.then_body + s.else_body)
-            elif isinstance(s, Assign):
-                for t in s.targets:
-                    if t.name in tensors and not _writes_into(s, t.name):
-                        out.add(t.name)
-
-    walk(fn.body)
+    for s in statements(fn.body):
+        if isinstance(s, For) and s.var.name in tensors:
+            out.add(s.var.name)
+        elif isinstance(s, Assign):
+            out.update(t.name for t in s.targets
+                       if t.name in tensors and not _writes_into(s, t.name))
     return out
 
 

@@ -85,7 +85,7 @@ class OutlineIncoreScopes(Pass):
             if fn.func_type is FunctionType.Orchestration:
                 fn = _NamedTaskArguments(NameSupply(fn)).mutate_function(fn)
                 outliner = _Outliner(fn, taken)
-                new_fn = replace(fn, body=tuple(outliner.body(fn.body, _env(fn), set())))
+                new_fn = outliner.mutate_function(fn)
                 functions.extend(outliner.kernels)
                 functions.append(new_fn)
             else:
@@ -129,37 +129,66 @@ def _env(fn: Function) -> dict[str, Var]:
     return {p.var.name: p.var for p in fn.params}
 
 
-class _Outliner:
+class _Outliner(IRMutator):
+    """Replaces every `pl.at` block of an orchestration function, at any depth, by the
+    call of the kernel it becomes (`outline`)."""
+
     def __init__(self, fn: Function, taken: set[str]):
         self.fn = fn
         self.taken = taken
         self.kernels: list[Function] = []
         self.counter = 0
         self.names = set(uses(fn.body)) | set(defs(fn.body)) | {p.var.name for p in fn.params}
+        # The scope of the statement being rewritten: the values bound before it, and the
+        # names read after it (by later statements of its body, or after its body).
+        self.env: dict[str, Var] = _env(fn)
+        self.later: set[str] = set()
+        self.after: set[str] = set()
 
-    def body(self, stmts, env: dict[str, Var], later: set[str]) -> list:
-        out = []
-        env = dict(env)
-        for i, stmt in enumerate(stmts):
+    def mutate_body(self, body) -> tuple:
+        outer = self.env, self.later, self.after
+        env, later = dict(self.env), self.later
+        out: list = []
+        for i, stmt in enumerate(body):
             # Needed after: what a later statement reads before it rebinds it.
-            after = later | exposed_uses(stmts[i + 1:])
-            if isinstance(stmt, AtScope):
-                new = self.outline(stmt, env, after)
-            elif isinstance(stmt, For):
-                inner_env = dict(env, **{stmt.var.name: stmt.var})
-                # A value the loop body reads before (re)defining it is read by the next
-                # iteration, so it outlives the block that defines it.
-                inner = self.body(stmt.body, inner_env, after | exposed_uses(stmt.body))
-                new = [replace(stmt, body=tuple(inner))]
-            elif isinstance(stmt, If):
-                new = [replace(stmt, then_body=tuple(self.body(stmt.then_body, env, after)),
-                               else_body=tuple(self.body(stmt.else_body, env, after)))]
-            else:
-                new = [stmt]
+            self.env, self.after = env, later | exposed_uses(body[i + 1:])
+            new = self.mutate_stmt(stmt)
+            new = list(new) if isinstance(new, (list, tuple)) else [new]
             for s in new:
                 env.update(defs(s) if not isinstance(s, For) else defs(s.body))
             out.extend(new)
-        return out
+        self.env, self.later, self.after = outer
+        return tuple(out)
+
+    def mutate_AtScope(self, stmt: AtScope) -> list:
+        return self.outline(stmt, self.env, self.after)
+
+    def mutate_For(self, stmt: For) -> For:
+        outer = self.env, self.later
+        self.env = dict(self.env, **{stmt.var.name: stmt.var})
+        # A value the loop body reads before (re)defining it is read by the next
+        # iteration, so it outlives the block that defines it.
+        self.later = self.after | exposed_uses(stmt.body)
+        body = self.mutate_body(stmt.body)
+        self.env, self.later = outer
+        return replace(stmt, body=body)
+
+    def mutate_If(self, stmt: If) -> If:
+        outer = self.later
+        self.later = self.after
+        then_body, else_body = self.mutate_body(stmt.then_body), self.mutate_body(stmt.else_body)
+        self.later = outer
+        return replace(stmt, then_body=then_body, else_body=else_body)
+
+    # Statements that hold no block stay as they are.
+    def mutate_Assign(self, stmt: Assign) -> Assign:
+        return stmt
+
+    def mutate_ExprStmt(self, stmt: ExprStmt) -> ExprStmt:
+        return stmt
+
+    def mutate_Return(self, stmt: Return) -> Return:
+        return stmt
 
     def _kernel_name(self, scope: AtScope) -> str:
         base = f"{self.fn.name}_{scope.name_hint}" if scope.name_hint else None

@@ -9,12 +9,24 @@ parses it back and requires a structurally equal program.
 from __future__ import annotations
 
 from ..ir.errors import PyptoError, VerificationError
-from ..ir.nodes import Assign, AtScope, Call, For, FuncCall, Function, If, Program, Return, Var
+from ..ir.nodes import (
+    Assign,
+    AtScope,
+    Call,
+    ExprStmt,
+    For,
+    FuncCall,
+    Function,
+    If,
+    Program,
+    Return,
+    Var,
+)
 from ..ir.ops import get_op
 from ..ir.options import VerificationLevel
 from ..ir.printer import print_statement
 from ..ir.types import Direction, FunctionType, ScalarType, TensorType, TileType, same_value_type
-from ..ir.visitor import IRVisitor
+from ..ir.visitor import IRVisitor, statements
 from .manager import PassInstrument
 from .properties import IRProperty
 
@@ -43,46 +55,59 @@ def _functions(program: Program):
 def check_types(program: Program, backend) -> None:
     functions = _functions(program)
     for fn in program.functions:
-        env = {p.var.name: p.var for p in fn.params}
-        _types_body(fn.body, env, functions, fn)
+        _TypeCheck(fn, functions).visit_function(fn)
 
 
-def _types_body(body, env, functions, fn) -> None:
-    for stmt in body:
-        if isinstance(stmt, For):
-            _check_uses(stmt.start, env, stmt)
-            _check_uses(stmt.stop, env, stmt)
-            inner = dict(env, **{stmt.var.name: stmt.var})
-            _types_body(stmt.body, inner, functions, fn)
-            env.update({k: v for k, v in inner.items() if k != stmt.var.name})
-        elif isinstance(stmt, If):
-            _check_uses(stmt.cond, env, stmt)
-            for branch in (stmt.then_body, stmt.else_body):
-                _types_body(branch, env, functions, fn)
-        elif isinstance(stmt, AtScope):
-            _types_body(stmt.body, env, functions, fn)
-            if stmt.task is not None:  # `with pl.at(...) as tid` binds the task id
-                env[stmt.task.name] = stmt.task
-        elif isinstance(stmt, Assign):
-            _check_uses(stmt.value, env, stmt)
-            inferred = _infer(stmt.value, functions, stmt)
-            items = inferred.items if len(stmt.targets) > 1 else (inferred,)
-            if len(items) != len(stmt.targets):
-                raise _Violation(f"{len(stmt.targets)} targets for {len(items)} values", stmt)
-            for target, t in zip(stmt.targets, items):
-                if not same_value_type(target.type, t):
-                    raise _Violation(f"`{target.name}` is declared {target.type} but its value "
-                                     f"is {t}", stmt)
-                env[target.name] = target
-        elif isinstance(stmt, Return):
-            for v in stmt.values:
-                _check_uses(v, env, stmt)
-            got = tuple(v.type for v in stmt.values)
-            if len(got) != len(fn.returns) or not all(map(same_value_type, got, fn.returns)):
-                raise _Violation(f"`{fn.name}` returns values that differ from its signature",
-                                 stmt)
-        else:
-            _check_uses(stmt.value, env, stmt)
+class _TypeCheck(IRVisitor):
+    """Every value's recorded type is what its operands give, and every use of a name
+    has the type of its binding."""
+
+    def __init__(self, fn: Function, functions: dict):
+        self.fn = fn
+        self.functions = functions
+        self.env = {p.var.name: p.var for p in fn.params}
+
+    def visit_For(self, stmt: For) -> None:
+        _check_uses(stmt.start, self.env, stmt)
+        _check_uses(stmt.stop, self.env, stmt)
+        outside = self.env
+        self.env = dict(outside, **{stmt.var.name: stmt.var})
+        self.visit_body(stmt.body)
+        inner, self.env = self.env, outside
+        outside.update({k: v for k, v in inner.items() if k != stmt.var.name})
+
+    def visit_If(self, stmt: If) -> None:
+        _check_uses(stmt.cond, self.env, stmt)
+        self.visit_body(stmt.then_body)
+        self.visit_body(stmt.else_body)
+
+    def visit_AtScope(self, stmt: AtScope) -> None:
+        self.visit_body(stmt.body)
+        if stmt.task is not None:  # `with pl.at(...) as tid` binds the task id
+            self.env[stmt.task.name] = stmt.task
+
+    def visit_Assign(self, stmt: Assign) -> None:
+        _check_uses(stmt.value, self.env, stmt)
+        inferred = _infer(stmt.value, self.functions, stmt)
+        items = inferred.items if len(stmt.targets) > 1 else (inferred,)
+        if len(items) != len(stmt.targets):
+            raise _Violation(f"{len(stmt.targets)} targets for {len(items)} values", stmt)
+        for target, t in zip(stmt.targets, items):
+            if not same_value_type(target.type, t):
+                raise _Violation(f"`{target.name}` is declared {target.type} but its value "
+                                 f"is {t}", stmt)
+            self.env[target.name] = target
+
+    def visit_Return(self, stmt: Return) -> None:
+        for v in stmt.values:
+            _check_uses(v, self.env, stmt)
+        fn = self.fn
+        got = tuple(v.type for v in stmt.values)
+        if len(got) != len(fn.returns) or not all(map(same_value_type, got, fn.returns)):
+            raise _Violation(f"`{fn.name}` returns values that differ from its signature", stmt)
+
+    def visit_ExprStmt(self, stmt: ExprStmt) -> None:
+        _check_uses(stmt.value, self.env, stmt)
 
 
 def _infer(expr, functions, stmt):
@@ -130,34 +155,51 @@ def _check_uses(expr, env, stmt) -> None:
 
 def check_def_before_use(program: Program, backend) -> None:
     for fn in program.functions:
-        _defs_body(fn.body, {p.var.name for p in fn.params})
+        _DefBeforeUse({p.var.name for p in fn.params}).visit_function(fn)
 
 
-def _defs_body(body, defined: set) -> None:
-    for stmt in body:
-        if isinstance(stmt, For):
-            for e in (stmt.start, stmt.stop, stmt.step):
-                _need(e, defined, stmt)
-            inner = defined | {stmt.var.name}
-            _defs_body(stmt.body, inner)
-            defined |= inner - {stmt.var.name}
-        elif isinstance(stmt, If):
-            _need(stmt.cond, defined, stmt)
-            for branch in (stmt.then_body, stmt.else_body):
-                inner = set(defined)
-                _defs_body(branch, inner)
-                defined |= inner  # as after a loop: what a branch binds counts as bound
-        elif isinstance(stmt, AtScope):
-            for e in (stmt.deps + stmt.no_dep_args + stmt.dumps
-                      + ((stmt.blocks,) if stmt.blocks else ())):
-                _need(e, defined, stmt)
-            _defs_body(stmt.body, defined)
-            if stmt.task is not None:
-                defined |= {stmt.task.name}
-        else:
-            _need(stmt.value if not isinstance(stmt, Return) else stmt, defined, stmt)
-            if isinstance(stmt, Assign):
-                defined |= {t.name for t in stmt.targets}
+class _DefBeforeUse(IRVisitor):
+    """Every name is bound before it is read; what a loop or a branch binds counts as
+    bound after it."""
+
+    def __init__(self, defined: set[str]):
+        self.defined = defined
+
+    def visit_For(self, stmt: For) -> None:
+        for e in (stmt.start, stmt.stop, stmt.step):
+            _need(e, self.defined, stmt)
+        outside = self.defined
+        self.defined = outside | {stmt.var.name}
+        self.visit_body(stmt.body)
+        inner, self.defined = self.defined, outside
+        outside |= inner - {stmt.var.name}
+
+    def visit_If(self, stmt: If) -> None:
+        _need(stmt.cond, self.defined, stmt)
+        outside = self.defined
+        for branch in (stmt.then_body, stmt.else_body):
+            self.defined = set(outside)
+            self.visit_body(branch)
+            outside |= self.defined  # as after a loop: what a branch binds counts as bound
+        self.defined = outside
+
+    def visit_AtScope(self, stmt: AtScope) -> None:
+        for e in (stmt.deps + stmt.no_dep_args + stmt.dumps
+                  + ((stmt.blocks,) if stmt.blocks else ())):
+            _need(e, self.defined, stmt)
+        self.visit_body(stmt.body)
+        if stmt.task is not None:
+            self.defined |= {stmt.task.name}
+
+    def visit_Assign(self, stmt: Assign) -> None:
+        _need(stmt.value, self.defined, stmt)
+        self.defined |= {t.name for t in stmt.targets}
+
+    def visit_ExprStmt(self, stmt: ExprStmt) -> None:
+        _need(stmt.value, self.defined, stmt)
+
+    def visit_Return(self, stmt: Return) -> None:
+        _need(stmt, self.defined, stmt)
 
 
 def _need(node, defined, stmt) -> None:
@@ -217,22 +259,13 @@ def check_outlined(program: Program, backend) -> None:
     for fn in program.functions:
         if fn.func_type is not FunctionType.Orchestration:
             continue
-        for stmt, _ in _statements(fn.body):
+        for stmt in statements(fn.body):
             if isinstance(stmt, AtScope):
                 raise _Violation("a pl.at block was not outlined", stmt)
         for call, stmt in _calls(fn):
             if get_op(call.op).category not in _ORCHESTRATION_CATEGORIES and not isinstance(
                     call.type, ScalarType) and not is_tensor_view(call):
                 raise _Violation(f"pl.{call.op} runs in orchestration code", stmt)
-
-
-def _statements(body):
-    for stmt in body:
-        yield stmt, None
-        if isinstance(stmt, (For, AtScope)):
-            yield from _statements(stmt.body)
-        elif isinstance(stmt, If):
-            yield from _statements(stmt.then_body + stmt.else_body)
 
 
 def check_directions(program: Program, backend) -> None:
