@@ -5,6 +5,7 @@ The reference is generated so that it cannot drift from the operators it describ
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "operators.md"
@@ -13,6 +14,7 @@ DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "operators.md"
 def render() -> str:
     """The operators reference as Markdown."""
     from pypto.codegen.environment import render as render_template
+    from pypto.debug.torch_runtime import reference
     from pypto.ir.ops import REQUIRED, all_ops
 
     ops = []
@@ -31,9 +33,16 @@ def render() -> str:
             "operands": ", ".join(f"`{n}`" for n in operands),
             "attrs": ", ".join(f"`{n}`" for n in attrs),
             "dtypes": ", ".join(sorted(d.name for d in op.dtypes)) or "-",
-            "torch": op.torch.replace("|", "\\|") or "-",
+            "torch_name": reference(name).__name__,
+            "torch": torch_semantics(reference(name)),
         })
     return render_template("operators.md.j2", ops=ops)
+
+
+def torch_semantics(fn) -> str:
+    """The first paragraph of a `torch_runtime` function's docstring, on one line."""
+    paragraph = inspect.getdoc(fn).split("\n\n")[0]
+    return " ".join(paragraph.split())
 
 
 def add_arguments(parser) -> None:

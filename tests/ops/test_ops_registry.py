@@ -30,7 +30,7 @@ def test_every_device_operator_has_docs_a_stub_a_macro_and_an_instruction():
     macros = set(re.findall(r"{% macro (\w+)\(", (TEMPLATES_DIR / "ops.cpp.j2").read_text()))
     isa = _isa_functions()
     for name, op in all_ops().items():
-        assert len(op.doc) > 20 and op.torch, name
+        assert len(op.doc) > 20, name
         # `tile.assemble` is reached as pl.tile.assemble
         stub = functools.reduce(getattr, name.split("."), pl)
         assert type(stub).__name__ == "OpStub" and stub.name == name, name

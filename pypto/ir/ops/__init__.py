@@ -3,9 +3,12 @@
 An `OpDef` gives the operator's parameters (operands vs compile-time attributes),
 type inference, the dtypes it supports, its category (what the passes do with it),
 the template macro (`emit`, in templates/ops.cpp.j2) and simulator ISA function
-(`isa`, in pypto/sim/include/pto/) that implement it, its torch semantics, and the
-user documentation.  The language parser, the passes, codegen and the docs all read
-operators from here.
+(`isa`, in pypto/sim/include/pto/) that implement it, and the user documentation.  The
+language parser, the passes, codegen and the docs all read operators from here.  Its
+torch semantics are one function per operator in `pypto.debug.torch_runtime` (above this
+layer: torch is not the IR's), which `torch_runtime.reference(name)` returns for every
+registered name; the docs print it, and tests check the simulators and the fuzzer's
+reference against it op by op.
 
 One name serves every operand kind: tensors (inside `pl.at`), tiles (in kernels) and,
 where it makes sense, a Python number or scalar as one operand (the "scalar form").

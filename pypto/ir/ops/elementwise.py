@@ -187,19 +187,19 @@ def _infer_scalar_int(name):
 
 _SCALAR_FORM = " A Python number or scalar as either operand selects the scalar form."
 
-# -- elementwise arithmetic: name -> (doc, torch, dtypes, isa, isa_scalar, isa_rscalar)
+# -- elementwise arithmetic: name -> (doc, dtypes, isa, isa_scalar, isa_rscalar)
 _ARITH = {
-    "add": ("Elementwise lhs + rhs.", "lhs + rhs", NUMERIC, "tadd", "tadds", "tadds"),
-    "sub": ("Elementwise lhs - rhs.", "lhs - rhs", NUMERIC, "tsub", "tsubs", "trsubs"),
-    "mul": ("Elementwise lhs * rhs.", "lhs * rhs", NUMERIC, "tmul", "tmuls", "tmuls"),
+    "add": ("Elementwise lhs + rhs.", NUMERIC, "tadd", "tadds", "tadds"),
+    "sub": ("Elementwise lhs - rhs.", NUMERIC, "tsub", "tsubs", "trsubs"),
+    "mul": ("Elementwise lhs * rhs.", NUMERIC, "tmul", "tmuls", "tmuls"),
     "div": ("Elementwise lhs / rhs (integers truncate toward zero; x / 0 gives 0).",
-            "lhs / rhs", NUMERIC, "tdiv", "tdivs", "trdivs"),
+            NUMERIC, "tdiv", "tdivs", "trdivs"),
     "maximum": ("Elementwise max(lhs, rhs); NaN propagates, as in torch.maximum.",
-                "torch.maximum(lhs, rhs)", NUMERIC, "tmax", "tmaxs", "trmaxs"),
+                NUMERIC, "tmax", "tmaxs", "trmaxs"),
     "minimum": ("Elementwise min(lhs, rhs); NaN propagates, as in torch.minimum.",
-                "torch.minimum(lhs, rhs)", NUMERIC, "tmin", "tmins", "trmins"),
+                NUMERIC, "tmin", "tmins", "trmins"),
 }
-for _name, (_doc, _torch, _dtypes, _isa, _isa_s, _isa_r) in _ARITH.items():
+for _name, (_doc, _dtypes, _isa, _isa_s, _isa_r) in _ARITH.items():
     register(
         OpDef(
             _name,
@@ -208,7 +208,6 @@ for _name, (_doc, _torch, _dtypes, _isa, _isa_s, _isa_r) in _ARITH.items():
             "binary",
             _doc + _SCALAR_FORM + " FP16/BF16 results are rounded after the operation.",
             dtypes=_dtypes,
-            torch=_torch,
             emit="binary",
             isa=_isa,
             isa_scalar=_isa_s,
@@ -218,16 +217,16 @@ for _name, (_doc, _torch, _dtypes, _isa, _isa_s, _isa_r) in _ARITH.items():
 
 # -- bitwise (integer dtypes)
 _BITWISE = {
-    "and_": ("Elementwise bitwise lhs & rhs.", "lhs & rhs", "tand", "tands", "tands"),
-    "or_": ("Elementwise bitwise lhs | rhs.", "lhs | rhs", "tor", "tors", "tors"),
-    "xor": ("Elementwise bitwise lhs ^ rhs.", "lhs ^ rhs", "txor", "txors", "txors"),
+    "and_": ("Elementwise bitwise lhs & rhs.", "tand", "tands", "tands"),
+    "or_": ("Elementwise bitwise lhs | rhs.", "tor", "tors", "tors"),
+    "xor": ("Elementwise bitwise lhs ^ rhs.", "txor", "txors", "txors"),
     "shl": ("Elementwise lhs << rhs; a shift count outside [0, bits) gives 0.",
-            "lhs << rhs", "tshl", "tshls", ""),
+            "tshl", "tshls", ""),
     "shr": (("Elementwise lhs >> rhs (arithmetic for signed dtypes); a count outside "
              "[0, bits) gives 0, or -1 for negative signed values."),
-            "lhs >> rhs", "tshr", "tshrs", ""),
+            "tshr", "tshrs", ""),
 }
-for _name, (_doc, _torch, _isa, _isa_s, _isa_r) in _BITWISE.items():
+for _name, (_doc, _isa, _isa_s, _isa_r) in _BITWISE.items():
     register(
         OpDef(
             _name,
@@ -239,7 +238,6 @@ for _name, (_doc, _torch, _isa, _isa_s, _isa_r) in _BITWISE.items():
             + (" On two BOOL scalars (conditions) it is the logical operator." if _name in
                ("and_", "or_") else ""),
             dtypes=INTS,
-            torch=_torch,
             emit="binary",
             isa=_isa,
             isa_scalar=_isa_s,
@@ -254,7 +252,6 @@ register(
         _infer_scalar_int("//"),
         "index",
         "Integer floor division of index scalars (`a // b`).",
-        torch="lhs // rhs",
     )
 )
 register(
@@ -264,7 +261,6 @@ register(
         _infer_scalar_int("%"),
         "index",
         "Integer remainder of index scalars (`a % b`).",
-        torch="lhs % rhs",
     )
 )
 for _name, _what in (("min", "smaller"), ("max", "larger")):
@@ -276,24 +272,23 @@ for _name, _what in (("min", "smaller"), ("max", "larger")):
             "index",
             f"The {_what} of two integer scalars (index arithmetic: loop bounds, offsets, "
             "valid lengths); not a reduction of a tile (pl.row_max / pl.col_max are).",
-            torch=f"{_name}(lhs, rhs)",
         )
     )
 
-# -- elementwise unary: name -> (doc, torch, dtypes, isa)
+# -- elementwise unary: name -> (doc, dtypes, isa)
 _UNARY = {
-    "exp": ("Elementwise e**x.", "torch.exp(x)", FLOATS, "texp"),
-    "log": ("Elementwise natural logarithm.", "torch.log(x)", FLOATS, "tlog"),
-    "sqrt": ("Elementwise square root.", "torch.sqrt(x)", FLOATS, "tsqrt"),
+    "exp": ("Elementwise e**x.", FLOATS, "texp"),
+    "log": ("Elementwise natural logarithm.", FLOATS, "tlog"),
+    "sqrt": ("Elementwise square root.", FLOATS, "tsqrt"),
     "rsqrt": ("Elementwise 1 / sqrt(x), computed as one reciprocal of the square root.",
-              "torch.rsqrt(x)", FLOATS, "trsqrt"),
-    "recip": ("Elementwise 1 / x.", "torch.reciprocal(x)", FLOATS, "trecip"),
-    "neg": ("Elementwise -x (integers wrap).", "torch.neg(x)", NUMERIC, "tneg"),
-    "abs": ("Elementwise |x| (integers wrap at the minimum).", "torch.abs(x)", NUMERIC, "tabs"),
-    "relu": ("Elementwise max(x, 0); NaN stays NaN.", "torch.relu(x)", NUMERIC, "trelu"),
-    "not_": ("Elementwise bitwise NOT.", "torch.bitwise_not(x)", INTS, "tnot"),
+              FLOATS, "trsqrt"),
+    "recip": ("Elementwise 1 / x.", FLOATS, "trecip"),
+    "neg": ("Elementwise -x (integers wrap).", NUMERIC, "tneg"),
+    "abs": ("Elementwise |x| (integers wrap at the minimum).", NUMERIC, "tabs"),
+    "relu": ("Elementwise max(x, 0); NaN stays NaN and -0.0 gives +0.0.", NUMERIC, "trelu"),
+    "not_": ("Elementwise bitwise NOT.", INTS, "tnot"),
 }
-for _name, (_doc, _torch, _dtypes, _isa) in _UNARY.items():
+for _name, (_doc, _dtypes, _isa) in _UNARY.items():
     register(
         OpDef(
             _name,
@@ -305,7 +300,6 @@ for _name, (_doc, _torch, _dtypes, _isa) in _UNARY.items():
                     else "") + (" On a BOOL scalar (a condition) it is `not`." if _name == "not_"
                                 else ""),
             dtypes=_dtypes,
-            torch=_torch,
             emit="unary",
             isa=_isa,
         )
@@ -320,7 +314,6 @@ register(
         "Elementwise comparison giving a BOOL mask: cmp_type 0=EQ, 1=NE, 2=LT, 3=LE, 4=GT, "
         "5=GE.  Comparisons with NaN are false except NE.  A Python number as either operand "
         "selects the scalar form.  Use the mask with pl.sel.",
-        torch="[lhs == rhs, lhs != rhs, lhs < rhs, lhs <= rhs, lhs > rhs, lhs >= rhs][cmp_type]",
         emit="compare",
         isa="tcmp",
         isa_scalar="tcmps",
@@ -335,7 +328,6 @@ register(
         "select",
         "Elementwise mask ? lhs : rhs, with a BOOL mask from pl.cmp.",
         dtypes=ANY,
-        torch="torch.where(mask, lhs, rhs)",
         emit="select",
         isa="tsel",
     )
@@ -348,7 +340,6 @@ register(
         "expands",
         "A value shaped like `target` with every element equal to `scalar` (rounded once to "
         "target's dtype); target's data is not read.",
-        torch="torch.full_like(target, scalar)",
         emit="fill",
         isa="texpands",
     )
@@ -360,7 +351,6 @@ register(
         _infer_full,
         "tile",
         "A new Vec tile of `shape` and `dtype` with every element equal to `value`.",
-        torch="torch.full(shape, value, dtype=dtype)",
         emit="fill",
         isa="texpands",
     )
@@ -375,7 +365,6 @@ register(
         "A new tile of `shape` and `dtype` in `target_memory` whose contents are undefined: "
         "scratch space, e.g. the tmp_tile of a reduction.",
         dtypes=ANY,
-        torch="torch.empty(shape, dtype=dtype)",
         emit="create",
     )
 )
@@ -392,7 +381,6 @@ register(
         "backend cannot do in one instruction runs as the chain LegalizeTileCast chose, every "
         "hop with the same mode.",
         dtypes=ANY,
-        torch="x.to(dtype)",
         emit="cast",
         isa="tcvt",
     )

@@ -110,7 +110,6 @@ register(
         "(default FP32).  Tile form: lhs in pl.Mem.Left, rhs in pl.Mem.Right, result in "
         "pl.Mem.Acc.  Tensor form: lowered whole-K through Mat/Left/Right/Acc.",
         dtypes=MATMUL_INPUTS,
-        torch="(lhs.T if a_trans else lhs).float() @ (rhs.T if b_trans else rhs).float()",
         emit="matmul",
         isa="tmatmul",
     )
@@ -131,7 +130,6 @@ register(
         "products in K order in FP32, then rounds once to acc's dtype.  A K loop of matmul "
         "then matmul_acc is deterministic: the same inputs give the same bits every run.",
         dtypes=MATMUL_INPUTS,
-        torch="acc + (lhs.T if a_trans else lhs).float() @ (rhs.T if b_trans else rhs).float()",
         emit="matmul",
         isa="tmatmul_acc",
     )

@@ -311,7 +311,6 @@ register(
         "region is read and the rest of the tile holds `pad_value` (zero, max = +inf, "
         "min = -inf; null = zero); the tile's type records the valid region.",
         dtypes=ANY,
-        torch="tensor[window]",
         emit="load",
         isa="tload",
     )
@@ -333,7 +332,6 @@ register(
         "`pl.store(t, offsets, out, [r, c])`) restates the region's shape: it must be the "
         "tile's.",
         dtypes=ANY,
-        torch="tensor[window] = tile",
         emit="store",
         isa="tstore",
     )
@@ -351,7 +349,6 @@ register(
         "movement",
         "Write a tensor or tile into `dst` at `offset`; `out[...] = x` is sugar for it.",
         dtypes=ANY,
-        torch="dst[window] = src",
     )
 )
 register(
@@ -364,7 +361,6 @@ register(
         "(build_rules/backends/*.toml [tile_moves]): Mat -> Left / Right everywhere, "
         "Acc -> Vec only on Ascend950.",
         dtypes=ANY,
-        torch="tile.clone()",
         emit="unary",
         isa="tmov",
     )
@@ -385,7 +381,6 @@ register(
         "it).  On a tile it reads the window into its own tile of the same buffer kind; its "
         "valid region is x's, cut to the window, unless valid_shape says otherwise.",
         dtypes=ANY,
-        torch="x[window]",
         emit="extract",
         isa="textract",
     )
@@ -399,7 +394,6 @@ register(
         "The same elements in row-major order with a new shape (equal element count; the tile "
         "must be fully valid).",
         dtypes=ANY,
-        torch="x.reshape(shape)",
         emit="unary",
         isa="treshape",
     )
@@ -413,7 +407,6 @@ register(
         "The [C, R] transpose of a [R, C] tile (axes 0 and 1, negative indices allowed).  A "
         "tensor's is typed (a standalone @pl.function parses) but not lowered in a kernel.",
         dtypes=ANY,
-        torch="x.transpose(axis1, axis2)",
         emit="unary",
         isa="ttrans",
     )
@@ -426,7 +419,6 @@ register(
         "movement",
         "Join two tiles with equal rows column-wise: [R, Ca] and [R, Cb] give [R, Ca + Cb].",
         dtypes=ANY,
-        torch="torch.cat([lhs, rhs], dim=1)",
         emit="binary",
         isa="tconcat",
     )
@@ -441,7 +433,6 @@ register(
         "min = -inf; integers use their range's ends); the valid region is unchanged.  "
         "pl.fillpad(t, pl.PadValue.min) makes padding neutral for a row_max.",
         dtypes=ANY,
-        torch="x (padding replaced)",
         emit="fillpad",
         isa="tfillpad",
     )
@@ -454,7 +445,6 @@ register(
         "movement",
         "x with a new valid region [valid_rows, valid_cols] (static); no data changes.",
         dtypes=ANY,
-        torch="x",
         emit="unary",
         isa="tmov",
     )
@@ -471,7 +461,6 @@ register(
         "(build_rules/backends/*.toml [tile_inserts]): Acc -> Mat and Vec -> Vec everywhere, "
         "Acc -> Vec and Vec -> Mat on Ascend950.  Equal dtypes.",
         dtypes=ANY,
-        torch="dst.clone() with dst[window] = src",
         emit="insert",
         isa="tinsert",
     )
@@ -485,7 +474,6 @@ register(
         "The [C, R] transpose of a [R, C] tile, in the tile's own buffer kind: how a Mat "
         "operand is read transposed by the cube (`pl.move` it to Right afterwards).",
         dtypes=ANY,
-        torch="x.transpose(0, 1)",
         emit="unary",
         isa="ttrans",
     )
@@ -506,7 +494,6 @@ register(
         "from Vec (padding included: the valid region is not checked); a tensor element is "
         "read through a [1, 1] load.",
         dtypes=ANY,
-        torch="x[indices].item()",
         emit="read",
         isa="tgetval",
     )

@@ -38,7 +38,6 @@ register(
         "The index of the running block of an SPMD dispatch (`pl.spmd(n)`: 0 .. n-1; 0 in "
         "a plain task).  Legal in kernels and inside `pl.at` / `pl.spmd` blocks.",
         dtypes=frozenset(),
-        torch="block_idx",
     )
 )
 
@@ -51,7 +50,6 @@ register(
         "The number of blocks of the running SPMD dispatch (`pl.spmd(n)`: n; 1 in a plain "
         "task).  Legal in kernels and inside `pl.at` / `pl.spmd` blocks.",
         dtypes=frozenset(),
-        torch="block_num",
     )
 )
 
@@ -64,7 +62,6 @@ register(
         "orchestration",
         "Allocate a scratch tensor in global memory (orchestration only).",
         dtypes=ANY,
-        torch="torch.empty(shape, dtype=dtype)",
     )
 )
 register(
@@ -77,6 +74,5 @@ register(
         "task that takes `t` as an argument dumps it when the run has enable_dump_args=1 "
         "(inputs before the task runs, outputs after it completes).  Computes nothing.",
         dtypes=ANY,
-        torch="None (no-op: dumps are taken by the runtime)",
     )
 )

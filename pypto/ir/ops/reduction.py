@@ -116,11 +116,11 @@ def _infer_expand(name: str, axis: int, dtypes: frozenset) -> Callable:
 
 # -- reductions
 _ROW_REDUCE = {
-    "row_sum": ("sum", "x.sum(dim=1, keepdim=True)", "trowsum"),
-    "row_max": ("maximum", "x.amax(dim=1, keepdim=True)", "trowmax"),
-    "row_min": ("minimum", "x.amin(dim=1, keepdim=True)", "trowmin"),
+    "row_sum": ("sum", "trowsum"),
+    "row_max": ("maximum", "trowmax"),
+    "row_min": ("minimum", "trowmin"),
 }
-for _name, (_what, _torch, _isa) in _ROW_REDUCE.items():
+for _name, (_what, _isa) in _ROW_REDUCE.items():
     register(
         OpDef(
             _name,
@@ -132,7 +132,6 @@ for _name, (_what, _torch, _isa) in _ROW_REDUCE.items():
             "of the tile takes part, padding included; exclude padding with pl.fillpad.  The "
             "tile form needs tmp_tile, a scratch tile of x's dtype at least x's shape "
             "(contents undefined afterwards); the tensor form takes none.",
-            torch=_torch,
             emit="reduce",
             isa=_isa,
         )
@@ -149,14 +148,13 @@ register(
         "2i and 2i+1 in pairs, an odd last row added to the first pair's sum, until one row "
         "is left.  The two orders differ in the last bits.  Every row takes part, padding "
         "included.",
-        torch="x.sum(dim=0, keepdim=True)",
         emit="reduce",
         isa="tcolsum",
     )
 )
-for _name, (_what, _torch, _isa) in {
-    "col_max": ("maximum", "x.amax(dim=0, keepdim=True)", "tcolmax"),
-    "col_min": ("minimum", "x.amin(dim=0, keepdim=True)", "tcolmin"),
+for _name, (_what, _isa) in {
+    "col_max": ("maximum", "tcolmax"),
+    "col_min": ("minimum", "tcolmin"),
 }.items():
     register(
         OpDef(
@@ -166,7 +164,6 @@ for _name, (_what, _torch, _isa) in {
             "reduce_col",
             f"The {_what} of each column of a [R, C] value, as [1, C]; every row takes part, "
             "padding included.",
-            torch=_torch,
             emit="reduce",
             isa=_isa,
         )
@@ -200,7 +197,6 @@ for _axis, _kind, _vec in ((0, "row", "[R, 1]"), (1, "col", "[1, C]")):
                 f"expand_{_kind}",
                 _doc + ".",
                 dtypes=_dtypes,
-                torch=_formula if _suffix else "v.expand_as(x)",
                 emit="binary",
                 isa=f"t{_kind}expand{_isa}",
             )

@@ -67,7 +67,6 @@ class OpDef:
     category: str
     doc: str
     dtypes: frozenset = NUMERIC
-    torch: str = ""  # torch expression used by torch codegen and reference checks
     emit: str = ""
     isa: str = ""
     isa_scalar: str = ""

@@ -1,0 +1,237 @@
+"""Every operator's torch semantics (`torch_runtime.reference`) agree with the simulator's
+instruction, op by op, bit for bit, on the values where implementations part: signed
+zeros, infinities, NaN, subnormals, the integer extremes and out-of-range shift counts.
+
+One kernel per dtype holds one lane per operator form (an operator, its scalar forms,
+each cmp code, each cast mode); every lane writes its own output, compared on its own.
+The movement and matmul operators, which need placed buffers, run in one kernel of their
+own.  The registry drives it: an operator with a simulator instruction and no lane here
+fails the coverage test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from pypto.debug import load_entry, torch_codegen
+from pypto.debug.torch_runtime import reference
+from pypto.ir.ops import all_ops
+from pypto.runtime import RunConfig
+
+pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
+
+R, C = 16, 32
+PLATFORM = "a2a3sim"
+FLOATS = ("FP32", "FP16", "BF16")
+INTS = ("INT32", "INT16", "INT8")
+TORCH = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16,
+         "INT32": torch.int32, "INT16": torch.int16, "INT8": torch.int8}
+
+# lane name -> (operators it checks, expression over tiles ta, tb (x's shape) and tmp).
+COMMON = {
+    **{op: ((op,), f"pl.{op}(ta, tb)") for op in ("add", "sub", "mul", "div", "maximum",
+                                                   "minimum")},
+    "add_scalar": (("add",), "pl.add(ta, 3)"),
+    "sub_rscalar": (("sub",), "pl.sub(2, ta)"),
+    "div_rscalar": (("div",), "pl.div(3, ta)"),
+    "maximum_zero": (("maximum",), "pl.maximum(ta, 0)"),
+    "minimum_rzero": (("minimum",), "pl.minimum(0, ta)"),
+    "neg": (("neg",), "pl.neg(ta)"),
+    "abs": (("abs",), "pl.abs(ta)"),
+    "relu": (("relu",), "pl.relu(ta)"),
+    **{f"cmp{k}": (("cmp", "sel"), f"pl.sel(pl.cmp(ta, tb, cmp_type={k}), ta, tb)")
+       for k in range(6)},
+    "cmp_scalar": (("cmp", "sel"), "pl.sel(pl.cmp(ta, 0, cmp_type=4), ta, tb)"),
+    "expands": (("expands",), "pl.expands(ta, 5)"),
+    "row_sum": (("row_sum",), "pl.row_expand(ta, pl.row_sum(ta, tmp))"),
+    "row_max": (("row_max",), "pl.row_expand(ta, pl.row_max(ta, tmp))"),
+    "row_min": (("row_min",), "pl.row_expand(ta, pl.row_min(ta, tmp))"),
+    "col_sum": (("col_sum",), "pl.col_expand(ta, pl.col_sum(ta))"),
+    "col_sum_tree": (("col_sum",), "pl.col_expand(ta, pl.col_sum(ta, tmp))"),
+    "col_max": (("col_max",), "pl.col_expand(ta, pl.col_max(ta))"),
+    "col_min": (("col_min",), "pl.col_expand(ta, pl.col_min(ta))"),
+    **{f"{axis}_expand{s}": ((f"{axis}_expand{s}", f"{axis}_{red}"),
+                             f"pl.{axis}_expand{s}(tb, pl.{axis}_{red}(ta{tmp}))")
+       for axis, tmp in (("row", ", tmp"), ("col", ""))
+       for s, red in (("", "max"), ("_add", "max"), ("_sub", "min"), ("_mul", "max"),
+                      ("_div", "max"), ("_max", "min"), ("_min", "max"))},
+}
+FLOAT_ONLY = {
+    "add_half": (("add",), "pl.add(ta, 0.5)"),
+    **{op: ((op,), f"pl.{op}(ta)") for op in ("exp", "log", "sqrt", "rsqrt", "recip")},
+    "row_expand_expdif": (("row_expand_expdif", "row_max"),
+                          "pl.row_expand_expdif(ta, pl.row_max(ta, tmp))"),
+    "col_expand_expdif": (("col_expand_expdif", "col_max"),
+                          "pl.col_expand_expdif(ta, pl.col_max(ta))"),
+    "full_negative_zero": (("full",), "pl.full([16, 32], pl.{dtype}, -0.0)"),
+    **{f"cast_{mode}": (("cast",), f"pl.cast(pl.cast(ta, pl.INT16, mode='{mode}'), "
+                                   "pl.{dtype})")
+       for mode in ("rint", "round", "floor", "ceil", "trunc")},
+    "cast_odd": (("cast",), "pl.cast(pl.cast(ta, pl.FP16, mode='odd'), pl.{dtype})"),
+}
+INT_ONLY = {
+    **{op: ((op,), f"pl.{op}(ta, tb)") for op in ("and_", "or_", "xor", "shl", "shr")},
+    "shl_scalar": (("shl",), "pl.shl(ta, 3)"),
+    "shr_scalar": (("shr",), "pl.shr(ta, 5)"),
+    "xor_rscalar": (("xor",), "pl.xor(-86, ta)"),
+    "not_": (("not_",), "pl.not_(ta)"),
+    "full": (("full",), "pl.full([16, 32], pl.{dtype}, -7)"),
+    "cast_wide": (("cast",), "pl.cast(pl.cast(ta, pl.FP16), pl.{dtype})"),
+}
+
+
+def lanes(dtype: str) -> dict:
+    return {**COMMON, **(FLOAT_ONLY if dtype in FLOATS else INT_ONLY)}
+
+
+# The movement and matmul operators, one kernel: (operators, output shape, statements
+# ending in the lane's tile `r`).
+MOVEMENT = {
+    # Outside a valid region a store writes nothing: the whole tile is made valid first.
+    "load_pad": (("load", "store"), [R, C],
+                 ["t = pl.load(a, [0, 0], [16, 32], valid_shape=[16, 30], "
+                  "pad_value=pl.PadValue.min)", "r = pl.set_validshape(t, 16, 32)"]),
+    "fillpad": (("fillpad", "set_validshape"), [R, C],
+                ["p = pl.load(a, [0, 0], [16, 32], valid_shape=[12, 30])",
+                 "r = pl.set_validshape(pl.fillpad(p, pl.PadValue.max), 16, 32)"]),
+    "slice_concat": (("slice", "concat"), [R, C],
+                     ["t = pl.load(a, [0, 0], [16, 32])",
+                      "r = pl.concat(t[0:16, 16:32], t[0:16, 0:16])"]),
+    "reshape_transpose": (("reshape", "transpose"), [R, C],
+                          ["t = pl.load(b, [0, 0], [16, 32])",
+                           "r = pl.transpose(pl.reshape(t, [32, 16]))"]),
+    "tile_assemble": (("tile.assemble",), [R, C],
+                      ["t = pl.load(a, [0, 0], [16, 32])",
+                       "u = pl.load(b, [0, 0], [8, 16])",
+                       "r = pl.tile.assemble(t, u, [4, 8])"]),
+    "read": (("read",), [R, C],
+             ["t = pl.load(a, [0, 0], [16, 32])", "r = pl.mul(t, t[3, 5])"]),
+    "matmul": (("matmul", "matmul_acc", "move", "tile.transpose_view"), [R, R],
+               ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
+                "acc = pl.matmul(pl.move(m, pl.Mem.Left), pl.move(m, pl.Mem.Right), "
+                "a_trans=True)",
+                "r = pl.matmul_acc(acc, pl.move(m, pl.Mem.Left), "
+                "pl.move(pl.tile.transpose_view(pl.tile.transpose_view(m)), pl.Mem.Right), "
+                "a_trans=True)"]),
+}
+
+
+def special_values(dtype: str, seed: int) -> torch.Tensor:
+    """A [R, C] input: random values with the special ones of `dtype` at fixed places."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype in FLOATS:
+        x = torch.randn(R, C, generator=g, dtype=torch.float64) * 4
+        finfo = torch.finfo(TORCH[dtype])
+        specials = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), finfo.tiny / 4,
+                    -finfo.tiny / 4, finfo.max, -finfo.max, 1.0, -1.0, 0.5, -2.5, 2.5]
+        x.view(-1)[seed:seed + len(specials)] = torch.tensor(specials, dtype=torch.float64)
+        return x.to(TORCH[dtype])
+    info = torch.iinfo(TORCH[dtype])
+    x = torch.randint(info.min, info.max + 1, (R, C), generator=g, dtype=torch.int64)
+    x.view(-1)[::7] = torch.randint(-3, 40, (len(x.view(-1)[::7]),), generator=g)  # shifts
+    specials = [0, -1, 1, info.min, info.max, info.min + 1, -7, 8]
+    x.view(-1)[seed:seed + len(specials)] = torch.tensor(specials)
+    return x.to(TORCH[dtype])
+
+
+def kernel_text(name: str, inputs: list[tuple[str, str]], outputs: list[tuple[str, str]],
+                body: list[str]) -> str:
+    params = [f"{n}: {t}" for n, t in inputs] + [f"{n}: pl.Out[{t}]" for n, t in outputs]
+    lines = ["import pypto.language as pl", "", "", "@pl.jit.incore",
+             f"def {name}(" + ", ".join(params) + "):"]
+    lines += [f"    {b}" for b in body]
+    lines.append("    return " + ", ".join(n for n, _ in outputs))
+    return "\n".join(lines) + "\n"
+
+
+def load_kernel(text: str, name: str, tmp_path):
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def run_both(kernel, args: list[torch.Tensor]) -> tuple[list, list]:
+    """The outputs on the simulator and through torch_codegen (torch_runtime)."""
+    sim = [a.clone() for a in args]
+    kernel(*sim, config=RunConfig(platform=PLATFORM))
+    program = kernel.lower(*args, config=RunConfig(platform=PLATFORM))
+    host = [a.clone() for a in args]
+    load_entry(torch_codegen(program), program.entry)(*host)
+    return sim, host
+
+
+def differences(got: torch.Tensor, want: torch.Tensor) -> str | None:
+    """None when equal bit for bit (any NaN matching any NaN), else the first difference."""
+    if got.is_floating_point():
+        g, w = got.double().numpy(), want.double().numpy()
+        same = ((g == w) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))
+    else:
+        same = (got == want).numpy()
+    if same.all():
+        return None
+    index = tuple(int(i) for i in np.argwhere(~same)[0])
+    return f"at {list(index)}: simulator {got[index].item()!r}, torch {want[index].item()!r}"
+
+
+def test_every_operator_with_a_simulator_instruction_has_a_lane():
+    checked = {op for table in (COMMON, FLOAT_ONLY, INT_ONLY) for ops, _ in table.values()
+               for op in ops}
+    checked |= {op for ops, _, _ in MOVEMENT.values() for op in ops}
+    with_instruction = {name for name, op in all_ops().items() if op.isa}
+    assert sorted(with_instruction - checked) == []
+
+
+def test_every_operator_has_a_documented_torch_reference():
+    for name in all_ops():
+        fn = reference(name)
+        assert fn.__name__ == name.replace(".", "_") and len(fn.__doc__ or "") > 10, name
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS)
+def test_each_operator_agrees_with_the_simulator_bit_for_bit(dtype, tmp_path):
+    table = lanes(dtype)
+    tensor = f"pl.Tensor[[{R}, {C}], pl.{dtype}]"
+    body = ["ta = pl.load(a, [0, 0], [16, 32])", "tb = pl.load(b, [0, 0], [16, 32])",
+            f"tmp = pl.create_tile([16, 32], pl.{dtype})"]
+    body += [f"o_{lane} = pl.store({expr.format(dtype=dtype)}, [0, 0], o_{lane})"
+             for lane, (_, expr) in table.items()]
+    name = f"per_op_{dtype.lower()}"
+    text = kernel_text(name, [("a", tensor), ("b", tensor)],
+                       [(f"o_{lane}", tensor) for lane in table], body)
+    kernel = load_kernel(text, name, tmp_path)
+    args = [special_values(dtype, 0), special_values(dtype, 40)]
+    args += [torch.zeros(R, C, dtype=TORCH[dtype]) for _ in table]
+    sim, host = run_both(kernel, args)
+    found = {lane: differences(s, h) for lane, s, h in zip(table, sim[2:], host[2:])}
+    assert {lane: d for lane, d in found.items() if d is not None} == {}
+
+
+def test_the_movement_and_matmul_operators_agree_with_the_simulator(tmp_path):
+    tensor = f"pl.Tensor[[{R}, {C}], pl.FP32]"
+    body = []
+    for lane, (_, _, stmts) in MOVEMENT.items():  # each lane's names get its suffix
+        body += [re.sub(r"\b(r|t|u|p|m|acc)\b", rf"\1_{lane}", s) for s in stmts]
+        body.append(f"o_{lane} = pl.store(r_{lane}, [0, 0], o_{lane})")
+    outputs = [(f"o_{lane}", f"pl.Tensor[{shape}, pl.FP32]")
+               for lane, (_, shape, _) in MOVEMENT.items()]
+    text = kernel_text("per_op_movement", [("a", tensor), ("b", tensor),
+                                           ("h", "pl.Tensor[[32, 16], pl.FP16]")],
+                       outputs, body)
+    kernel = load_kernel(text, "per_op_movement", tmp_path)
+    args = [special_values("FP32", 0).nan_to_num(0.0, 1e30, -1e30),
+            special_values("FP32", 40).nan_to_num(0.0, 1e30, -1e30),
+            torch.randn(32, 16, generator=torch.Generator().manual_seed(3)).half()]
+    args += [torch.zeros(*shape) for _, shape, _ in MOVEMENT.values()]
+    sim, host = run_both(kernel, args)
+    found = {lane: differences(s, h) for lane, s, h in zip(MOVEMENT, sim[3:], host[3:])}
+    assert {lane: d for lane, d in found.items() if d is not None} == {}
