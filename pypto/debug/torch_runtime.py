@@ -104,8 +104,10 @@ def div(lhs, rhs):
     def divide(a, b):
         if isinstance(a, torch.Tensor) and not a.dtype.is_floating_point:
             # The simulator truncates toward zero and gives 0 for x / 0; x / -1 is the
-            # wrapping negation (torch's MIN / -1 traps the process with SIGFPE).
-            zero, minus_one = b == 0, b == -1
+            # wrapping negation (torch's MIN / -1 traps the process with SIGFPE).  An
+            # unsigned divisor is never -1 (torch would take 255 for it).
+            zero = b == 0
+            minus_one = b == -1 if a.dtype.is_signed else torch.zeros_like(zero)
             divisor = torch.where(zero | minus_one, torch.ones_like(b), b)
             q = torch.div(a, divisor, rounding_mode="trunc")
             q = torch.where(minus_one, neg(a), q)

@@ -29,9 +29,10 @@ pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftes
 R, C = 16, 32
 PLATFORM = "a2a3sim"
 FLOATS = ("FP32", "FP16", "BF16")
-INTS = ("INT32", "INT16", "INT8")
+INTS = ("INT32", "INT16", "INT8", "UINT8")
 TORCH = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16,
-         "INT32": torch.int32, "INT16": torch.int16, "INT8": torch.int8}
+         "INT32": torch.int32, "INT16": torch.int16, "INT8": torch.int8,
+         "UINT8": torch.uint8}
 
 # lane name -> (operators it checks, expression over tiles ta, tb (x's shape) and tmp).
 COMMON = {
@@ -79,7 +80,7 @@ INT_ONLY = {
     **{op: ((op,), f"pl.{op}(ta, tb)") for op in ("and_", "or_", "xor", "shl", "shr")},
     "shl_scalar": (("shl",), "pl.shl(ta, 3)"),
     "shr_scalar": (("shr",), "pl.shr(ta, 5)"),
-    "xor_rscalar": (("xor",), "pl.xor(-86, ta)"),
+    "xor_rscalar": (("xor",), "pl.xor(86, ta)"),
     "not_": (("not_",), "pl.not_(ta)"),
     "full": (("full",), "pl.full([16, 32], pl.{dtype}, -7)"),
     "cast_wide": (("cast",), "pl.cast(pl.cast(ta, pl.FP16), pl.{dtype})"),
