@@ -126,14 +126,16 @@ class _KernelBuilder:
         return self.tiles[key]["ident"]
 
     def body(self, stmts) -> list[dict]:
-        return kernel_statements(stmts, lambda s: {
-            "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
-            "stop": expr_model(s.stop), "step": expr_model(s.step),
-            "body": self.body(s.body),
-        }, self.assign, lambda s: {
-            "kind": "if", "cond": expr_model(s.cond), "then_body": self.body(s.then_body),
-            "else_body": self.body(s.else_body),
-        })
+        return kernel_statements(stmts, self.visit_For, self.assign, self.visit_If)
+
+    def visit_For(self, s: For) -> dict:
+        return {"kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
+                "stop": expr_model(s.stop), "step": expr_model(s.step),
+                "body": self.body(s.body)}
+
+    def visit_If(self, s: If) -> dict:
+        return {"kind": "if", "cond": expr_model(s.cond), "then_body": self.body(s.then_body),
+                "else_body": self.body(s.else_body)}
 
     def assign(self, s: Assign) -> dict:
         (dst,) = s.targets

@@ -39,26 +39,43 @@ def scalar_ctype(dtype: DataType) -> str:
 
 def expr_model(e, idents=None) -> dict:
     """The template model of a scalar expression (`idents`: C++ names of user names)."""
-    if isinstance(e, Var):
-        return {"kind": "var", "name": (idents or {}).get(e.name, ident(e.name))}
-    if isinstance(e, Const):
+    return _ScalarModel(idents or {}).visit_expr(e)
+
+
+class _ScalarModel(IRVisitor):
+    """A scalar expression as the C++ templates render it."""
+
+    def __init__(self, idents: dict[str, str]):
+        self.idents = idents
+
+    def visit_Var(self, e: Var) -> dict:
+        return {"kind": "var", "name": self.idents.get(e.name, ident(e.name))}
+
+    def visit_Const(self, e: Const) -> dict:
         if isinstance(e.value, bool):
             return {"kind": "bool", "value": e.value}
         if isinstance(e.value, int):
             return {"kind": "int", "value": e.value}
         return {"kind": "float", "value": float(e.value)}
-    model = _call_model(e, idents) if isinstance(e, Call) else None
-    if model is None:
+
+    def visit_Call(self, e: Call) -> dict:
+        model = _call_model(e, self.idents)
+        if model is None:
+            return self.visit_ExprList(e)
+        return model
+
+    def visit_ExprList(self, e) -> dict:
         raise InternalError(f"no scalar C++ form for {e!r}")
-    return model
+
+    visit_FuncCall = visit_ExprList
 
 
-def _call_model(e: Call, idents) -> dict | None:
+def _call_model(e: Call, idents: dict[str, str]) -> dict | None:
     if e.op == "read" and isinstance(e.args[0].type, TensorType):
         tensor, indices = e.args  # an orchestration's read of an input tensor's element
         return {"kind": "element", "ctype": scalar_ctype(e.type.dtype),
-                "elem": tensor.type.dtype.cpp_type, "tensor": (idents or {}).get(
-                    tensor.name, ident(tensor.name)),
+                "elem": tensor.type.dtype.cpp_type,
+                "tensor": idents.get(tensor.name, ident(tensor.name)),
                 "index": [expr_model(i, idents) for i in indices.items]}
     if isinstance(e.type, ScalarType):
         if e.op == "cast":

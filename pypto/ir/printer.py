@@ -34,6 +34,7 @@ from .types import (
     TileType,
     TupleType,
 )
+from .visitor import IRVisitor
 
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%"}
 CMP_SYMBOLS = ("==", "!=", "<", "<=", ">", ">=")  # pl.cmp's cmp_type codes 0..5
@@ -77,7 +78,7 @@ def print_type(t, concise: bool = False) -> str:
     return _Printer(concise).type(t)
 
 
-class _Printer:
+class _Printer(IRVisitor):
     def __init__(self, concise: bool):
         self.concise = concise
         self.in_manual = False
@@ -175,63 +176,78 @@ class _Printer:
             i = end + 1
 
     def stmt(self, stmt, depth: int) -> None:
-        pad = "    " * depth
-        if isinstance(stmt, Assign):
-            value = self.expr(stmt.value)
-            if len(stmt.targets) == 1:
-                (t,) = stmt.targets
-                self.lines.append(f"{pad}{t.name}: {self.type(t.type)} = {value}")
-            else:
-                names = ", ".join(t.name for t in stmt.targets)
-                self.lines.append(f"{pad}{names} = {value}")
-        elif isinstance(stmt, ExprStmt):
-            self.lines.append(pad + self.expr(stmt.value))
-        elif isinstance(stmt, For):
-            rng = ", ".join(self.expr(e) for e in (stmt.start, stmt.stop, stmt.step))
-            self.lines.append(f"{pad}for {stmt.var.name} in {_FOR_KIND[stmt.kind]}({rng}):")
-            self.body(stmt.body, depth + 1)
-        elif isinstance(stmt, If):
-            self.lines.append(f"{pad}if {self.expr(stmt.cond)}:")
-            self.body(stmt.then_body, depth + 1)
-            if stmt.else_body:
-                self.lines.append(f"{pad}else:")
-                self.body(stmt.else_body, depth + 1)
-        elif isinstance(stmt, AtScope):
-            args = [f"level={stmt.level!r}"] if stmt.blocks is None else [self.expr(stmt.blocks)]
-            args += self._task_keywords(stmt.deps, stmt.no_dep_args, stmt.name_hint,
-                                        stmt.dumps)
-            if stmt.split is not None:
-                args.append(f"optimizations=[pl.split({stmt.split!r})]")
-            builtin = "pl.at" if stmt.blocks is None else "pl.spmd"
-            bind = f" as {stmt.task.name}" if stmt.task is not None else ""
-            self.lines.append(f"{pad}with {builtin}({', '.join(args)}){bind}:")
-            self.body(stmt.body, depth + 1)
-        elif isinstance(stmt, Return):
-            values = ", ".join(self.expr(v) for v in stmt.values)
-            self.lines.append(f"{pad}return {values}".rstrip())
+        self.depth = depth
+        self.visit_stmt(stmt)
+
+    def visit_Assign(self, stmt: Assign) -> None:
+        pad = "    " * self.depth
+        value = self.expr(stmt.value)
+        if len(stmt.targets) == 1:
+            (t,) = stmt.targets
+            self.lines.append(f"{pad}{t.name}: {self.type(t.type)} = {value}")
         else:
-            raise TypeError(f"cannot print statement {stmt!r}")
+            names = ", ".join(t.name for t in stmt.targets)
+            self.lines.append(f"{pad}{names} = {value}")
+
+    def visit_ExprStmt(self, stmt: ExprStmt) -> None:
+        self.lines.append("    " * self.depth + self.expr(stmt.value))
+
+    def visit_For(self, stmt: For) -> None:
+        depth = self.depth
+        rng = ", ".join(self.expr(e) for e in (stmt.start, stmt.stop, stmt.step))
+        self.lines.append(f"{'    ' * depth}for {stmt.var.name} in "
+                          f"{_FOR_KIND[stmt.kind]}({rng}):")
+        self.body(stmt.body, depth + 1)
+
+    def visit_If(self, stmt: If) -> None:
+        depth = self.depth
+        pad = "    " * depth
+        self.lines.append(f"{pad}if {self.expr(stmt.cond)}:")
+        self.body(stmt.then_body, depth + 1)
+        if stmt.else_body:
+            self.lines.append(f"{pad}else:")
+            self.body(stmt.else_body, depth + 1)
+
+    def visit_AtScope(self, stmt: AtScope) -> None:
+        depth = self.depth
+        args = [f"level={stmt.level!r}"] if stmt.blocks is None else [self.expr(stmt.blocks)]
+        args += self._task_keywords(stmt.deps, stmt.no_dep_args, stmt.name_hint,
+                                    stmt.dumps)
+        if stmt.split is not None:
+            args.append(f"optimizations=[pl.split({stmt.split!r})]")
+        builtin = "pl.at" if stmt.blocks is None else "pl.spmd"
+        bind = f" as {stmt.task.name}" if stmt.task is not None else ""
+        self.lines.append(f"{'    ' * depth}with {builtin}({', '.join(args)}){bind}:")
+        self.body(stmt.body, depth + 1)
+
+    def visit_Return(self, stmt: Return) -> None:
+        values = ", ".join(self.expr(v) for v in stmt.values)
+        self.lines.append(f"{'    ' * self.depth}return {values}".rstrip())
 
     def expr(self, e) -> str:
-        if isinstance(e, Var):
-            return e.name
-        if isinstance(e, Const):
-            return _const(e)
-        if isinstance(e, ExprList):
-            return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
-        if isinstance(e, FuncCall) and (e.task_id or e.deps or e.no_dep_args or e.dumps
-                                        or e.blocks is not None):
-            args = [f"self.{e.callee}"] + [self.expr(a) for a in e.args]
-            if e.blocks is not None:
-                args.append(f"core_num={self.expr(e.blocks)}")
-            args += self._task_keywords(e.deps, e.no_dep_args, "", e.dumps)
-            builtin = "pl.submit" if e.blocks is None else "pl.spmd_submit"
-            return f"{builtin}({', '.join(args)})"
-        if isinstance(e, FuncCall):
+        return self.visit_expr(e)
+
+    def visit_Var(self, e: Var) -> str:
+        return e.name
+
+    def visit_Const(self, e: Const) -> str:
+        return _const(e)
+
+    def visit_ExprList(self, e: ExprList) -> str:
+        return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
+
+    def visit_FuncCall(self, e: FuncCall) -> str:
+        if not (e.task_id or e.deps or e.no_dep_args or e.dumps or e.blocks is not None):
             return f"self.{e.callee}({', '.join(self.expr(a) for a in e.args)})"
-        if isinstance(e, Call):
-            return self.call(e)
-        raise TypeError(f"cannot print expression {e!r}")
+        args = [f"self.{e.callee}"] + [self.expr(a) for a in e.args]
+        if e.blocks is not None:
+            args.append(f"core_num={self.expr(e.blocks)}")
+        args += self._task_keywords(e.deps, e.no_dep_args, "", e.dumps)
+        builtin = "pl.submit" if e.blocks is None else "pl.spmd_submit"
+        return f"{builtin}({', '.join(args)})"
+
+    def visit_Call(self, e: Call) -> str:
+        return self.call(e)
 
     def call(self, e: Call) -> str:
         symbol = scalar_operator(e)
@@ -290,15 +306,29 @@ class _Printer:
 def _manual_state(stmt) -> bool | None:
     """True: every task the statement dispatches is `manual`; False: some task is not;
     None: it dispatches no task."""
-    if isinstance(stmt, AtScope):
-        return stmt.manual
-    if isinstance(stmt, (Assign, ExprStmt)):
-        return stmt.value.manual if isinstance(stmt.value, FuncCall) else None
-    if isinstance(stmt, (For, If)):
-        body = stmt.body if isinstance(stmt, For) else stmt.then_body + stmt.else_body
-        states = {_manual_state(s) for s in body}
-        return False if False in states else (True if True in states else None)
-    return None
+    found = _ManualStates()
+    found.visit_stmt(stmt)
+    return False if False in found.states else (True if True in found.states else None)
+
+
+class _ManualStates(IRVisitor):
+    """The `manual` flag of each task a statement dispatches, at any loop or branch depth
+    (a `pl.at` block is one task)."""
+
+    def __init__(self):
+        self.states: set[bool | None] = set()
+
+    def visit_AtScope(self, stmt: AtScope) -> None:
+        self.states.add(stmt.manual)
+
+    def visit_Assign(self, stmt: Assign) -> None:
+        self.states.add(stmt.value.manual if isinstance(stmt.value, FuncCall) else None)
+
+    def visit_ExprStmt(self, stmt: ExprStmt) -> None:
+        self.states.add(stmt.value.manual if isinstance(stmt.value, FuncCall) else None)
+
+    def visit_Return(self, stmt: Return) -> None:
+        self.states.add(None)
 
 
 def _list(items) -> str:
