@@ -15,13 +15,15 @@ aside first and deleted after.  Between those two renames the target is briefly 
 it is never a mix of old and new.
 
 `lock_with_deadline` takes an exclusive `flock` on a lock file, waiting at most a given
-time for another process to release it.
+time for another process to release it.  `read_verified` reads a file back against the
+sha256 a record holds for it.
 """
 
 from __future__ import annotations
 
 import fcntl
 import glob
+import hashlib
 import os
 import secrets
 import shutil
@@ -168,3 +170,22 @@ def lock_with_deadline(path: str | os.PathLike, timeout_s: float,
                 raise LockTimeout(f"{os.fspath(path)} stayed locked for {timeout_s:g} s") \
                     from None
             time.sleep(0.1)
+
+
+class DigestMismatch(ValueError):
+    """A file's sha256 is not the one recorded for it; `found` is the one it has."""
+
+    def __init__(self, found: str) -> None:
+        super().__init__(f"sha256 {found}")
+        self.found = found
+
+
+def read_verified(path: str | os.PathLike, sha256: str) -> bytes:
+    """The bytes of the file at `path`, once their sha256 is `sha256` (hex, either case);
+    DigestMismatch otherwise.  An OSError reading it propagates (the caller names what
+    the file is)."""
+    data = Path(path).read_bytes()
+    found = hashlib.sha256(data).hexdigest()
+    if found != sha256.lower():
+        raise DigestMismatch(found)
+    return data

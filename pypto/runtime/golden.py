@@ -8,7 +8,6 @@ compared, never when `pypto.runtime` is imported.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from pypto.comparison import FP64, GoldenReport, Tolerance, compare_tensor, warn_if_too_tight
+from pypto.filesystem import DigestMismatch, read_verified
 from pypto.golden_files import (
     EXPECTED_NAME,
     GOLDEN_NAME,
@@ -334,16 +334,14 @@ class GoldenRecord:
 
 def _verified_bytes(path: Path, expected: str) -> bytes:
     try:
-        data = path.read_bytes()
+        return read_verified(path, expected)
     except OSError as exc:
         raise GoldenError(f"{path}: cannot read: {exc}") from None
-    found = hashlib.sha256(data).hexdigest()
-    if found != expected.lower():
+    except DigestMismatch as exc:
         raise GoldenError(
-            f"{path}: sha256 mismatch: golden.json records {expected}, found {found}; the file "
-            "changed after the golden was written, regenerate it (`scons goldens`)"
-        )
-    return data
+            f"{path}: sha256 mismatch: golden.json records {expected}, found {exc.found}; the "
+            "file changed after the golden was written, regenerate it (`scons goldens`)"
+        ) from None
 
 
 def _tensor_infos(path: Path, raw: dict, key: str, *, allow_fp64: bool) -> tuple[TensorInfo, ...]:

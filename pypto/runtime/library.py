@@ -29,7 +29,6 @@ deployment check.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any, Literal, Self, overload
 
 from pypto.comparison import Tolerance
+from pypto.filesystem import DigestMismatch, read_verified
 from pypto.golden_files import GOLDEN_NAME
 from pypto.platform import get_platform
 from pypto.records import MAX_RECORD_BYTES
@@ -457,14 +457,14 @@ def _index_path(root: Path, platform: str | None) -> Path:
 
 def _check_sha256(path: Path, expected: str, index: str) -> None:
     try:
-        found = hashlib.sha256(path.read_bytes()).hexdigest()
+        read_verified(path, expected)
     except OSError as exc:
         raise ArtifactError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if found != expected.lower():
+    except DigestMismatch as exc:
         raise ArtifactError(
-            f"{path}: sha256 mismatch: {index} records {expected}, found {found}; "
+            f"{path}: sha256 mismatch: {index} records {expected}, found {exc.found}; "
             "the file changed after the build, rebuild the library"
-        )
+        ) from None
 
 
 def read_check_rows(paths: Sequence[str | os.PathLike]) -> CheckTable:

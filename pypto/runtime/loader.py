@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import functools
-import hashlib
 import itertools
 import os
 import shutil
@@ -15,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pypto.filesystem import DigestMismatch, read_verified
 from pypto.platform import PLATFORM_NAMES, Backend, get_platform
 from pypto.runtime.abi import PtoKernelFn, PtoOrchestrateFn
 from pypto.runtime.config import RunConfig
@@ -194,16 +194,15 @@ def _verified_binary(artifact_dir: Path, file: str, expected: str) -> _Binary:
     if not path.is_relative_to(artifact_dir.resolve()):
         raise ArtifactError(f"{artifact_dir}: binary {file!r} lies outside the artifact directory")
     try:
-        data = path.read_bytes()
+        data = read_verified(path, expected)
     except OSError as exc:
         raise ArtifactError(f"{artifact_dir}: cannot read binary {file!r}: {exc}") from None
-    found = hashlib.sha256(data).hexdigest()
-    if found != expected.lower():
+    except DigestMismatch as exc:
         raise ArtifactError(
-            f"{artifact_dir}: sha256 mismatch for {file!r}: expected {expected}, found {found}; "
-            "the binary changed after the build, rebuild the artifact"
-        )
-    return _Binary(path, data, found)
+            f"{artifact_dir}: sha256 mismatch for {file!r}: expected {expected}, found "
+            f"{exc.found}; the binary changed after the build, rebuild the artifact"
+        ) from None
+    return _Binary(path, data, expected.lower())
 
 
 def _fault_record(library: ctypes.CDLL) -> tuple[Any, Any] | None:

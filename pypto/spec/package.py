@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from pypto.filesystem import atomic_write
+from pypto.filesystem import DigestMismatch, atomic_write, read_verified
 
 if TYPE_CHECKING:
     import tarfile
@@ -141,8 +141,12 @@ def write_package(archive: str | os.PathLike, root: str | os.PathLike, platform:
             raise ArtifactError(f"cannot sign {archive}: {exc}") from None
     for relpath, listed in sorted(listed_files(str(root / name), index).items()):
         path = root / relpath
-        content = path.read_bytes()
-        if (len(content), hashlib.sha256(content).hexdigest()) != (listed.size, listed.sha256):
+        try:
+            content = read_verified(path, listed.sha256)
+            changed = len(content) != listed.size
+        except DigestMismatch:
+            changed = True
+        if changed:
             raise ArtifactError(f"{path} changed after {root / name} was written; build the "
                                 "library again before packaging it")
         members.append((relpath, content, os.access(path, os.X_OK)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 
@@ -10,9 +11,11 @@ import pytest
 from pypto import filesystem
 from pypto.filesystem import (
     AtomicFile,
+    DigestMismatch,
     LockTimeout,
     atomic_write,
     lock_with_deadline,
+    read_verified,
     swap_directory,
 )
 
@@ -116,3 +119,14 @@ def _exited_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
     return proc.pid
+
+
+def test_read_verified_returns_the_bytes_only_when_their_sha256_matches(tmp_path):
+    path = tmp_path / "kernel.so"
+    path.write_bytes(b"binary")
+    digest = hashlib.sha256(b"binary").hexdigest()
+    assert read_verified(path, digest.upper()) == b"binary"
+    path.write_bytes(b"changed")
+    with pytest.raises(DigestMismatch) as mismatch:
+        read_verified(path, digest)
+    assert mismatch.value.found == hashlib.sha256(b"changed").hexdigest()
