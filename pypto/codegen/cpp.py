@@ -92,7 +92,24 @@ def _partially_valid(fn: Function) -> set[tuple]:
             if isinstance(t.type, TileType) and t.type.valid_shape is not None}
 
 
-class _KernelBuilder:
+class _StatementModels(IRVisitor):
+    """The loop and branch models both C++ generators emit; `body` makes the models of
+    a statement list."""
+
+    def body(self, stmts) -> list[dict]:
+        raise NotImplementedError
+
+    def visit_For(self, s: For) -> dict:
+        return {"kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
+                "stop": expr_model(s.stop), "step": expr_model(s.step),
+                "body": self.body(s.body)}
+
+    def visit_If(self, s: If) -> dict:
+        return {"kind": "if", "cond": expr_model(s.cond), "then_body": self.body(s.then_body),
+                "else_body": self.body(s.else_body)}
+
+
+class _KernelBuilder(_StatementModels):
     """Builds the kernel template's model: one statement model per IR statement, its
     form (template macro) and instruction taken from the op registry."""
 
@@ -127,15 +144,6 @@ class _KernelBuilder:
 
     def body(self, stmts) -> list[dict]:
         return kernel_statements(stmts, self.visit_For, self.assign, self.visit_If)
-
-    def visit_For(self, s: For) -> dict:
-        return {"kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
-                "stop": expr_model(s.stop), "step": expr_model(s.step),
-                "body": self.body(s.body)}
-
-    def visit_If(self, s: If) -> dict:
-        return {"kind": "if", "cond": expr_model(s.cond), "then_body": self.body(s.then_body),
-                "else_body": self.body(s.else_body)}
 
     def assign(self, s: Assign) -> dict:
         (dst,) = s.targets
@@ -342,7 +350,7 @@ def _on_chip_high_water(builder: _KernelBuilder) -> dict[str, int]:
 # ----------------------------------------------------------------------------- orchestration
 
 
-class _OrchestrationBuilder(IRVisitor):
+class _OrchestrationBuilder(_StatementModels):
     def __init__(self, program: Program, fn: Function, kernel_index: dict[str, int]):
         self.program = program
         self.fn = fn
@@ -371,15 +379,6 @@ class _OrchestrationBuilder(IRVisitor):
 
     def body(self, stmts) -> list[dict]:
         return [m for m in (self.visit_stmt(s) for s in stmts) if m is not None]
-
-    def visit_For(self, s: For) -> dict:
-        return {"kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
-                "stop": expr_model(s.stop), "step": expr_model(s.step),
-                "body": self.body(s.body)}
-
-    def visit_If(self, s: If) -> dict:
-        return {"kind": "if", "cond": expr_model(s.cond), "then_body": self.body(s.then_body),
-                "else_body": self.body(s.else_body)}
 
     def visit_Assign(self, s: Assign) -> dict:
         dst, value = s.targets[0], s.value
