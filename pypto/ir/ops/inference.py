@@ -14,14 +14,17 @@ from ..types import (
 
 
 def fmt_shape(shape) -> str:
+    """`[a, b]`: a shape as messages print it."""
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
 def dtype_names(dtypes) -> str:
+    """The names of `dtypes`, sorted, comma-separated."""
     return ", ".join(sorted(d.name for d in dtypes))
 
 
 def check_dtype(op: str, t: Type, allowed: frozenset, span) -> None:
+    """Refuses a tensor or tile of `t` whose dtype is not in `allowed`."""
     dtype = getattr(t, "dtype", None)
     if dtype is not None and dtype not in allowed:
         raise TypeCheckError(
@@ -32,16 +35,19 @@ def check_dtype(op: str, t: Type, allowed: frozenset, span) -> None:
 
 
 def is_block(t) -> bool:
+    """Whether `t` is a tensor or a tile type (not a scalar)."""
     return isinstance(t, (TensorType, TileType))
 
 
 def require_block(op: str, t, what: str, span):
+    """`t`, refused unless it is a tensor or a tile (`what` names the operand)."""
     if not is_block(t):
         raise TypeCheckError(f"pl.{op}: {what} must be a tensor or a tile", span)
     return t
 
 
 def require_rank2(op: str, t, span) -> None:
+    """Refuses an operand that is not [rows, cols]."""
     if len(t.shape) != 2:
         raise TypeCheckError(f"pl.{op} works on [rows, cols] operands, got shape "
                              f"{fmt_shape(t.shape)}", span)
@@ -79,6 +85,7 @@ def like(x, shape=None, dtype=None, valid=None):
 
 
 def same_kind(op: str, a, b, span) -> None:
+    """Refuses a tensor and a tile mixed in one operator."""
     if type(a) is not type(b):
         raise TypeCheckError(
             f"pl.{op} mixes a tensor and a tile",
@@ -88,6 +95,7 @@ def same_kind(op: str, a, b, span) -> None:
 
 
 def same_shape(op: str, a, b, span) -> None:
+    """Refuses operands of different shapes."""
     if a.shape != b.shape:
         raise TypeCheckError(
             f"shape mismatch in pl.{op}: {fmt_shape(a.shape)} vs {fmt_shape(b.shape)}",
@@ -97,6 +105,7 @@ def same_shape(op: str, a, b, span) -> None:
 
 
 def same_dtype(op: str, a, b, span) -> None:
+    """Refuses operands of different dtypes."""
     if a.dtype != b.dtype:
         raise TypeCheckError(
             f"dtype mismatch in pl.{op}: {a.dtype.name} vs {b.dtype.name}",
@@ -106,6 +115,8 @@ def same_dtype(op: str, a, b, span) -> None:
 
 
 def scalar_operand(op: str, s, block, span) -> None:
+    """Refuses a scalar form's operand that is not a scalar, or a float scalar with
+    an integer tensor or tile."""
     if not isinstance(s, ScalarType):
         raise TypeCheckError(f"pl.{op}: expected a scalar operand", span)
     if s.dtype.is_float and not block.dtype.is_float:
@@ -116,8 +127,8 @@ def scalar_operand(op: str, s, block, span) -> None:
         )
 
 
-
 def static_shape(op: str, shape, span) -> tuple:
+    """`shape`, refused unless it is a non-empty tuple of positive ints."""
     if not isinstance(shape, tuple) or not shape or any(
             not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in shape):
         raise TypeCheckError(f"pl.{op}: shape must be a list of positive integers, got {shape!r}",

@@ -91,6 +91,7 @@ _REGISTRY: dict[str, OpDef] = {}
 
 
 def register(op: OpDef) -> OpDef:
+    """Declares `op`; a second operator of its name is an error."""
     if op.name in _REGISTRY:
         raise ValueError(f"operator {op.name!r} registered twice")
     _REGISTRY[op.name] = op
@@ -98,10 +99,12 @@ def register(op: OpDef) -> OpDef:
 
 
 def get_op(name: str) -> OpDef:
+    """The operator registered as `name` (KeyError if none)."""
     return _REGISTRY[name]
 
 
 def all_ops() -> dict[str, OpDef]:
+    """Every operator by name, in the order they were declared."""
     return dict(_REGISTRY)
 
 
