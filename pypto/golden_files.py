@@ -13,7 +13,6 @@ torch is imported only when a golden is written.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import sys
@@ -25,7 +24,7 @@ from typing import Any
 from pypto.comparison import FP64, Tolerance, warn_if_too_tight
 from pypto.filesystem import atomic_write
 from pypto.ir import dtypes
-from pypto.records import record_digest
+from pypto.records import record_digest, record_text
 
 GOLDEN_NAME = "golden.json"
 INPUTS_NAME = "inputs.safetensors"
@@ -137,7 +136,7 @@ def write_golden(
         "producer": _producer_versions(),
     }
     record["golden_sha256"] = golden_digest(record)
-    golden_bytes = (json.dumps(record, sort_keys=True, indent=2) + "\n").encode()
+    golden_bytes = record_text(record).encode()
     files = {INPUTS_NAME: inputs_bytes, EXPECTED_NAME: expected_bytes, GOLDEN_NAME: golden_bytes}
 
     existing = directory / GOLDEN_NAME

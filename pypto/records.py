@@ -77,6 +77,13 @@ def _too_deep() -> str:
             "pypto record does")
 
 
+def record_text(record: Mapping[str, Any]) -> str:
+    """A record as pypto writes it (manifest.json, golden.json, the library index, a
+    signature): JSON with sorted keys, indented two spaces, ending in a newline, so equal
+    records are equal bytes."""
+    return json.dumps(record, sort_keys=True, indent=2) + "\n"
+
+
 def record_digest(raw: Mapping[str, Any], own_field: str) -> str:
     """sha256 of a record's content without the field `own_field` that holds the digest
     itself, as canonical JSON (sorted keys, no whitespace, ASCII)."""

@@ -14,7 +14,6 @@ before signing did, costs nothing more.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto.records import RecordError, parse_record
+from pypto.records import RecordError, parse_record, record_text
 from pypto.runtime.errors import ArtifactError
 
 SIGNATURE_SCHEMA_VERSION = "1.0"
@@ -112,7 +111,7 @@ def sign_index(index: bytes, private_key: str | os.PathLike) -> bytes:
         "public_key": public_key_hex(key),
         "signature": key.sign(index).hex(),
     }
-    return (json.dumps(record, sort_keys=True, indent=2) + "\n").encode()
+    return record_text(record).encode()
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from pypto.filesystem import DigestMismatch, atomic_write, read_verified
+from pypto.records import record_text
 
 if TYPE_CHECKING:
     import tarfile
@@ -99,7 +100,7 @@ def write_library_index(root: str | os.PathLike, name: str, version: str, platfo
     }
     index["index_sha256"] = index_digest(index)  # the one file opening reads checks itself
     path = root / index_name(platform)
-    atomic_write(path, (json.dumps(index, sort_keys=True, indent=2) + "\n").encode())
+    atomic_write(path, record_text(index))
     return path
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import pypto
 from pypto.platform import SPACES, Platform
-from pypto.records import MANIFEST_NAME
+from pypto.records import MANIFEST_NAME, record_text
 from pypto.toolchain.compiler import Step, Toolchain, run_step
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def finish_artifact(plan: ArtifactPlan, out_dir: Path) -> None:
     for entry in (*manifest["kernels"], manifest["orchestration"]):
         entry["sha256"] = digests[entry["file"]]
     manifest = manifest_record(manifest, out_dir / MANIFEST_NAME)
-    _write_text(out_dir / MANIFEST_NAME, json.dumps(manifest, sort_keys=True, indent=2) + "\n")
+    _write_text(out_dir / MANIFEST_NAME, record_text(manifest))
 
 
 def _units(sources: GeneratedSources, suffix: str) -> list[_Unit]:
