@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from sim_and_torch import sim_and_torch
 
 import pypto.language as pl
-from pypto.debug import load_entry, torch_codegen, torch_runtime
+from pypto.debug import torch_runtime
 from pypto.debug.torch_codegen import runtime_name
 from pypto.ir.ops import all_ops
-from pypto.runtime import RunConfig
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
@@ -57,11 +57,7 @@ def mm(a: pl.Tensor[[64, 128], pl.FP16], b: pl.Tensor[[128, 64], pl.FP16],
 
 
 def _same(kernel, args, platform, exact=True):
-    sim_args = [a.clone() for a in args]
-    kernel(*sim_args, config=RunConfig(platform=platform))
-    program = kernel.lower(*args, config=RunConfig(platform=platform))
-    torch_args = [a.clone() for a in args]
-    load_entry(torch_codegen(program, check_shapes=True), program.entry)(*torch_args)
+    sim_args, torch_args = sim_and_torch(kernel, args, platform, check_shapes=True)
     tol = 0 if exact else 1e-6
     for s, t in zip(sim_args, torch_args, strict=True):
         torch.testing.assert_close(s, t, rtol=tol, atol=tol, equal_nan=True)

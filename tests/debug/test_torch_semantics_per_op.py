@@ -18,11 +18,10 @@ import sys
 import numpy as np
 import pytest
 import torch
+from sim_and_torch import sim_and_torch
 
-from pypto.debug import load_entry, torch_codegen
 from pypto.debug.torch_runtime import reference
 from pypto.ir.ops import all_ops
-from pypto.runtime import RunConfig
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
@@ -161,16 +160,6 @@ def load_kernel(text: str, name: str, tmp_path):
     return getattr(module, name)
 
 
-def run_both(kernel, args: list[torch.Tensor]) -> tuple[list, list]:
-    """The outputs on the simulator and through torch_codegen (torch_runtime)."""
-    sim = [a.clone() for a in args]
-    kernel(*sim, config=RunConfig(platform=PLATFORM))
-    program = kernel.lower(*args, config=RunConfig(platform=PLATFORM))
-    host = [a.clone() for a in args]
-    load_entry(torch_codegen(program), program.entry)(*host)
-    return sim, host
-
-
 def differences(got: torch.Tensor, want: torch.Tensor) -> str | None:
     """None when equal bit for bit (any NaN matching any NaN), else the first difference."""
     if got.is_floating_point():
@@ -212,7 +201,7 @@ def test_each_operator_agrees_with_the_simulator_bit_for_bit(dtype, tmp_path):
     kernel = load_kernel(text, name, tmp_path)
     args = [special_values(dtype, 0), special_values(dtype, 40)]
     args += [torch.zeros(R, C, dtype=TORCH[dtype]) for _ in table]
-    sim, host = run_both(kernel, args)
+    sim, host = sim_and_torch(kernel, args, PLATFORM)
     found = {lane: differences(s, h) for lane, s, h in zip(table, sim[2:], host[2:])}
     assert {lane: d for lane, d in found.items() if d is not None} == {}
 
@@ -233,6 +222,6 @@ def test_the_movement_and_matmul_operators_agree_with_the_simulator(tmp_path):
             special_values("FP32", 40).nan_to_num(0.0, 1e30, -1e30),
             torch.randn(32, 16, generator=torch.Generator().manual_seed(3)).half()]
     args += [torch.zeros(*shape) for _, shape, _ in MOVEMENT.values()]
-    sim, host = run_both(kernel, args)
+    sim, host = sim_and_torch(kernel, args, PLATFORM)
     found = {lane: differences(s, h) for lane, s, h in zip(MOVEMENT, sim[3:], host[3:])}
     assert {lane: d for lane, d in found.items() if d is not None} == {}

@@ -12,9 +12,9 @@ from pathlib import Path
 import fuzz_programs as fp
 import pytest
 import torch
+from sim_and_torch import sim_and_torch
 
 import pypto.language as pl
-from pypto.debug import load_entry, torch_codegen
 from pypto.ir.dtypes import DataType
 from pypto.ir.errors import LoweringError, TypeCheckError
 from pypto.passes import cast_path
@@ -25,16 +25,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfH
 PLATFORMS = ["a2a3sim", "a5sim"]
 
 
-def _sim_and_torch(kernel, args, platform):
-    """(outputs of the simulator run, outputs of the torch_codegen run) as lists."""
-    sim_args = [a.clone() for a in args]
-    kernel(*sim_args, config=RunConfig(platform=platform))
-    program = kernel.lower(*args, config=RunConfig(platform=platform))
-    torch_args = [a.clone() for a in args]
-    load_entry(torch_codegen(program), program.entry)(*torch_args)
-    return sim_args, torch_args
-
-
 def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view({2: torch.int16, 4: torch.int32}[t.element_size()]) if t.is_floating_point() \
         else t
@@ -43,7 +33,7 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
 def _agreeing_outputs(kernel, args, platform):
     """The simulator's outputs (all arguments, as a list), once `torch_codegen` of the
     lowered program has given the same bits for every one."""
-    sim, codegen = _sim_and_torch(kernel, args, platform)
+    sim, codegen = sim_and_torch(kernel, args, platform)
     for got, want in zip(codegen, sim, strict=True):
         assert torch.equal(_bits(got), _bits(want))
     return sim
@@ -65,8 +55,8 @@ def test_a_float_constant_rounds_once_to_fp16_not_through_fp32(platform):
     # 1 + 2**-11 + 2**-52 is just above the FP16 midpoint 1 + 2**-11: one rounding gives
     # 1 + 2**-10; rounding to FP32 first lands on the midpoint and then on 1.0.
     x = torch.zeros(8, 32, dtype=torch.float16)
-    sim, codegen = _sim_and_torch(fp16_max_with_a_tie_breaking_constant,
-                                  [x, torch.zeros_like(x)], platform)
+    sim, codegen = sim_and_torch(fp16_max_with_a_tie_breaking_constant,
+                                 [x, torch.zeros_like(x)], platform)
     assert (sim[1] == 1.0009765625).all()
     assert torch.equal(codegen[1], sim[1])
 
@@ -82,8 +72,8 @@ def int8_or_with_a_wide_constant(x: pl.Tensor[[8, 32], pl.INT8],
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_an_integer_constant_saturates_to_the_tile_dtype(platform):
     x = torch.arange(-128, 128, dtype=torch.int8).reshape(8, 32)
-    sim, codegen = _sim_and_torch(int8_or_with_a_wide_constant, [x, torch.zeros_like(x)],
-                                  platform)
+    sim, codegen = sim_and_torch(int8_or_with_a_wide_constant, [x, torch.zeros_like(x)],
+                                 platform)
     # 2147483647 saturates to 127; wrapped to INT8 it would be -1, and -1 | x is -1.
     assert torch.equal(sim[1], x | 127) and not (sim[1] == -1).all()
     assert torch.equal(codegen[1], sim[1])
@@ -113,7 +103,7 @@ def test_int32_division_edge_cases_agree(platform):
     # INT32_MIN / -1 is left to the subprocess test above: it would kill this process.
     a = torch.tensor([-2**31 + 1, 7, -7, 5] * 64, dtype=torch.int32).reshape(8, 32)
     b = torch.tensor([-1, -1, 2, 0] * 64, dtype=torch.int32).reshape(8, 32)
-    sim, codegen = _sim_and_torch(int32_divide, [a, b, torch.zeros_like(a)], platform)
+    sim, codegen = sim_and_torch(int32_divide, [a, b, torch.zeros_like(a)], platform)
     assert sim[2][0, :4].tolist() == [2**31 - 1, -7, -3, 0]
     assert torch.equal(codegen[2], sim[2])
 
@@ -137,7 +127,7 @@ def test_signed_zeros_in_max_min_and_relu_agree_bit_for_bit(platform):
     a = torch.tensor([0.0, -0.0] * 128).reshape(8, 32)
     b = -a  # +0 against -0 and -0 against +0
     args = [a, b, torch.zeros(8, 32), torch.zeros(8, 32), torch.zeros(8, 32), torch.zeros(8, 1)]
-    sim, codegen = _sim_and_torch(signed_zeros, args, platform)
+    sim, codegen = sim_and_torch(signed_zeros, args, platform)
     for got, want in zip(codegen[2:], sim[2:], strict=True):
         assert torch.equal(_bits(got), _bits(want))
     # The simulator's `a > b ? a : b` gives the second operand for equal zeros; relu(-0) = +0.
@@ -164,7 +154,7 @@ def test_a_scalar_first_max_or_min_keeps_its_operand_order(platform):
     second; the reversed form is trmaxs)."""
     x = torch.tensor([0.0, -0.0] * 128).reshape(8, 32)
     args = [x] + [torch.zeros(8, 32) for _ in range(3)]
-    sim, codegen = _sim_and_torch(scalar_first_max_min, args, platform)
+    sim, codegen = sim_and_torch(scalar_first_max_min, args, platform)
     for got, want in zip(codegen[1:], sim[1:], strict=True):
         assert torch.equal(_bits(got), _bits(want))
     assert torch.equal(_bits(sim[1]), _bits(x)) and torch.equal(_bits(sim[2]), _bits(x))
@@ -181,7 +171,7 @@ def accumulate_from_full(x: pl.Tensor[[8, 32], pl.FP32],
 
 def test_pl_full_runs_in_torch_codegen():
     x = torch.randn(8, 32)
-    sim, codegen = _sim_and_torch(accumulate_from_full, [x, torch.zeros(8, 32)], "a2a3sim")
+    sim, codegen = sim_and_torch(accumulate_from_full, [x, torch.zeros(8, 32)], "a2a3sim")
     assert torch.equal(sim[1], x + 0.5) and torch.equal(codegen[1], sim[1])
 
 
@@ -199,7 +189,7 @@ def test_fp32_sqrt_is_correctly_rounded_in_torch_codegen():
     # root (the simulator's, and float64's rounded to FP32) is 23.511814.
     values = [552.8053588867188, 275.97174072265625, 339.6056823730469, 186.12234497070312]
     x = torch.tensor(values * 8, dtype=torch.float32).reshape(4, 8)
-    sim, codegen = _sim_and_torch(roots, [x, torch.zeros(4, 8), torch.zeros(4, 8)], "a5sim")
+    sim, codegen = sim_and_torch(roots, [x, torch.zeros(4, 8), torch.zeros(4, 8)], "a5sim")
     assert torch.equal(sim[1], torch.sqrt(x.double()).float())
     assert torch.equal(codegen[1], sim[1]) and torch.equal(codegen[2], sim[2])
 
