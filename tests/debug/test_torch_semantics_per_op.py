@@ -187,7 +187,12 @@ def test_every_operator_has_a_documented_torch_reference():
         assert fn.__name__ == name.replace(".", "_") and len(fn.__doc__ or "") > 10, name
 
 
-@pytest.mark.parametrize("dtype", FLOATS + INTS)
+# One build each (~15 s): FP32 and INT32 in the default run, the narrower types with -m slow.
+DEFAULT_RUN = ("FP32", "INT32")
+
+
+@pytest.mark.parametrize("dtype", [
+    d if d in DEFAULT_RUN else pytest.param(d, marks=pytest.mark.slow) for d in FLOATS + INTS])
 def test_each_operator_agrees_with_the_simulator_bit_for_bit(dtype, tmp_path):
     table = lanes(dtype)
     tensor = f"pl.Tensor[[{R}, {C}], pl.{dtype}]"
