@@ -136,9 +136,15 @@ def swap_directory(target: str | os.PathLike, fill: Callable[[Path], None], *,
         new = staging / "new"
         new.mkdir()
         fill(new)
+        old = staging / "old"
         if target.exists():
-            os.replace(target, staging / "old")
-        os.replace(new, target)
+            os.replace(target, old)
+        try:
+            os.replace(new, target)
+        except BaseException:
+            if old.exists():
+                os.replace(old, target)  # the old directory stays in place
+            raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
@@ -167,8 +173,8 @@ def lock_with_deadline(path: str | os.PathLike, timeout_s: float,
             waited = True
             if time.monotonic() > deadline:
                 os.close(fd)
-                raise LockTimeout(f"{os.fspath(path)} stayed locked for {timeout_s:g} s") \
-                    from None
+                message = f"{os.fspath(path)} stayed locked for {timeout_s:g} s"
+                raise LockTimeout(message) from None
             time.sleep(0.1)
 
 

@@ -130,3 +130,21 @@ def test_read_verified_returns_the_bytes_only_when_their_sha256_matches(tmp_path
     with pytest.raises(DigestMismatch) as mismatch:
         read_verified(path, digest)
     assert mismatch.value.found == hashlib.sha256(b"changed").hexdigest()
+
+
+def test_a_failed_swap_puts_the_old_directory_back(tmp_path, monkeypatch):
+    target = tmp_path / "artifact"
+    target.mkdir()
+    (target / "kernel.so").write_text("old")
+    real_replace = os.replace
+
+    def refuse_the_new(src, dst):
+        if os.path.basename(src) == "new":
+            raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(filesystem.os, "replace", refuse_the_new)
+    with pytest.raises(OSError, match="No space"):
+        swap_directory(target, lambda new: (new / "kernel.so").write_text("new"))
+    assert (target / "kernel.so").read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["artifact"]
