@@ -105,7 +105,7 @@ def fsync_dir(path: str | os.PathLike) -> None:
 
 def fsync_tree(root: str | os.PathLike) -> None:
     """Flushes every file and directory under `root` to the disk."""
-    for dirpath, _, filenames in os.walk(root):
+    for dirpath, _, filenames in os.walk(os.fspath(root)):
         for name in filenames:
             fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
             try:

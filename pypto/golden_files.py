@@ -79,33 +79,11 @@ def write_golden(
     scalars = {k: v for k, v in inputs.items() if not isinstance(v, torch.Tensor)}
     _check_names("inputs", inputs)
     _check_names("expected", expected)
-    for name, value in scalars.items():
-        if not isinstance(value, (bool, int, float)):
-            raise TypeError(
-                f"input {name!r}: expected a torch.Tensor or a Python bool/int/float, found "
-                f"{type(value).__name__}"
-            )
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(
-                f"scalar input {name!r} is {value}: golden.json records finite numbers"
-            )
-    for name, value in expected.items():
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(
-                f"expected {name!r}: expected a torch.Tensor, found {type(value).__name__}"
-            )
+    _check_values(scalars, expected)
     inputs_info = [_info(name, t, allow_fp64=False) for name, t in sorted(tensors_in.items())]
     expected_info = [_info(name, t, allow_fp64=True) for name, t in sorted(expected.items())]
 
-    policy = dict(tolerances or {})
-    unknown = sorted(set(policy) - set(expected))
-    if unknown:
-        raise ValueError(f"tolerances name outputs that are not in expected: {unknown}")
-    if rtol is not None or atol is not None:
-        shared = Tolerance(rtol or 0.0, atol or 0.0, reason)
-        policy = {name: policy.get(name, shared) for name in expected}
-    elif reason is not None and not policy:
-        raise ValueError("reason explains a tolerance: pass rtol and/or atol with it")
+    policy = _tolerance_policy(expected, tolerances, rtol, atol, reason)
     for info in expected_info:
         if info.name in policy:
             # The kernel is unknown here: its output is taken to be held in the expected
@@ -199,6 +177,44 @@ def _producer_versions() -> dict[str, str]:
         "torch": torch.__version__,
         "safetensors": safetensors.__version__,
     }
+
+
+def _check_values(scalars: Mapping[str, Any], expected: Mapping[str, Any]) -> None:
+    """Refuses a scalar input that is not a finite Python number and an expected value
+    that is not a tensor."""
+    import torch
+
+    for name, value in scalars.items():
+        if not isinstance(value, (bool, int, float)):
+            raise TypeError(
+                f"input {name!r}: expected a torch.Tensor or a Python bool/int/float, found "
+                f"{type(value).__name__}"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(
+                f"scalar input {name!r} is {value}: golden.json records finite numbers"
+            )
+    for name, value in expected.items():
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(
+                f"expected {name!r}: expected a torch.Tensor, found {type(value).__name__}"
+            )
+
+
+def _tolerance_policy(expected: Mapping[str, Any], tolerances: Mapping[str, Tolerance] | None,
+                      rtol: float | None, atol: float | None,
+                      reason: str | None) -> dict[str, Tolerance]:
+    """Output name -> the tolerance write_golden records for it (see its arguments)."""
+    policy = dict(tolerances or {})
+    unknown = sorted(set(policy) - set(expected))
+    if unknown:
+        raise ValueError(f"tolerances name outputs that are not in expected: {unknown}")
+    if rtol is not None or atol is not None:
+        shared = Tolerance(rtol or 0.0, atol or 0.0, reason)
+        policy = {name: policy.get(name, shared) for name in expected}
+    elif reason is not None and not policy:
+        raise ValueError("reason explains a tolerance: pass rtol and/or atol with it")
+    return policy
 
 
 def _read_or_none(path: Path) -> bytes | None:

@@ -424,22 +424,14 @@ class _OrchestrationBuilder(_StatementModels):
         """One dispatch: arguments with their access flags, deps, block count, task id."""
         callee = self.program.function(call.callee)
         accumulated = accumulated_params(callee)
-        untracked = {v.name for v in call.no_dep_args}
-        dumped = {v.name for v in call.dumps}
         args = []
-        for a, p in zip(call.args, callee.params):
+        for a, p in zip(call.args, callee.params, strict=True):
             if isinstance(p.var.type, TensorType):
                 if not isinstance(a, Var):
                     raise InternalError(f"tensor argument is not a variable: {a!r}")
                 direction = "PTO_ACCUM" if p.var.name in accumulated else _DIRECTION[p.direction]
-                if call.manual or a.name in untracked:
-                    direction += " | PTO_NO_DEP"
-                base = self.view_base.get(a.name, a.name)
-                if a.name in dumped:
-                    direction += " | PTO_DUMP"
-                elif base in self.dump_slots:
-                    direction += f" | pypto_dump[{self.dump_slots[base]}]"
-                args.append({"kind": "tensor", "ident": ident(a.name), "direction": direction})
+                args.append({"kind": "tensor", "ident": ident(a.name),
+                             "direction": direction + self._flags(call, a)})
             else:
                 kind = "float" if p.var.type.dtype.is_float else "int"
                 args.append({"kind": kind, "value": expr_model(a)})
@@ -448,19 +440,37 @@ class _OrchestrationBuilder(_StatementModels):
         if call.task_id:
             tid = self.local(targets[-1]) if targets else None
             targets = targets[:-1]
-        results = []
+        return {"kind": "submit", "kernel_index": self.kernel_index[call.callee], "args": args,
+                "deps": [ident(d.name) for d in call.deps],
+                "blocks": expr_model(call.blocks) if call.blocks is not None else None,
+                "tid": tid, "results": self._results(call, callee, targets)}
+
+    def _flags(self, call: FuncCall, arg: Var) -> str:
+        """The flags OR-ed into a tensor argument's direction: no dependence tracking,
+        a dump of this task, or the dump flag of a tagged tensor it views."""
+        flags = ""
+        if call.manual or arg.name in {v.name for v in call.no_dep_args}:
+            flags += " | PTO_NO_DEP"
+        base = self.view_base.get(arg.name, arg.name)
+        if arg.name in {v.name for v in call.dumps}:
+            flags += " | PTO_DUMP"
+        elif base in self.dump_slots:
+            flags += f" | pypto_dump[{self.dump_slots[base]}]"
+        return flags
+
+    def _results(self, call: FuncCall, callee: Function, targets) -> list[dict]:
+        """Copies of the tensors a task returns into the names its call binds (none where
+        the name is the argument's own)."""
         returns = callee.returned_params()
         if -1 in returns:
             raise InternalError(f"kernel {callee.name!r} returns a value that is no parameter")
-        for target, param_index in zip(targets, returns):
+        results = []
+        for target, param_index in zip(targets, returns, strict=True):
             src = call.args[param_index]
             dst = self.local(target)
             if src.name != target.name:
                 results.append({"dst": dst, "src": ident(src.name)})
-        return {"kind": "submit", "kernel_index": self.kernel_index[call.callee], "args": args,
-                "deps": [ident(d.name) for d in call.deps],
-                "blocks": expr_model(call.blocks) if call.blocks is not None else None,
-                "tid": tid, "results": results}
+        return results
 
 
 class _TensorReads(IRVisitor):

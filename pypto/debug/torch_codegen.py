@@ -177,7 +177,7 @@ class _Builder(IRVisitor):
         operands = [p for p in op.params if p.kind != "attr" and p.name not in dict(e.attrs)]
         first_attr = next((i for i, p in enumerate(op.params) if p.kind == "attr"),
                           len(op.params))
-        named = [(p.name, a) for p, a in zip(operands, args)
+        named = [(p.name, a) for p, a in zip(operands, args, strict=True)
                  if op.params.index(p) > first_attr]
         args = args[:len(args) - len(named)]
         return {"kind": "op", "fn": fn, "args": args, "attrs": attrs, "named": named}

@@ -482,7 +482,7 @@ def concat(lhs, rhs):
 
 def slice(x, shape, offset, valid_shape=None, tensor=False):  # noqa: A001
     """A tensor slice is a view (writes through it reach the tensor); a tile slice a copy."""
-    window = tuple(builtins.slice(o, o + s) for o, s in zip(offset, shape))
+    window = tuple(builtins.slice(o, o + s) for o, s in zip(offset, shape, strict=True))
     view = x[window]
     return view if tensor else view.clone()
 
@@ -627,7 +627,7 @@ def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory=
     """A tile holding the window at `offsets`; outside `valid_shape` it holds the pad."""
     valid = tuple(valid_shape) if valid_shape is not None else tuple(shapes)
     tile = torch.full(tuple(shapes), _pad_value(tensor.dtype, pad_value), dtype=tensor.dtype)
-    window = tuple(builtins.slice(o, o + v) for o, v in zip(offsets, valid))
+    window = tuple(builtins.slice(o, o + v) for o, v in zip(offsets, valid, strict=True))
     region = tuple(builtins.slice(0, v) for v in valid)
     tile[region] = tensor[window]
     return tile
@@ -638,7 +638,7 @@ def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", sha
     """Write the tile's valid region into the tensor at `offsets` (in place); `shapes`
     restates the tile's shape (checked by the compiler)."""
     extent = tuple(valid) if valid is not None else tuple(tile.shape)
-    window = tuple(builtins.slice(o, o + e) for o, e in zip(offsets, extent))
+    window = tuple(builtins.slice(o, o + e) for o, e in zip(offsets, extent, strict=True))
     part = tile[tuple(builtins.slice(0, e) for e in extent)]
     if atomic == "Add":
         # Accumulate in the tensor's dtype, one rounding per add, as the atomic unit does.

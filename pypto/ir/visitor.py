@@ -48,26 +48,26 @@ class IRVisitor:
         """Dispatches to `visit_<Kind>` and returns what it returns."""
         return _method(self, "visit_", expr)(expr)
 
-    def visit_Assign(self, stmt: Assign) -> None:
+    def visit_Assign(self, stmt: Assign) -> Any:
         self.visit_expr(stmt.value)
         for target in stmt.targets:
             self.visit_def(target)
 
-    def visit_ExprStmt(self, stmt: ExprStmt) -> None:
+    def visit_ExprStmt(self, stmt: ExprStmt) -> Any:
         self.visit_expr(stmt.value)
 
-    def visit_For(self, stmt: For) -> None:
+    def visit_For(self, stmt: For) -> Any:
         for e in (stmt.start, stmt.stop, stmt.step):
             self.visit_expr(e)
         self.visit_def(stmt.var)
         self.visit_body(stmt.body)
 
-    def visit_If(self, stmt: If) -> None:
+    def visit_If(self, stmt: If) -> Any:
         self.visit_expr(stmt.cond)
         self.visit_body(stmt.then_body)
         self.visit_body(stmt.else_body)
 
-    def visit_AtScope(self, stmt: AtScope) -> None:
+    def visit_AtScope(self, stmt: AtScope) -> Any:
         if stmt.blocks is not None:
             self.visit_expr(stmt.blocks)
         for e in stmt.deps + stmt.no_dep_args + stmt.dumps:
@@ -76,30 +76,30 @@ class IRVisitor:
         if stmt.task is not None:
             self.visit_def(stmt.task)
 
-    def visit_Return(self, stmt: Return) -> None:
+    def visit_Return(self, stmt: Return) -> Any:
         for v in stmt.values:
             self.visit_expr(v)
 
     def visit_def(self, var: Var) -> None:
         """A variable being (re)bound."""
 
-    def visit_Var(self, expr: Var) -> None:
+    def visit_Var(self, expr: Var) -> Any:
         """A variable being read."""
 
-    def visit_Const(self, expr: Const) -> None:
+    def visit_Const(self, expr: Const) -> Any:
         pass
 
-    def visit_ExprList(self, expr: ExprList) -> None:
+    def visit_ExprList(self, expr: ExprList) -> Any:
         for item in expr.items:
             self.visit_expr(item)
 
-    def visit_Call(self, expr: Call) -> None:
+    def visit_Call(self, expr: Call) -> Any:
         for arg in expr.args:
             self.visit_expr(arg)
         for item in _attr_exprs(expr):
             self.visit_expr(item)
 
-    def visit_FuncCall(self, expr: FuncCall) -> None:
+    def visit_FuncCall(self, expr: FuncCall) -> Any:
         for arg in expr.args:
             self.visit_expr(arg)
         if expr.blocks is not None:

@@ -108,7 +108,7 @@ class _LoopResults(IRVisitor):
 
 
 def _assigned(body) -> list[str]:
-    names = []
+    names: list[str] = []
     for stmt in statements(body):
         if isinstance(stmt, Assign):
             names.extend(t.name for t in stmt.targets if t.name not in names)

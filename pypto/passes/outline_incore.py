@@ -201,16 +201,7 @@ class _Outliner(IRMutator):
             base = None
 
     def outline(self, scope: AtScope, env: dict[str, Var], after: set[str]) -> list:
-        inputs: dict[str, Var] = {}
-        local: dict[str, Var] = {}
-        last_def: dict[str, int] = {}
-        for i, stmt in enumerate(scope.body):
-            for name in uses(stmt):
-                if name not in local and name in env:
-                    inputs.setdefault(name, env[name])
-            for name, var in defs(stmt).items():
-                local[name] = var
-                last_def[name] = i
+        inputs, local, last_def = _reads_and_binds(scope.body, env)
         # Tensors of the caller written through, however deep in the block's loops.
         written = written_tensors(scope.body) & inputs.keys()
         # Parameters follow the order the caller bound them (its parameters first).
@@ -293,12 +284,24 @@ class _Outliner(IRMutator):
 
     @staticmethod
     def _final_var(body, name: str) -> Var:
-        found = None
-        for stmt in body:
-            d = defs(stmt)
-            if name in d:
-                found = d[name]
-        return found
+        """The last binding of `name`, which `body` binds."""
+        return [d[name] for d in map(defs, body) if name in d][-1]
+
+
+def _reads_and_binds(body, env: dict[str, Var]) -> tuple[dict, dict, dict]:
+    """What a block's `body` reads of the outer values `env` (before binding it itself, in
+    first-use order), what it binds, and the index of each name's last binding."""
+    inputs: dict[str, Var] = {}
+    local: dict[str, Var] = {}
+    last_def: dict[str, int] = {}
+    for i, stmt in enumerate(body):
+        for name in uses(stmt):
+            if name not in local and name in env:
+                inputs.setdefault(name, env[name])
+        for name, var in defs(stmt).items():
+            local[name] = var
+            last_def[name] = i
+    return inputs, local, last_def
 
 
 def _task_attributes(scope: AtScope, inputs: dict[str, Var]) -> dict:
@@ -320,6 +323,7 @@ def _task_attributes(scope: AtScope, inputs: dict[str, Var]) -> dict:
 
 def _create_tensor(var: Var) -> Call:
     op = get_op("create_tensor")
+    assert isinstance(var.type, TensorType)  # only tensors leave a block
     attrs = {"shape": var.type.shape, "dtype": var.type.dtype}
     return Call("create_tensor", (), tuple(sorted(attrs.items())), op.infer((), attrs, var.span),
                 var.span)
@@ -327,6 +331,7 @@ def _create_tensor(var: Var) -> Call:
 
 def _write_into(var: Var, stmt: Assign) -> Assign:
     """`t = expr` → `t = pl.assemble(t, expr, [0, ...])` for a block output."""
+    assert isinstance(var.type, TensorType)  # only tensors leave a block
     zeros = ExprList(tuple(Const(0, INDEX) for _ in var.type.shape), stmt.span)
     call = Call(
         "assemble",

@@ -92,7 +92,7 @@ class _TypeCheck(IRVisitor):
         items = inferred.items if len(stmt.targets) > 1 else (inferred,)
         if len(items) != len(stmt.targets):
             raise _Violation(f"{len(stmt.targets)} targets for {len(items)} values", stmt)
-        for target, t in zip(stmt.targets, items):
+        for target, t in zip(stmt.targets, items, strict=True):
             if not same_value_type(target.type, t):
                 raise _Violation(f"`{target.name}` is declared {target.type} but its value "
                                  f"is {t}", stmt)
@@ -111,14 +111,10 @@ class _TypeCheck(IRVisitor):
 
 
 def _infer(expr, functions, stmt):
+    """The type `expr` has, once the types it records are checked (a task call against
+    its callee's parameters, an operator call and its nested calls against inference)."""
     if isinstance(expr, FuncCall):
-        callee = functions.get(expr.callee)
-        if callee is None:
-            raise _Violation(f"call of unknown function `{expr.callee}`", stmt)
-        for a, p in zip(expr.args, callee.params):
-            if not same_value_type(a.type, p.var.type):
-                raise _Violation(f"argument for `{p.var.name}` of `{callee.name}` has type "
-                                 f"{a.type}, expected {p.var.type}", stmt)
+        _check_task_call(expr, functions, stmt)
         return expr.type
     if isinstance(expr, Call):
         for a in expr.args:
@@ -133,6 +129,19 @@ def _infer(expr, functions, stmt):
                              stmt)
         return t
     return expr.type
+
+
+def _check_task_call(expr: FuncCall, functions, stmt) -> None:
+    callee = functions.get(expr.callee)
+    if callee is None:
+        raise _Violation(f"call of unknown function `{expr.callee}`", stmt)
+    if len(expr.args) != len(callee.params):
+        raise _Violation(f"`{callee.name}` takes {len(callee.params)} arguments, the call "
+                         f"passes {len(expr.args)}", stmt)
+    for a, p in zip(expr.args, callee.params, strict=True):
+        if not same_value_type(a.type, p.var.type):
+            raise _Violation(f"argument for `{p.var.name}` of `{callee.name}` has type "
+                             f"{a.type}, expected {p.var.type}", stmt)
 
 
 class _Uses(IRVisitor):
@@ -362,8 +371,9 @@ def check_addresses(program: Program, backend) -> None:
                     continue
                 pa, pb = addrs[(ka[0], *ka[1])], addrs[(kb[0], *kb[1])]
                 if pa < pb + b.type.nbytes and pb < pa + a.type.nbytes:
+                    space = a.type.memory.name if a.type.memory is not None else "memory"
                     raise _Violation(f"tiles `{a.name}` and `{b.name}` are live together but "
-                                     f"overlap in {a.type.memory.name}", fn)
+                                     f"overlap in {space}", fn)
 
 
 CHECKS = {
@@ -440,7 +450,8 @@ def roundtrip(program: Program, after: str, parse) -> None:
             f"Verification failed after '{after}': the printed IR does not parse: {exc}"
         ) from None
     if again != program:
-        names = [f.name for f, g in zip(program.functions, again.functions) if f != g]
+        names = [f.name for f, g in zip(program.functions, again.functions, strict=False)
+                 if f != g]  # a list of another length is named below
         raise VerificationError(
             f"Verification failed after '{after}': the printed IR parses to a different "
             f"program (functions differ: {', '.join(names) or 'function list'})"

@@ -68,11 +68,12 @@ def _recurses_over_bodies(fn: ast.FunctionDef) -> bool:
 def _owner(tree: ast.AST, target: ast.AST) -> ast.AST | None:
     """The innermost function that holds `target`."""
     owner = None
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                n is target for n in ast.walk(fn)):
-            if owner is None or any(n is fn for n in ast.walk(owner)):
-                owner = fn
+    functions = [fn for fn in ast.walk(tree)
+                 if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for fn in functions:
+        holds = any(n is target for n in ast.walk(fn))
+        if holds and (owner is None or any(n is fn for n in ast.walk(owner))):
+            owner = fn
     return owner
 
 

@@ -221,7 +221,7 @@ def test_each_operator_agrees_with_the_simulator_bit_for_bit(dtype, tmp_path):
     args = [special_values(dtype, 0), special_values(dtype, 40)]
     args += [torch.zeros(R, C, dtype=TORCH[dtype]) for _ in table]
     sim, host = sim_and_torch(kernel, args, PLATFORM)
-    found = {lane: differences(s, h) for lane, s, h in zip(table, sim[2:], host[2:])}
+    found = {lane: differences(s, h) for lane, s, h in zip(table, sim[2:], host[2:], strict=True)}
     assert {lane: d for lane, d in found.items() if d is not None} == {}
 
 
@@ -242,5 +242,6 @@ def test_the_movement_and_matmul_operators_agree_with_the_simulator(tmp_path):
             torch.randn(32, 16, generator=torch.Generator().manual_seed(3)).half()]
     args += [torch.zeros(*shape) for _, shape, _ in MOVEMENT.values()]
     sim, host = sim_and_torch(kernel, args, PLATFORM)
-    found = {lane: differences(s, h) for lane, s, h in zip(MOVEMENT, sim[3:], host[3:])}
+    found = {lane: differences(s, h)
+             for lane, s, h in zip(MOVEMENT, sim[3:], host[3:], strict=True)}
     assert {lane: d for lane, d in found.items() if d is not None} == {}

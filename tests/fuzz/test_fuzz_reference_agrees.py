@@ -56,10 +56,7 @@ def test_every_operator_the_reference_models_is_registered_for_its_dtypes():
 @pytest.mark.parametrize(("op", "arity", "dtype"), list(cases()))
 def test_each_operator_of_the_reference_agrees_with_the_registrys(op, arity, dtype):
     args = [values(dtype, 1), values(dtype, 22)][:arity]
-    if arity == 2:
-        want = ref.binary(op, *args, dtype)
-    else:
-        want = ref.unary(op, *args, dtype)
+    want = ref.binary(op, *args, dtype) if arity == 2 else ref.unary(op, *args, dtype)
     got = reference(op)(*args)
     assert ref.mismatch(got, want, dtype, tolerance=int(op in LOOSE)) is None
 

@@ -82,8 +82,10 @@ def kernel_nest(nesting: tuple) -> tuple:
     return tuple(k for k in nesting if k != "at")
 
 
-def program(body: tuple, params=(Param(X), Param(OUT, Direction.Out)),
-            func_type=FunctionType.Orchestration) -> Program:
+PARAMS = (Param(X), Param(OUT, Direction.Out))
+
+
+def program(body: tuple, params=PARAMS, func_type=FunctionType.Orchestration) -> Program:
     fn = Function("f", params, (), body + (Return(()),), func_type)
     return Program("p", (fn,), "f")
 

@@ -59,7 +59,7 @@ def meet_valid(*types) -> tuple | None:
     valids = [t.valid_shape for t in types if isinstance(t, TileType) and t.valid_shape]
     if not valids:
         return None
-    return tuple(valid_min(*dims) for dims in zip(*valids))
+    return tuple(valid_min(*dims) for dims in zip(*valids, strict=True))
 
 
 def valid_min(*extents):

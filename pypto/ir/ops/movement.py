@@ -49,7 +49,7 @@ def _check_window(op, tensor, offsets, shape, span):
             f"and sizes, got {len(offsets)} and {len(shape)}",
             span,
         )
-    for off, size, dim in zip(offsets, shape, tensor.shape):
+    for off, size, dim in zip(offsets, shape, tensor.shape, strict=True):
         start = _const_value(off)
         if not isinstance(size, int):
             continue  # an extent known only at run time: the tile's own bounds limit it
@@ -72,7 +72,8 @@ def _check_valid(op: str, valid, shape, span) -> None:
         return
     if not isinstance(valid, tuple) or len(valid) != len(shape) or any(
             (not isinstance(v, int) and not _runtime_extent(v))
-            or (isinstance(v, int) and (v > s or v < 0)) for v, s in zip(valid, shape)):
+            or (isinstance(v, int) and (v > s or v < 0))
+            for v, s in zip(valid, shape, strict=True)):
         raise TypeCheckError(
             f"pl.{op}: valid_shape {fmt_shape(valid) if isinstance(valid, tuple) else valid!r} "
             f"must fit in the tile {fmt_shape(shape)}",
@@ -166,7 +167,8 @@ def _infer_slice(args, attrs, span):
                 span,
                 hint="pass valid_shape=[rows, cols] for the window",
             )
-        valid = tuple(max(0, min(size, v - s)) for v, s, size in zip(xt.valid, starts, shape))
+        valid = tuple(max(0, min(size, v - s))
+                      for v, s, size in zip(xt.valid, starts, shape, strict=True))
     return TileType(shape, xt.dtype, valid_shape=valid)
 
 
@@ -259,7 +261,7 @@ def _infer_read(args, attrs, span):
                                  hint="index with integer constants, loop variables or "
                                       "elements of integer tiles")
     consts = [_const_value(i) for i in items]
-    for value, dim in zip(consts, xt.shape):
+    for value, dim in zip(consts, xt.shape, strict=True):
         if value is not None and not 0 <= value < dim:
             shown = fmt_shape(["?" if v is None else v for v in consts])
             kind = "tile" if isinstance(xt, TileType) else "tensor"

@@ -58,7 +58,7 @@ def _infer_row_reduce(name: str) -> Callable:
 
 def _scratch(name: str, tmp, x, span) -> None:
     if not isinstance(tmp, TileType) or tmp.dtype != x.dtype or len(tmp.shape) != 2 or any(
-            t < d for t, d in zip(tmp.shape, x.shape)):
+            t < d for t, d in zip(tmp.shape, x.shape, strict=True)):
         raise TypeCheckError(
             f"pl.{name}: tmp_tile must be a {x.dtype.name} tile of at least "
             f"{fmt_shape(x.shape)}, got {describe(tmp)}",

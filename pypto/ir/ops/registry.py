@@ -118,7 +118,7 @@ def make_call(name: str, *operands, span: Span | None = None, **attrs) -> Call:
     full = {p.name: p.default for p in op.attr_params}
     full.update(attrs)
     names = [p for p in op.params if p.kind != "attr"]
-    args = []
+    given = []
     for i, p in enumerate(names):
         value = operands[i] if i < len(operands) else None
         if value is None:
@@ -126,7 +126,7 @@ def make_call(name: str, *operands, span: Span | None = None, **attrs) -> Call:
                 raise TypeError(f"pl.{name} needs operand `{p.name}`")
             full[p.name] = p.default
         else:
-            args.append(value)
-    args = tuple(args)
+            given.append(value)
+    args = tuple(given)
     return Call(name, args, tuple(sorted(full.items(), key=lambda kv: kv[0])),
                 op.infer(args, full, span), span)
