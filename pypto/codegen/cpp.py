@@ -465,7 +465,8 @@ class _OrchestrationBuilder(_StatementModels):
         if -1 in returns:
             raise InternalError(f"kernel {callee.name!r} returns a value that is no parameter")
         results = []
-        for target, param_index in zip(targets, returns, strict=True):
+        # A call may bind fewer names than the kernel returns (none as a statement).
+        for target, param_index in zip(targets, returns, strict=False):
             src = call.args[param_index]
             dst = self.local(target)
             if src.name != target.name:
