@@ -64,9 +64,9 @@ class RaceError(PyptoRuntimeError):
 # What the generated orchestration's non-zero return codes mean (orchestration.cpp.j2);
 # 1 and 2 follow a failed alloc_tensor / dispatch, whose own error is raised instead.
 _ORCHESTRATION_STATUS = {
-    3: "a task's window of a tensor lies outside the tensor (its loads or stores would "
-       "leave it); check the loop bounds and offsets around the `pl.at` blocks, which "
-       "decide each task's window",
+    3: "a task's window of a tensor lies outside the tensor (it starts before the "
+       "tensor or past its end); check the loop bounds and offsets around the `pl.at` "
+       "blocks and the slices, which decide each task's window",
 }
 
 
