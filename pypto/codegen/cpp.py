@@ -31,6 +31,7 @@ from ..ir.types import (
     Direction,
     FunctionType,
     ScalarType,
+    TaskIdArrayType,
     TaskIdType,
     TensorType,
     TileType,
@@ -373,11 +374,13 @@ class _OrchestrationBuilder:
         if var.name not in self.params and var.name not in self.locals:
             if isinstance(var.type, TensorType):
                 ctype, init = "PtoTensor", "{}"
-            elif isinstance(var.type, TaskIdType):
+            elif isinstance(var.type, (TaskIdType, TaskIdArrayType)):
                 ctype, init = "PtoTaskIds", "{}"  # no tasks: a dep on it waits for nothing
             else:
                 ctype, init = scalar_ctype(var.type.dtype), "0"
-            self.locals[var.name] = {"ident": ident(var.name), "ctype": ctype, "init": init}
+            length = var.type.length if isinstance(var.type, TaskIdArrayType) else None
+            self.locals[var.name] = {"ident": ident(var.name), "ctype": ctype, "init": init,
+                                     "length": length}
         return ident(var.name)
 
     def body(self, stmts) -> list[dict]:
@@ -408,6 +411,8 @@ class _OrchestrationBuilder:
             elif isinstance(s, Assign) and isinstance(s.value, Call) and \
                     s.value.op == "slice" and isinstance(s.targets[0].type, TensorType):
                 out.append(self.view(s.targets[0], s.value))
+            elif isinstance(s, Assign) and isinstance(s.targets[0].type, TaskIdArrayType):
+                out.append(self.task_array(s.targets[0], s.value))
             elif isinstance(s, Assign) and isinstance(s.targets[0].type, ScalarType):
                 out.append({"kind": "scalar_assign", "dst": self.local(s.targets[0]),
                             "value": expr_model(s.value)})
@@ -426,6 +431,31 @@ class _OrchestrationBuilder:
         return {"kind": "view", "dst": self.local(dst), "src": ident(src.name),
                 "origin": [expr_model(o) for o in offsets.items],
                 "extent": list(dst.type.shape), "itemsize": dst.type.dtype.itemsize}
+
+    def task_array(self, dst: Var, value) -> dict:
+        """An array of task ids (pypto/ir/task_arrays.py): created with no tasks, an entry
+        set (the orchestration returns 4 for an index outside it), or copied."""
+        model = {"kind": "task_array", "dst": self.local(dst), "length": dst.type.length,
+                 "src": None, "index": None, "tid": None}
+        if isinstance(value, Var):
+            model["src"] = ident(value.name)
+        elif value.op == "array.update_element":
+            array, index, tid = value.args
+            model.update(src=ident(array.name) if array.name != dst.name else None,
+                         index=expr_model(index), tid=ident(tid.name))
+        elif value.op != "array.create":
+            raise LoweringError(f"pl.{value.op} does not make an array of task ids", value.span)
+        return model
+
+    def deps(self, deps) -> list[str]:
+        """The C expressions of a dispatch's deps: a task id, or every entry of an array."""
+        out = []
+        for d in deps:
+            if isinstance(d.type, TaskIdArrayType):
+                out.extend(f"{ident(d.name)}[{k}]" for k in range(d.type.length))
+            else:
+                out.append(ident(d.name))
+        return out
 
     def submit(self, call: FuncCall, targets) -> dict:
         """One dispatch: arguments with their access flags, deps, block count, task id."""
@@ -465,7 +495,7 @@ class _OrchestrationBuilder:
             if src.name != target.name:
                 results.append({"dst": dst, "src": ident(src.name)})
         return {"kind": "submit", "kernel_index": self.kernel_index[call.callee], "args": args,
-                "deps": [ident(d.name) for d in call.deps],
+                "deps": self.deps(call.deps),
                 "blocks": expr_model(call.blocks) if call.blocks is not None else None,
                 "tid": tid, "results": results}
 

@@ -46,6 +46,7 @@ from ..ir.types import (
     Level,
     ScalarType,
     SplitMode,
+    TaskIdArrayType,
     TaskIdType,
     TensorType,
     TileType,
@@ -578,6 +579,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
     def _assign_subscript(self, target: ast.Subscript, value_node, node):
         """`out[:] = x` and `out[r0:r1, c0:c1] = x` write through `pl.assemble`."""
         dst = self.expr(target.value)
+        if isinstance(dst, Var) and isinstance(dst.type, TaskIdArrayType):
+            return self.assign_task_array(target, dst, value_node, node)
         if not isinstance(dst, Var) or not isinstance(dst.type, TensorType):
             raise self.error(node, f"`{ast.unparse(target.value)}` is not a tensor; only tensors "
                              "accept sliced assignment")
@@ -824,19 +827,26 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             self.check_block_idx(node)
         elif fn.name == "dump_tag":
             self.check_dump_tag(node)
+        elif fn.name.startswith("array.") and (
+                self.func_type is not FunctionType.Orchestration or self.in_scope):
+            raise self.error(node, f"{fn.written} builds an array of task ids in a "
+                             "@pl.jit (orchestration) function, outside pl.at blocks")
         call = self._op_call(get_op(fn.name), node)
         if fn.level is not None or fn.scalar:
             self._check_spelling(fn, call, node)
         return call
 
     def _builtin_call(self, fn: DslBuiltin, node: ast.Call):
-        """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim."""
+        """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim,
+        pl.system.task_dummy."""
         if fn.name == "const":
             return self._pl_const(node)
         if fn.name in ("submit", "spmd_submit"):
             return self.submit_call(node, fn.name)
         if fn.name == "dim":
             return self._dim(node)
+        if fn.name == "task_dummy":
+            return self.task_dummy(node)
         raise self.error(node, f"pl.{fn.name}(...) cannot be used as a value here")
 
     def _check_spelling(self, fn: OpStub, call, node: ast.Call) -> None:
@@ -921,6 +931,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             if p.kind == "value" and p.default is None and isinstance(arg, ast.Constant) \
                     and arg.value is None:
                 attrs[p.name] = None  # an optional operand spelled out as None
+            elif p.kind == "value" and op.name == "array.update_element" and p.name == "value":
+                operands.append(self.task_id(arg, "array entries"))
             elif p.kind == "value":
                 operands.append(self.expr(arg))
             elif p.kind == "index_list":

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 from ..ir.dtypes import DataType
 from ..ir.errors import Span, TypeCheckError
-from ..ir.types import Direction, MemorySpace, ScalarType, TensorType, TileType
+from ..ir.types import (
+    Direction,
+    MemorySpace,
+    ScalarType,
+    TaskIdArrayType,
+    TaskIdType,
+    TensorType,
+    TileType,
+)
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,18 @@ class Scalar:
             raise _annotation_error(f"pl.Scalar needs a pl dtype, got {dtype!r}",
                                     "write e.g. pl.Scalar[pl.INT64]")
         return ScalarType(dtype)
+
+
+class Array:
+    """`pl.Array[n, pl.TASK_ID]`: an array of n task ids (`pl.array.create(n, pl.TASK_ID)`)."""
+
+    def __class_getitem__(cls, item):
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], int)
+                and not isinstance(item[0], bool) and item[0] > 0
+                and isinstance(item[1], TaskIdType)):
+            raise _annotation_error(f"pl.Array[{item!r}] is not an array type here",
+                                    "write pl.Array[n, pl.TASK_ID] (arrays hold task ids)")
+        return TaskIdArrayType(item[0])
 
 
 @dataclass(frozen=True)

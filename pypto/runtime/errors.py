@@ -67,6 +67,7 @@ _ORCHESTRATION_STATUS = {
     3: "a task's window of a tensor lies outside the tensor (it starts before the "
        "tensor or past its end); check the loop bounds and offsets around the `pl.at` "
        "blocks and the slices, which decide each task's window",
+    4: "an index of an array of task ids (`tids[i] = tid`) lies outside the array",
 }
 
 

@@ -1,0 +1,67 @@
+"""Arrays of task ids: the orchestration operators `pl.array.create` and
+`pl.array.update_element` (upstream PyPTO's spelling, docs/en/user/tasks/02-submit.md).
+
+An array collects the ids of tasks a loop submits so that one later task can wait on all
+of them: `tids = pl.array.create(n, pl.TASK_ID)`, `tids[i] = tid` (a functional update:
+the name is rebound to the array with entry i set), `deps=[tids]`.  An entry never set
+stands for no task.  Arrays live in orchestration code only (a C array of `PtoTaskIds`);
+kernels never see them.
+"""
+
+from __future__ import annotations
+
+from .errors import TypeCheckError
+from .ops import OpDef, OpParam, register
+from .types import ScalarType, TaskIdArrayType, TaskIdType
+
+
+def _infer_create(args, attrs, span):
+    length, dtype = attrs["length"], attrs["dtype"]
+    if not isinstance(dtype, TaskIdType):
+        raise TypeCheckError(f"pl.array.create: arrays of {dtype!r} are not supported; "
+                             "arrays hold task ids", span,
+                             hint="write pl.array.create(n, pl.TASK_ID)")
+    if not isinstance(length, int) or isinstance(length, bool) or length <= 0:
+        raise TypeCheckError(f"pl.array.create: the length must be a positive compile-time "
+                             f"integer, got {length!r}", span)
+    return TaskIdArrayType(length)
+
+
+def _infer_update(args, attrs, span):
+    array, index, value = args
+    if not isinstance(array.type, TaskIdArrayType):
+        raise TypeCheckError("pl.array.update_element updates an array of task ids "
+                             "(pl.array.create(n, pl.TASK_ID))", span)
+    if not (isinstance(index.type, ScalarType) and not index.type.dtype.is_float):
+        raise TypeCheckError("an array index must be an integer", span)
+    if not isinstance(value.type, TaskIdType):
+        raise TypeCheckError("an array of task ids holds task ids (`with pl.at(...) as tid`, "
+                             "`res, tid = pl.submit(...)`)", span)
+    return array.type
+
+
+register(
+    OpDef(
+        "array.create",
+        (OpParam("length", "attr"), OpParam("dtype", "attr")),
+        _infer_create,
+        "orchestration",
+        "An array of `length` task ids, every entry standing for no task (orchestration "
+        "only).  `deps=[a]` waits on every entry.",
+        dtypes=frozenset(),
+        torch="[None] * length",
+    )
+)
+register(
+    OpDef(
+        "array.update_element",
+        (OpParam("array", "value"), OpParam("index", "value"), OpParam("value", "value")),
+        _infer_update,
+        "orchestration",
+        "The array with entry `index` set to task id `value`; `a[i] = tid` is sugar for "
+        "`a = pl.array.update_element(a, i, tid)`.  An index outside the array stops the run "
+        "(the orchestration returns 4).",
+        dtypes=frozenset(),
+        torch="array",
+    )
+)
