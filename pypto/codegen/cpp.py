@@ -428,9 +428,16 @@ class _OrchestrationBuilder:
         shape and `t`'s strides; no data moves, and the runtime sees only the window's bytes."""
         src, offsets = call.args
         self.view_base[dst.name] = self.view_base.get(src.name, src.name)
+        # valid_shape: the task sees only that part (the view is cut back to it, and to
+        # the tensor's end, at run time).
+        valid = call.attr("valid_shape") or dst.type.shape
+        extent = [e if isinstance(e, int) else  # a runtime extent, at most the window's
+                  {"kind": "select", "op": "<", "lhs": expr_model(e),
+                   "rhs": {"kind": "int", "value": d}}
+                  for e, d in zip(valid, dst.type.shape)]
         return {"kind": "view", "dst": self.local(dst), "src": ident(src.name),
-                "origin": [expr_model(o) for o in offsets.items],
-                "extent": list(dst.type.shape), "itemsize": dst.type.dtype.itemsize}
+                "origin": [expr_model(o) for o in offsets.items], "extent": extent,
+                "itemsize": dst.type.dtype.itemsize}
 
     def task_array(self, dst: Var, value) -> dict:
         """An array of task ids (pypto/ir/task_arrays.py): created with no tasks, an entry

@@ -832,6 +832,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"{fn.written} builds an array of task ids in a "
                              "@pl.jit (orchestration) function, outside pl.at blocks")
         call = self._op_call(get_op(fn.name), node)
+        if fn.name == "slice":
+            self.check_view_valid_shape(call, node)
         if fn.level is not None or fn.scalar:
             self._check_spelling(fn, call, node)
         return call
@@ -1171,11 +1173,12 @@ def _bind_dynamic(annotation, bound: dict[str, int]):
 
 def _scalar_widens(arg, param) -> bool:
     """A scalar argument a scalar parameter takes as it is: integers of any width for an
-    integer, floats for a float (kernels receive integers as int64 and floats as double)."""
+    integer, floats for a float (kernels receive integers as int64 and floats as double),
+    and an integer for a BOOL (non-zero is true: upstream's `is_first = pl.yield_(1)`)."""
     if not (isinstance(arg, ScalarType) and isinstance(param, ScalarType)):
         return False
     kind = [(t.dtype is DataType.BOOL, t.dtype.is_float) for t in (arg, param)]
-    return kind[0] == kind[1]
+    return kind[0] == kind[1] or kind == [(False, False), (True, False)]
 
 
 def _write_destination(value) -> Var | None:

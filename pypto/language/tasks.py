@@ -23,7 +23,8 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from ..ir.nodes import Assign, AtScope, Const, ExprStmt, FuncCall, Var
+from ..ir.errors import TypeCheckError
+from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, FuncCall, Var
 from ..ir.types import (
     INDEX,
     TASK_ID,
@@ -349,6 +350,17 @@ class TaskSyntax:
             return ExprStmt(self.expr(call), self.source.span(node))
         finally:
             self.statement_call = None
+
+    def check_view_valid_shape(self, call, node: ast.Call) -> None:
+        """`pl.slice(t, shape, offset, valid_shape=[r, n])` of a tensor hands a task the
+        valid part of the window (codegen cuts the view back to it at run time): a view an
+        orchestration takes.  In a kernel the pl.load that reads the window says it."""
+        if (isinstance(call, Call) and isinstance(call.args[0].type, TensorType)
+                and call.attr("valid_shape") is not None
+                and (self.func_type is not FunctionType.Orchestration or self.in_scope)):
+            raise self.error(node, "pl.slice of a tensor takes valid_shape in orchestration "
+                             "code (the view a task is handed); in a kernel, give valid_shape "
+                             "to the pl.load that reads the window", cls=TypeCheckError)
 
     def check_dump_tag(self, node: ast.Call) -> None:
         """`pl.dump_tag(t)` is a statement: it has no value to use."""

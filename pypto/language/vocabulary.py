@@ -22,7 +22,18 @@ from ..ir.types import (
 )
 from . import namespaces
 from .parser import DslBuiltin, OpStub
-from .typing import Array, DynamicDim, InOut, Out, Scalar, Tensor, Tile, dynamic
+from .typing import (
+    Array,
+    DynamicDim,
+    InOut,
+    Out,
+    Scalar,
+    Tensor,
+    TensorLayout,
+    TensorView,
+    Tile,
+    dynamic,
+)
 
 BOOL = DataType.BOOL
 INT8 = DataType.INT8
@@ -100,6 +111,7 @@ __all__ = [
     "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "FP16", "BF16",
     "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
     "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "dynamic", "DynamicDim",
+    "TensorView", "TensorLayout",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "SplitMode",
     "Role", "TaskId", "TASK_ID",
     "at", "range", "unroll", "parallel", "pipeline", "yield_", "const", "static_assert",

@@ -75,7 +75,8 @@ _LANGUAGE_SUPPORTED = (
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.DDR", "Mem.Left", "Mem.Mat", "Mem.Right",
     "Mem.Vec", "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right",
     "MemorySpace.Vec", "Out", "PadValue.min", "PadValue.zero", "Scalar", "SplitMode.LEFT_RIGHT",
-    "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID", "TaskId", "Tensor", "Tile", "array",
+    "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID", "TaskId", "Tensor", "TensorLayout",
+    "TensorLayout.ND", "TensorView", "Tile", "array",
     "array.create", "array.update_element", "at", "cluster", "const",
     "dim", "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline",
     "jit.opaque", "loads", "manual_scope", "parallel", "parse", "parse_program", "pipeline",
@@ -89,8 +90,7 @@ _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "get_block_
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
-    "layout": ("DN", "ND", "NZ", "MX_A_ZZ", "MX_B_NN", "TensorLayout", "TensorLayout.ND",
-               "TensorView", "TileView"),
+    "layout": ("DN", "ND", "NZ", "MX_A_ZZ", "MX_B_NN", "TileView"),
     "array": ("Tuple",),
     "pipe": ("aic_gather", "aic_initialize_pipe", "aiv_initialize_pipe", "aiv_shard",
              "split_aiv", "system.aic_initialize_pipe", "system.aiv_initialize_pipe",
@@ -167,6 +167,16 @@ CONSTRUCTS = (
      "orchestration only: deps= waits on every entry (an entry never set: no task); the "
      "dummy task stands for the tasks it joins; an array carried through a loop is a value "
      "like any other"),
+    ("`pl.slice(t, shape, offset, valid_shape=[r, n])` of a tensor in orchestration code",
+     SUPPORTED, "the task is handed the valid part (the view is cut back to it at run time); "
+     "its accesses beyond are refused (KernelError); in a kernel, the pl.load takes "
+     "valid_shape"),
+    ("`pl.Tensor[[...], dtype, pl.TensorView(valid_shape=[...], layout=pl.TensorLayout.ND)]`",
+     SUPPORTED, "a tensor's valid region is its runtime shape here (views are cut back to "
+     "their valid part), so valid_shape declares what call sites may pass and is checked "
+     "to fit; layouts other than ND, stride= and pad= are refused at the annotation"),
+    ("an integer scalar passed for a `pl.Scalar[pl.BOOL]` parameter", SUPPORTED,
+     "non-zero is true (upstream's `is_first = pl.yield_(1)`)"),
     ("orchestration reads of input tensors (`pl.tensor.read(config, [0])`)", SUPPORTED,
      "a tensor some task writes is refused at the read's line"),
     ("`@pl.jit.inline` / `@pl.jit.opaque` helpers", SUPPORTED,
@@ -276,9 +286,10 @@ PROGRAMS = (
             refused=("04_paged_attention.py:307", "`head_dim_cfg` is a runtime value"),
             why="allocates tensors whose shape is read from a config tensor at run time"),
     Program("examples/models/05_paged_attention_batch.py", expect=("Done.",)),
-    Program("examples/models/06_paged_attention_dynamic.py",
-            refused=("has no attribute 'TensorView'",),
-            why="describes a kernel argument with pl.TensorView (layouts are not modelled)"),
+    Program("examples/models/06_paged_attention_dynamic.py", env=_DEVICE, expect=("PASSED",),
+            why="its softmax kernel's argument is `pl.slice(sij, ..., valid_shape=[q_tile, "
+                "valid_len])`, declared with pl.TensorView(valid_shape=[Q_HEADS, "
+                "VALID_LEN_DYN]); its flags are integers passed for BOOL parameters"),
     Program("examples/models/07_paged_attention_multi_config.py", expect=("PASSED",),
             why="its last request's `pl.slice(block_table, [n_unroll], [bt_offset])` takes "
                 "64 entries at 96 of 128: the view is cut back to the 32 inside, and the "

@@ -87,3 +87,77 @@ def test_a_constant_window_past_the_end_is_refused_at_its_line():
 
     with pytest.raises(TypeCheckError, match="pl.slice"):
         fixed.lower(torch.randn(32, 128), torch.zeros(8, 128))
+
+
+@pl.jit.incore
+def first_cols(x: pl.Tensor[[16, 128], pl.FP32, pl.TensorView(valid_shape=[16, pl.dynamic("V")],
+                                                              layout=pl.TensorLayout.ND)],
+               out: pl.Out[pl.Tensor[[16, 128], pl.FP32]], n: pl.Scalar[pl.INDEX]):
+    t = pl.load(x, [0, 0], [16, 128], valid_shape=[16, n])
+    out = pl.store(t, [0, 0], out)  # the valid region: n columns
+    return out
+
+
+@pl.jit
+def masked(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
+           n: pl.Scalar[pl.INDEX], m: pl.Scalar[pl.INDEX]):
+    part = pl.slice(x, [16, 128], [0, 0], valid_shape=[16, n])  # the task sees n columns
+    out = first_cols(part, out, m)
+    return out
+
+
+def test_a_view_with_a_runtime_valid_shape_hands_the_task_only_that_part():
+    x, out = torch.randn(16, 128), torch.zeros(16, 128)
+    masked(x, out, 40, 40)
+    assert torch.equal(out[:, :40], x[:, :40])
+    with pytest.raises(KernelError, match=r"kernel 'first_cols'.*lies outside the tensor "
+                                          r"\[16, 40\]"):
+        masked(x, out, 40, 48)  # the kernel reads 48 columns of a 40-column view
+
+
+def test_a_tensor_slice_with_valid_shape_in_a_kernel_is_refused_at_its_line():
+    @pl.jit.incore
+    def kernel(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+        part = pl.slice(x, [16, 128], [0, 0], valid_shape=[16, 64])
+        out = pl.store(pl.load(part, [0, 0], [16, 128]), [0, 0], out)
+        return out
+
+    with pytest.raises(TypeCheckError, match="give valid_shape to the pl.load"):
+        kernel.lower(torch.zeros(16, 128), torch.zeros(16, 128))
+
+
+@pytest.mark.parametrize("view, message", [
+    ("pl.TensorView(layout=pl.TensorLayout.DN)", "only row-major"),
+    ("pl.TensorView(stride=[256, 1], layout=pl.TensorLayout.ND)", "strides come with it"),
+    ("pl.TensorView(valid_shape=[16, 64])", "needs layout="),
+    ("pl.TensorView(valid_shape=[16, 256], layout=pl.TensorLayout.ND)", "must fit"),
+])
+def test_what_a_tensor_view_cannot_mean_here_is_refused_at_the_annotation(view, message):
+    with pytest.raises(TypeCheckError, match=message):
+        eval(f"pl.Tensor[[16, 128], pl.FP32, {view}]", {"pl": pl})  # noqa: S307
+
+
+@pl.jit.incore
+def flag(out: pl.Out[pl.Tensor[[16, 128], pl.FP32]], on: pl.Scalar[pl.BOOL]):
+    if on:
+        out = pl.store(pl.full([16, 128], dtype=pl.FP32, value=1.0), [0, 0], out)
+    else:
+        out = pl.store(pl.full([16, 128], dtype=pl.FP32, value=0.0), [0, 0], out)
+    return out
+
+
+@pl.jit
+def flags(out: pl.Out[pl.Tensor[[16, 128], pl.FP32]], k: pl.Scalar[pl.INDEX]):
+    if k > 0:
+        on = pl.yield_(k)  # an integer passed for a BOOL parameter: non-zero is true
+    else:
+        on = pl.yield_(0)
+    out = flag(out, on)
+    return out
+
+
+@pytest.mark.parametrize("k, expected", [(2, 1.0), (0, 0.0)])
+def test_an_integer_passed_for_a_bool_parameter_is_true_when_non_zero(k, expected):
+    out = torch.zeros(16, 128)
+    flags(out, k)
+    assert torch.equal(out, torch.full((16, 128), expected))
