@@ -400,6 +400,11 @@ class _OrchestrationBuilder:
                 out.append(self.submit(s.value, s.targets))
             elif isinstance(s, ExprStmt) and isinstance(s.value, FuncCall):
                 out.append(self.submit(s.value, ()))
+            elif isinstance(s, ExprStmt) and isinstance(s.value, Call) and \
+                    s.value.op == "expect_value":
+                out.append({"kind": "expect", "x": expr_model(s.value.args[0]),
+                            "value": expr_model(Const(s.value.attr("value"),
+                                                      s.value.args[0].type))})
             elif isinstance(s, ExprStmt) and _is_dump_tag(s):
                 out.append({"kind": "dump_tag", "slot": self.dump_slots[s.value.args[0].name]})
             elif isinstance(s, Assign) and isinstance(s.value, Call) and \
@@ -440,7 +445,7 @@ class _OrchestrationBuilder:
                 "itemsize": dst.type.dtype.itemsize}
 
     def task_array(self, dst: Var, value) -> dict:
-        """An array of task ids (pypto/ir/task_arrays.py): created with no tasks, an entry
+        """An array of task ids (pypto/ir/orchestration_ops.py): created with no tasks, an entry
         set (the orchestration returns 4 for an index outside it), or copied."""
         model = {"kind": "task_array", "dst": self.local(dst), "length": dst.type.length,
                  "src": None, "index": None, "tid": None}

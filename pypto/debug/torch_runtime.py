@@ -587,6 +587,12 @@ def array_update_element(array: list, index, value) -> list:
     return updated
 
 
+def expect_value(x, value) -> None:
+    """`pl.expect_value(x, value)`: the program was specialised for x == value."""
+    if x != value:
+        raise ValueError(f"an input tensor holds {x}, the program was specialised for {value}")
+
+
 def create_tensor(shape, dtype: str) -> torch.Tensor:
     """A scratch buffer holding the device's poison (NaN, or 0xA5 bytes for integers)."""
     t = DataType[dtype].to_torch()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import task_arrays  # noqa: F401 - registers pl.array.create / update_element
+from . import orchestration_ops  # noqa: F401 - registers pl.array.*, pl.expect_value
 from .diagnostics import (
     Diagnostic,
     DiagnosticCheck,

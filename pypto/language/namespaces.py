@@ -76,6 +76,6 @@ tile = OpNamespace("tile", _level_ops("tile", _TILE_ONLY))
 tensor = OpNamespace("tensor", _level_ops("tensor", _TENSOR_ONLY))
 array = OpNamespace("array", {name.split(".")[-1]: name for name in all_ops()
                               if name.startswith("array.")})
-"""`pl.array.create(n, pl.TASK_ID)`, `pl.array.update_element(a, i, tid)` (ir/task_arrays.py)."""
+"""`pl.array.create(n, pl.TASK_ID)`, `pl.array.update_element(a, i, tid)` (orchestration_ops)."""
 
 __all__ = ["OpNamespace", "SCALAR_SPELLINGS", "array", "tile", "tensor"]

@@ -68,6 +68,9 @@ _ORCHESTRATION_STATUS = {
        "tensor or past its end); check the loop bounds and offsets around the `pl.at` "
        "blocks and the slices, which decide each task's window",
     4: "an index of an array of task ids (`tids[i] = tid`) lies outside the array",
+    5: "an input tensor holds another value than the one the program was specialised for "
+       "(a value its orchestration reads and uses as a tensor extent); run the program "
+       "through pypto.runtime.run(program, ...), which specialises it for each call",
 }
 
 

@@ -1,18 +1,23 @@
-"""Arrays of task ids: the orchestration operators `pl.array.create` and
-`pl.array.update_element` (upstream PyPTO's spelling, docs/en/user/tasks/02-submit.md).
+"""Orchestration operators beside the registry's core set (ops.py).
 
-An array collects the ids of tasks a loop submits so that one later task can wait on all
-of them: `tids = pl.array.create(n, pl.TASK_ID)`, `tids[i] = tid` (a functional update:
-the name is rebound to the array with entry i set), `deps=[tids]`.  An entry never set
-stands for no task.  Arrays live in orchestration code only (a C array of `PtoTaskIds`);
-kernels never see them.
+Arrays of task ids, `pl.array.create` and `pl.array.update_element` (upstream PyPTO's
+spelling, docs/en/user/tasks/02-submit.md).  An array collects the ids of tasks a loop
+submits so that one later task can wait on all of them: `tids = pl.array.create(n,
+pl.TASK_ID)`, `tids[i] = tid` (a functional update: the name is rebound to the array with
+entry i set), `deps=[tids]`.  An entry never set stands for no task.  Arrays live in
+orchestration code only (a C array of `PtoTaskIds`); kernels never see them.
+
+`pl.expect_value(x, value)`: the guard of a program specialised for the values its
+orchestration reads from an input tensor (`head_dim = pl.tensor.read(config, [3])` used
+as a tensor extent, language/program_template.py): the run stops (the orchestration
+returns 5) when the tensor holds another value than the one the program was built for.
 """
 
 from __future__ import annotations
 
 from .errors import TypeCheckError
 from .ops import OpDef, OpParam, register
-from .types import ScalarType, TaskIdArrayType, TaskIdType
+from .types import ScalarType, TaskIdArrayType, TaskIdType, TupleType
 
 
 def _infer_create(args, attrs, span):
@@ -63,5 +68,29 @@ register(
         "(the orchestration returns 4).",
         dtypes=frozenset(),
         torch="array",
+    )
+)
+
+
+def _infer_expect(args, attrs, span):
+    (x,) = args
+    value = attrs["value"]
+    if not (isinstance(x.type, ScalarType) and isinstance(value, (int, float))
+            and not isinstance(value, bool)):
+        raise TypeCheckError("pl.expect_value compares a scalar with a constant", span)
+    return TupleType(())
+
+
+register(
+    OpDef(
+        "expect_value",
+        (OpParam("x", "value"), OpParam("value", "attr")),
+        _infer_expect,
+        "orchestration",
+        "A statement of an orchestration body: the program was specialised for scalar `x` "
+        "(an element of an input tensor) being `value`; the run stops (the orchestration "
+        "returns 5) when it is not.  Computes nothing.",
+        dtypes=frozenset(),
+        torch="None (checked by the runtime)",
     )
 )
