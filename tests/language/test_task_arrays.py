@@ -16,24 +16,26 @@ B, TM, N = 4, 16, 128
 ROWS = B * TM
 
 
+@pl.jit.incore
+def scale(x: pl.Tensor[[ROWS, N], pl.FP32], row: pl.Scalar[pl.INDEX],
+          mid: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]):
+    mid = pl.store(pl.mul(pl.load(x, [row, 0], [TM, N]), 2.0), [row, 0], mid)
+    return mid
+
+
+@pl.jit.incore
+def shift(mid: pl.Tensor[[ROWS, N], pl.FP32], row: pl.Scalar[pl.INDEX],
+          out: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]):
+    # reads the stripe after its own: that stripe's writer must have run
+    other = (row + TM) % ROWS
+    out = pl.store(pl.add(pl.load(mid, [other, 0], [TM, N]), 1.0), [row, 0], out)
+    return out
+
+
 @pl.program
 class TwoPhases:
     """Phase 0 writes `mid` in B stripes; phase 1 reads each stripe of `mid` after all of
     phase 0 (a manual scope: only deps= orders them)."""
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def scale(self, x: pl.Tensor[[ROWS, N], pl.FP32], row: pl.Scalar[pl.INDEX],
-              mid: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]) -> pl.Tensor[[ROWS, N], pl.FP32]:
-        mid = pl.store(pl.mul(pl.load(x, [row, 0], [TM, N]), 2.0), [row, 0], mid)
-        return mid
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def shift(self, mid: pl.Tensor[[ROWS, N], pl.FP32], row: pl.Scalar[pl.INDEX],
-              out: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]) -> pl.Tensor[[ROWS, N], pl.FP32]:
-        # reads the stripe after its own: every stripe of phase 0 must be written
-        other = (row + TM) % ROWS
-        out = pl.store(pl.add(pl.load(mid, [other, 0], [TM, N]), 1.0), [row, 0], out)
-        return out
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, x: pl.Tensor[[ROWS, N], pl.FP32],
@@ -42,11 +44,11 @@ class TwoPhases:
         with pl.manual_scope():
             tids = pl.array.create(B, pl.TASK_ID)
             for i in pl.parallel(B):
-                mid, tid = pl.submit(self.scale, x, i * TM, mid)
+                mid, tid = pl.submit(scale, x, i * TM, mid)
                 tids[i] = tid
             fence = pl.system.task_dummy(deps=[tids])
             for i in pl.parallel(B):
-                out, _ = pl.submit(self.shift, mid, i * TM, out, deps=[fence])
+                out, _ = pl.submit(shift, mid, i * TM, out, deps=[fence])
         return out
 
 
@@ -70,19 +72,6 @@ def test_an_array_prints_and_parses_back():
 
 @pl.program
 class Unfenced:
-    @pl.function(type=pl.FunctionType.InCore)
-    def scale(self, x: pl.Tensor[[ROWS, N], pl.FP32], row: pl.Scalar[pl.INDEX],
-              mid: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]) -> pl.Tensor[[ROWS, N], pl.FP32]:
-        mid = pl.store(pl.mul(pl.load(x, [row, 0], [TM, N]), 2.0), [row, 0], mid)
-        return mid
-
-    @pl.function(type=pl.FunctionType.InCore)
-    def shift(self, mid: pl.Tensor[[ROWS, N], pl.FP32], row: pl.Scalar[pl.INDEX],
-              out: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]) -> pl.Tensor[[ROWS, N], pl.FP32]:
-        other = (row + TM) % ROWS
-        out = pl.store(pl.add(pl.load(mid, [other, 0], [TM, N]), 1.0), [row, 0], out)
-        return out
-
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, x: pl.Tensor[[ROWS, N], pl.FP32],
              out: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]) -> pl.Tensor[[ROWS, N], pl.FP32]:
@@ -90,11 +79,11 @@ class Unfenced:
         with pl.manual_scope():
             tids = pl.array.create(B, pl.TASK_ID)
             for i in pl.parallel(B - 1):  # the last entry is never set: it waits on nothing
-                mid, tid = pl.submit(self.scale, x, i * TM, mid)
+                mid, tid = pl.submit(scale, x, i * TM, mid)
                 tids[i] = tid
-            mid, _ = pl.submit(self.scale, x, (B - 1) * TM, mid)
+            mid, _ = pl.submit(scale, x, (B - 1) * TM, mid)
             for i in pl.parallel(B):
-                out, _ = pl.submit(self.shift, mid, i * TM, out, deps=[tids])
+                out, _ = pl.submit(shift, mid, i * TM, out, deps=[tids])
         return out
 
 
@@ -142,18 +131,12 @@ def test_an_array_carried_through_a_loop_fences_each_phase_after_the_last(seed):
 def test_an_index_outside_the_array_stops_the_run():
     @pl.program
     class Outside:
-        @pl.function(type=pl.FunctionType.InCore)
-        def scale(self, x: pl.Tensor[[ROWS, N], pl.FP32], row: pl.Scalar[pl.INDEX],
-                  mid: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]) -> pl.Tensor[[ROWS, N], pl.FP32]:
-            mid = pl.store(pl.mul(pl.load(x, [row, 0], [TM, N]), 2.0), [row, 0], mid)
-            return mid
-
         @pl.function(type=pl.FunctionType.Orchestration)
         def main(self, x: pl.Tensor[[ROWS, N], pl.FP32],
                  mid: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]) -> pl.Tensor[[ROWS, N], pl.FP32]:
             tids = pl.array.create(2, pl.TASK_ID)
             for i in pl.range(B):
-                mid, tid = pl.submit(self.scale, x, i * TM, mid)
+                mid, tid = pl.submit(scale, x, i * TM, mid)
                 tids[i] = tid  # i = 2, 3 lie outside
             return mid
 
