@@ -1319,14 +1319,15 @@ def _shape_text(shape) -> str:
 
 def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | None = None,
                   line_offset: int = 0, entry_args: list | None = None,
-                  entry_values: list | None = None) -> Program:
+                  entry_values: list | None = None, by_value: bool = False) -> Program:
     """Parse `@pl.program` class source (the printer's form) into a Program.  An entry
     with pl.dynamic dimensions needs `entry_args` (the call's IR types; else
     `DynamicProgram` is raised); other pl.dynamic functions take their calls' types.
     An entry orchestration that needs a constant where it has an element of an input
     tensor (`pl.tensor.read(config, [3])` as a tensor extent) raises `DynamicProgram`
-    (by_value) unless `entry_values` (the call's arguments) are given: it then reads those
-    elements as constants and starts by checking them (`pl.expect_value`).
+    (by_value) when the caller takes that (`by_value`: `pl.program` makes it a
+    ProgramTemplate), and with `entry_values` (the call's arguments) reads those elements
+    as constants and starts by checking them (`pl.expect_value`).
     `pl.` names are read in the DSL's vocabulary (the text needs no import)."""
     from . import vocabulary as pl
 
@@ -1342,7 +1343,7 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
             "expected exactly one `@pl.program` class, or one `@pl.function`, got "
             f"{len(classes)} class(es) and {len(functions)} function(s)",
             Span(filename, 1 + line_offset))
-    return _ProgramParser(classes[0], info, ns, entry_args).parse(entry_values)
+    return _ProgramParser(classes[0], info, ns, entry_args).parse(entry_values, by_value)
 
 
 class _ProgramParser:
@@ -1369,7 +1370,7 @@ class _ProgramParser:
         self.standalone: dict[str, Function] = {}
         self.parsed: dict[str, Function] = {}
 
-    def parse(self, entry_values: list | None = None) -> Program:
+    def parse(self, entry_values: list | None = None, by_value: bool = False) -> Program:
         # Kernels first: a kernel without a return annotation returns what its return
         # statement does, which the orchestration's call sites need.
         signatures = self.signatures
@@ -1380,7 +1381,7 @@ class _ProgramParser:
             sig, ftype, m = signatures[name]
             parser = FunctionParser(self.info, self.ns, ftype, self.resolve)
             if name == self.entry and ftype is FunctionType.Orchestration:
-                self._read_inputs(parser, sig, m, entry_values)
+                self._read_inputs(parser, sig, m, entry_values, by_value)
             self.parsed[name] = parser.parse(m, sig)
             if parser.value_reads:
                 self.parsed[name] = _with_expected_values(self.parsed[name], parser.value_reads)
@@ -1391,14 +1392,15 @@ class _ProgramParser:
 
     @staticmethod
     def _read_inputs(parser: FunctionParser, sig: FunctionSignature, m: ast.FunctionDef,
-                     entry_values: list | None) -> None:
+                     entry_values: list | None, by_value: bool) -> None:
         """The entry orchestration reads elements of its input tensors as constants with
-        the call's values, else may ask for them (parse_program)."""
+        the call's values, else may ask for them where the caller takes that (by_value,
+        parse_program)."""
         if entry_values is not None:
             parser.input_values = {p.var.name: v
                                    for p, v in zip(sig.params, entry_values, strict=False)
                                    if isinstance(p.var.type, TensorType)}
-        else:
+        elif by_value:
             parser.value_dependent = _reads_inputs(m, sig)
 
     def resolve(self, ref, args, span) -> Callee:

@@ -1,4 +1,5 @@
-"""`ProgramTemplate`: a `@pl.program` whose entry has `pl.dynamic` dimensions."""
+"""`ProgramTemplate`: a `@pl.program` parsed per call (`pl.dynamic` dimensions, or elements
+of its inputs used as constants)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from ..ir.nodes import Assign, Call, ExprStmt
 
 
 class ProgramTemplate:
-    """A `@pl.program` class whose entry function has `pl.dynamic` dimensions.
+    """A `@pl.program` class whose entry function has `pl.dynamic` dimensions, or uses
+    elements of its input tensors as constants (tensor extents read from a configuration
+    tensor).
 
-    Its dimensions are bound by the tensors of a call, so the class is parsed once per
-    set of argument shapes (`specialize_for`); `pypto.runtime.run(template, *args)` does
-    that, then compiles and runs the specialised Program.  `ir.compile` needs a Program:
-    compile `template.specialize_for(*args)`.
+    Its dimensions (and those elements) are bound by the tensors of a call, so the class
+    is parsed once per set of argument shapes and element values (`specialize_for`);
+    `pypto.runtime.run(template, *args)` does that, then compiles and runs the specialised
+    Program.  `ir.compile` needs a Program: compile `template.specialize_for(*args)`.
     """
 
     def __init__(self, name: str, source: str, filename: str, namespace: dict, line_offset: int):
@@ -46,7 +49,7 @@ class ProgramTemplate:
                 return program
         try:
             program = parse_program(self._source, self._filename, self._namespace,
-                                    self._line_offset, entry_args=types)
+                                    self._line_offset, entry_args=types, by_value=True)
         except DynamicProgram as exc:
             if not exc.by_value:
                 raise

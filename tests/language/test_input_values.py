@@ -13,7 +13,7 @@ import torch
 
 import pypto.ir as ir
 import pypto.language as pl
-from pypto.ir import TypeCheckError
+from pypto.ir import ParseError, TypeCheckError
 from pypto.language.program_template import expected_values
 from pypto.runtime import OrchestrationError, run
 
@@ -102,3 +102,19 @@ def test_a_runtime_slice_extent_in_a_kernel_is_refused_at_its_line():
 
     with pytest.raises(TypeCheckError, match="extents must be constants"):
         kernel.lower(torch.zeros(R, C), torch.zeros(R, C), 4)
+
+
+def test_pl_parse_of_such_a_program_reports_the_runtime_extent_at_its_line():
+    # Text has no call to specialise for: the extent is a runtime value there.
+    text = (
+        "@pl.program\n"
+        "class P:\n"
+        "    @pl.function(type=pl.FunctionType.Orchestration)\n"
+        "    def main(self, config: pl.Tensor[[2], pl.INT64]) -> pl.Tensor[[2], pl.INT64]:\n"
+        "        rows = pl.tensor.read(config, [0])\n"
+        "        scratch = pl.create_tensor([rows, 16], dtype=pl.FP32)\n"
+        "        return config\n"
+    )
+    with pytest.raises(ParseError, match="`rows` is a runtime value") as info:
+        pl.parse(text)
+    assert info.value.span.line == 6
