@@ -418,6 +418,12 @@ class _OrchestrationBuilder:
                 out.append(self.view(s.targets[0], s.value))
             elif isinstance(s, Assign) and isinstance(s.targets[0].type, TaskIdArrayType):
                 out.append(self.task_array(s.targets[0], s.value))
+            elif isinstance(s, Assign) and isinstance(s.value, Call) and \
+                    s.value.op == "array.get_element":
+                array, index = s.value.args
+                out.append({"kind": "task_array_entry", "dst": self.local(s.targets[0]),
+                            "src": ident(array.name), "length": array.type.length,
+                            "index": expr_model(index)})
             elif isinstance(s, Assign) and isinstance(s.targets[0].type, ScalarType):
                 out.append({"kind": "scalar_assign", "dst": self.local(s.targets[0]),
                             "value": expr_model(s.value)})

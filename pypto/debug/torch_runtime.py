@@ -593,6 +593,11 @@ def expect_value(x, value) -> None:
         raise ValueError(f"an input tensor holds {x}, the program was specialised for {value}")
 
 
+def array_get_element(array: list, index):
+    """`tids[i]`: entry i."""
+    return array[int(index)]
+
+
 def create_tensor(shape, dtype: str) -> torch.Tensor:
     """A scratch buffer holding the device's poison (NaN, or 0xA5 bytes for integers)."""
     t = DataType[dtype].to_torch()

@@ -1,11 +1,12 @@
 """Orchestration operators beside the registry's core set (ops.py).
 
-Arrays of task ids, `pl.array.create` and `pl.array.update_element` (upstream PyPTO's
-spelling, docs/en/user/tasks/02-submit.md).  An array collects the ids of tasks a loop
-submits so that one later task can wait on all of them: `tids = pl.array.create(n,
-pl.TASK_ID)`, `tids[i] = tid` (a functional update: the name is rebound to the array with
-entry i set), `deps=[tids]`.  An entry never set stands for no task.  Arrays live in
-orchestration code only (a C array of `PtoTaskIds`); kernels never see them.
+Arrays of task ids, `pl.array.create`, `pl.array.update_element` and
+`pl.array.get_element` (upstream PyPTO's spelling, docs/en/user/tasks/02-submit.md).  An
+array collects the ids of tasks a loop submits so that one later task can wait on all of
+them: `tids = pl.array.create(n, pl.TASK_ID)`, `tids[i] = tid` (a functional update: the
+name is rebound to the array with entry i set), `deps=[tids]`; `tids[i]` reads one entry.
+An entry never set stands for no task.  Arrays live in orchestration code only (a C array
+of `PtoTaskIds`); kernels never see them.
 
 `pl.expect_value(x, value)`: the guard of a program specialised for the values its
 orchestration reads from an input tensor (`head_dim = pl.tensor.read(config, [3])` used
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from .errors import TypeCheckError
 from .ops import OpDef, OpParam, register
-from .types import ScalarType, TaskIdArrayType, TaskIdType, TupleType
+from .types import TASK_ID, ScalarType, TaskIdArrayType, TaskIdType, TupleType
 
 
 def _infer_create(args, attrs, span):
@@ -68,6 +69,31 @@ register(
         "(the orchestration returns 4).",
         dtypes=frozenset(),
         torch="array",
+    )
+)
+
+
+def _infer_get(args, attrs, span):
+    array, index = args
+    if not isinstance(array.type, TaskIdArrayType):
+        raise TypeCheckError("pl.array.get_element reads an array of task ids "
+                             "(pl.array.create(n, pl.TASK_ID))", span)
+    if not (isinstance(index.type, ScalarType) and not index.type.dtype.is_float):
+        raise TypeCheckError("an array index must be an integer", span)
+    return TASK_ID
+
+
+register(
+    OpDef(
+        "array.get_element",
+        (OpParam("array", "value"), OpParam("index", "value")),
+        _infer_get,
+        "orchestration",
+        "Entry `index` of an array of task ids (a task id; an entry never set stands for no "
+        "task); `a[i]` is sugar for it.  An index outside the array stops the run (the "
+        "orchestration returns 4).",
+        dtypes=frozenset(),
+        torch="array[index]",
     )
 )
 

@@ -757,6 +757,10 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         """`t[r0:r1, c0:c1]` reads a window: `pl.slice(t, [r1 - r0, c1 - c0], [r0, c0])`;
         `t[i, j]` reads one element: `pl.read(t, [i, j])`."""
         base = self.expr(node.value)
+        if isinstance(base.type, TaskIdArrayType):  # `tids[i]`: pl.array.get_element
+            if isinstance(node.slice, (ast.Slice, ast.Tuple)):
+                raise self.error(node, "an array of task ids takes one index: `tids[i]`")
+            return self._call_op("array.get_element", [base, self.scalar(node.slice)], {}, node)
         if not isinstance(base.type, (TensorType, TileType)):
             raise self.error(node, f"`{ast.unparse(node.value)}` is not a tensor or tile; only "
                              "they can be sliced", cls=TypeCheckError)

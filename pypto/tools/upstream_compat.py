@@ -77,7 +77,7 @@ _LANGUAGE_SUPPORTED = (
     "MemorySpace.Vec", "Out", "PadValue.min", "PadValue.zero", "Scalar", "SplitMode.LEFT_RIGHT",
     "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID", "TaskId", "Tensor", "TensorLayout",
     "TensorLayout.ND", "TensorView", "Tile", "array",
-    "array.create", "array.update_element", "at", "cluster", "const",
+    "array.create", "array.get_element", "array.update_element", "at", "cluster", "const",
     "dim", "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline",
     "jit.opaque", "loads", "manual_scope", "parallel", "parse", "parse_program", "pipeline",
     "program", "range", "spmd", "spmd_submit", "split", "static_assert", "static_print",
@@ -163,7 +163,7 @@ CONSTRUCTS = (
     ("`@pl.program` classes defined in a builder function", SUPPORTED,
      "the builder's locals are visible to the class body"),
     ("arrays of task ids: `tids = pl.array.create(n, pl.TASK_ID)`, `tids[i] = tid`, "
-     "`deps=[tids]`, `pl.system.task_dummy(deps=[tids])`", SUPPORTED,
+     "`tids[i]`, `deps=[tids]`, `pl.system.task_dummy(deps=[tids])`", SUPPORTED,
      "orchestration only: deps= waits on every entry (an entry never set: no task); the "
      "dummy task stands for the tasks it joins; an array carried through a loop is a value "
      "like any other"),

@@ -169,3 +169,37 @@ def test_torch_codegen_runs_a_program_with_arrays():
     x, out = torch.randn(ROWS, N), torch.zeros(ROWS, N)
     load_entry(torch_codegen(TwoPhases), TwoPhases.entry)(x, out)
     assert torch.equal(out, _expected(x))
+
+
+@pl.jit.incore
+def plus_one(mid: pl.Tensor[[ROWS, N], pl.FP32], row: pl.Scalar[pl.INDEX],
+             out: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]):
+    out = pl.store(pl.add(pl.load(mid, [row, 0], [TM, N]), 1.0), [row, 0], out)
+    return out
+
+
+@pl.program
+class OneEntry:
+    """Each reader waits on the one writer of the stripe it reads: `tids[i]` is a task id."""
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[ROWS, N], pl.FP32],
+             out: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]) -> pl.Tensor[[ROWS, N], pl.FP32]:
+        mid = pl.create_tensor([ROWS, N], dtype=pl.FP32)
+        with pl.manual_scope():
+            tids = pl.array.create(B, pl.TASK_ID)
+            for i in pl.parallel(B):
+                mid, tid = pl.submit(scale, x, i * TM, mid)
+                tids[i] = tid
+            for i in pl.parallel(B):
+                writer = tids[B - 1 - i]
+                out, _ = pl.submit(plus_one, mid, (B - 1 - i) * TM, out, deps=[writer])
+        return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_an_entry_read_from_an_array_is_a_task_id(seed):
+    x, out = torch.randn(ROWS, N), torch.zeros(ROWS, N)
+    run(OneEntry, x, out, config=RunConfig(detect_races=True, schedule_seed=seed))
+    assert torch.equal(out, x * 2.0 + 1.0)
+    assert "writer: pl.TaskId = pl.array.get_element(tids, 3 - i)" in OneEntry.as_python()
