@@ -418,6 +418,10 @@ class _OrchestrationBuilder:
                 out.append(self.view(s.targets[0], s.value))
             elif isinstance(s, Assign) and isinstance(s.targets[0].type, TaskIdArrayType):
                 out.append(self.task_array(s.targets[0], s.value))
+            elif isinstance(s, Assign) and isinstance(s.targets[0].type, TaskIdType) and \
+                    isinstance(s.value, Var):  # `d = pl.system.task_dummy(deps=[tid])`
+                out.append({"kind": "scalar_assign", "dst": self.local(s.targets[0]),
+                            "value": expr_model(s.value)})
             elif isinstance(s, Assign) and isinstance(s.value, Call) and \
                     s.value.op == "array.get_element":
                 array, index = s.value.args

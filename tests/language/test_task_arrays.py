@@ -203,3 +203,40 @@ def test_an_entry_read_from_an_array_is_a_task_id(seed):
     run(OneEntry, x, out, config=RunConfig(detect_races=True, schedule_seed=seed))
     assert torch.equal(out, x * 2.0 + 1.0)
     assert "writer: pl.TaskId = pl.array.get_element(tids, 3 - i)" in OneEntry.as_python()
+
+
+@pl.program
+class OneDummy:
+    """A join of one task id stands for that task."""
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[ROWS, N], pl.FP32],
+             out: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]) -> pl.Tensor[[ROWS, N], pl.FP32]:
+        mid = pl.create_tensor([ROWS, N], dtype=pl.FP32)
+        with pl.manual_scope():
+            for i in pl.parallel(B):
+                mid, tid = pl.submit(scale, x, i * TM, mid)
+                joined = pl.system.task_dummy(deps=[tid])
+                out, _ = pl.submit(plus_one, mid, i * TM, out, deps=[joined])
+        return out
+
+
+def test_a_task_dummy_of_one_task_id_waits_on_that_task():
+    x, out = torch.randn(ROWS, N), torch.zeros(ROWS, N)
+    run(OneDummy, x, out, config=RunConfig(detect_races=True, schedule_seed=2))
+    assert torch.equal(out, x * 2.0 + 1.0)
+
+
+def test_a_task_dummy_of_several_entries_is_refused_at_its_line():
+    with pytest.raises(ParseError, match="joins one array of task ids"):
+        @pl.program
+        class Two:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def main(self, x: pl.Tensor[[ROWS, N], pl.FP32],
+                     out: pl.Out[pl.Tensor[[ROWS, N], pl.FP32]]
+                     ) -> pl.Tensor[[ROWS, N], pl.FP32]:
+                out, a = pl.submit(plus_one, x, 0, out)
+                out, b = pl.submit(plus_one, x, TM, out)
+                joined = pl.system.task_dummy(deps=[a, b])
+                out, _ = pl.submit(plus_one, x, 2 * TM, out, deps=[joined])
+                return out
