@@ -274,21 +274,21 @@ class TaskSyntax:
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.error(node, "deps= takes a list of task ids: deps=[tid, ...]",
                              hint=_TASK_ID_HINT)
-        return tuple(self.task_id(element, "deps= entries", arrays=True)
-                     for element in node.elts)
+        return tuple(self.task_id(element, "deps=", arrays=True) for element in node.elts)
 
-    def task_id(self, node: ast.AST, what: str, arrays: bool = False) -> Var:
-        """The task id (or, with `arrays`, the array of task ids) the name `node` holds."""
+    def task_id(self, node: ast.AST, where: str, arrays: bool = False) -> Var:
+        """The task id (or, with `arrays`, the array of task ids) the name `node` holds, as
+        an entry of `where` (deps=, an array)."""
         if not isinstance(node, ast.Name):
-            raise self.error(node, f"{what} must be task ids, not `{ast.unparse(node)}`",
-                             hint=_TASK_ID_HINT)
+            raise self.error(node, f"{where} entries must be task ids, not "
+                             f"`{ast.unparse(node)}`", hint=_TASK_ID_HINT)
         var = self.vars.get(node.id)
         if var is None:
-            raise self.error(node, f"`{node.id}` in {what} is not a task id bound before this "
+            raise self.error(node, f"`{node.id}` in {where} is not a task id bound before this "
                              "point", hint=_TASK_ID_HINT)
         kinds = (TaskIdType, TaskIdArrayType) if arrays else (TaskIdType,)
         if not isinstance(var.type, kinds):
-            raise self.error(node, f"{what} must be task ids; `{node.id}` is "
+            raise self.error(node, f"{where} entries must be task ids; `{node.id}` is "
                              f"{_describe_value(var.type)}", hint=_TASK_ID_HINT)
         return Var(var.name, var.type, self.source.span(node))
 
@@ -313,7 +313,7 @@ class TaskSyntax:
         if isinstance(target.slice, (ast.Slice, ast.Tuple)):
             raise self.error(node, "an array of task ids takes one index: `tids[i] = tid`")
         index = self.scalar(target.slice)
-        tid = self.task_id(value_node, "array entries")
+        tid = self.task_id(value_node, "an array")
         value = self._call_op("array.update_element", [array, index, tid], {}, node)
         return self._bind(ast.copy_location(ast.Name(array.name, ast.Store()), target), value,
                           node, annotation=None)
