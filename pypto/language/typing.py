@@ -111,7 +111,7 @@ class TensorView:
             valid = _shape(list(self.valid_shape), "pl.TensorView valid")
             if len(valid) != len(shape) or any(
                     isinstance(v, int) and isinstance(d, int) and not 0 <= v <= d
-                    for v, d in zip(valid, shape)):
+                    for v, d in zip(valid, shape, strict=True)):
                 raise _annotation_error(f"pl.TensorView valid_shape {list(valid)} must fit "
                                         f"the shape {list(shape)}", "one extent per dimension")
 

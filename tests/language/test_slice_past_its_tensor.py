@@ -148,7 +148,7 @@ def flag(out: pl.Out[pl.Tensor[[16, 128], pl.FP32]], on: pl.Scalar[pl.BOOL]):
 
 @pl.jit
 def flags(out: pl.Out[pl.Tensor[[16, 128], pl.FP32]], k: pl.Scalar[pl.INDEX]):
-    if k > 0:
+    if k > 0:  # noqa: SIM108 - the DSL's runtime `if`: pl.yield_ in each branch
         on = pl.yield_(k)  # an integer passed for a BOOL parameter: non-zero is true
     else:
         on = pl.yield_(0)

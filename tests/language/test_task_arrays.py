@@ -111,7 +111,7 @@ class Carried:
              ) -> pl.Tensor[[ROWS, N], pl.FP32]:
         with pl.manual_scope():
             tids = pl.array.create(B, pl.TASK_ID)
-            for phase, (before,) in pl.range(3, init_values=(tids,)):
+            for _phase, (before,) in pl.range(3, init_values=(tids,)):
                 now = pl.array.create(B, pl.TASK_ID)
                 for i in pl.parallel(B):
                     acc, tid = pl.submit(self.bump, acc, i * TM, deps=[before])
