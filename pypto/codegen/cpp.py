@@ -30,6 +30,7 @@ from ..ir.types import (
     Direction,
     FunctionType,
     ScalarType,
+    TaskIdArrayType,
     TaskIdType,
     TensorType,
     TileType,
@@ -370,11 +371,13 @@ class _OrchestrationBuilder(_StatementModels):
         if var.name not in self.params and var.name not in self.locals:
             if isinstance(var.type, TensorType):
                 ctype, init = "PtoTensor", "{}"
-            elif isinstance(var.type, TaskIdType):
+            elif isinstance(var.type, (TaskIdType, TaskIdArrayType)):
                 ctype, init = "PtoTaskIds", "{}"  # no tasks: a dep on it waits for nothing
             else:
                 ctype, init = scalar_ctype(var.type.dtype), "0"
-            self.locals[var.name] = {"ident": ident(var.name), "ctype": ctype, "init": init}
+            length = var.type.length if isinstance(var.type, TaskIdArrayType) else None
+            self.locals[var.name] = {"ident": ident(var.name), "ctype": ctype, "init": init,
+                                     "length": length}
         return ident(var.name)
 
     def body(self, stmts) -> list[dict]:
@@ -390,6 +393,16 @@ class _OrchestrationBuilder(_StatementModels):
                     "dtype_code": t.dtype.code, "shape": list(t.shape)}
         if isinstance(value, Call) and value.op == "slice" and isinstance(dst.type, TensorType):
             return self.view(dst, value)
+        if isinstance(dst.type, TaskIdArrayType):
+            return self.task_array(dst, value)
+        if isinstance(dst.type, TaskIdType) and isinstance(value, Var):
+            # `d = pl.system.task_dummy(deps=[tid])`
+            return {"kind": "scalar_assign", "dst": self.local(dst), "value": expr_model(value)}
+        if isinstance(value, Call) and value.op == "array.get_element":
+            array, index = value.args
+            return {"kind": "task_array_entry", "dst": self.local(dst),
+                    "src": ident(array.name), "length": array.type.length,
+                    "index": expr_model(index)}
         if isinstance(dst.type, ScalarType):
             return {"kind": "scalar_assign", "dst": self.local(dst), "value": expr_model(value)}
         return self._refuse(s)
@@ -397,6 +410,9 @@ class _OrchestrationBuilder(_StatementModels):
     def visit_ExprStmt(self, s: ExprStmt) -> dict:
         if isinstance(s.value, FuncCall):
             return self.submit(s.value, ())
+        if isinstance(s.value, Call) and s.value.op == "expect_value":
+            return {"kind": "expect", "x": expr_model(s.value.args[0]),
+                    "value": expr_model(Const(s.value.attr("value"), s.value.args[0].type))}
         if _is_dump_tag(s):
             return {"kind": "dump_tag", "slot": self.dump_slots[s.value.args[0].name]}
         return self._refuse(s)
@@ -416,9 +432,41 @@ class _OrchestrationBuilder(_StatementModels):
         shape and `t`'s strides; no data moves, and the runtime sees only the window's bytes."""
         src, offsets = call.args
         self.view_base[dst.name] = self.view_base.get(src.name, src.name)
+        # valid_shape: the task sees only that part (the view is cut back to it, and to
+        # the tensor's end, at run time).
+        valid = call.attr("valid_shape") or dst.type.shape
+        extent = [e if isinstance(e, int) else  # a runtime extent, at most the window's
+                  {"kind": "select", "op": "<", "lhs": expr_model(e),
+                   "rhs": {"kind": "int", "value": d}}
+                  for e, d in zip(valid, dst.type.shape, strict=True)]
         return {"kind": "view", "dst": self.local(dst), "src": ident(src.name),
-                "origin": [expr_model(o) for o in offsets.items],
-                "extent": list(dst.type.shape), "itemsize": dst.type.dtype.itemsize}
+                "origin": [expr_model(o) for o in offsets.items], "extent": extent,
+                "itemsize": dst.type.dtype.itemsize}
+
+    def task_array(self, dst: Var, value) -> dict:
+        """An array of task ids (pypto/ir/ops/task_arrays.py): created with no tasks, an entry
+        set (the orchestration returns 4 for an index outside it), or copied."""
+        model = {"kind": "task_array", "dst": self.local(dst), "length": dst.type.length,
+                 "src": None, "index": None, "tid": None}
+        if isinstance(value, Var):
+            model["src"] = ident(value.name)
+        elif value.op == "array.update_element":
+            array, index, tid = value.args
+            model.update(src=ident(array.name) if array.name != dst.name else None,
+                         index=expr_model(index), tid=ident(tid.name))
+        elif value.op != "array.create":
+            raise LoweringError(f"pl.{value.op} does not make an array of task ids", value.span)
+        return model
+
+    def deps(self, deps) -> list[str]:
+        """The C expressions of a dispatch's deps: a task id, or every entry of an array."""
+        out = []
+        for d in deps:
+            if isinstance(d.type, TaskIdArrayType):
+                out.extend(f"{ident(d.name)}[{k}]" for k in range(d.type.length))
+            else:
+                out.append(ident(d.name))
+        return out
 
     def submit(self, call: FuncCall, targets) -> dict:
         """One dispatch: arguments with their access flags, deps, block count, task id."""
@@ -441,7 +489,7 @@ class _OrchestrationBuilder(_StatementModels):
             tid = self.local(targets[-1]) if targets else None
             targets = targets[:-1]
         return {"kind": "submit", "kernel_index": self.kernel_index[call.callee], "args": args,
-                "deps": [ident(d.name) for d in call.deps],
+                "deps": self.deps(call.deps),
                 "blocks": expr_model(call.blocks) if call.blocks is not None else None,
                 "tid": tid, "results": self._results(call, callee, targets)}
 

@@ -19,7 +19,7 @@ _RESERVED = set(
     public register return short signed sizeof static struct switch template this throw true
     try typedef typeid typename union unsigned using virtual void volatile while xor
     api args core params pto main pypto_deps pypto_blocks pypto_first pypto_dump pypto_origin
-    pypto_extent pypto_view""".split()
+    pypto_extent pypto_view pypto_k pypto_at""".split()
 )
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}

@@ -30,7 +30,7 @@ from ..ir.nodes import (
 )
 from ..ir.ops import get_op
 from ..ir.printer import scalar_operator
-from ..ir.types import TensorType, TileType
+from ..ir.types import TaskIdType, TensorType, TileType
 from ..ir.visitor import IRVisitor
 from . import torch_runtime
 
@@ -70,6 +70,8 @@ def load_entry(source: str, entry: str):
 def _attr(value):
     if isinstance(value, DataType):
         return value.name
+    if isinstance(value, TaskIdType):  # pl.array.create's element type
+        return "TaskId"
     if isinstance(value, enum.Enum):
         return value.name
     if isinstance(value, tuple):

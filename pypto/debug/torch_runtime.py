@@ -669,6 +669,29 @@ def dump_tag(t) -> None:
     return None
 
 
+def array_create(length: int, dtype) -> list:
+    """`pl.array.create(n, pl.TASK_ID)`: n task ids, none set (tasks run in order here)."""
+    return [None] * length
+
+
+def array_update_element(array: list, index, value) -> list:
+    """`tids[i] = tid`: the array with entry i set."""
+    updated = list(array)
+    updated[int(index)] = value
+    return updated
+
+
+def expect_value(x, value) -> None:
+    """`pl.expect_value(x, value)`: the program was specialised for x == value."""
+    if x != value:
+        raise ValueError(f"an input tensor holds {x}, the program was specialised for {value}")
+
+
+def array_get_element(array: list, index):
+    """`tids[i]`: entry i."""
+    return array[int(index)]
+
+
 def create_tensor(shape, dtype: str) -> torch.Tensor:
     """A scratch buffer holding the device's poison (NaN, or 0xA5 bytes for integers)."""
     t = DataType[dtype].to_torch()

@@ -29,6 +29,7 @@ from .types import (
     Direction,
     FunctionType,
     ScalarType,
+    TaskIdArrayType,
     TaskIdType,
     TensorType,
     TileType,
@@ -101,8 +102,8 @@ class _Printer(IRVisitor):
             return f"pl.Scalar[{t.dtype!r}]"
         if isinstance(t, TupleType):
             return f"tuple[{', '.join(self.type(i) for i in t.items)}]"
-        if isinstance(t, TaskIdType):
-            return "pl.TaskId"
+        if isinstance(t, (TaskIdType, TaskIdArrayType)):
+            return repr(t)
         raise TypeError(f"cannot print type {t!r}")
 
     # -- structure

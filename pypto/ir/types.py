@@ -176,7 +176,20 @@ class TaskIdType:
 
 TASK_ID = TaskIdType()
 
-Type = TensorType | TileType | ScalarType | TupleType | TaskIdType
+
+@dataclass(frozen=True)
+class TaskIdArrayType:
+    """An array of `length` task ids (`pl.array.create(n, pl.TASK_ID)`), an orchestration
+    value: `tids[i] = tid` rebinds it with entry i set, and `deps=[tids]` waits on every
+    entry (an entry never set waits on nothing)."""
+
+    length: int
+
+    def __repr__(self) -> str:
+        return f"pl.Array[{self.length}, pl.TASK_ID]"
+
+
+Type = TensorType | TileType | ScalarType | TupleType | TaskIdType | TaskIdArrayType
 
 INDEX = ScalarType(DataType.INT64)
 

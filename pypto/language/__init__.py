@@ -47,7 +47,7 @@ def program(cls=None, *, entry: str | None = None):
             namespace.update(frame.f_locals)  # the defining function's locals
         source = textwrap.dedent("".join(lines))
         try:
-            return parse_program(source, file, namespace, first - 1)
+            return parse_program(source, file, namespace, first - 1, by_value=True)
         except DynamicProgram:
             return ProgramTemplate(c.__name__, source, file, namespace, first - 1)
 

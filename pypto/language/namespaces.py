@@ -74,5 +74,9 @@ def _level_ops(level: str, only: tuple[str, ...]) -> dict[str, str]:
 
 tile = OpNamespace("tile", _level_ops("tile", _TILE_ONLY))
 tensor = OpNamespace("tensor", _level_ops("tensor", _TENSOR_ONLY))
+array = OpNamespace("array", {name.split(".")[-1]: name for name in all_ops()
+                              if name.startswith("array.")})
+"""`pl.array.create(n, pl.TASK_ID)`, `pl.array.update_element(a, i, tid)` (ir/ops/task_arrays).
+"""
 
-__all__ = ["OpNamespace", "SCALAR_SPELLINGS", "tile", "tensor"]
+__all__ = ["OpNamespace", "SCALAR_SPELLINGS", "array", "tile", "tensor"]

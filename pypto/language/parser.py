@@ -38,7 +38,7 @@ from ..ir.nodes import (
     Return,
     Var,
 )
-from ..ir.ops import REQUIRED, OpDef, get_op
+from ..ir.ops import REQUIRED, OpDef, get_op, make_call
 from ..ir.types import (
     INDEX,
     Direction,
@@ -46,6 +46,7 @@ from ..ir.types import (
     Level,
     ScalarType,
     SplitMode,
+    TaskIdArrayType,
     TaskIdType,
     TensorType,
     TileType,
@@ -54,7 +55,7 @@ from ..ir.types import (
     describe,
     same_value_type,
 )
-from ..ir.visitor import exposed_uses
+from ..ir.visitor import defs, exposed_uses
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
 from .inline import InlineSyntax
@@ -190,6 +191,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         # Names a loop that may not run gave a new type: (type before, type in the loop).
         self.retyped: dict[str, tuple[Var, Var]] = {}
         self.tensor_params: set[str] = set()
+        # An entry orchestration specialised for its call's values (program_template.py):
+        # parameter -> the call's tensor, and the elements read from them as constants.
+        self.input_values: dict[str, Any] | None = None
+        self.value_reads: list[tuple[str, tuple, Any]] = []
+        self.value_dependent = False  # may be specialised that way (see static())
         self.in_scope = False
         self.init_compile_time({})
         self.init_control_flow()
@@ -214,6 +220,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
 
     def _constant_Name(self, node: ast.Name) -> Any:
         if node.id in self.vars:
+            if self.value_dependent:  # it may be an element of an input: try its value
+                raise DynamicProgram("", by_value=True)
             raise self.error(node, f"`{node.id}` is a runtime value; a constant is needed here")
         try:
             return self.namespace[node.id]
@@ -277,6 +285,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         return all(values) if isinstance(node.op, ast.And) else any(values)
 
     def _constant_Call(self, node: ast.Call) -> Any:
+        read = self._input_read(node)
+        if read is not None:
+            return self._input_value(*read)
         fn = self.static(node.func)
         if isinstance(fn, DslBuiltin) and fn.name == "dim":
             return self._dim(node).value
@@ -297,7 +308,37 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             return node.id not in self.vars
         if isinstance(node, ast.Call) and self._is_dim(node.func):
             return True  # pl.tensor.dim(t, axis) reads t's type, as t.shape does
+        if isinstance(node, ast.Call) and self._input_read(node) is not None:
+            return True  # an element of an input the program is specialised for
         return all(self.is_static(child) for child in ast.iter_child_nodes(node))
+
+    def _input_read(self, node: ast.Call) -> tuple[str, tuple] | None:
+        """(parameter, indices) of `pl.tensor.read(p, [i, ...])` with constant indices, of
+        a tensor parameter of an entry specialised for its call's values; else None."""
+        if self.input_values is None or len(node.args) != 2 or node.keywords:
+            return None
+        tensor, index = node.args
+        if not (isinstance(tensor, ast.Name) and tensor.id in self.input_values
+                and tensor.id not in self.aliases):
+            return None
+        fn = self._callable(node.func)
+        if not (isinstance(fn, OpStub) and fn.name == "read"):
+            return None
+        items = index.elts if isinstance(index, (ast.List, ast.Tuple)) else [index]
+        if not all(self.is_static(i) for i in items):
+            return None
+        indices = tuple(self.static(i) for i in items)
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
+            return None
+        return tensor.id, indices
+
+    def _input_value(self, param: str, indices: tuple):
+        """The element of the call's tensor, recorded: the program checks it at run time."""
+        value = self.input_values[param][indices].item()
+        value = int(value) if isinstance(value, bool) else value
+        if (param, indices, value) not in self.value_reads:
+            self.value_reads.append((param, indices, value))
+        return value
 
     def _is_dim(self, func: ast.AST) -> bool:
         fn = self._callable(func) if isinstance(func, ast.Attribute) else None
@@ -578,6 +619,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
     def _assign_subscript(self, target: ast.Subscript, value_node, node):
         """`out[:] = x` and `out[r0:r1, c0:c1] = x` write through `pl.assemble`."""
         dst = self.expr(target.value)
+        if isinstance(dst, Var) and isinstance(dst.type, TaskIdArrayType):
+            return self.assign_task_array(target, dst, value_node, node)
         if not isinstance(dst, Var) or not isinstance(dst.type, TensorType):
             raise self.error(node, f"`{ast.unparse(target.value)}` is not a tensor; only tensors "
                              "accept sliced assignment")
@@ -714,6 +757,10 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         """`t[r0:r1, c0:c1]` reads a window: `pl.slice(t, [r1 - r0, c1 - c0], [r0, c0])`;
         `t[i, j]` reads one element: `pl.read(t, [i, j])`."""
         base = self.expr(node.value)
+        if isinstance(base.type, TaskIdArrayType):  # `tids[i]`: pl.array.get_element
+            if isinstance(node.slice, (ast.Slice, ast.Tuple)):
+                raise self.error(node, "an array of task ids takes one index: `tids[i]`")
+            return self._call_op("array.get_element", [base, self.scalar(node.slice)], {}, node)
         if not isinstance(base.type, (TensorType, TileType)):
             raise self.error(node, f"`{ast.unparse(node.value)}` is not a tensor or tile; only "
                              "they can be sliced", cls=TypeCheckError)
@@ -824,19 +871,28 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             self.check_block_idx(node)
         elif fn.name == "dump_tag":
             self.check_dump_tag(node)
+        elif fn.name.startswith("array.") and (
+                self.func_type is not FunctionType.Orchestration or self.in_scope):
+            raise self.error(node, f"{fn.written} builds an array of task ids in a "
+                             "@pl.jit (orchestration) function, outside pl.at blocks")
         call = self._op_call(get_op(fn.name), node)
+        if fn.name == "slice":
+            self.check_view_valid_shape(call, node)
         if fn.level is not None or fn.scalar:
             self._check_spelling(fn, call, node)
         return call
 
     def _builtin_call(self, fn: DslBuiltin, node: ast.Call):
-        """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim."""
+        """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim,
+        pl.system.task_dummy."""
         if fn.name == "const":
             return self._pl_const(node)
         if fn.name in ("submit", "spmd_submit"):
             return self.submit_call(node, fn.name)
         if fn.name == "dim":
             return self._dim(node)
+        if fn.name == "task_dummy":
+            return self.task_dummy(node)
         raise self.error(node, f"pl.{fn.name}(...) cannot be used as a value here")
 
     def _check_spelling(self, fn: OpStub, call, node: ast.Call) -> None:
@@ -911,6 +967,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
     def _op_call(self, op: OpDef, node: ast.Call):
         bound = self._bound_arguments(op, node)
         operands, attrs = [], {}
+        runtime_extents = None  # pl.slice(t, [16, n], ...) of a tensor: see _runtime_window
         for p in op.params:
             if p.name not in bound:
                 if p.default is REQUIRED:
@@ -922,14 +979,24 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                     and arg.value is None:
                 attrs[p.name] = None  # an optional operand spelled out as None
             elif p.kind == "value":
-                operands.append(self.expr(arg))
+                operands.append(self._operand(op, p.name, arg))
             elif p.kind == "index_list":
                 operands.append(self._index_list(op, p.name, arg))
             elif p.name == "valid_shape" and not self.is_static(arg):
                 attrs[p.name] = self._runtime_valid_shape(arg, op)
+            elif op.name == "slice" and p.name == "shape" and not self.is_static(arg):
+                runtime_extents = self._runtime_valid_shape(arg, op)
             else:
                 attrs[p.name] = self._attr_value(self.static(arg), arg)
+        if runtime_extents is not None:
+            attrs.update(self._runtime_window(operands, runtime_extents, attrs, node))
         return self._call_op(op.name, operands, attrs, node)
+
+    def _operand(self, op: OpDef, name: str, arg: ast.AST):
+        """A value operand of pl.<op> (the task id an array entry is set to, by its name)."""
+        if op.name == "array.update_element" and name == "value":
+            return self.task_id(arg, "an array")
+        return self.expr(arg)
 
     def _index_list(self, op: OpDef, name: str, arg: ast.AST):
         """An index-list operand (`[i, 0]`) of pl.<op>."""
@@ -962,6 +1029,28 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 raise self.error(node, f"pl.{op.name} got `{name}` twice")
             bound[name] = kw.value
         return bound
+
+    def _runtime_window(self, operands: list, extents: tuple, attrs: dict, node) -> dict:
+        """`pl.slice(t, [16, n], [r, 0])` with a runtime extent n, of a tensor in orchestration
+        code: the window is as wide as t allows from its offset (to its end, from a constant
+        offset), and n is its valid part: valid_shape=[16, n], the view the task is handed."""
+        x, offsets = operands
+        if not (isinstance(x.type, TensorType) and self.func_type is FunctionType.Orchestration
+                and not self.in_scope):
+            raise self.error(node, "a slice's extents must be constants, except for a view of "
+                             "a tensor in orchestration code (its valid part)",
+                             hint="in a kernel, give the runtime extent to the pl.load "
+                                  "(valid_shape=[16, n])", cls=TypeCheckError)
+        if attrs.get("valid_shape") is not None:
+            raise self.error(node, "a slice with runtime extents takes no valid_shape: the "
+                             "runtime extents are its valid part", cls=TypeCheckError)
+        if len(extents) != len(x.type.shape) or len(offsets.items) != len(extents):
+            raise self.error(node, f"pl.slice of a rank-{len(x.type.shape)} tensor needs one "
+                             "extent and one offset per dimension", cls=TypeCheckError)
+        shape = tuple(e if isinstance(e, int) else
+                      d - o.value if isinstance(o, Const) else d
+                      for e, d, o in zip(extents, x.type.shape, offsets.items, strict=True))
+        return {"shape": shape, "valid_shape": extents}
 
     def _runtime_valid_shape(self, node: ast.AST, op) -> tuple:
         """`valid_shape=[16, vlen]` with a runtime extent: constants stay ints, the rest are
@@ -1159,11 +1248,12 @@ def _bind_dynamic(annotation, bound: dict[str, int]):
 
 def _scalar_widens(arg, param) -> bool:
     """A scalar argument a scalar parameter takes as it is: integers of any width for an
-    integer, floats for a float (kernels receive integers as int64 and floats as double)."""
+    integer, floats for a float (kernels receive integers as int64 and floats as double),
+    and an integer for a BOOL (non-zero is true: upstream's `is_first = pl.yield_(1)`)."""
     if not (isinstance(arg, ScalarType) and isinstance(param, ScalarType)):
         return False
     kind = [(t.dtype is DataType.BOOL, t.dtype.is_float) for t in (arg, param)]
-    return kind[0] == kind[1]
+    return kind[0] == kind[1] or kind == [(False, False), (True, False)]
 
 
 def _write_destination(value) -> Var | None:
@@ -1232,10 +1322,16 @@ def _shape_text(shape) -> str:
 
 
 def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | None = None,
-                  line_offset: int = 0, entry_args: list | None = None) -> Program:
+                  line_offset: int = 0, entry_args: list | None = None,
+                  entry_values: list | None = None, by_value: bool = False) -> Program:
     """Parse `@pl.program` class source (the printer's form) into a Program.  An entry
     with pl.dynamic dimensions needs `entry_args` (the call's IR types; else
     `DynamicProgram` is raised); other pl.dynamic functions take their calls' types.
+    An entry orchestration that needs a constant where it has an element of an input
+    tensor (`pl.tensor.read(config, [3])` as a tensor extent) raises `DynamicProgram`
+    (by_value) when the caller takes that (`by_value`: `pl.program` makes it a
+    ProgramTemplate), and with `entry_values` (the call's arguments) reads those elements
+    as constants and starts by checking them (`pl.expect_value`).
     `pl.` names are read in the DSL's vocabulary (the text needs no import)."""
     from . import vocabulary as pl
 
@@ -1251,7 +1347,7 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
             "expected exactly one `@pl.program` class, or one `@pl.function`, got "
             f"{len(classes)} class(es) and {len(functions)} function(s)",
             Span(filename, 1 + line_offset))
-    return _ProgramParser(classes[0], info, ns, entry_args).parse()
+    return _ProgramParser(classes[0], info, ns, entry_args).parse(entry_values, by_value)
 
 
 class _ProgramParser:
@@ -1278,7 +1374,7 @@ class _ProgramParser:
         self.standalone: dict[str, Function] = {}
         self.parsed: dict[str, Function] = {}
 
-    def parse(self) -> Program:
+    def parse(self, entry_values: list | None = None, by_value: bool = False) -> Program:
         # Kernels first: a kernel without a return annotation returns what its return
         # statement does, which the orchestration's call sites need.
         signatures = self.signatures
@@ -1287,12 +1383,29 @@ class _ProgramParser:
             if name in self.parsed:
                 continue  # a pl.dynamic kernel parsed at its first call
             sig, ftype, m = signatures[name]
-            self.parsed[name] = FunctionParser(self.info, self.ns, ftype,
-                                               self.resolve).parse(m, sig)
+            parser = FunctionParser(self.info, self.ns, ftype, self.resolve)
+            if name == self.entry and ftype is FunctionType.Orchestration:
+                self._read_inputs(parser, sig, m, entry_values, by_value)
+            self.parsed[name] = parser.parse(m, sig)
+            if parser.value_reads:
+                self.parsed[name] = _with_expected_values(self.parsed[name], parser.value_reads)
             signatures[name] = (replace(sig, returns=self.parsed[name].returns), ftype, m)
         functions = list(self.standalone.values()) + [
             self.parsed[m.name] for m in self.methods if m.name in self.parsed]
         return Program(self.cls.name, tuple(functions), self.entry)
+
+    @staticmethod
+    def _read_inputs(parser: FunctionParser, sig: FunctionSignature, m: ast.FunctionDef,
+                     entry_values: list | None, by_value: bool) -> None:
+        """The entry orchestration reads elements of its input tensors as constants with
+        the call's values, else may ask for them where the caller takes that (by_value,
+        parse_program)."""
+        if entry_values is not None:
+            parser.input_values = {p.var.name: v
+                                   for p, v in zip(sig.params, entry_values, strict=False)
+                                   if isinstance(p.var.type, TensorType)}
+        elif by_value:
+            parser.value_dependent = _reads_inputs(m, sig)
 
     def resolve(self, ref, args, span) -> Callee:
         """The callee of a call in the program: a module-level @pl.function or a method."""
@@ -1358,6 +1471,50 @@ def _entry_name(cls: ast.ClassDef, methods: list[ast.FunctionDef],
     return methods[0].name if methods else None
 
 
+def _reads_inputs(m: ast.FunctionDef, sig: FunctionSignature) -> bool:
+    """Whether the function reads an element of a tensor parameter at a constant index
+    (`pl.tensor.read(config, [3])`): a value its program may be specialised for."""
+    tensors = {p.var.name for p in sig.params if isinstance(p.var.type, TensorType)}
+    for node in ast.walk(m):
+        if (isinstance(node, ast.Call) and len(node.args) == 2
+                and isinstance(node.func, ast.Attribute) and node.func.attr == "read"
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in tensors):
+            index = node.args[1]
+            items = index.elts if isinstance(index, (ast.List, ast.Tuple)) else [index]
+            if all(isinstance(i, ast.Constant) for i in items):
+                return True
+    return False
+
+
+def _with_expected_values(fn: Function, reads: list) -> Function:
+    """`fn` starting with a check of each input element it was specialised for:
+    `_expected_k = pl.tensor.read(t, [i]); pl.expect_value(_expected_k, value)`."""
+    params = {p.var.name: p.var for p in fn.params}
+    taken = {p.var.name for p in fn.params} | set(_bound_names(fn.body))
+    guards: list = []
+    for k, (param, indices, value) in enumerate(reads):
+        tensor = params[param]
+        name = f"_expected_{k}"
+        while name in taken:
+            name = "_" + name
+        read = make_call("read", tensor, ExprList(tuple(Const(i, INDEX) for i in indices)),
+                         span=fn.span)
+        var = Var(name, read.type, fn.span)
+        guards.append(Assign((var,), read, fn.span))
+        guards.append(ExprStmt(make_call("expect_value", var, span=fn.span, value=value),
+                               fn.span))
+    return replace(fn, body=tuple(guards) + tuple(fn.body))
+
+
+def _bound_names(body) -> set[str]:
+    names: set[str] = set()
+    for stmt in body:
+        names.update(defs(stmt))
+        for inner in ("body", "then_body", "else_body"):
+            names.update(_bound_names(getattr(stmt, inner, ())))
+    return names
+
+
 def deserialize(data: bytes) -> Program | Function:
     """The program or function `ir.serialize` wrote (its printed form), parsed back."""
     return parse_program(data.decode("utf-8"), "<ir.deserialize>")
@@ -1392,8 +1549,13 @@ def _specialised(sig: FunctionSignature) -> FunctionSignature:
 
 
 class DynamicProgram(Exception):
-    """A `@pl.program` whose entry has pl.dynamic dimensions: it is parsed per call, for
-    the call's tensors (`pl.program` returns a `ProgramTemplate`)."""
+    """A `@pl.program` whose entry has pl.dynamic dimensions, or uses elements of its input
+    tensors as constants (`by_value`): it is parsed per call, for the call's tensors
+    (`pl.program` returns a `ProgramTemplate`)."""
+
+    def __init__(self, name: str, by_value: bool = False):
+        super().__init__(name)
+        self.by_value = by_value
 
 
 def _has_dynamic_dims(m: ast.FunctionDef, parser: FunctionParser) -> bool:

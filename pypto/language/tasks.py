@@ -23,13 +23,15 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from ..ir.nodes import Assign, AtScope, Const, ExprStmt, FuncCall, Var
+from ..ir.errors import TypeCheckError
+from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, FuncCall, Var
 from ..ir.types import (
     INDEX,
     TASK_ID,
     FunctionType,
     Level,
     SplitMode,
+    TaskIdArrayType,
     TaskIdType,
     TensorType,
     TupleType,
@@ -265,26 +267,56 @@ class TaskSyntax:
         return blocks
 
     def _task_deps(self, node: ast.AST) -> tuple[Var, ...]:
-        """`deps=[t0, t1]`: task ids bound earlier in this function."""
+        """`deps=[t0, t1, tids]`: task ids or arrays of them bound earlier in this function
+        (an array: every entry)."""
         if isinstance(node, ast.Constant) and node.value is None:
             return ()
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.error(node, "deps= takes a list of task ids: deps=[tid, ...]",
                              hint=_TASK_ID_HINT)
-        deps = []
-        for element in node.elts:
-            if not isinstance(element, ast.Name):
-                raise self.error(element, f"deps= entries must be task ids, not "
-                                 f"`{ast.unparse(element)}`", hint=_TASK_ID_HINT)
-            var = self.vars.get(element.id)
-            if var is None:
-                raise self.error(element, f"`{element.id}` in deps= is not a task id bound "
-                                 "before this point", hint=_TASK_ID_HINT)
-            if not isinstance(var.type, TaskIdType):
-                raise self.error(element, f"deps= entries must be task ids; `{element.id}` is "
-                                 f"{_describe_value(var.type)}", hint=_TASK_ID_HINT)
-            deps.append(Var(var.name, var.type, self.source.span(element)))
-        return tuple(deps)
+        return tuple(self.task_id(element, "deps=", arrays=True) for element in node.elts)
+
+    def task_id(self, node: ast.AST, where: str, arrays: bool = False) -> Var:
+        """The task id (or, with `arrays`, the array of task ids) the name `node` holds, as
+        an entry of `where` (deps=, an array)."""
+        if not isinstance(node, ast.Name):
+            raise self.error(node, f"{where} entries must be task ids, not "
+                             f"`{ast.unparse(node)}`", hint=_TASK_ID_HINT)
+        var = self.vars.get(node.id)
+        if var is None:
+            raise self.error(node, f"`{node.id}` in {where} is not a task id bound before this "
+                             "point", hint=_TASK_ID_HINT)
+        kinds = (TaskIdType, TaskIdArrayType) if arrays else (TaskIdType,)
+        if not isinstance(var.type, kinds):
+            raise self.error(node, f"{where} entries must be task ids; `{node.id}` is "
+                             f"{_describe_value(var.type)}", hint=_TASK_ID_HINT)
+        return Var(var.name, var.type, self.source.span(node))
+
+    def task_dummy(self, node: ast.Call):
+        """`pl.system.task_dummy(deps=[tids])`: one value standing for the tasks it waits on
+        (waiting on it is waiting on them), here the array or task id itself."""
+        if self.func_type is not FunctionType.Orchestration or self.in_scope:
+            raise self.error(node, "pl.system.task_dummy joins task ids in a @pl.jit "
+                             "(orchestration) function, outside pl.at blocks")
+        if node.args or [kw.arg for kw in node.keywords] != ["deps"]:
+            raise self.error(node, "write pl.system.task_dummy(deps=[tids])")
+        deps = self._task_deps(node.keywords[0].value)
+        if len(deps) != 1:
+            raise self.error(node, f"pl.system.task_dummy joins one array of task ids (or one "
+                             f"task id) here, got {len(deps)} entries",
+                             hint="collect the ids in tids = pl.array.create(n, pl.TASK_ID) "
+                                  "with tids[i] = tid, and pass deps=[tids]")
+        return deps[0]
+
+    def assign_task_array(self, target: ast.Subscript, array: Var, value_node, node):
+        """`tids[i] = tid`: `tids = pl.array.update_element(tids, i, tid)`."""
+        if isinstance(target.slice, (ast.Slice, ast.Tuple)):
+            raise self.error(node, "an array of task ids takes one index: `tids[i] = tid`")
+        index = self.scalar(target.slice)
+        tid = self.task_id(value_node, "an array")
+        value = self._call_op("array.update_element", [array, index, tid], {}, node)
+        return self._bind(ast.copy_location(ast.Name(array.name, ast.Store()), target), value,
+                          node, annotation=None)
 
     def _tensor_list(self, node: ast.AST, keyword: str) -> tuple[Var, ...]:
         """`no_dep_args=[t]` (tensors opted out of dependency inference) or `dumps=[t]`
@@ -318,6 +350,17 @@ class TaskSyntax:
             return ExprStmt(self.expr(call), self.source.span(node))
         finally:
             self.statement_call = None
+
+    def check_view_valid_shape(self, call, node: ast.Call) -> None:
+        """`pl.slice(t, shape, offset, valid_shape=[r, n])` of a tensor hands a task the
+        valid part of the window (codegen cuts the view back to it at run time): a view an
+        orchestration takes.  In a kernel the pl.load that reads the window says it."""
+        if (isinstance(call, Call) and isinstance(call.args[0].type, TensorType)
+                and call.attr("valid_shape") is not None
+                and (self.func_type is not FunctionType.Orchestration or self.in_scope)):
+            raise self.error(node, "pl.slice of a tensor takes valid_shape in orchestration "
+                             "code (the view a task is handed); in a kernel, give valid_shape "
+                             "to the pl.load that reads the window", cls=TypeCheckError)
 
     def check_dump_tag(self, node: ast.Call) -> None:
         """`pl.dump_tag(t)` is a statement: it has no value to use."""

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import enum
 import sys
 from dataclasses import dataclass
 
 from ..ir.dtypes import DataType
 from ..ir.errors import Span, TypeCheckError
-from ..ir.types import Direction, MemorySpace, ScalarType, TensorType, TileType
+from ..ir.types import (
+    Direction,
+    MemorySpace,
+    ScalarType,
+    TaskIdArrayType,
+    TaskIdType,
+    TensorType,
+    TileType,
+)
 
 
 @dataclass(frozen=True)
@@ -51,11 +60,71 @@ def _shape(items, what: str) -> tuple:
     return tuple(items)
 
 
+class TensorLayout(enum.Enum):
+    """Upstream's tensor layouts.  Tensors are row-major (ND) here; DN and NZ are refused
+    where a pl.TensorView names them."""
+
+    ND = "ND"
+    DN = "DN"
+    NZ = "NZ"
+
+    def __repr__(self) -> str:
+        return f"pl.TensorLayout.{self.name}"
+
+
+@dataclass(frozen=True)
+class TensorView:
+    """`pl.TensorView(valid_shape=[r, n], layout=pl.TensorLayout.ND)`, the third element of
+    a `pl.Tensor[...]` annotation: how the argument lies in memory.  Here a tensor is
+    row-major, its strides come with the argument (a view keeps its tensor's strides), and
+    its valid region is its runtime shape: an orchestration's view is cut back to a
+    slice's valid_shape and to its tensor's end, and every load and store of a kernel is
+    checked against it.  So `valid_shape` (ints, or pl.dynamic names: known at run time)
+    declares what call sites may pass, and is checked to fit the shape; `layout=` other
+    than ND, `stride=` and `pad=` are refused (not modelled)."""
+
+    stride: tuple | None = None
+    layout: TensorLayout | None = None
+    valid_shape: tuple | None = None
+    pad: object = None
+
+    def check(self, shape: tuple) -> None:
+        """Refuses what this project does not model and a valid_shape that does not fit."""
+        given = [name for name in ("stride", "valid_shape", "pad")
+                 if getattr(self, name) is not None]
+        if given and self.layout is None:
+            raise _annotation_error(f"pl.TensorView({given[0]}=...) needs layout=",
+                                    "write layout=pl.TensorLayout.ND")
+        if self.layout not in (None, TensorLayout.ND):
+            raise _annotation_error(f"pl.TensorView(layout={self.layout!r}): only row-major "
+                                    "(ND) tensors are modelled here",
+                                    "transpose with a_trans= / b_trans= or "
+                                    "pl.tile.transpose_view")
+        for name, why in (("stride", "a tensor argument's strides come with it (a view keeps "
+                                     "its tensor's strides)"),
+                          ("pad", "pad values are given to the pl.load that reads the window "
+                                  "(pl.tile.fillpad)")):
+            if getattr(self, name) is not None:
+                raise _annotation_error(f"pl.TensorView({name}=...) is not supported here: "
+                                        f"{why}", f"remove {name}=")
+        if self.valid_shape is not None:
+            valid = _shape(list(self.valid_shape), "pl.TensorView valid")
+            if len(valid) != len(shape) or any(
+                    isinstance(v, int) and isinstance(d, int) and not 0 <= v <= d
+                    for v, d in zip(valid, shape, strict=True)):
+                raise _annotation_error(f"pl.TensorView valid_shape {list(valid)} must fit "
+                                        f"the shape {list(shape)}", "one extent per dimension")
+
+
 class Tensor:
     """`pl.Tensor[[d0, d1], dtype]`: a tensor in global memory.  Bare `pl.Tensor` takes
-    its shape and dtype from the argument at call time."""
+    its shape and dtype from the argument at call time; a third element
+    `pl.TensorView(...)` describes how the argument lies in memory (see TensorView)."""
 
     def __class_getitem__(cls, item):
+        if isinstance(item, tuple) and len(item) == 3 and isinstance(item[2], TensorView):
+            item[2].check(tuple(item[0]) if isinstance(item[0], (list, tuple)) else ())
+            item = item[:2]
         if not isinstance(item, tuple) or len(item) != 2:
             raise _annotation_error("pl.Tensor takes a shape and a dtype",
                                     "write pl.Tensor[[d0, d1, ...], dtype]")
@@ -103,6 +172,18 @@ class Scalar:
             raise _annotation_error(f"pl.Scalar needs a pl dtype, got {dtype!r}",
                                     "write e.g. pl.Scalar[pl.INT64]")
         return ScalarType(dtype)
+
+
+class Array:
+    """`pl.Array[n, pl.TASK_ID]`: an array of n task ids (`pl.array.create(n, pl.TASK_ID)`)."""
+
+    def __class_getitem__(cls, item):
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], int)
+                and not isinstance(item[0], bool) and item[0] > 0
+                and isinstance(item[1], TaskIdType)):
+            raise _annotation_error(f"pl.Array[{item!r}] is not an array type here",
+                                    "write pl.Array[n, pl.TASK_ID] (arrays hold task ids)")
+        return TaskIdArrayType(item[0])
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,18 @@ from ..ir.types import (
 )
 from . import namespaces
 from .parser import DslBuiltin, OpStub
-from .typing import DynamicDim, InOut, Out, Scalar, Tensor, Tile, dynamic
+from .typing import (
+    Array,
+    DynamicDim,
+    InOut,
+    Out,
+    Scalar,
+    Tensor,
+    TensorLayout,
+    TensorView,
+    Tile,
+    dynamic,
+)
 
 BOOL = DataType.BOOL
 INT8 = DataType.INT8
@@ -78,18 +89,34 @@ for _name, _op in namespaces.SCALAR_SPELLINGS.items():
 del _name, _op
 tile = namespaces.tile
 tensor = namespaces.tensor
+array = namespaces.array
+
+
+class _System:
+    """`pl.system`: of upstream's system operators, `task_dummy` (a join of task ids) is
+    here; the cross-core pipe and synchronisation operators are not (docs/upstream-compat.md)."""
+
+    task_dummy = DslBuiltin("task_dummy")
+    """`pl.system.task_dummy(deps=[tids])`: one value that stands for the tasks it waits on."""
+
+    def __repr__(self) -> str:
+        return "<pl.system>"
+
+
+system = _System()
 dim = DslBuiltin("dim")
 """`pl.dim(t, axis)` (also `pl.tensor.dim`): a tensor's dimension, as `t.shape[axis]`."""
 
 __all__ = [
     "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "FP16", "BF16",
     "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
-    "Tensor", "Tile", "Scalar", "Out", "InOut", "dynamic", "DynamicDim",
+    "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "dynamic", "DynamicDim",
+    "TensorView", "TensorLayout",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "SplitMode",
     "Role", "TaskId", "TASK_ID",
     "at", "range", "unroll", "parallel", "pipeline", "yield_", "const", "static_assert",
     "static_print", "constexpr", "spmd", "manual_scope", "cluster", "submit", "spmd_submit",
-    "split", "cross_core_slot", "func_attr", "dim", "tile", "tensor",
+    "split", "cross_core_slot", "func_attr", "dim", "tile", "tensor", "array", "system",
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
 ]

@@ -64,9 +64,13 @@ class RaceError(PyptoRuntimeError):
 # What the generated orchestration's non-zero return codes mean (orchestration.cpp.j2);
 # 1 and 2 follow a failed alloc_tensor / dispatch, whose own error is raised instead.
 _ORCHESTRATION_STATUS = {
-    3: "a task's window of a tensor lies outside the tensor (its loads or stores would "
-       "leave it); check the loop bounds and offsets around the `pl.at` blocks, which "
-       "decide each task's window",
+    3: "a task's window of a tensor lies outside the tensor (it starts before the "
+       "tensor or past its end); check the loop bounds and offsets around the `pl.at` "
+       "blocks and the slices, which decide each task's window",
+    4: "an index of an array of task ids (`tids[i] = tid`) lies outside the array",
+    5: "an input tensor holds another value than the one the program was specialised for "
+       "(a value its orchestration reads and uses as a tensor extent); run the program "
+       "through pypto.runtime.run(program, ...), which specialises it for each call",
 }
 
 

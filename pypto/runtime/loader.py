@@ -123,7 +123,7 @@ class LoadedProgram:
         self._libraries = tuple(libraries)
         self.last_schedule: Scheduler | NativeSchedule | None = None
         """The scheduler of the most recent run (tasks, timings, edges), for DFX output."""
-        # Kernels built with PYPTO_SIM_DEBUG=1 export a bounds-check fault record.
+        # Sim kernels export a bounds-check fault record (pto/bounds.hpp).
         self._faults = [(spec, *record)
                         for spec, library in zip(manifest.kernels, libraries[:-1], strict=True)
                         if (record := _fault_record(library)) is not None]
@@ -157,7 +157,7 @@ class LoadedProgram:
 
     def check_bounds_faults(self) -> None:
         """Raises KernelError naming each kernel whose bounds check fired in the last run
-        (sim debug builds, PYPTO_SIM_DEBUG=1), and clears the records; else does nothing."""
+        (sim kernels), and clears the records; else does nothing."""
         found = []
         for spec, count, message in self._faults:
             if count.value:
@@ -167,9 +167,10 @@ class LoadedProgram:
                 message[0] = b"\0"
         if found:
             raise KernelError(
-                "; ".join(found) + ". The sim debug build (PYPTO_SIM_DEBUG=1) skipped the "
-                "access; without it the kernel corrupts memory. Check the offsets of the "
-                "kernel's pl.load / pl.store against the tensor's shape"
+                "; ".join(found) + ". The simulator skipped the access (on a device it "
+                "would read or corrupt memory that is not the tensor's). Check the offsets of "
+                "the kernel's pl.load / pl.store against the tensor's shape (a slice reaching "
+                "past its tensor's end is cut back to the edge)"
             )
 
     def __repr__(self) -> str:
@@ -206,7 +207,7 @@ def _verified_binary(artifact_dir: Path, file: str, expected: str) -> _Binary:
 
 
 def _fault_record(library: ctypes.CDLL) -> tuple[Any, Any] | None:
-    """The (count, message) bounds-check record of a sim debug build, else None."""
+    """The (count, message) bounds-check record of a sim kernel, else None."""
     try:
         return (ctypes.c_int.in_dll(library, "pto_sim_fault_count"),
                 (ctypes.c_char * 256).in_dll(library, "pto_sim_fault"))

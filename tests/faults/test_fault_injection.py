@@ -200,7 +200,7 @@ import os, sys
 import torch
 import pypto.language as pl
 from pypto.runtime import KernelError, RunConfig
-os.environ["PYPTO_SIM_DEBUG"] = "1"
+os.environ.pop("PYPTO_SIM_DEBUG", None)  # every sim build checks its windows
 
 
 @pl.jit.incore
@@ -243,7 +243,7 @@ with ChipWorker(RunConfig(platform="a5sim")) as worker:
 
 @pytest.fixture(scope="module")
 def out_of_bounds_report(tmp_path_factory):
-    """What the sim debug build reported for the out-of-bounds kernels (child process)."""
+    """What the simulator reported for the out-of-bounds kernels (child process)."""
     script = tmp_path_factory.mktemp("oob") / "out_of_bounds.py"
     script.write_text(OUT_OF_BOUNDS)
     proc = subprocess.run([sys.executable, str(script)],
@@ -254,12 +254,12 @@ def out_of_bounds_report(tmp_path_factory):
 
 
 @pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
-def test_an_out_of_bounds_store_is_caught_in_a_sim_debug_build_naming_the_kernel(
+def test_an_out_of_bounds_store_is_caught_by_the_simulator_naming_the_kernel(
         out_of_bounds_report, platform):
     line = next(x for x in out_of_bounds_report if x.startswith(f"STORE {platform} "))
     assert "kernel 'rows_past_the_end'" in line
     assert "tstore of a [16, 128] window at [8, 0] lies outside the tensor [16, 128]" in line
-    assert "(and 2 more)" in line and "PYPTO_SIM_DEBUG=1" in line
+    assert "(and 2 more)" in line and "The simulator skipped the access" in line
 
 
 def test_an_out_of_bounds_load_is_caught_and_the_next_run_starts_clean(out_of_bounds_report):
@@ -285,18 +285,23 @@ def test_every_global_memory_access_of_the_simulator_is_bounds_checked():
 
 def test_the_debug_build_is_another_artifact(monkeypatch):
     @pl.jit.incore
-    def copy(a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-        out = pl.store(pl.load(a, [0, 0], [16, 128]), [0, 0], out)
+    def copy(a: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
+             k: pl.Scalar[pl.INT64]):
+        t = pl.load(a, [0, 0], [16, 128])
+        out = pl.store(pl.add(t, pl.read(t, [k, 0])), [0, 0], out)
         return out
 
-    args = (torch.zeros(16, 128), torch.zeros(16, 128))
+    args = (torch.zeros(16, 128), torch.zeros(16, 128), 0)
     monkeypatch.delenv("PYPTO_SIM_DEBUG", raising=False)
     plain = copy.compile(*args).output_dir
     monkeypatch.setenv("PYPTO_SIM_DEBUG", "1")
     debug = copy.compile(*args).output_dir
     assert plain != debug
-    assert b"pto_sim_fault" in next((debug / "kernels").glob("*.so")).read_bytes()
-    assert b"pto_sim_fault" not in next((plain / "kernels").glob("*.so")).read_bytes()
+    # Both check their windows; the debug build also checks element reads of tiles.
+    debug_so = next((debug / "kernels").glob("*.so")).read_bytes()
+    plain_so = next((plain / "kernels").glob("*.so")).read_bytes()
+    assert b"pto_sim_fault" in debug_so and b"pto_sim_fault" in plain_so
+    assert b"tgetval of element" in debug_so and b"tgetval of element" not in plain_so
 
 
 def test_the_builder_records_the_digest_the_loader_checks(artifact):

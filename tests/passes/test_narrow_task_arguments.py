@@ -17,7 +17,7 @@ from pypto.ir.printer import print_statement
 from pypto.ir.types import TensorType
 from pypto.passes import OutlineIncoreScopes
 from pypto.platform import get_platform
-from pypto.runtime import OrchestrationError, RunConfig
+from pypto.runtime import KernelError, OrchestrationError, RunConfig
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
@@ -195,12 +195,16 @@ def test_every_call_of_a_kernel_passes_its_own_window():
     assert torch.equal(out[:R], x[:R] + 1.0) and torch.equal(out[3 * R:], x[3 * R:] + 1.0)
 
 
-def test_a_window_outside_its_tensor_stops_the_run_before_the_task():
+def test_a_window_reaching_past_its_tensor_is_cut_back_and_the_access_beyond_refused():
     x, out = torch.randn(N * R, C), torch.zeros(N * R, C)
-    # Rows 28..35 of a 32-row tensor: the task's view would leave `out`, so the
-    # orchestration refuses it (it used to be reachable only by a sim debug build).
-    with pytest.raises(OrchestrationError, match="returned 3.*window of a tensor lies outside"):
+    # Rows 28..35 of a 32-row tensor: the task's views are cut back to rows 28..31 (the
+    # part inside), and the kernel's load and store of 8 rows are refused, not performed.
+    with pytest.raises(KernelError, match=r"kernel 'add_rows'.*tload of a \[8, 128\] window "
+                                          r"at \[0, 0\] lies outside the tensor \[4, 128\]"):
         add_rows(x, out, N * R - 4)
+    # A window starting outside the tensor stops the run before the task.
+    with pytest.raises(OrchestrationError, match="returned 3.*window of a tensor lies outside"):
+        add_rows(x, out, N * R + 4)
     add_rows(x, out, N * R - R)  # the last block is inside
     assert torch.equal(out[-R:], x[-R:] + 1.0)
 

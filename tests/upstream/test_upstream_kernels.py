@@ -119,3 +119,19 @@ def test_llama_mini_matches_its_architecture_in_torch():
     expected = _rms_norm(h1) @ w_lm
     assert torch.allclose(logits, expected, rtol=1e-3, atol=1e-3), \
         (logits - expected).abs().max()
+
+
+@pytest.mark.parametrize("builder", ["build_chained_snapshot_phase_fence",
+                                     "build_chained_snapshot_manual_dummy_phase_fence"])
+def test_phase_fence_programs_order_each_phase_after_the_last_through_task_id_arrays(builder):
+    from pypto.runtime import RunConfig, run
+
+    m = example("examples/utils/phase_fence_dep_compression.py")
+    program = getattr(m, builder)()
+    rows, cols = m.chained_snapshot_shape()
+    data, out = torch.randn(rows, cols, generator=torch.Generator().manual_seed(7)), \
+        torch.zeros(rows, cols)
+    # A manual scope: only the arrays' deps order the phases; the race detector would
+    # raise for a read or write no edge orders.
+    run(program, data, out, config=RunConfig(detect_races=True, schedule_seed=3))
+    assert torch.equal(out, data + 1.0)

@@ -153,10 +153,8 @@ def _infer_slice(args, attrs, span):
     shape = static_shape("slice", attrs["shape"], span)
     _check_window("slice", xt, offsets.items, shape, span)
     valid = attrs["valid_shape"]
-    if isinstance(xt, TensorType):
-        if valid is not None:
-            raise TypeCheckError("pl.slice of a tensor takes no valid_shape", span,
-                                 hint="give valid_shape to the pl.load that reads the window")
+    if isinstance(xt, TensorType):  # valid_shape: the view's extent at run time (codegen)
+        _check_valid("slice", valid, shape, span)
         return TensorType(shape, xt.dtype)
     _check_valid("slice", valid, shape, span)
     if valid is None and xt.valid_shape is not None:
@@ -380,8 +378,10 @@ register(
         "movement",
         "The [shape] window of `x` at `offset` (offsets may be runtime values); `x[r0:r1, "
         "c0:c1]` is sugar for it.  On a tensor it is a view (no data moves; loads read through "
-        "it).  On a tile it reads the window into its own tile of the same buffer kind; its "
-        "valid region is x's, cut to the window, unless valid_shape says otherwise.",
+        "it); in orchestration code the task it is handed sees its valid part: valid_shape "
+        "(runtime extents allowed), cut back to x's end (docs/passes.md).  On a tile it reads "
+        "the window into its own tile of the same buffer kind; its valid region is x's, cut "
+        "to the window, unless valid_shape says otherwise.",
         dtypes=ANY,
         emit="extract",
         isa="textract",

@@ -1,10 +1,13 @@
 /*
- * Bounds checks of a sim debug build (PYPTO_SIM_DEBUG=1 compiles kernels with
- * PTO_SIM_BOUNDS_CHECK).  isa.hpp's tload / tstore / tstore_atomic_add start with
- * PTO_CHECK_WINDOW: a window outside the global tensor's shape is skipped (nothing is
- * read or written) and the kernel's first such fault is described in pto_sim_fault.  The
- * runtime reads the record after each run and raises a KernelError naming the kernel
- * (pypto/runtime/loader.py).  Without the define the macro is empty.
+ * Bounds checks of the simulators' global-memory accesses.  isa.hpp's tload / tstore /
+ * tstore_atomic_add start with PTO_CHECK_WINDOW: a window outside the global tensor's
+ * shape is skipped (nothing is read or written) and the kernel's first such fault is
+ * described in pto_sim_fault.  The runtime reads the record after each run and raises a
+ * KernelError naming the kernel (pypto/runtime/loader.py).  Every sim build checks
+ * windows: a task's view of a tensor may be cut back to the tensor's edge at run time (a
+ * slice reaching past its end, orchestration.cpp.j2), and what lies beyond is refused,
+ * never read.  A sim debug build (PYPTO_SIM_DEBUG=1, PTO_SIM_BOUNDS_CHECK) also checks
+ * element reads of tiles (scalar.hpp).
  */
 #ifndef PTO_BOUNDS_HPP
 #define PTO_BOUNDS_HPP
@@ -13,7 +16,6 @@
 
 #include "abi.h"
 
-#ifdef PTO_SIM_BOUNDS_CHECK
 extern "C" {
 __attribute__((weak, visibility("default"))) int pto_sim_fault_count = 0;
 __attribute__((weak, visibility("default"))) char pto_sim_fault[256] = {0};
@@ -38,8 +40,5 @@ inline bool window_inside(const char *op, const PtoTensor &t, int64_t r0, int64_
 
 #define PTO_CHECK_WINDOW(op, t, r0, c0, rows, cols) \
     if (!::pto::detail::window_inside(op, t, r0, c0, rows, cols)) return
-#else
-#define PTO_CHECK_WINDOW(op, t, r0, c0, rows, cols)
-#endif
 
 #endif /* PTO_BOUNDS_HPP */
