@@ -41,11 +41,11 @@ from .environment import render
 from .expressions import (
     declare_scalar,
     expr_model,
-    ident,
     kernel_statements,
     operator_form,
     scalar_ctype,
 )
+from .identifiers import ident, symbol, value_idents
 from .sources import GeneratedSources, KernelSource, ParamSpec
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ class _KernelBuilder(_StatementModels):
         self.tiles: dict[tuple, dict] = {}
         self.scalars: dict[str, dict] = {}
         self.params = {p.var.name for p in fn.params}
+        self.names = value_idents(fn)
         self.partial = _partially_valid(fn)
 
     def tile(self, var: Var) -> str:
@@ -130,7 +131,7 @@ class _KernelBuilder(_StatementModels):
             taken = {m["ident"] for m in self.tiles.values()}
             name = ident(var.name)
             n = 1
-            while name in taken or name in self.params:
+            while name in taken or name in self.names:
                 name, n = f"{ident(var.name)}__{n}", n + 1
             self.tiles[key] = {
                 "ident": name,
@@ -308,12 +309,13 @@ def kernel_source(fn: Function) -> KernelSource:
     body = builder.body(fn.body)
     model = {
         "name": fn.name,
+        "symbol": symbol(fn.name),
         "params": _param_models(fn),
         "tiles": sorted(builder.tiles.values(), key=lambda t: t["ident"]),
         "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
         "body": body,
     }
-    return KernelSource(fn.name, render("kernel.cpp.j2", k=model), "vector",
+    return KernelSource(model["symbol"], render("kernel.cpp.j2", k=model), "vector",
                         tuple(_param_spec(p) for p in fn.params), _on_chip_high_water(builder))
 
 
@@ -323,11 +325,12 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     kernel = device_kernel(fn, platform.backend.capacities["Vec"])
     launch = ""
     if platform.kind == "cpu_model":
-        model = {"name": fn.name, "params": _param_models(fn), "arch": platform.cpu_model_arch,
+        model = {"name": symbol(fn.name, device_code=True), "params": _param_models(fn),
+                 "arch": platform.cpu_model_arch,
                  "poison": [{"base": _POISON_BASE[space], "bytes": n}
                             for space, n in sorted(kernel.on_chip.items()) if n]}
         launch = render("cpu_model_launch.cpp.j2", l=model)
-    return KernelSource(fn.name, kernel.cpp, kernel.core_type,
+    return KernelSource(symbol(fn.name, device_code=True), kernel.cpp, kernel.core_type,
                         tuple(_param_spec(p) for p in fn.params), kernel.on_chip, launch)
 
 
@@ -617,7 +620,7 @@ def generate(program: Program, frontend: Program | None = None,
         raise InternalError("the entry of a lowered program must be an orchestration function")
     incore = [f for f in program.functions if f.func_type is FunctionType.InCore]
     kernels = tuple(_kernel(f, platform) for f in incore)
-    index = {k.name: i for i, k in enumerate(kernels)}
+    index = {f.name: i for i, f in enumerate(incore)}
     builder = _OrchestrationBuilder(program, entry, index)
     body = builder.body(entry.body)
     model = {

@@ -31,6 +31,7 @@ from .expressions import (
     operator_form,
     scalar_ctype,
 )
+from .identifiers import value_idents
 from .pipe_sync import Access, Flag, Instr, Loop, insert_pipe_sync
 
 # Element types of pto-isa (FP8 types exist only on A5 builds of pto-isa; not emitted yet).
@@ -107,7 +108,8 @@ class _DeviceKernelBuilder:
         self.params = {p.var.name: p.var.type for p in fn.params}
         self.tiles: dict[tuple, _Tile] = {}
         self.scalars: dict[str, dict] = {}
-        self.names: set[str] = {ident(n) for n in self.params}
+        # Made-up names (windows, views) keep clear of the kernel's own non-tile values.
+        self.names: set[str] = value_idents(fn)
         self.windows = 0
         self.saturates = False  # does a scalar operand need `saturate<T>`?
         self.col_sum_tree = False  # does a col_sum with a tmp tile need `col_sum_tree`?

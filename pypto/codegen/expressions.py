@@ -1,4 +1,4 @@
-"""Scalar expressions and identifiers shared by every generated C++ source."""
+"""Scalar expressions shared by every generated C++ source (their names: identifiers.py)."""
 
 from __future__ import annotations
 
@@ -11,26 +11,13 @@ from ..ir.ops import OpDef, get_op
 from ..ir.printer import CMP_SYMBOLS
 from ..ir.types import ScalarType, TensorType
 from ..ir.visitor import IRVisitor
+from .identifiers import ident
 
-_RESERVED = set(
-    """alignas alignof and asm auto bool break case catch char class const constexpr continue
-    default delete do double else enum explicit export extern false float for friend goto if
-    inline int long mutable namespace new noexcept not nullptr operator or private protected
-    public register return short signed sizeof static struct switch template this throw true
-    try typedef typeid typename union unsigned using virtual void volatile while xor
-    api args core params pto main pypto_deps pypto_blocks pypto_first pypto_dump pypto_origin
-    pypto_extent pypto_view pypto_k pypto_at""".split()
-)
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}
 _SELECT = {"min": "<", "max": ">"}  # pl.min / pl.max: lhs if lhs OP rhs else rhs
 _LOGIC = {"and_": "&&", "or_": "||"}  # of conditions (BOOL scalars)
 _BLOCK_FIELDS = {"get_block_idx": "block_idx", "get_block_num": "block_num"}
-
-
-def ident(name: str) -> str:
-    """A C++ identifier for a user name (C++ keywords and template names get a suffix)."""
-    return name + "_" if name in _RESERVED else name
 
 
 def scalar_ctype(dtype: DataType) -> str:
