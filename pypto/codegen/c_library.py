@@ -20,21 +20,22 @@ strerrordesc_np strerrorname_np strfry strlen strncasecmp strncasecmp_l strncat 
 strncpy strndup strnlen strsep strsignal strspn strtok strtok_r strverscmp strxfrm strxfrm_l
 """.split())
 
-# Refused after pto-isa's headers with the C++ library (device sources, CPU models).
-DEVICE = frozenset("""
+# Refused after pto-isa's headers with the C++ library (device sources, CPU models): the
+# simulators' and these.
+DEVICE = SIM | frozenset("""
 a64l abort abs access acct acos acosf acosf32 acosf32x acosf64 acosf64x acosh acoshf
 acoshf32 acoshf32x acoshf64 acoshf64x acoshl acosl alarm aligned_alloc arc4random
 arc4random_buf arc4random_uniform asctime asctime_r asin asinf asinf32 asinf32x asinf64
 asinf64x asinh asinhf asinhf32 asinhf32x asinhf64 asinhf64x asinhl asinl asprintf atan atan2
 atan2f atan2f32 atan2f32x atan2f64 atan2f64x atan2l atanf atanf32 atanf32x atanf64 atanf64x
 atanh atanhf atanhf32 atanhf32x atanhf64 atanhf64x atanhl atanl atof atoi atol atoll
-backtrace backtrace_symbols backtrace_symbols_fd bcmp bcopy brk bsearch btowc bzero calloc
-canonicalize canonicalize_file_name canonicalizef canonicalizef32 canonicalizef32x
-canonicalizef64 canonicalizef64x canonicalizel catclose catgets catopen cbrt cbrtf cbrtf32
-cbrtf32x cbrtf64 cbrtf64x cbrtl ceil ceilf ceilf32 ceilf32x ceilf64 ceilf64x ceill chdir
-chown chroot clearenv clearerr clearerr_unlocked clock clock_adjtime clock_getcpuclockid
-clock_getres clock_gettime clock_nanosleep clock_settime clone close close_range closefrom
-confstr copy_file_range copysign copysignf copysignf32 copysignf32x copysignf64 copysignf64x
+backtrace backtrace_symbols backtrace_symbols_fd brk bsearch btowc calloc canonicalize
+canonicalize_file_name canonicalizef canonicalizef32 canonicalizef32x canonicalizef64
+canonicalizef64x canonicalizel catclose catgets catopen cbrt cbrtf cbrtf32 cbrtf32x cbrtf64
+cbrtf64x cbrtl ceil ceilf ceilf32 ceilf32x ceilf64 ceilf64x ceill chdir chown chroot
+clearenv clearerr clearerr_unlocked clock clock_adjtime clock_getcpuclockid clock_getres
+clock_gettime clock_nanosleep clock_settime clone close close_range closefrom confstr
+copy_file_range copysign copysignf copysignf32 copysignf32x copysignf64 copysignf64x
 copysignl cos cosf cosf32 cosf32x cosf64 cosf64x cosh coshf coshf32 coshf32x coshf64
 coshf64x coshl cosl ctermid ctime ctime_r cuserid daddl daemon daylight ddivl dfmal difftime
 div dladdr dladdr1 dlclose dlerror dlinfo dlmopen dlopen dlsym dlvsym dmull dprintf drand48
@@ -43,81 +44,79 @@ endusershell environ erand48 erand48_r erf erfc erfcf erfcf32 erfcf32x erfcf64 e
 erfcl erff erff32 erff32x erff64 erff64x erfl errno euidaccess execl execle execlp execv
 execve execveat execvp execvpe exit exp exp10 exp10f exp10f32 exp10f32x exp10f64 exp10f64x
 exp10l exp2 exp2f exp2f32 exp2f32x exp2f64 exp2f64x exp2l expf expf32 expf32x expf64 expf64x
-expl explicit_bzero expm1 expm1f expm1f32 expm1f32x expm1f64 expm1f64x expm1l f32addf32x
-f32addf64 f32addf64x f32divf32x f32divf64 f32divf64x f32fmaf32x f32fmaf64 f32fmaf64x
-f32mulf32x f32mulf64 f32mulf64x f32sqrtf32x f32sqrtf64 f32sqrtf64x f32subf32x f32subf64
-f32subf64x f32xaddf64 f32xaddf64x f32xdivf64 f32xdivf64x f32xfmaf64 f32xfmaf64x f32xmulf64
-f32xmulf64x f32xsqrtf64 f32xsqrtf64x f32xsubf64 f32xsubf64x f64addf64x f64divf64x f64fmaf64x
-f64mulf64x f64sqrtf64x f64subf64x fabs fabsf fabsf32 fabsf32x fabsf64 fabsf64x fabsl
-faccessat fadd faddl fchdir fchown fchownat fclose fcloseall fcvt fcvt_r fdatasync fdim
-fdimf fdimf32 fdimf32x fdimf64 fdimf64x fdiml fdiv fdivl fdopen feof feof_unlocked ferror
-ferror_unlocked fexecve fflush fflush_unlocked ffma ffmal ffs ffsl ffsll fgetc
-fgetc_unlocked fgetpos fgetpos64 fgets fgets_unlocked fgetwc fgetwc_unlocked fgetws
-fgetws_unlocked fileno fileno_unlocked finite finitef finitel flockfile floor floorf
-floorf32 floorf32x floorf64 floorf64x floorl fma fmaf fmaf32 fmaf32x fmaf64 fmaf64x fmal
-fmax fmaxf fmaxf32 fmaxf32x fmaxf64 fmaxf64x fmaximum fmaximum_mag fmaximum_mag_num
-fmaximum_mag_numf fmaximum_mag_numf32 fmaximum_mag_numf32x fmaximum_mag_numf64
-fmaximum_mag_numf64x fmaximum_mag_numl fmaximum_magf fmaximum_magf32 fmaximum_magf32x
-fmaximum_magf64 fmaximum_magf64x fmaximum_magl fmaximum_num fmaximum_numf fmaximum_numf32
-fmaximum_numf32x fmaximum_numf64 fmaximum_numf64x fmaximum_numl fmaximumf fmaximumf32
-fmaximumf32x fmaximumf64 fmaximumf64x fmaximuml fmaxl fmaxmag fmaxmagf fmaxmagf32
-fmaxmagf32x fmaxmagf64 fmaxmagf64x fmaxmagl fmemopen fmin fminf fminf32 fminf32x fminf64
-fminf64x fminimum fminimum_mag fminimum_mag_num fminimum_mag_numf fminimum_mag_numf32
-fminimum_mag_numf32x fminimum_mag_numf64 fminimum_mag_numf64x fminimum_mag_numl
-fminimum_magf fminimum_magf32 fminimum_magf32x fminimum_magf64 fminimum_magf64x
-fminimum_magl fminimum_num fminimum_numf fminimum_numf32 fminimum_numf32x fminimum_numf64
-fminimum_numf64x fminimum_numl fminimumf fminimumf32 fminimumf32x fminimumf64 fminimumf64x
-fminimuml fminl fminmag fminmagf fminmagf32 fminmagf32x fminmagf64 fminmagf64x fminmagl fmod
-fmodf fmodf32 fmodf32x fmodf64 fmodf64x fmodl fmul fmull fopen fopen64 fopencookie fork
-fpathconf fprintf fputc fputc_unlocked fputs fputs_unlocked fputwc fputwc_unlocked fputws
-fputws_unlocked fread fread_unlocked free freelocale freopen freopen64 frexp frexpf frexpf32
-frexpf32x frexpf64 frexpf64x frexpl fromfp fromfpf fromfpf32 fromfpf32x fromfpf64 fromfpf64x
-fromfpl fromfpx fromfpxf fromfpxf32 fromfpxf32x fromfpxf64 fromfpxf64x fromfpxl fscanf fseek
-fseeko fseeko64 fsetpos fsetpos64 fsqrt fsqrtl fsub fsubl fsync ftell ftello ftello64
-ftruncate ftruncate64 ftrylockfile funlockfile fwide fwprintf fwrite fwrite_unlocked fwscanf
-gamma gammaf gammal gcvt get_current_dir_name getc getc_unlocked getchar getchar_unlocked
-getcpu getcwd getdate getdate_err getdate_r getdelim getdomainname getdtablesize getegid
-getentropy getenv geteuid getgid getgroups gethostid gethostname getline getloadavg getlogin
-getlogin_r getopt getpagesize getpass getpayload getpayloadf getpayloadf32 getpayloadf32x
-getpayloadf64 getpayloadf64x getpayloadl getpgid getpgrp getpid getppid getpt getresgid
-getresuid getsid getsubopt gettid getuid getusershell getw getwc getwc_unlocked getwchar
-getwchar_unlocked getwd gmtime gmtime_r grantpt group_member hypot hypotf hypotf32 hypotf32x
-hypotf64 hypotf64x hypotl ilogb ilogbf ilogbf32 ilogbf32x ilogbf64 ilogbf64x ilogbl index
-initstate initstate_r isalnum isalnum_l isalpha isalpha_l isascii isatty isblank isblank_l
-iscntrl iscntrl_l isctype isdigit isdigit_l isgraph isgraph_l isinff isinfl islower
-islower_l isnanf isnanl isprint isprint_l ispunct ispunct_l isspace isspace_l isupper
-isupper_l iswalnum iswalnum_l iswalpha iswalpha_l iswblank iswblank_l iswcntrl iswcntrl_l
-iswctype iswctype_l iswdigit iswdigit_l iswgraph iswgraph_l iswlower iswlower_l iswprint
-iswprint_l iswpunct iswpunct_l iswspace iswspace_l iswupper iswupper_l iswxdigit iswxdigit_l
-isxdigit isxdigit_l j0 j0f j0f32 j0f32x j0f64 j0f64x j0l j1 j1f j1f32 j1f32x j1f64 j1f64x
-j1l jn jnf jnf32 jnf32x jnf64 jnf64x jnl jrand48 jrand48_r l64a labs lchown lcong48
-lcong48_r ldexp ldexpf ldexpf32 ldexpf32x ldexpf64 ldexpf64x ldexpl ldiv lgamma lgamma_r
-lgammaf lgammaf32 lgammaf32_r lgammaf32x lgammaf32x_r lgammaf64 lgammaf64_r lgammaf64x
-lgammaf64x_r lgammaf_r lgammal lgammal_r link linkat llabs lldiv llogb llogbf llogbf32
-llogbf32x llogbf64 llogbf64x llogbl llrint llrintf llrintf32 llrintf32x llrintf64 llrintf64x
-llrintl llround llroundf llroundf32 llroundf32x llroundf64 llroundf64x llroundl localeconv
-localtime localtime_r lockf lockf64 log log10 log10f log10f32 log10f32x log10f64 log10f64x
-log10l log1p log1pf log1pf32 log1pf32x log1pf64 log1pf64x log1pl log2 log2f log2f32 log2f32x
-log2f64 log2f64x log2l logb logbf logbf32 logbf32x logbf64 logbf64x logbl logf logf32
-logf32x logf64 logf64x logl lrand48 lrand48_r lrint lrintf lrintf32 lrintf32x lrintf64
-lrintf64x lrintl lround lroundf lroundf32 lroundf32x lroundf64 lroundf64x lroundl lseek
-lseek64 malloc mblen mbrlen mbrtowc mbsinit mbsnrtowcs mbsrtowcs mbstowcs mbtowc memccpy
-memcmp memcpy memfrob memmem memmove mempcpy memset mkdtemp mkostemp mkostemp64 mkostemps
-mkostemps64 mkstemp mkstemp64 mkstemps mkstemps64 mktemp mktime modf modff modff32 modff32x
-modff64 modff64x modfl mrand48 mrand48_r nan nanf nanf32 nanf32x nanf64 nanf64x nanl
-nanosleep nearbyint nearbyintf nearbyintf32 nearbyintf32x nearbyintf64 nearbyintf64x
-nearbyintl newlocale nextafter nextafterf nextafterf32 nextafterf32x nextafterf64
-nextafterf64x nextafterl nextdown nextdownf nextdownf32 nextdownf32x nextdownf64
-nextdownf64x nextdownl nexttoward nexttowardf nexttowardl nextup nextupf nextupf32
-nextupf32x nextupf64 nextupf64x nextupl nice nrand48 nrand48_r obstack_printf
-obstack_vprintf on_exit open_memstream open_wmemstream optarg opterr optind optopt pathconf
-pause pclose perror pipe pipe2 popen posix_memalign posix_openpt pow powf powf32 powf32x
-powf64 powf64x powl pread pread64 printf profil program_invocation_name
-program_invocation_short_name pselect pthread_atfork pthread_attr_destroy
-pthread_attr_getaffinity_np pthread_attr_getdetachstate pthread_attr_getguardsize
-pthread_attr_getinheritsched pthread_attr_getschedparam pthread_attr_getschedpolicy
-pthread_attr_getscope pthread_attr_getsigmask_np pthread_attr_getstack
-pthread_attr_getstackaddr pthread_attr_getstacksize pthread_attr_init
+expl expm1 expm1f expm1f32 expm1f32x expm1f64 expm1f64x expm1l f32addf32x f32addf64
+f32addf64x f32divf32x f32divf64 f32divf64x f32fmaf32x f32fmaf64 f32fmaf64x f32mulf32x
+f32mulf64 f32mulf64x f32sqrtf32x f32sqrtf64 f32sqrtf64x f32subf32x f32subf64 f32subf64x
+f32xaddf64 f32xaddf64x f32xdivf64 f32xdivf64x f32xfmaf64 f32xfmaf64x f32xmulf64 f32xmulf64x
+f32xsqrtf64 f32xsqrtf64x f32xsubf64 f32xsubf64x f64addf64x f64divf64x f64fmaf64x f64mulf64x
+f64sqrtf64x f64subf64x fabs fabsf fabsf32 fabsf32x fabsf64 fabsf64x fabsl faccessat fadd
+faddl fchdir fchown fchownat fclose fcloseall fcvt fcvt_r fdatasync fdim fdimf fdimf32
+fdimf32x fdimf64 fdimf64x fdiml fdiv fdivl fdopen feof feof_unlocked ferror ferror_unlocked
+fexecve fflush fflush_unlocked ffma ffmal fgetc fgetc_unlocked fgetpos fgetpos64 fgets
+fgets_unlocked fgetwc fgetwc_unlocked fgetws fgetws_unlocked fileno fileno_unlocked finite
+finitef finitel flockfile floor floorf floorf32 floorf32x floorf64 floorf64x floorl fma fmaf
+fmaf32 fmaf32x fmaf64 fmaf64x fmal fmax fmaxf fmaxf32 fmaxf32x fmaxf64 fmaxf64x fmaximum
+fmaximum_mag fmaximum_mag_num fmaximum_mag_numf fmaximum_mag_numf32 fmaximum_mag_numf32x
+fmaximum_mag_numf64 fmaximum_mag_numf64x fmaximum_mag_numl fmaximum_magf fmaximum_magf32
+fmaximum_magf32x fmaximum_magf64 fmaximum_magf64x fmaximum_magl fmaximum_num fmaximum_numf
+fmaximum_numf32 fmaximum_numf32x fmaximum_numf64 fmaximum_numf64x fmaximum_numl fmaximumf
+fmaximumf32 fmaximumf32x fmaximumf64 fmaximumf64x fmaximuml fmaxl fmaxmag fmaxmagf
+fmaxmagf32 fmaxmagf32x fmaxmagf64 fmaxmagf64x fmaxmagl fmemopen fmin fminf fminf32 fminf32x
+fminf64 fminf64x fminimum fminimum_mag fminimum_mag_num fminimum_mag_numf
+fminimum_mag_numf32 fminimum_mag_numf32x fminimum_mag_numf64 fminimum_mag_numf64x
+fminimum_mag_numl fminimum_magf fminimum_magf32 fminimum_magf32x fminimum_magf64
+fminimum_magf64x fminimum_magl fminimum_num fminimum_numf fminimum_numf32 fminimum_numf32x
+fminimum_numf64 fminimum_numf64x fminimum_numl fminimumf fminimumf32 fminimumf32x
+fminimumf64 fminimumf64x fminimuml fminl fminmag fminmagf fminmagf32 fminmagf32x fminmagf64
+fminmagf64x fminmagl fmod fmodf fmodf32 fmodf32x fmodf64 fmodf64x fmodl fmul fmull fopen
+fopen64 fopencookie fork fpathconf fprintf fputc fputc_unlocked fputs fputs_unlocked fputwc
+fputwc_unlocked fputws fputws_unlocked fread fread_unlocked free freelocale freopen
+freopen64 frexp frexpf frexpf32 frexpf32x frexpf64 frexpf64x frexpl fromfp fromfpf fromfpf32
+fromfpf32x fromfpf64 fromfpf64x fromfpl fromfpx fromfpxf fromfpxf32 fromfpxf32x fromfpxf64
+fromfpxf64x fromfpxl fscanf fseek fseeko fseeko64 fsetpos fsetpos64 fsqrt fsqrtl fsub fsubl
+fsync ftell ftello ftello64 ftruncate ftruncate64 ftrylockfile funlockfile fwide fwprintf
+fwrite fwrite_unlocked fwscanf gamma gammaf gammal gcvt get_current_dir_name getc
+getc_unlocked getchar getchar_unlocked getcpu getcwd getdate getdate_err getdate_r getdelim
+getdomainname getdtablesize getegid getentropy geteuid getgid getgroups gethostid
+gethostname getline getloadavg getlogin getlogin_r getopt getpagesize getpass getpayload
+getpayloadf getpayloadf32 getpayloadf32x getpayloadf64 getpayloadf64x getpayloadl getpgid
+getpgrp getpid getppid getpt getresgid getresuid getsid getsubopt gettid getuid getusershell
+getw getwc getwc_unlocked getwchar getwchar_unlocked getwd gmtime gmtime_r grantpt
+group_member hypot hypotf hypotf32 hypotf32x hypotf64 hypotf64x hypotl ilogb ilogbf ilogbf32
+ilogbf32x ilogbf64 ilogbf64x ilogbl index initstate initstate_r isalnum isalnum_l isalpha
+isalpha_l isascii isatty isblank isblank_l iscntrl iscntrl_l isctype isdigit isdigit_l
+isgraph isgraph_l isinff isinfl islower islower_l isnanf isnanl isprint isprint_l ispunct
+ispunct_l isspace isspace_l isupper isupper_l iswalnum iswalnum_l iswalpha iswalpha_l
+iswblank iswblank_l iswcntrl iswcntrl_l iswctype iswctype_l iswdigit iswdigit_l iswgraph
+iswgraph_l iswlower iswlower_l iswprint iswprint_l iswpunct iswpunct_l iswspace iswspace_l
+iswupper iswupper_l iswxdigit iswxdigit_l isxdigit isxdigit_l j0 j0f j0f32 j0f32x j0f64
+j0f64x j0l j1 j1f j1f32 j1f32x j1f64 j1f64x j1l jn jnf jnf32 jnf32x jnf64 jnf64x jnl jrand48
+jrand48_r l64a labs lchown lcong48 lcong48_r ldexp ldexpf ldexpf32 ldexpf32x ldexpf64
+ldexpf64x ldexpl ldiv lgamma lgamma_r lgammaf lgammaf32 lgammaf32_r lgammaf32x lgammaf32x_r
+lgammaf64 lgammaf64_r lgammaf64x lgammaf64x_r lgammaf_r lgammal lgammal_r link linkat llabs
+lldiv llogb llogbf llogbf32 llogbf32x llogbf64 llogbf64x llogbl llrint llrintf llrintf32
+llrintf32x llrintf64 llrintf64x llrintl llround llroundf llroundf32 llroundf32x llroundf64
+llroundf64x llroundl localeconv localtime localtime_r lockf lockf64 log log10 log10f
+log10f32 log10f32x log10f64 log10f64x log10l log1p log1pf log1pf32 log1pf32x log1pf64
+log1pf64x log1pl log2 log2f log2f32 log2f32x log2f64 log2f64x log2l logb logbf logbf32
+logbf32x logbf64 logbf64x logbl logf logf32 logf32x logf64 logf64x logl lrand48 lrand48_r
+lrint lrintf lrintf32 lrintf32x lrintf64 lrintf64x lrintl lround lroundf lroundf32
+lroundf32x lroundf64 lroundf64x lroundl lseek lseek64 malloc mblen mbrlen mbrtowc mbsinit
+mbsnrtowcs mbsrtowcs mbstowcs mbtowc mkdtemp mkostemp mkostemp64 mkostemps mkostemps64
+mkstemp mkstemp64 mkstemps mkstemps64 mktemp mktime modf modff modff32 modff32x modff64
+modff64x modfl mrand48 mrand48_r nan nanf nanf32 nanf32x nanf64 nanf64x nanl nanosleep
+nearbyint nearbyintf nearbyintf32 nearbyintf32x nearbyintf64 nearbyintf64x nearbyintl
+newlocale nextafter nextafterf nextafterf32 nextafterf32x nextafterf64 nextafterf64x
+nextafterl nextdown nextdownf nextdownf32 nextdownf32x nextdownf64 nextdownf64x nextdownl
+nexttoward nexttowardf nexttowardl nextup nextupf nextupf32 nextupf32x nextupf64 nextupf64x
+nextupl nice nrand48 nrand48_r obstack_printf obstack_vprintf on_exit open_memstream
+open_wmemstream optarg opterr optind optopt pathconf pause pclose perror pipe pipe2 popen
+posix_memalign posix_openpt pow powf powf32 powf32x powf64 powf64x powl pread pread64 printf
+profil program_invocation_name program_invocation_short_name pselect pthread_atfork
+pthread_attr_destroy pthread_attr_getaffinity_np pthread_attr_getdetachstate
+pthread_attr_getguardsize pthread_attr_getinheritsched pthread_attr_getschedparam
+pthread_attr_getschedpolicy pthread_attr_getscope pthread_attr_getsigmask_np
+pthread_attr_getstack pthread_attr_getstackaddr pthread_attr_getstacksize pthread_attr_init
 pthread_attr_setaffinity_np pthread_attr_setdetachstate pthread_attr_setguardsize
 pthread_attr_setinheritsched pthread_attr_setschedparam pthread_attr_setschedpolicy
 pthread_attr_setscope pthread_attr_setsigmask_np pthread_attr_setstack
@@ -167,39 +166,35 @@ setbuffer setdomainname setegid setenv seteuid setgid sethostid sethostname setl
 setlocale setlogin setns setpayload setpayloadf setpayloadf32 setpayloadf32x setpayloadf64
 setpayloadf64x setpayloadl setpayloadsig setpayloadsigf setpayloadsigf32 setpayloadsigf32x
 setpayloadsigf64 setpayloadsigf64x setpayloadsigl setpgid setpgrp setregid setresgid
-setresuid setreuid setsid setstate setstate_r setuid setusershell setvbuf sigabbrev_np
-sigdescr_np signgam significand significandf significandl sin sincos sincosf sincosf32
-sincosf32x sincosf64 sincosf64x sincosl sinf sinf32 sinf32x sinf64 sinf64x sinh sinhf
-sinhf32 sinhf32x sinhf64 sinhf64x sinhl sinl sleep snprintf sprintf sqrt sqrtf sqrtf32
-sqrtf32x sqrtf64 sqrtf64x sqrtl srand srand48 srand48_r srandom srandom_r sscanf stderr
-stdin stdout stpcpy stpncpy strcasecmp strcasecmp_l strcat strcmp strcoll strcoll_l strcpy
-strcspn strdup strerror strerror_l strerror_r strerrordesc_np strerrorname_np strfromd
-strfromf strfromf32 strfromf32x strfromf64 strfromf64x strfroml strfry strftime strftime_l
-strlen strncasecmp strncasecmp_l strncat strncmp strncpy strndup strnlen strptime strptime_l
-strsep strsignal strspn strtod strtod_l strtof strtof32 strtof32_l strtof32x strtof32x_l
-strtof64 strtof64_l strtof64x strtof64x_l strtof_l strtok strtok_r strtol strtol_l strtold
-strtold_l strtoll strtoll_l strtoq strtoul strtoul_l strtoull strtoull_l strtouq strverscmp
-strxfrm strxfrm_l swab swprintf swscanf symlink symlinkat sync syncfs syscall sysconf system
-tan tanf tanf32 tanf32x tanf64 tanf64x tanh tanhf tanhf32 tanhf32x tanhf64 tanhf64x tanhl
-tanl tcgetpgrp tcsetpgrp tempnam tgamma tgammaf tgammaf32 tgammaf32x tgammaf64 tgammaf64x
-tgammal time timegm timelocal timer_create timer_delete timer_getoverrun timer_gettime
-timer_settime timespec_get timespec_getres timezone tmpfile tmpfile64 tmpnam tmpnam_r
-toascii tolower tolower_l totalorder totalorderf totalorderf32 totalorderf32x totalorderf64
-totalorderf64x totalorderl totalordermag totalordermagf totalordermagf32 totalordermagf32x
-totalordermagf64 totalordermagf64x totalordermagl toupper toupper_l towctrans towctrans_l
-towlower towlower_l towupper towupper_l trunc truncate truncate64 truncf truncf32 truncf32x
-truncf64 truncf64x truncl ttyname ttyname_r ttyslot tzname tzset ualarm ufromfp ufromfpf
-ufromfpf32 ufromfpf32x ufromfpf64 ufromfpf64x ufromfpl ufromfpx ufromfpxf ufromfpxf32
-ufromfpxf32x ufromfpxf64 ufromfpxf64x ufromfpxl ungetc ungetwc unlink unlinkat unlockpt
-unsetenv unshare uselocale usleep valloc vasprintf vdprintf vfork vfprintf vfscanf vfwprintf
-vfwscanf vhangup vprintf vscanf vsnprintf vsprintf vsscanf vswprintf vswscanf vwprintf
-vwscanf wcpcpy wcpncpy wcrtomb wcscasecmp wcscasecmp_l wcscat wcschrnul wcscmp wcscoll
-wcscoll_l wcscpy wcscspn wcsdup wcsftime wcsftime_l wcslen wcsncasecmp wcsncasecmp_l wcsncat
-wcsncmp wcsncpy wcsnlen wcsnrtombs wcsrtombs wcsspn wcstod wcstod_l wcstof wcstof32
-wcstof32_l wcstof32x wcstof32x_l wcstof64 wcstof64_l wcstof64x wcstof64x_l wcstof_l wcstok
-wcstol wcstol_l wcstold wcstold_l wcstoll wcstoll_l wcstombs wcstoq wcstoul wcstoul_l
-wcstoull wcstoull_l wcstouq wcswidth wcsxfrm wcsxfrm_l wctob wctomb wctrans wctrans_l wctype
-wctype_l wcwidth wmemcmp wmemcpy wmemmove wmempcpy wmemset wprintf write wscanf y0 y0f y0f32
-y0f32x y0f64 y0f64x y0l y1 y1f y1f32 y1f32x y1f64 y1f64x y1l yn ynf ynf32 ynf32x ynf64
-ynf64x ynl
+setresuid setreuid setsid setstate setstate_r setuid setusershell setvbuf signgam
+significand significandf significandl sin sincos sincosf sincosf32 sincosf32x sincosf64
+sincosf64x sincosl sinf sinf32 sinf32x sinf64 sinf64x sinh sinhf sinhf32 sinhf32x sinhf64
+sinhf64x sinhl sinl sleep snprintf sprintf sqrt sqrtf sqrtf32 sqrtf32x sqrtf64 sqrtf64x
+sqrtl srand srand48 srand48_r srandom srandom_r sscanf stderr stdin stdout strfromd strfromf
+strfromf32 strfromf32x strfromf64 strfromf64x strfroml strftime strftime_l strptime
+strptime_l strtod strtod_l strtof strtof32 strtof32_l strtof32x strtof32x_l strtof64
+strtof64_l strtof64x strtof64x_l strtof_l strtol strtol_l strtold strtold_l strtoll
+strtoll_l strtoq strtoul strtoul_l strtoull strtoull_l strtouq swab swprintf swscanf symlink
+symlinkat sync syncfs syscall sysconf system tan tanf tanf32 tanf32x tanf64 tanf64x tanh
+tanhf tanhf32 tanhf32x tanhf64 tanhf64x tanhl tanl tcgetpgrp tcsetpgrp tempnam tgamma
+tgammaf tgammaf32 tgammaf32x tgammaf64 tgammaf64x tgammal time timegm timelocal timer_create
+timer_delete timer_getoverrun timer_gettime timer_settime timespec_get timespec_getres
+timezone tmpfile tmpfile64 tmpnam tmpnam_r toascii tolower tolower_l totalorder totalorderf
+totalorderf32 totalorderf32x totalorderf64 totalorderf64x totalorderl totalordermag
+totalordermagf totalordermagf32 totalordermagf32x totalordermagf64 totalordermagf64x
+totalordermagl toupper toupper_l towctrans towctrans_l towlower towlower_l towupper
+towupper_l trunc truncate truncate64 truncf truncf32 truncf32x truncf64 truncf64x truncl
+ttyname ttyname_r ttyslot tzname tzset ualarm ufromfp ufromfpf ufromfpf32 ufromfpf32x
+ufromfpf64 ufromfpf64x ufromfpl ufromfpx ufromfpxf ufromfpxf32 ufromfpxf32x ufromfpxf64
+ufromfpxf64x ufromfpxl ungetc ungetwc unlink unlinkat unlockpt unsetenv unshare uselocale
+usleep valloc vasprintf vdprintf vfork vfprintf vfscanf vfwprintf vfwscanf vhangup vprintf
+vscanf vsnprintf vsprintf vsscanf vswprintf vswscanf vwprintf vwscanf wcpcpy wcpncpy wcrtomb
+wcscasecmp wcscasecmp_l wcscat wcschrnul wcscmp wcscoll wcscoll_l wcscpy wcscspn wcsdup
+wcsftime wcsftime_l wcslen wcsncasecmp wcsncasecmp_l wcsncat wcsncmp wcsncpy wcsnlen
+wcsnrtombs wcsrtombs wcsspn wcstod wcstod_l wcstof wcstof32 wcstof32_l wcstof32x wcstof32x_l
+wcstof64 wcstof64_l wcstof64x wcstof64x_l wcstof_l wcstok wcstol wcstol_l wcstold wcstold_l
+wcstoll wcstoll_l wcstombs wcstoq wcstoul wcstoul_l wcstoull wcstoull_l wcstouq wcswidth
+wcsxfrm wcsxfrm_l wctob wctomb wctrans wctrans_l wctype wctype_l wcwidth wmemcmp wmemcpy
+wmemmove wmempcpy wmemset wprintf write wscanf y0 y0f y0f32 y0f32x y0f64 y0f64x y0l y1 y1f
+y1f32 y1f32x y1f64 y1f64x y1l yn ynf ynf32 ynf32x ynf64 ynf64x ynl
 """.split())

@@ -29,6 +29,7 @@ from ..ir.types import (
     INDEX,
     Direction,
     FunctionType,
+    MemorySpace,
     ScalarType,
     TaskIdArrayType,
     TaskIdType,
@@ -322,6 +323,7 @@ def kernel_source(fn: Function) -> KernelSource:
 def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     if platform is None or not platform.device_code:
         return kernel_source(fn)
+    _refuse_transfers(fn, platform)
     kernel = device_kernel(fn, platform.backend.capacities["Vec"])
     launch = ""
     if platform.kind == "cpu_model":
@@ -332,6 +334,20 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
         launch = render("cpu_model_launch.cpp.j2", l=model)
     return KernelSource(symbol(fn.name, device_code=True), kernel.cpp, kernel.core_type,
                         tuple(_param_spec(p) for p in fn.params), kernel.on_chip, launch)
+
+
+def _refuse_transfers(fn: Function, platform: Platform) -> None:
+    """A Mat tile moved to Vec (TransferCubeToVector: the cube side stores the Mat tile,
+    which nothing else does) has no device code: pto-isa stores no Mat tile on A5, and the
+    device sources run both sides as one core with no cross-core pipe."""
+    for s in statements(fn.body):
+        if (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op == "store"
+                and s.value.args[0].type.memory is MemorySpace.Mat):
+            raise LoweringError(
+                f"pl.move of the Mat tile `{s.value.args[0].name}` to Vec is a transfer from "
+                f"the cube unit to the vector unit, which has no device code on "
+                f"{platform.name} yet", s.span,
+                hint="run it on a simulator platform (a2a3sim, a5sim)")
 
 
 # pto-isa's NPUMemoryModel names each on-chip space by its buffer.

@@ -1,6 +1,7 @@
 """IR passes.  `default_pipeline()` is the compiler's whole lowering, in order."""
 
 from .allocate_memory_addr import AllocateMemoryAddr
+from .cube_to_vector import TransferCubeToVector
 from .derive_call_directions import DeriveCallDirections
 from .flatten_call_expr import FlattenCallExpr
 from .infer_memory_space import InferMemorySpace
@@ -34,6 +35,7 @@ def default_pipeline() -> PassManager:
             TensorToTile(),
             LegalizeTileCast(),
             InferMemorySpace(),
+            TransferCubeToVector(),
             AllocateMemoryAddr(),
         ]
     )
@@ -61,5 +63,6 @@ __all__ = [
     "TensorToTile",
     "LegalizeTileCast",
     "InferMemorySpace",
+    "TransferCubeToVector",
     "AllocateMemoryAddr",
 ]

@@ -55,6 +55,22 @@ def test_tile_assemble_kernels_insert_tiles_as_upstream_means():
     assert torch.equal(out, quarter.repeat(2, 2))
 
 
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_a_matmul_assembled_into_mat_moves_to_vec_as_upstream_means(platform):
+    """tile_assemble_acc_mat: Acc inserted into a Mat tile, then `pl.move` to Vec, which is
+    a transfer from the cube unit to the vector unit."""
+    from pypto.runtime import RunConfig
+
+    m = example("examples/intermediate/05_assemble.py")
+    g = torch.Generator().manual_seed(5)
+    x, a, b = torch.randn(32, 32, generator=g), torch.randn(32, 16, generator=g), \
+        torch.randn(16, 16, generator=g)
+    out = torch.zeros(32, 32)
+    m.tile_assemble_acc_mat(x, a, b, out, config=RunConfig(platform=platform))
+    assert torch.equal(out[:, :16], x[:, :16])
+    assert torch.allclose(out[:, 16:], a @ b, rtol=1e-5, atol=1e-5)
+
+
 def test_dynamic_valid_shape_kernels_store_only_the_valid_columns():
     m = example("examples/intermediate/06_dyn_valid_shape.py")
     data = torch.randn(64, 64, generator=torch.Generator().manual_seed(6))
