@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 MANIFEST_NAME = "manifest.json"
@@ -70,6 +71,34 @@ def parse_record(data: bytes) -> Any:
         elif isinstance(item, list):
             pending.extend((v, depth + 1) for v in item)
     return value
+
+
+def versioned_record(where: str | os.PathLike, source: bytes | Path, *, noun: str,
+                     major: int, error: type[Exception]) -> tuple[dict[str, Any], str]:
+    """The record in `source` (its bytes, or the path of its file, read by `read_record`:
+    FileNotFoundError propagates) and its schema version, once it parses, is a JSON object
+    and its schema has major version `major`.  Every refusal is an `error` whose message
+    starts with `where` and names the record as `noun` ("manifest", "golden.json")."""
+    try:
+        raw = parse_record(source) if isinstance(source, bytes) else read_record(source)
+    except RecordError as exc:
+        raise error(f"{where}: cannot read {noun}: {exc}") from None
+    return raw, schema_version(where, raw, noun=noun, major=major, error=error)
+
+
+def schema_version(where: str | os.PathLike, raw: Any, *, noun: str, major: int,
+                   error: type[Exception]) -> str:
+    """The schema version of the parsed record `raw`, once `raw` is a JSON object whose
+    `schema_version` has major version `major`; otherwise an `error` as `versioned_record`
+    words it."""
+    if not isinstance(raw, dict):
+        raise error(f"{where}: {noun} must be a JSON object")
+    schema = raw.get("schema_version")
+    found = schema.split(".")[0] if isinstance(schema, str) else None
+    if not isinstance(schema, str) or found != str(major):
+        raise error(f"{where}: {noun} schema version {schema!r} is not supported: expected "
+                    f"major version {major}, found {found}")
+    return schema
 
 
 def _too_deep() -> str:

@@ -28,7 +28,7 @@ from pypto.golden_files import (
     golden_digest,
 )
 from pypto.ir import dtypes
-from pypto.records import RecordError, read_record
+from pypto.records import versioned_record
 from pypto.runtime.abi import Direction
 from pypto.runtime.errors import ArtifactError, PyptoRuntimeError
 
@@ -81,22 +81,13 @@ def scheduling_note(tasks: Sequence[Any], golden: Path) -> str | None:
 def _golden_json(path: Path) -> dict:
     """golden.json read, its schema version and its own digest checked."""
     try:
-        raw = read_record(path)
+        raw, schema = versioned_record(path, path, noun="golden.json", major=GOLDEN_SCHEMA_MAJOR,
+                                       error=GoldenError)
     except FileNotFoundError:
         raise GoldenError(
             f"{path}: no golden here; write one with pypto.runtime.write_golden or "
             "`scons goldens`"
         ) from None
-    except RecordError as exc:
-        raise GoldenError(f"{path}: cannot read golden.json: {exc}") from None
-    if not isinstance(raw, dict):
-        raise GoldenError(f"{path}: golden.json must be a JSON object")
-    schema = raw.get("schema_version")
-    if not isinstance(schema, str) or schema.split(".")[0] != str(GOLDEN_SCHEMA_MAJOR):
-        raise GoldenError(
-            f"{path}: golden schema version {schema!r} is not supported: expected major "
-            f"version {GOLDEN_SCHEMA_MAJOR}"
-        )
     recorded = raw.get("golden_sha256")
     if recorded is None and schema == GOLDEN_SCHEMA_VERSION:
         raise GoldenError(f"{path}: golden.json lacks 'golden_sha256', which schema {schema} "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto.platform import get_platform
-from pypto.records import RecordError, parse_record, record_digest
+from pypto.records import record_digest, versioned_record
 from pypto.runtime.abi import ABI_VERSION
 from pypto.runtime.errors import ArtifactError
 
@@ -52,18 +52,8 @@ def read_index(where: str, data: bytes, platform: str | None) -> dict[str, Any]:
     """The index in `data` after its checks: bounded JSON, schema major version, its own
     digest, platform (when `platform` is given), ABI version, and the types of its
     top-level fields.  Errors are ArtifactErrors that start with `where`."""
-    try:
-        raw = parse_record(data)
-    except RecordError as exc:
-        raise ArtifactError(f"{where}: cannot read the library index: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ArtifactError(f"{where}: the library index must be a JSON object")
-    schema = raw.get("schema_version")
-    if not isinstance(schema, str) or schema.split(".")[0] != str(LIBRARY_SCHEMA_MAJOR):
-        raise ArtifactError(
-            f"{where}: library schema version {schema!r} is not supported: expected "
-            f"major version {LIBRARY_SCHEMA_MAJOR}"
-        )
+    raw, schema = versioned_record(where, data, noun="the library index",
+                                   major=LIBRARY_SCHEMA_MAJOR, error=ArtifactError)
     _check_index_digest(where, raw, schema)
     found = raw.get("platform")
     if platform is not None and found != platform:

@@ -11,7 +11,7 @@ from typing import Any
 from pypto.ir import dtypes
 from pypto.ir.dtypes import DataType
 from pypto.platform import SPACES as ON_CHIP_SPACES  # in PtoCore field order (memory.py checks)
-from pypto.records import MANIFEST_NAME, RecordError, read_record, record_digest
+from pypto.records import MANIFEST_NAME, record_digest, schema_version, versioned_record
 from pypto.runtime.abi import ABI_VERSION, MAX_RANK, Direction
 from pypto.runtime.errors import ArtifactError
 
@@ -108,26 +108,18 @@ class Manifest:
         """
         path = artifact_dir / MANIFEST_NAME
         try:
-            raw = read_record(path)
+            raw, _ = versioned_record(path, path, noun="manifest", major=SCHEMA_MAJOR,
+                                      error=ArtifactError)
         except FileNotFoundError:
             raise ArtifactError(f"{path}: no manifest; is this an artifact directory?") from None
-        except RecordError as exc:
-            raise ArtifactError(f"{path}: cannot read manifest: {exc}") from None
         return cls.from_record(path, raw, platform=platform)
 
     @classmethod
     def from_record(cls, path: Path, raw: Any, *, platform: str | None = None) -> Manifest:
         """Checks a manifest's parsed content `raw` as `read` does; errors name `path`."""
-        if not isinstance(raw, dict):
-            raise ArtifactError(f"{path}: manifest must be a JSON object")
+        schema = schema_version(path, raw, noun="manifest", major=SCHEMA_MAJOR,
+                                error=ArtifactError)
         reader = _FieldReader(path, raw)
-
-        schema = reader.get("schema_version", str)
-        if schema.split(".")[0] != str(SCHEMA_MAJOR):
-            raise ArtifactError(
-                f"{path}: manifest schema version {schema} is not supported: "
-                f"expected major version {SCHEMA_MAJOR}, found {schema.split('.')[0]}"
-            )
         _check_digest(path, raw, schema)
         found_platform = reader.get("platform", str)
         if platform is not None and found_platform != platform:
