@@ -16,7 +16,7 @@ it is never a mix of old and new.
 
 `lock_with_deadline` takes an exclusive `flock` on a lock file, waiting at most a given
 time for another process to release it.  `read_verified` reads a file back against the
-sha256 a record holds for it.
+sha256 a record holds for it (`read_recorded` words its failures for the user).
 """
 
 from __future__ import annotations
@@ -195,3 +195,17 @@ def read_verified(path: str | os.PathLike, sha256: str) -> bytes:
     if found != sha256.lower():
         raise DigestMismatch(found)
     return data
+
+
+def read_recorded(path: str | os.PathLike, sha256: str, error: type[Exception], *,
+                  recorded_in: str, remedy: str) -> bytes:
+    """`read_verified`, its failures raised as `error`s that start with `path`: the file
+    cannot be read, or its sha256 is not the one `recorded_in` (the record's name, e.g.
+    "golden.json") records, and `remedy` says what to do about it."""
+    try:
+        return read_verified(path, sha256)
+    except OSError as exc:
+        raise error(f"{os.fspath(path)}: cannot read: {exc.strerror or exc}") from None
+    except DigestMismatch as exc:
+        raise error(f"{os.fspath(path)}: sha256 mismatch: {recorded_in} records {sha256}, "
+                    f"found {exc.found}; {remedy}") from None

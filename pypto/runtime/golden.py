@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from pypto.comparison import FP64, GoldenReport, Tolerance, compare_tensor, warn_if_too_tight
-from pypto.filesystem import DigestMismatch, read_verified
+from pypto.filesystem import read_recorded
 from pypto.golden_files import (
     EXPECTED_NAME,
     GOLDEN_NAME,
@@ -324,15 +324,9 @@ class GoldenRecord:
 
 
 def _verified_bytes(path: Path, expected: str) -> bytes:
-    try:
-        return read_verified(path, expected)
-    except OSError as exc:
-        raise GoldenError(f"{path}: cannot read: {exc}") from None
-    except DigestMismatch as exc:
-        raise GoldenError(
-            f"{path}: sha256 mismatch: golden.json records {expected}, found {exc.found}; the "
-            "file changed after the golden was written, regenerate it (`scons goldens`)"
-        ) from None
+    return read_recorded(path, expected, GoldenError, recorded_in="golden.json",
+                         remedy="the file changed after the golden was written, regenerate "
+                         "it (`scons goldens`)")
 
 
 def _tensor_infos(path: Path, raw: dict, key: str, *, allow_fp64: bool) -> tuple[TensorInfo, ...]:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Literal, Self, overload
 
 from pypto.comparison import Tolerance
-from pypto.filesystem import DigestMismatch, read_verified
+from pypto.filesystem import read_recorded
 from pypto.golden_files import GOLDEN_NAME
 from pypto.platform import get_platform
 from pypto.records import MAX_RECORD_BYTES
@@ -456,15 +456,8 @@ def _index_path(root: Path, platform: str | None) -> Path:
 
 
 def _check_sha256(path: Path, expected: str, index: str) -> None:
-    try:
-        read_verified(path, expected)
-    except OSError as exc:
-        raise ArtifactError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except DigestMismatch as exc:
-        raise ArtifactError(
-            f"{path}: sha256 mismatch: {index} records {expected}, found {exc.found}; "
-            "the file changed after the build, rebuild the library"
-        ) from None
+    read_recorded(path, expected, ArtifactError, recorded_in=index,
+                  remedy="the file changed after the build, rebuild the library")
 
 
 def read_check_rows(paths: Sequence[str | os.PathLike]) -> CheckTable:

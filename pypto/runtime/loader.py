@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pypto.filesystem import DigestMismatch, read_verified
+from pypto.filesystem import read_recorded
 from pypto.platform import PLATFORM_NAMES, Backend, get_platform
+from pypto.records import MANIFEST_NAME
 from pypto.runtime.abi import PtoKernelFn, PtoOrchestrateFn
 from pypto.runtime.config import RunConfig
 from pypto.runtime.errors import ArtifactError, DeviceUnavailableError, KernelError
@@ -194,15 +195,8 @@ def _verified_binary(artifact_dir: Path, file: str, expected: str) -> _Binary:
     path = (artifact_dir / file).resolve()
     if not path.is_relative_to(artifact_dir.resolve()):
         raise ArtifactError(f"{artifact_dir}: binary {file!r} lies outside the artifact directory")
-    try:
-        data = read_verified(path, expected)
-    except OSError as exc:
-        raise ArtifactError(f"{artifact_dir}: cannot read binary {file!r}: {exc}") from None
-    except DigestMismatch as exc:
-        raise ArtifactError(
-            f"{artifact_dir}: sha256 mismatch for {file!r}: expected {expected}, found "
-            f"{exc.found}; the binary changed after the build, rebuild the artifact"
-        ) from None
+    data = read_recorded(path, expected, ArtifactError, recorded_in=MANIFEST_NAME,
+                         remedy="the binary changed after the build, rebuild the artifact")
     return _Binary(path, data, expected.lower())
 
 

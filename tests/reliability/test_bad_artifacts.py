@@ -140,7 +140,7 @@ CACHE_DAMAGE = {
         e, lambda r: r.update(manifest_sha256=5)), "manifest_sha256 mismatch"),
     "capacities_forged": (216, lambda e: edit_manifest(e, _capacities_of_16_bytes),
                           "are not those of 'a2a3sim'"),
-    "kernel_bit_flipped": (224, _flip_kernel, "sha256 mismatch for 'kernels/"),
+    "kernel_bit_flipped": (224, _flip_kernel, ".so: sha256 mismatch: manifest.json records"),
     "manifest_nested_deeply": (232, lambda e: (e / "manifest.json").write_text("[" * 10_000),
                                "nests objects and lists deeper"),
 }

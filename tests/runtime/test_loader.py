@@ -61,14 +61,15 @@ def test_tampered_kernel_is_refused_before_mapping_naming_file_and_both_hashes(
         load_artifact(artifact)
     message = str(info.value)
     assert "kernels/times_two.so" in message
-    assert f"expected {expected}" in message and f"found {found}" in message
+    assert f"manifest.json records {expected}" in message and f"found {found}" in message
 
 
 def test_tampered_orchestration_is_refused(make_artifact, no_mapping):
     artifact = make_artifact("pipeline")
     with open(artifact / "orchestration.so", "ab") as f:
         f.write(b"\0")
-    with pytest.raises(ArtifactError, match=r"orchestration\.so.*expected [0-9a-f]{64}"):
+    with pytest.raises(ArtifactError, match=r"orchestration\.so: sha256 mismatch: "
+                                            r"manifest\.json records [0-9a-f]{64}"):
         load_artifact(artifact)
 
 

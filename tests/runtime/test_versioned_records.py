@@ -1,10 +1,13 @@
 """One reading of a versioned record (parse, require an object, check the schema's major
-version): manifest.json, golden.json and the library index refuse alike."""
+version): manifest.json, golden.json and the library index refuse alike; and one reading
+of a file against the sha256 its record holds."""
 
+import hashlib
 import json
 
 import pytest
 
+from pypto.filesystem import read_recorded
 from pypto.records import versioned_record
 from pypto.runtime.errors import ArtifactError
 from pypto.runtime.golden import GoldenError, GoldenRecord
@@ -67,3 +70,28 @@ def test_a_record_file_read_by_path_and_its_bytes_read_alike(tmp_path):
     assert by_path == versioned_record(path, path.read_bytes(), noun="r", major=1,
                                        error=ValueError) == ({"schema_version": "1.3",
                                                               "x": [1]}, "1.3")
+
+
+def test_a_recorded_file_that_changed_names_itself_its_record_both_hashes_and_the_remedy(
+        tmp_path):
+    path = tmp_path / "k.so"
+    path.write_bytes(b"new")
+    recorded = hashlib.sha256(b"old").hexdigest()
+    with pytest.raises(ArtifactError) as info:
+        read_recorded(path, recorded, ArtifactError, recorded_in="manifest.json",
+                      remedy="rebuild it")
+    assert str(info.value) == (f"{path}: sha256 mismatch: manifest.json records {recorded}, "
+                               f"found {hashlib.sha256(b'new').hexdigest()}; rebuild it")
+
+
+def test_a_recorded_file_that_is_missing_says_it_cannot_be_read(tmp_path):
+    with pytest.raises(GoldenError, match=r"k\.so: cannot read: No such file"):
+        read_recorded(tmp_path / "k.so", "0" * 64, GoldenError, recorded_in="golden.json",
+                      remedy="-")
+
+
+def test_a_recorded_file_that_is_intact_is_read(tmp_path):
+    path = tmp_path / "k.so"
+    path.write_bytes(b"data")
+    assert read_recorded(path, hashlib.sha256(b"data").hexdigest().upper(), ValueError,
+                         recorded_in="r", remedy="-") == b"data"
