@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pypto.tools.cli import run_tool
+
 EXPORT_DIR = "export"
 OVERVIEW_BLOCKS = 8
 VALUES_PER_LINE = 8
@@ -380,11 +382,9 @@ def _compare(args: argparse.Namespace, dump, records: list, out) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m simpler_setup.tools.dump_viewer` / `python -m pypto.tools.dump_viewer`."""
-    parser = argparse.ArgumentParser(prog="dump_viewer",
-                                     description="read a run's tensor dump (args_dump/)")
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    """`python -m simpler_setup.tools.dump_viewer` / `python -m pypto.tools.dump_viewer`:
+    `pypto dump-viewer`."""
+    return run_tool("dump-viewer", argv, prog="dump_viewer")
 
 
 if __name__ == "__main__":

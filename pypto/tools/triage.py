@@ -19,6 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pypto.tools.cli import run_tool
+
 EXIT_USAGE = 64
 
 
@@ -32,10 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "parameter name, replacing the golden's")
     parser.add_argument("--platform", help="the platform to run on (default: "
                         "$PYPTO_PLATFORM, else a2a3sim)")
-    parser.add_argument("--rtol", type=float, help="the relative tolerance you checked with "
-                        "(default: the golden's)")
-    parser.add_argument("--atol", type=float, help="the absolute tolerance you checked with "
-                        "(default: the golden's)")
+    for name, kind in (("rtol", "relative"), ("atol", "absolute")):
+        parser.add_argument(f"--{name}", type=float, help=f"the {kind} tolerance you checked "
+                            "with (default: the golden's)")
     parser.add_argument("--seeds", type=int, default=8,
                         help="schedule seeds step 2 runs (default 8)")
     parser.add_argument("--work-dir", type=Path, help="where dumps and pass dumps go "
@@ -79,11 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pypto.tools.triage ...`."""
-    parser = argparse.ArgumentParser(prog="pypto triage",
-                                     description="walk the five precision-debugging steps")
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    """`python -m pypto.tools.triage ...`: `pypto triage`."""
+    return run_tool("triage", argv)
 
 
 if __name__ == "__main__":
