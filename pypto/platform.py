@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tomllib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -239,11 +240,7 @@ def find_compiler(platform: Platform) -> FoundCompiler:
 def _env_compiler(platform: Platform, looked: list[str]) -> FoundCompiler | None:
     """The program a set `env` variable names (an error when it is missing or too old)."""
     settings = platform.compiler
-    for var in settings.env:
-        value = os.environ.get(var)
-        if not value:
-            looked.append(f"${var} (unset)")
-            continue
+    for var, value in _set_variables(settings.env, looked, "${var} (unset)"):
         found = shutil.which(value)
         if found is None:
             # An explicit setting that is wrong must not silently fall back to another compiler.
@@ -261,14 +258,22 @@ def _env_compiler(platform: Platform, looked: list[str]) -> FoundCompiler | None
     return None
 
 
+def _set_variables(names: Iterable[str], looked: list[str],
+                   unset: str) -> Iterator[tuple[str, str]]:
+    """(name, value) of each environment variable of `names` that is set, in order; each
+    unset (or empty) one before it goes into `looked` as `unset` with `{var}` its name."""
+    for var in names:
+        value = os.environ.get(var)
+        if value:
+            yield var, value
+        else:
+            looked.append(unset.format(var=var))
+
+
 def _home_compiler(platform: Platform, looked: list[str]) -> FoundCompiler | None:
     """An executable `<home_env root>/<home_relpath>`."""
     settings = platform.compiler
-    for var in settings.home_env:
-        root = os.environ.get(var)
-        if not root:
-            looked.append(f"${var}/... ({var} unset)")
-            continue
+    for _, root in _set_variables(settings.home_env, looked, "${var}/... ({var} unset)"):
         for relpath in settings.home_relpaths:
             candidate = Path(root) / relpath
             if candidate.is_file() and os.access(candidate, os.X_OK):

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from pypto.codegen.sources import GeneratedSources, KernelSource
-from pypto.platform import get_platform
+from pypto.platform import CompilerNotFoundError, find_compiler, get_platform
 from pypto.sim import INCLUDE_DIR
 from pypto.toolchain import CompileError, Toolchain, build_artifact
 
@@ -69,6 +69,17 @@ def test_cann_install_root_selects_the_compiler(clean_env, tmp_path, monkeypatch
 def test_bisheng_on_path_is_the_last_resort(clean_env, tmp_path):
     bisheng = write_stand_in(tmp_path / "empty-path" / "bisheng", tmp_path / "calls.log")
     assert Toolchain.for_platform(get_platform("a5")).compiler == bisheng
+
+
+def test_no_compiler_found_lists_every_unset_variable_and_place_looked_at(clean_env, tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setenv("ASCEND_TOOLKIT_HOME", str(tmp_path / "cann"))
+    with pytest.raises(CompilerNotFoundError) as info:
+        find_compiler(get_platform("a5"))
+    looked = str(info.value).split("looked at: ", 1)[1].split(". To fix", 1)[0]
+    assert looked.split(", ")[:3] == [
+        "$PYPTO_DEVICE_CXX (unset)", "$ASCEND_HOME_PATH/... (ASCEND_HOME_PATH unset)",
+        str(tmp_path / "cann" / "compiler/ccec_compiler/bin/bisheng")]
 
 
 def _sources():
