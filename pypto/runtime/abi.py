@@ -107,15 +107,12 @@ class PtoTaskIds(ctypes.Structure):
     _fields_ = [("first", ctypes.c_int64), ("count", ctypes.c_int64)]
 
 
-SubmitFn = ctypes.CFUNCTYPE(
-    ctypes.c_int64,
-    ctypes.c_void_p,
-    ctypes.c_int32,
-    ctypes.c_int32,
-    ctypes.POINTER(PtoArg),
-    ctypes.c_int32,
-    ctypes.POINTER(ctypes.c_int64),
-)
+_TASK_PARAMS = (ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(PtoArg),
+                ctypes.c_int32)
+"""The parameters `submit` and `dispatch` begin with: (ctx, kernel_index, nargs, args,
+ndeps)."""
+
+SubmitFn = ctypes.CFUNCTYPE(ctypes.c_int64, *_TASK_PARAMS, ctypes.POINTER(ctypes.c_int64))
 """`PtoRuntimeApi.submit`: (ctx, kernel_index, nargs, args, ndeps, deps) → task id or < 0."""
 
 AllocTensorFn = ctypes.CFUNCTYPE(
@@ -123,16 +120,8 @@ AllocTensorFn = ctypes.CFUNCTYPE(
 )
 """`PtoRuntimeApi.alloc_tensor`: (ctx, tensor, name or NULL) → 0 on success."""
 
-DispatchFn = ctypes.CFUNCTYPE(
-    ctypes.c_int64,
-    ctypes.c_void_p,
-    ctypes.c_int32,
-    ctypes.c_int32,
-    ctypes.POINTER(PtoArg),
-    ctypes.c_int32,
-    ctypes.POINTER(PtoTaskIds),
-    ctypes.c_int64,
-)
+DispatchFn = ctypes.CFUNCTYPE(ctypes.c_int64, *_TASK_PARAMS, ctypes.POINTER(PtoTaskIds),
+                              ctypes.c_int64)
 """`PtoRuntimeApi.dispatch`: (ctx, kernel_index, nargs, args, ndeps, dep ranges, blocks) →
 first task id or < 0."""
 
