@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -103,29 +104,11 @@ class ParamBuffers:
     def _set_copies(self, args: Sequence, in_place: frozenset[int]) -> None:
         """The copy-in and copy-out arrays for `args`: contiguous tensors are copied by the
         native call, others with torch (out: after the run, `copy_back`)."""
-        by_torch = self._by_torch = []
-        copies = self._in_array
-        for k3, index, buffer, nbytes in self._copy_in:
-            value = args[index]
-            if index in in_place:
-                copies[k3 + 2] = 0
-            elif value.is_contiguous():
-                copies[k3 + 1] = value.data_ptr()
-                copies[k3 + 2] = nbytes
-            else:
-                copies[k3 + 2] = 0
-                buffer.copy_(value)
-        copies = self._out_array
-        for k3, index, buffer, nbytes in self._copy_out:
-            value = args[index]
-            if index in in_place:
-                copies[k3 + 2] = 0
-            elif value.is_contiguous():
-                copies[k3] = value.data_ptr()
-                copies[k3 + 2] = nbytes
-            else:
-                copies[k3 + 2] = 0
-                by_torch.append((index, buffer))
+        for _, buffer, value in _native_copies(self._in_array, 1, self._copy_in, args,
+                                               in_place):
+            buffer.copy_(value)
+        self._by_torch = [(index, buffer) for index, buffer, _ in _native_copies(
+            self._out_array, 0, self._copy_out, args, in_place)]
 
     def _bind_in_place(self, args: Sequence, in_place: frozenset[int]) -> int:
         """The call bound to a copy of the parameters where the tensors `in_place` are the
@@ -174,3 +157,20 @@ class ParamBuffers:
         non-contiguous tensors) back with torch."""
         for index, buffer in self._by_torch:
             args[index].copy_(buffer)
+
+
+def _native_copies(copies: ctypes.Array, slot: int, entries: list, args: Sequence,
+                   in_place: Container[int]) -> Iterator[tuple[int, torch.Tensor, Any]]:
+    """Sets the (dst, src, bytes) triples `copies` of `entries` for one call on `args`: the
+    caller's pointer at `slot` (1: src, copying in; 0: dst, copying out) and its size for a
+    contiguous tensor, which the native call copies; no bytes for one bound in place, or
+    one yielded as (index, buffer, arg) for torch to copy."""
+    for k3, index, buffer, nbytes in entries:
+        value = args[index]
+        if index not in in_place and value.is_contiguous():
+            copies[k3 + slot] = value.data_ptr()
+            copies[k3 + 2] = nbytes
+            continue
+        copies[k3 + 2] = 0
+        if index not in in_place:
+            yield index, buffer, value

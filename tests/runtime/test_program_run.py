@@ -48,6 +48,15 @@ def test_results_are_copied_into_a_non_contiguous_output(load):
     assert torch.equal(backing.t(), (x + 1) * 2)
 
 
+def test_a_non_contiguous_input_is_read_through_its_strides_on_every_reused_call(load):
+    program = load("pipeline")
+    for k in range(3):  # the second call and after reuse the first one's buffers
+        x = torch.randn(8, 4).t()
+        out = torch.empty(4, 8)
+        program.run([x, out])
+        assert not x.is_contiguous() and torch.equal(out, (x + 1) * 2), k
+
+
 def test_inputs_are_not_modified(load):
     program = load("pipeline")
     x = torch.randn(4, 8)
