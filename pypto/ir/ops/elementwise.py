@@ -15,14 +15,12 @@ from ..types import (
     TileType,
 )
 from .inference import (
+    alike,
     check_dtype,
     is_block,
     like,
     meet_valid,
     require_block,
-    same_dtype,
-    same_kind,
-    same_shape,
     scalar_operand,
     static_shape,
 )
@@ -51,9 +49,7 @@ def _binary(name: str, dtypes: frozenset, index_ok: bool = False, rscalar: bool 
                 return ScalarType(DataType.FP32)
             return INDEX
         if is_block(lhs) and is_block(rhs):
-            same_kind(name, lhs, rhs, span)
-            same_shape(name, lhs, rhs, span)
-            same_dtype(name, lhs, rhs, span)
+            alike(name, lhs, rhs, span, "kind", "shape", "dtype")
             block = lhs
         elif is_block(lhs):
             block = lhs
@@ -115,11 +111,10 @@ def _infer_sel(args, attrs, span):
     mask, lhs, rhs = (a.type for a in args)
     for what, t in (("mask", mask), ("lhs", lhs), ("rhs", rhs)):
         require_block("sel", t, what, span)
-    same_kind("sel", mask, lhs, span)
-    same_kind("sel", lhs, rhs, span)
-    same_shape("sel", mask, lhs, span)
-    same_shape("sel", lhs, rhs, span)
-    same_dtype("sel", lhs, rhs, span)
+    alike("sel", mask, lhs, span, "kind")
+    alike("sel", lhs, rhs, span, "kind")
+    alike("sel", mask, lhs, span, "shape")
+    alike("sel", lhs, rhs, span, "shape", "dtype")
     if mask.dtype is not DataType.BOOL:
         raise TypeCheckError(f"pl.sel: the mask must be BOOL (from pl.cmp), got {mask.dtype.name}",
                              span)

@@ -4,6 +4,10 @@ Each raises a TypeCheckError naming the operator (`pl.<op>`) and the user's line
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, NamedTuple
+
 from ..errors import TypeCheckError
 from ..types import (
     ScalarType,
@@ -84,34 +88,33 @@ def like(x, shape=None, dtype=None, valid=None):
     return TensorType(shape, dtype)
 
 
-def same_kind(op: str, a, b, span) -> None:
-    """Refuses a tensor and a tile mixed in one operator."""
-    if type(a) is not type(b):
-        raise TypeCheckError(
-            f"pl.{op} mixes a tensor and a tile",
-            span,
-            hint="load the tensor into a tile with pl.load, or operate on tensors only",
-        )
+class _Fact(NamedTuple):
+    """A fact two operands of one operator must share, and how a mismatch is worded."""
+
+    of: Callable[[Any], object]
+    mismatch: Callable[[str, Any, Any], str]
+    hint: str
 
 
-def same_shape(op: str, a, b, span) -> None:
-    """Refuses operands of different shapes."""
-    if a.shape != b.shape:
-        raise TypeCheckError(
-            f"shape mismatch in pl.{op}: {fmt_shape(a.shape)} vs {fmt_shape(b.shape)}",
-            span,
-            hint="both operands must have the same shape",
-        )
+_FACTS = {
+    "kind": _Fact(type, lambda op, a, b: f"pl.{op} mixes a tensor and a tile",
+                  "load the tensor into a tile with pl.load, or operate on tensors only"),
+    "shape": _Fact(attrgetter("shape"), lambda op, a, b: (
+        f"shape mismatch in pl.{op}: {fmt_shape(a.shape)} vs {fmt_shape(b.shape)}"),
+        "both operands must have the same shape"),
+    "dtype": _Fact(attrgetter("dtype"), lambda op, a, b: (
+        f"dtype mismatch in pl.{op}: {a.dtype.name} vs {b.dtype.name}"),
+        "convert one operand with pl.cast"),
+}
 
 
-def same_dtype(op: str, a, b, span) -> None:
-    """Refuses operands of different dtypes."""
-    if a.dtype != b.dtype:
-        raise TypeCheckError(
-            f"dtype mismatch in pl.{op}: {a.dtype.name} vs {b.dtype.name}",
-            span,
-            hint="convert one operand with pl.cast",
-        )
+def alike(op: str, a, b, span, *facts: str) -> None:
+    """Refuses operands `a` and `b` of pl.`op` that differ in one of `facts`, checked in
+    the order given: "kind" (a tensor and a tile), "shape", "dtype"."""
+    for name in facts:
+        fact = _FACTS[name]
+        if fact.of(a) != fact.of(b):
+            raise TypeCheckError(fact.mismatch(op, a, b), span, hint=fact.hint)
 
 
 def scalar_operand(op: str, s, block, span) -> None:

@@ -8,14 +8,13 @@ from ..types import (
     TileType,
 )
 from .inference import (
+    alike,
     check_dtype,
     dtype_names,
     fmt_shape,
     like,
     require_block,
     require_rank2,
-    same_dtype,
-    same_kind,
 )
 from .registry import (
     FLOATS,
@@ -32,8 +31,7 @@ def _matmul_dims(name, lhs, rhs, a_trans, b_trans, span):
     for what, t in (("lhs", lhs), ("rhs", rhs)):
         require_block(name, t, what, span)
         require_rank2(name, t, span)
-    same_kind(name, lhs, rhs, span)
-    same_dtype(name, lhs, rhs, span)
+    alike(name, lhs, rhs, span, "kind", "dtype")
     check_dtype(name, lhs, MATMUL_INPUTS, span)
     for flag in (a_trans, b_trans):
         if not isinstance(flag, bool):

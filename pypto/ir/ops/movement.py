@@ -14,10 +14,10 @@ from ..types import (
     TileType,
 )
 from .inference import (
+    alike,
     fmt_shape,
     require_block,
     require_rank2,
-    same_dtype,
     static_shape,
     valid_min,
 )
@@ -209,7 +209,7 @@ def _infer_concat(args, attrs, span):
     for t in (a, b):
         _need(TileType, t, "concatenates tiles", "concat", span)
         require_rank2("concat", t, span)
-    same_dtype("concat", a, b, span)
+    alike("concat", a, b, span, "dtype")
     if a.shape[0] != b.shape[0]:
         raise TypeCheckError(f"pl.concat joins columns of tiles with equal rows: "
                              f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}", span)
@@ -278,7 +278,7 @@ def _infer_tile_assemble(args, attrs, span):
           "tile.assemble", span)
     _need(TileType, src.type, "inserts a tile", "tile.assemble", span)
     require_rank2("tile.assemble", dst.type, span)
-    same_dtype("tile.assemble", dst.type, src.type, span)
+    alike("tile.assemble", dst.type, src.type, span, "dtype")
     _check_window("tile.assemble", dst.type, offsets.items, src.type.valid, span)
     return dst.type
 

@@ -10,13 +10,12 @@ from ..types import (
     describe,
 )
 from .inference import (
+    alike,
     check_dtype,
     fmt_shape,
     like,
     require_block,
     require_rank2,
-    same_dtype,
-    same_kind,
     valid_min,
 )
 from .registry import (
@@ -90,9 +89,9 @@ def _infer_expand(name: str, axis: int, dtypes: frozenset) -> Callable:
         x, v = (a.type for a in args)
         require_block(name, x, "x", span)
         require_block(name, v, "the vector", span)
-        same_kind(name, x, v, span)
+        alike(name, x, v, span, "kind")
         require_rank2(name, x, span)
-        same_dtype(name, x, v, span)
+        alike(name, x, v, span, "dtype")
         check_dtype(name, x, dtypes, span)
         want = (x.shape[0], 1) if axis == 0 else (1, x.shape[1])
         if tuple(v.shape) != want:
