@@ -8,6 +8,13 @@ from dataclasses import dataclass
 from .dtypes import DataType
 
 
+class _Spelled(enum.Enum):
+    """An enum that prints as user code spells its members: `pl.<Enum>.<member>`."""
+
+    def __repr__(self) -> str:
+        return f"pl.{type(self).__name__}.{self.name}"
+
+
 class MemorySpace(enum.Enum):
     """Where a value lives: global memory or one of the on-chip buffers."""
 
@@ -30,7 +37,7 @@ class Direction(enum.Enum):
     InOut = "inout"
 
 
-class FunctionType(enum.Enum):
+class FunctionType(_Spelled):
     """The role of a function in a program."""
 
     Orchestration = "Orchestration"
@@ -38,11 +45,8 @@ class FunctionType(enum.Enum):
     Inline = "Inline"
     Opaque = "Opaque"  # upstream's plane-less building block: spliced where it is called
 
-    def __repr__(self) -> str:
-        return f"pl.FunctionType.{self.name}"
 
-
-class Level(enum.Enum):
+class Level(_Spelled):
     """Hardware level a `pl.at` scope targets."""
 
     CORE_GROUP = "CORE_GROUP"
@@ -50,21 +54,15 @@ class Level(enum.Enum):
     AIV = "AIV"
     HOST = "HOST"
 
-    def __repr__(self) -> str:
-        return f"pl.Level.{self.name}"
 
-
-class Role(enum.Enum):
+class Role(_Spelled):
     """Upstream's roles of HOST-level functions in a multi-chip program (refused here)."""
 
     Orchestrator = "Orchestrator"
     SubWorker = "SubWorker"
 
-    def __repr__(self) -> str:
-        return f"pl.Role.{self.name}"
 
-
-class PadValue(enum.Enum):
+class PadValue(_Spelled):
     """What a partial-tile load writes outside the valid region."""
 
     null = "null"
@@ -72,30 +70,21 @@ class PadValue(enum.Enum):
     max = "max"
     min = "min"
 
-    def __repr__(self) -> str:
-        return f"pl.PadValue.{self.name}"
 
-
-class AtomicType(enum.Enum):
+class AtomicType(_Spelled):
     """Store semantics: plain or atomic accumulate."""
 
     None_ = "None_"
     Add = "Add"
 
-    def __repr__(self) -> str:
-        return f"pl.AtomicType.{self.name}"
 
-
-class SplitMode(enum.Enum):
+class SplitMode(_Spelled):
     """How `pl.split(mode)` divides the vector work of a mixed cube/vector kernel
     between the two vector (AIV) lanes of a core group: by rows, by columns, or not."""
 
     NONE = "NONE"
     UP_DOWN = "UP_DOWN"
     LEFT_RIGHT = "LEFT_RIGHT"
-
-    def __repr__(self) -> str:
-        return f"pl.SplitMode.{self.name}"
 
 
 Shape = tuple[int, ...]
