@@ -327,8 +327,7 @@ class Scheduler:
     def _help_until_done(self) -> None:
         """The waiting thread runs ready tasks on free cores too, rather than sleeping
         while a pool worker wakes up for them: a small run then needs no thread hand-off."""
-        lock = self._lock
-        with lock:
+        with self._lock:
             while self._completed < len(self.tasks) and not (
                 self._error is not None and self._running == 0
             ):
@@ -336,13 +335,7 @@ class Scheduler:
                 if job is None:
                     self._progress.wait()
                     continue
-                task, core = job
-                lock.release()
-                try:
-                    error = self._execute(task, core)
-                finally:
-                    lock.acquire()
-                self._finish(task, core, error)
+                self._run_unlocked(*job)
 
     def close(self) -> None:
         """Ends the run once the tasks running now return; unstarted tasks never run.
@@ -366,6 +359,16 @@ class Scheduler:
             return None
         self._running += 1
         return self.tasks[self._ready.popleft()], self._free_cores.pop()
+
+    def _run_unlocked(self, task: Task, core: SimCore) -> None:
+        """Runs a task `_take` gave with the lock released (the caller holds it), then
+        reports it done under the lock again."""
+        self._lock.release()
+        try:
+            error = self._execute(task, core)
+        finally:
+            self._lock.acquire()
+        self._finish(task, core, error)
 
     def _finish(self, task: Task, core: SimCore, error: KernelError | None) -> None:
         """Gives `core` back and releases the task's dependents (caller holds the lock)."""
@@ -469,8 +472,7 @@ class _WorkerPool:
 
     def _serve(self) -> None:
         """Worker loop: take a task and a core, run it unlocked, report back; forever."""
-        lock = self.lock
-        with lock:
+        with self.lock:
             while True:
                 job = None
                 for scheduler in self.schedulers:
@@ -480,13 +482,7 @@ class _WorkerPool:
                 if job is None:
                     self.work_available.wait()
                     continue
-                task, core = job
-                lock.release()
-                try:
-                    error = scheduler._execute(task, core)
-                finally:
-                    lock.acquire()
-                scheduler._finish(task, core, error)
+                scheduler._run_unlocked(*job)
 
 
 _POOL = _WorkerPool()
