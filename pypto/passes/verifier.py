@@ -8,6 +8,8 @@ parses it back and requires a structurally equal program.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..ir.errors import PyptoError, VerificationError
 from ..ir.nodes import (
     Assign,
@@ -222,24 +224,32 @@ def _need(node, defined, stmt) -> None:
             raise _Violation(f"`{use.name}` is read before it is bound", stmt)
 
 
-class _Calls(IRVisitor):
+class _Finder(IRVisitor):
+    """Collects nodes of one function, each with the statement it stands in."""
+
     def __init__(self):
-        self.found: list[tuple[Call, object]] = []
+        self.found: list[tuple[Any, object]] = []
         self.stmt = None
 
     def visit_stmt(self, stmt) -> None:
         self.stmt = stmt
         super().visit_stmt(stmt)
 
+    @classmethod
+    def within(cls, fn: Function) -> list[tuple[Any, object]]:
+        """(node, statement) of each node of `fn` this finder collects, in program order."""
+        finder = cls()
+        finder.visit_function(fn)
+        return finder.found
+
+
+class _Calls(_Finder):
     def visit_Call(self, expr: Call) -> None:
         self.found.append((expr, self.stmt))
         super().visit_Call(expr)
 
 
-def _calls(fn: Function):
-    c = _Calls()
-    c.visit_function(fn)
-    return c.found
+_calls = _Calls.within
 
 
 def check_atomics(program: Program, backend) -> None:
@@ -316,15 +326,7 @@ def check_casts(program: Program, backend) -> None:
                                  stmt)
 
 
-class _TileVars(IRVisitor):
-    def __init__(self):
-        self.found: list[tuple[Var, object]] = []
-        self.stmt = None
-
-    def visit_stmt(self, stmt) -> None:
-        self.stmt = stmt
-        super().visit_stmt(stmt)
-
+class _TileVars(_Finder):
     def visit_def(self, var: Var) -> None:
         self.visit_Var(var)
 
@@ -333,10 +335,7 @@ class _TileVars(IRVisitor):
             self.found.append((expr, self.stmt))
 
 
-def _tile_vars(fn: Function):
-    v = _TileVars()
-    v.visit_function(fn)
-    return v.found
+_tile_vars = _TileVars.within
 
 
 def check_memory_spaces(program: Program, backend) -> None:
