@@ -34,10 +34,10 @@ import math
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Self, overload
+from typing import Any, Literal, Self, TypeVar, overload
 
 from pypto.comparison import Tolerance
 from pypto.filesystem import read_recorded
@@ -263,12 +263,7 @@ class LibraryKernel:
         self.variants = variants
 
     def __getitem__(self, variant: str) -> LibraryVariant:
-        try:
-            return self.variants[variant]
-        except KeyError:
-            raise KeyError(
-                f"kernel {self.name!r} has no variant {variant!r}; it has {sorted(self.variants)}"
-            ) from None
+        return _named(self.variants, variant, f"kernel {self.name!r} has no variant")
 
     def __repr__(self) -> str:
         return f"LibraryKernel({self.name!r}, variants={sorted(self.variants)})"
@@ -290,12 +285,7 @@ class Library:
         self._keep = keep  # the temporary directory of an unpacked archive
 
     def __getitem__(self, kernel: str) -> LibraryKernel:
-        try:
-            return self.kernels[kernel]
-        except KeyError:
-            raise KeyError(
-                f"library {self.name!r} has no kernel {kernel!r}; it has {sorted(self.kernels)}"
-            ) from None
+        return _named(self.kernels, kernel, f"library {self.name!r} has no kernel")
 
     def variants(self) -> list[LibraryVariant]:
         """Every variant of every kernel, sorted by kernel then variant name."""
@@ -453,6 +443,17 @@ def _index_path(root: Path, platform: str | None) -> Path:
                            "here; build one with `scons platform=<p>`")
         )
     return root / index_name(available[0])
+
+
+_T = TypeVar("_T")
+
+
+def _named(table: Mapping[str, _T], name: str, missing: str) -> _T:
+    """`table[name]`; a KeyError that says `missing` and the names it has otherwise."""
+    try:
+        return table[name]
+    except KeyError:
+        raise KeyError(f"{missing} {name!r}; it has {sorted(table)}") from None
 
 
 def _check_sha256(path: Path, expected: str, index: str) -> None:

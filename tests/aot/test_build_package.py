@@ -112,8 +112,11 @@ def test_library_exposes_kernels_by_name_and_variant(shipped_builds):
         out = torch.empty(33, 100)
         add.run(a, b, out)
         assert torch.equal(out, a + b)
-        with pytest.raises(KeyError, match="has no variant 'f64'"):
+        with pytest.raises(KeyError, match="kernel 'add' has no variant 'f64'; it has \\["):
             library["add"]["f64"]
+        with pytest.raises(KeyError, match="library 'pypto_kernels' has no kernel 'nope'; it "
+                                           "has \\[.*'add'"):
+            library["nope"]
 
 
 def test_scons_package_signs_with_the_configured_key_and_again_when_it_changes(
