@@ -8,6 +8,7 @@ parses it back and requires a structurally equal program.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ..ir.errors import PyptoError, VerificationError
@@ -252,6 +253,13 @@ class _Calls(_Finder):
 _calls = _Calls.within
 
 
+def _kernel_calls(program: Program) -> Iterator[tuple[Any, object]]:
+    """(call, statement) of each operator call in the program's InCore functions."""
+    for fn in program.functions:
+        if fn.func_type is FunctionType.InCore:
+            yield from _calls(fn)
+
+
 def check_atomics(program: Program, backend) -> None:
     legal = set(backend.atomic_add_dtypes)
     for fn in program.functions:
@@ -301,29 +309,23 @@ def check_directions(program: Program, backend) -> None:
 
 
 def check_tile_level(program: Program, backend) -> None:
-    for fn in program.functions:
-        if fn.func_type is not FunctionType.InCore:
+    for call, stmt in _kernel_calls(program):
+        if call.op in ("store", "assemble"):
+            if call.op == "assemble" and isinstance(call.args[1].type, TensorType):
+                raise _Violation("a tensor is assembled inside a kernel", stmt)
             continue
-        for call, stmt in _calls(fn):
-            if call.op in ("store", "assemble"):
-                if call.op == "assemble" and isinstance(call.args[1].type, TensorType):
-                    raise _Violation("a tensor is assembled inside a kernel", stmt)
-                continue
-            if isinstance(call.type, TensorType):
-                raise _Violation(f"pl.{call.op} still works on tensors in a kernel", stmt)
+        if isinstance(call.type, TensorType):
+            raise _Violation(f"pl.{call.op} still works on tensors in a kernel", stmt)
 
 
 def check_casts(program: Program, backend) -> None:
-    for fn in program.functions:
-        if fn.func_type is not FunctionType.InCore:
+    for call, stmt in _kernel_calls(program):
+        if call.op != "cast":
             continue
-        for call, stmt in _calls(fn):
-            if call.op != "cast":
-                continue
-            src, dst = call.args[0].type.dtype, call.type.dtype
-            if src != dst and dst.name not in backend.native_casts.get(src.name, ()):
-                raise _Violation(f"{src.name}→{dst.name} is not a native cast on {backend.name}",
-                                 stmt)
+        src, dst = call.args[0].type.dtype, call.type.dtype
+        if src != dst and dst.name not in backend.native_casts.get(src.name, ()):
+            raise _Violation(f"{src.name}→{dst.name} is not a native cast on {backend.name}",
+                             stmt)
 
 
 class _TileVars(_Finder):
