@@ -29,7 +29,8 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -41,14 +42,11 @@ class AtomicFile:
     """A file being written: `file` is open for binary writing under a temporary name
     beside `path`; `commit` publishes it at `path` (by the durability rule above),
     `discard` removes it.  For a file written piece by piece over time; `atomic_write`
-    writes one at once."""
+    writes one at once, `atomic_output` publishes one a program writes."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_orphans(self.path)
-        self._tmp = self.path.with_name(
-            f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        self._tmp = _temporary(self.path)
         self.file: BinaryIO = open(self._tmp, "xb")  # noqa: SIM115 (closed by commit/discard)
 
     def commit(self) -> Path:
@@ -67,6 +65,30 @@ class AtomicFile:
         """Closes and removes the temporary file; `path` is left as it was."""
         self.file.close()
         self._tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary name beside `path` for a program that writes the file itself (a
+    compiler's `-o`).  When the block ends, the file written there is published at `path`
+    by the durability rule of this module; if the block raises, it is removed and `path`
+    is left as it was."""
+    target = Path(path)
+    tmp = _temporary(target)
+    try:
+        yield tmp
+        _fsync(tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _temporary(path: Path) -> Path:
+    """A new temporary name beside `path` (its directory created), naming this process;
+    the temporaries of `path` that killed writers left are removed first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(path)
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 
 
 def _remove_orphans(path: Path) -> None:
@@ -96,23 +118,25 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
 def fsync_dir(path: str | os.PathLike) -> None:
     """Flushes directory `path`'s entries (the names created or renamed in it) to the
     disk."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(path, os.O_RDONLY | os.O_DIRECTORY)
 
 
 def fsync_tree(root: str | os.PathLike) -> None:
     """Flushes every file and directory under `root` to the disk."""
     for dirpath, _, filenames in os.walk(os.fspath(root)):
         for name in filenames:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _fsync(os.path.join(dirpath, name))
         fsync_dir(dirpath)
+
+
+def _fsync(path: str | os.PathLike, flags: int = os.O_RDONLY) -> None:
+    """Flushes the file (or, with O_DIRECTORY in `flags`, the directory) at `path` to the
+    disk."""
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def swap_directory(target: str | os.PathLike, fill: Callable[[Path], None], *,

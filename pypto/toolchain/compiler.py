@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import posixpath
 import shlex
 import subprocess
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from pypto.filesystem import LockTimeout, atomic_output, atomic_write, lock_with_deadline
 from pypto.platform import (
     CORE_TYPES,
     CompilerNotFoundError,
@@ -29,6 +28,11 @@ from pypto.sim import INCLUDE_DIR
 # std::bfloat16_t is what makes pto-isa's CPU backend compute BF16 as BF16 (the header says
 # why; docs/device-code.md, "BF16 on the CPU model").  Only CPU-model compiles see it.
 CPU_MODEL_INCLUDE_DIR = Path(__file__).resolve().parent / "cpu_model"
+
+
+PCH_LOCK_TIMEOUT_S = 600.0
+"""How long a build waits for another process building the same precompiled header (one
+takes seconds; a lock held longer is a build that hangs)."""
 
 
 class ToolchainNotFoundError(RuntimeError):
@@ -256,18 +260,22 @@ class PrecompiledHeader:
             return path
         directory = Path(self.directory)
         directory.mkdir(parents=True, exist_ok=True)
-        with open(directory / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            lock = lock_with_deadline(directory / ".lock", PCH_LOCK_TIMEOUT_S)
+        except LockTimeout as exc:
+            raise CompileError(directory / self.PRELUDE, self.command, 0,
+                               f"{exc}: another build of this precompiled header has not "
+                               "finished (find it with `fuser -v "
+                               f"{directory / '.lock'}`)") from None
+        try:
             if path.is_file():
                 return path
-            _write_atomically(directory / self.PRELUDE, self.prelude)
-            partial = f".prelude.{os.getpid()}.{threading.get_ident()}.pch"
-            try:
-                _run([*self.command, "-o", partial], directory, directory / self.PRELUDE,
-                     directory / partial)
-                os.replace(directory / partial, path)
-            finally:
-                (directory / partial).unlink(missing_ok=True)
+            atomic_write(directory / self.PRELUDE, self.prelude)
+            with atomic_output(path) as partial:
+                _run([*self.command, "-o", partial.name], directory, directory / self.PRELUDE,
+                     partial)
+        finally:
+            os.close(lock)
         return path
 
     def to_json(self) -> dict:
@@ -279,12 +287,6 @@ class PrecompiledHeader:
     def from_json(cls, data: dict) -> PrecompiledHeader:
         """The header `to_json` wrote."""
         return cls(data["directory"], data["prelude"], tuple(data["command"]))
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
 
 
 @dataclass(frozen=True)

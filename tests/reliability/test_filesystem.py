@@ -13,6 +13,7 @@ from pypto.filesystem import (
     AtomicFile,
     DigestMismatch,
     LockTimeout,
+    atomic_output,
     atomic_write,
     lock_with_deadline,
     read_verified,
@@ -57,6 +58,33 @@ def test_a_discarded_atomic_file_leaves_the_target_as_it_was(tmp_path):
     pending.file.write(b"partial")
     pending.discard()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_a_program_writes_is_flushed_then_renamed_into_place(tmp_path, monkeypatch):
+    target = tmp_path / "prelude.pch"
+    target.write_bytes(b"old")
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(filesystem.os, "fsync",
+                        lambda fd: (events.append("fsync"), real_fsync(fd)))
+    monkeypatch.setattr(filesystem.os, "replace",
+                        lambda a, b: (events.append("rename"), real_replace(a, b)))
+    with atomic_output(target) as partial:
+        assert partial.parent == tmp_path and not partial.exists()
+        subprocess.run(["sh", "-c", 'printf new > "$0"', partial], check=True)
+        assert target.read_bytes() == b"old"  # nothing published mid-write
+    assert target.read_bytes() == b"new" and events == ["fsync", "rename"]
+    assert [p.name for p in tmp_path.iterdir()] == ["prelude.pch"]
+
+
+def test_a_program_output_whose_block_fails_is_removed_and_the_target_kept(tmp_path):
+    target = tmp_path / "prelude.pch"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError), atomic_output(target) as partial:
+        partial.write_bytes(b"half")
+        raise RuntimeError("the compiler failed")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["prelude.pch"]
 
 
 def test_swap_directory_replaces_the_whole_directory(tmp_path):

@@ -5,6 +5,7 @@ bytes."""
 
 import dataclasses
 import json
+import os
 import shutil
 import stat
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ from test_build_artifact import KEY, tiny_sources
 
 import pypto.language as pl
 from pypto.compiler import CompileOptions, build_program
+from pypto.filesystem import lock_with_deadline
 from pypto.ir.dtypes import DataType
 from pypto.ir.types import TensorType
 from pypto.platform import compiler_family, get_platform
@@ -284,6 +286,23 @@ def test_a_precompiled_header_that_fails_reports_the_compiler_and_leaves_no_head
         pch.ensure()
     assert not pch.path.exists()
     assert not [p for p in pch.path.parent.iterdir() if p.name.endswith(".pch")]
+
+
+def test_a_precompiled_header_locked_past_the_deadline_is_a_compile_error_naming_the_lock(
+        tmp_path, monkeypatch):
+    fake = ("sh", "-c", 'cat prelude.hpp > "$2"', "sh")
+    pch = PrecompiledHeader(str(tmp_path / "key"), "#include <x.h>\n", fake)
+    pch.path.parent.mkdir()
+    held = lock_with_deadline(pch.path.parent / ".lock", 1.0)
+    monkeypatch.setattr("pypto.toolchain.compiler.PCH_LOCK_TIMEOUT_S", 0.2)
+    try:
+        with pytest.raises(CompileError, match=r"stayed locked for 0.2 s: another build of "
+                                               r"this precompiled header .*fuser -v .*\.lock"):
+            pch.ensure()
+    finally:
+        os.close(held)
+    assert not pch.path.exists()
+    assert pch.ensure() == pch.path and pch.path.read_text() == "#include <x.h>\n"
 
 
 @pytest.mark.slow
