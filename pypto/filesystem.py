@@ -14,8 +14,9 @@ beside the target (`.<name>.pypto-tmp-*`) and renamed into place, the old one re
 aside first and deleted after.  Between those two renames the target is briefly absent;
 it is never a mix of old and new.
 
-`lock_with_deadline` takes an exclusive `flock` on a lock file, waiting at most a given
-time for another process to release it.  `read_verified` reads a file back against the
+`move_aside` renames a damaged file or directory out of readers' way (a cache's
+quarantine).  `lock_with_deadline` takes an exclusive `flock` on a lock file, waiting at
+most a given time for another process to release it.  `read_verified` reads a file back against the
 sha256 a record holds for it (`read_recorded` words its failures for the user).
 """
 
@@ -172,6 +173,20 @@ def swap_directory(target: str | os.PathLike, fill: Callable[[Path], None], *,
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def move_aside(path: str | os.PathLike, where: str | os.PathLike) -> Path | None:
+    """Renames `path` (a file or a directory) into the directory `where` (created, on the
+    same file system) as `<name>.<random hex>`, out of the way of readers; returns its new
+    path, or None when `path` was gone already (another process moved it first)."""
+    path, where = Path(path), Path(where)
+    where.mkdir(parents=True, exist_ok=True)
+    aside = where / f"{path.name}.{secrets.token_hex(4)}"
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return None
+    return aside
 
 
 class LockTimeout(TimeoutError):

@@ -10,11 +10,9 @@ removed while it was being read is a miss the same way.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import stat
 import sys
@@ -22,6 +20,8 @@ from pathlib import Path
 
 import SCons.CacheDir
 import SCons.Util
+
+from pypto.filesystem import move_aside
 
 _MAGIC = b"\x00pypto-cachedir1"  # 16 bytes, then the 32-byte sha256 of the content
 _TRAILER = len(_MAGIC) + 32
@@ -62,11 +62,15 @@ class VerifiedCacheDir(SCons.CacheDir.CacheDir):
             raise DamagedCacheFileError(f"{src} went while it was read") from None
         content = _content(data)
         if content is None:
-            aside = _quarantine(Path(src))
-            # One write, line and newline together: with -j, steps print from several threads.
-            sys.stdout.write(f"pypto: SCons cache file {src} for {dst} is damaged (its sha256 "
-                             f"does not match); moved it to {aside} and building {dst} again\n")
-            sys.stdout.flush()
+            # Into <cachedir>/quarantine/, beside its shard directory.
+            aside = move_aside(src, Path(src).parent.parent / "quarantine")
+            if aside is not None:  # else another reader moved it first, and said so
+                # One write, line and newline together: with -j, steps print from several
+                # threads.
+                sys.stdout.write(f"pypto: SCons cache file {src} for {dst} is damaged (its "
+                                 f"sha256 does not match); moved it to {aside} and building "
+                                 f"{dst} again\n")
+                sys.stdout.flush()
             raise DamagedCacheFileError(f"damaged cache file {src}")
         Path(dst).write_bytes(content)
         shutil.copystat(src, dst)
@@ -91,11 +95,3 @@ def _content(data: bytes) -> bytes | None:
     return content
 
 
-def _quarantine(path: Path) -> Path:
-    """Renames `path` into `<cachedir>/quarantine/` (beside its shard directory)."""
-    quarantine = path.parent.parent / "quarantine"
-    quarantine.mkdir(exist_ok=True)
-    aside = quarantine / f"{path.name}.{secrets.token_hex(4)}"
-    with contextlib.suppress(FileNotFoundError):  # another reader moved it first
-        os.rename(path, aside)
-    return aside

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pypto.filesystem import fsync_dir, fsync_tree
+from pypto.filesystem import fsync_dir, fsync_tree, move_aside
 from pypto.platform import default_cache_root
 from pypto.toolchain.build import MANIFEST_NAME
 
@@ -112,7 +112,7 @@ class ArtifactCache:
         else:
             return None
         with self._storage():
-            aside = _move_aside(entry, self.root / "quarantine")
+            aside = move_aside(entry, self.root / "quarantine")
         if aside is not None:
             warnings.warn(
                 f"pypto artifact cache: entry {key} was damaged on disk ({damage}); moved it "
@@ -196,7 +196,7 @@ class ArtifactCache:
             found = self._intact(key)  # a damaged one is quarantined here
             if found is not None:
                 return found
-            _move_aside(entry, self.root / "quarantine")  # a manifest-less leftover
+            move_aside(entry, self.root / "quarantine")  # a manifest-less leftover
         raise RuntimeError(f"could not publish artifact {key}: {entry} kept reappearing "
                            "without a manifest")
 
@@ -311,17 +311,16 @@ def _items(root: Path) -> Iterator[_Item]:
 
 def _remove(item: _Item, root: Path) -> bool:
     """Deletes `item` (a directory: renamed out of the tree first); False when it is gone."""
-    try:
-        if not item.is_dir:
+    if not item.is_dir:
+        try:
             item.path.unlink()
-            return True
-        trash = item.path.parents[1] / "trash"
-        if item.path.parent.name == "quarantine":
-            trash = item.path.parent.parent / "trash"
-        trash.mkdir(exist_ok=True)
-        gone = trash / f"{item.path.name}.{secrets.token_hex(4)}"
-        os.rename(item.path, gone)
-    except FileNotFoundError:
+        except FileNotFoundError:
+            return False
+        return True
+    # An entry (<part>/<shard>/<key>) and a quarantined one (<part>/quarantine/<name>)
+    # alike go to <part>/trash.
+    gone = move_aside(item.path, item.path.parents[1] / "trash")
+    if gone is None:
         return False
     shutil.rmtree(gone, ignore_errors=True)
     return True
@@ -404,13 +403,4 @@ def _sweep_dead_builders(staging: Path, key: str) -> None:
             pass  # not one of ours, or alive under another user
 
 
-def _move_aside(entry: Path, where: Path) -> Path | None:
-    """Renames `entry` to a new directory under `where`; None when it was gone already."""
-    aside = _new_dir(where, entry.name)
-    try:
-        os.rename(entry, aside / "entry")
-    except FileNotFoundError:
-        aside.rmdir()
-        return None
-    return aside / "entry"
 

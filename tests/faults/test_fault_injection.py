@@ -167,7 +167,7 @@ def test_a_damaged_cache_entry_is_quarantined_and_rebuilt(tmp_path, monkeypatch,
     with pytest.warns(CorruptCacheEntryWarning, match=f"entry {entry.name} was damaged"):
         rebuilt = Path(fault_program.build(scale=7.0))
     assert rebuilt == entry and entry_damage(rebuilt, entry.name) is None
-    quarantined = list((tmp_path / "quarantine").glob(f"{entry.name}.*/entry"))
+    quarantined = list((tmp_path / "quarantine").glob(f"{entry.name}.*"))
     assert len(quarantined) == 1
     assert (quarantined[0] / path.relative_to(entry)).read_bytes() == bytes(data)
     with warnings.catch_warnings():

@@ -157,7 +157,7 @@ def test_a_damaged_cache_entry_is_quarantined_and_rebuilt_once_with_a_warning(na
     assert f"entry {entry.name} was damaged on disk" in str(warning.message)
     assert reason in str(warning.message), str(warning.message)
     assert rebuilt == entry and verify_artifact(rebuilt).content_key == entry.name
-    quarantined = list((entry.parents[1] / "quarantine").glob(f"{entry.name}.*/entry"))
+    quarantined = list((entry.parents[1] / "quarantine").glob(f"{entry.name}.*"))
     assert quarantined, "the damaged entry was not kept for inspection"
     with warnings.catch_warnings():
         warnings.simplefilter("error", CorruptCacheEntryWarning)

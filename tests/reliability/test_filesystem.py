@@ -16,6 +16,7 @@ from pypto.filesystem import (
     atomic_output,
     atomic_write,
     lock_with_deadline,
+    move_aside,
     read_verified,
     swap_directory,
 )
@@ -85,6 +86,24 @@ def test_a_program_output_whose_block_fails_is_removed_and_the_target_kept(tmp_p
         raise RuntimeError("the compiler failed")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["prelude.pch"]
+
+
+def test_move_aside_renames_a_file_or_a_directory_under_a_fresh_name(tmp_path):
+    (tmp_path / "entry").mkdir()
+    (tmp_path / "entry" / "kernel.so").write_bytes(b"damaged")
+    (tmp_path / "cache.bin").write_bytes(b"damaged")
+    quarantine = tmp_path / "deep" / "quarantine"
+    entry, file = (move_aside(tmp_path / name, quarantine) for name in ("entry", "cache.bin"))
+    assert (entry / "kernel.so").read_bytes() == b"damaged" == file.read_bytes()
+    assert entry.parent == file.parent == quarantine and entry.name.startswith("entry.")
+    again = tmp_path / "entry"
+    again.mkdir()
+    assert move_aside(again, quarantine) != entry and len(list(quarantine.iterdir())) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deep"]
+
+
+def test_move_aside_of_what_another_process_moved_first_is_none(tmp_path):
+    assert move_aside(tmp_path / "gone", tmp_path / "quarantine") is None
 
 
 def test_swap_directory_replaces_the_whole_directory(tmp_path):
