@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import printer  # noqa: F401 (it registers how the nodes print: nodes.python_text)
 from .diagnostics import (
     Diagnostic,
     DiagnosticCheck,

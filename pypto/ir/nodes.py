@@ -8,15 +8,25 @@ as in the user's Python); the printer and parser therefore round-trip by name.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import Span
+from .errors import InternalError, Span
 from .types import Direction, FunctionType, Level, ScalarType, Type
 
 
 def _span() -> Any:
     return field(default=None, compare=False, repr=False)
+
+
+@functools.singledispatch
+def python_text(node: Any, concise: bool = False) -> str:
+    """`node` (a Program or a Function) as Python source `pl.parse` reads back: what
+    `as_python` returns.  The printer (`pypto.ir.printer`, which the package imports)
+    registers a form per node kind, so the nodes print without importing the printer,
+    which reads them."""
+    raise InternalError(f"the IR printer has no form for a {type(node).__name__}")
 
 
 # ----------------------------------------------------------------------------- expressions
@@ -210,9 +220,7 @@ class Function:
 
     def as_python(self, concise: bool = False) -> str:
         """Print as a standalone `@pl.function` that `pl.parse` reads back."""
-        from .printer import print_function
-
-        return print_function(self, concise=concise)
+        return python_text(self, concise)
 
     def param(self, name: str) -> Param | None:
         for p in self.params:
@@ -282,9 +290,7 @@ class Program:
 
     def as_python(self, concise: bool = False) -> str:
         """Print as `@pl.program` Python source that `pl.parse` reads back."""
-        from .printer import print_program
-
-        return print_program(self, concise=concise)
+        return python_text(self, concise)
 
     def __str__(self) -> str:
         return self.as_python()

@@ -22,6 +22,7 @@ from .nodes import (
     Program,
     Return,
     Var,
+    python_text,
 )
 from .ops import REQUIRED, get_op
 from .types import (
@@ -56,10 +57,13 @@ def scalar_operator(call: Call) -> str | None:
 _FOR_KIND = {"range": "pl.range", "unroll": "pl.unroll", "parallel": "pl.parallel"}
 
 
+@python_text.register(Program)
 def print_program(program: Program, concise: bool = False) -> str:
+    """A program as `@pl.program` Python source, which `pl.parse` reads back."""
     return _Printer(concise).program(program)
 
 
+@python_text.register(Function)
 def print_function(fn: Function, concise: bool = False) -> str:
     """A function on its own: a standalone `@pl.function`, which `pl.parse` reads back."""
     printer = _Printer(concise)
