@@ -27,6 +27,7 @@ from ..ir.dtypes import DataType
 from ..ir.errors import TypeCheckError
 from ..ir.nodes import Assign, Const, For, If, Var
 from ..ir.types import INDEX, ScalarType, same_value_type
+from .stubs import DslBuiltin
 
 _LOOP_KINDS = {"range": "range", "unroll": "unroll", "parallel": "parallel",
                "pipeline": "range"}
@@ -52,8 +53,6 @@ class ControlFlowSyntax:
 
     # ------------------------------------------------------------------ loops
     def stmt_For(self, node: ast.For):
-        from .parser import DslBuiltin  # the parser module imports this one
-
         if node.orelse:
             raise self.error(node, "`for ... else` is not supported")
         call = node.iter

@@ -9,7 +9,8 @@ IR then holds no call: a spliced body means what the call meant, and the caller'
 passes see all of it.
 
 `FunctionParser` mixes this class in; it relies on the parser's `error`, `expr`, `vars`,
-`aliases`, `_rebind`, `_callable`, `func_type`, `in_scope` and `resolve_callee`.
+`aliases`, `_rebind`, `_callable`, `func_type`, `in_scope`, `resolve_callee` and
+`signature`, and parses a callee with a parser of its own class (`type(self)`).
 """
 
 from __future__ import annotations
@@ -55,15 +56,13 @@ class InlineSyntax:
 
     def inline_call(self, callee, call: ast.Call, target, node) -> list:
         """The statements of `target = callee(*args)` with the callee's body spliced in."""
-        from .parser import FunctionParser, parse_signature  # the parser imports this module
-
         if call.keywords:
             raise self.error(call, f"pass `{callee.__name__}`'s arguments positionally")
         args = [self.expr(a) for a in call.args]
         fndef, info = callee._parsed_source()
-        parser = FunctionParser(info, callee._namespace(), self.func_type, self.resolve_callee)
+        parser = type(self)(info, callee._namespace(), self.func_type, self.resolve_callee)
         parser.in_scope = self.in_scope
-        sig = parse_signature(fndef, parser, [a.type for a in args], skip_self=False)
+        sig = parser.signature(fndef, [a.type for a in args], skip_self=False)
         body = parser.parse(fndef, sig).body
         returned = [s for s in body if isinstance(s, Return)]
         if returned and body[-1] is not returned[-1] or len(returned) > 1:

@@ -12,7 +12,7 @@ reports at the user's line.
 from __future__ import annotations
 
 from ..ir.ops import all_ops
-from .parser import DslBuiltin, OpStub
+from .stubs import DslBuiltin, OpStub
 
 # Registry categories that exist on tiles and on tensors alike.
 _BOTH = ("binary", "unary", "cast", "select", "expands", "reduce_row", "reduce_col",

@@ -56,9 +56,11 @@ from ..ir.types import (
     same_value_type,
 )
 from ..ir.visitor import defs, exposed_uses
+from . import vocabulary
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
 from .inline import InlineSyntax
+from .stubs import DslBuiltin, OpStub
 from .tasks import TaskSyntax
 from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
 
@@ -97,42 +99,6 @@ per operator): the parser and every pass walk expressions recursively."""
 _ORCHESTRATION_OK = {"index", "orchestration"}
 # Operators that write into a tensor, and which operand is that tensor.
 _WRITE_DESTINATION = {"store": 2, "assemble": 0}
-
-
-@dataclass(frozen=True)
-class OpStub:
-    """`pl.add` and friends: names the parser recognises; calling one from Python is an error.
-
-    `name` is the registry operator.  The level-specific spellings of pl.tile / pl.tensor
-    (language/namespaces.py) set `level` ("tile" / "tensor": the operands must be of that
-    kind), `scalar` (a scalar-operand spelling such as `pl.tile.adds`: the second operand
-    is a scalar) and `spelling` (the name as written, for messages).
-    """
-
-    name: str
-    level: str | None = None
-    scalar: bool = False
-    spelling: str = ""
-
-    @property
-    def written(self) -> str:
-        return f"pl.{self.spelling or self.name}"
-
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError(
-            f"{self.written} can only be used inside a @pl.jit / @pl.jit.incore function or a "
-            "@pl.program: those bodies are compiled, not executed as Python"
-        )
-
-
-@dataclass(frozen=True)
-class DslBuiltin:
-    """`pl.at`, `pl.range`, `pl.const`, ...: parser-level constructs."""
-
-    name: str
-
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"pl.{self.name} is only meaningful inside a pypto kernel body")
 
 
 @dataclass
@@ -199,6 +165,12 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.in_scope = False
         self.init_compile_time({})
         self.init_control_flow()
+
+    def signature(self, fndef: ast.FunctionDef, arg_types: list | None,
+                  skip_self: bool) -> FunctionSignature:
+        """`parse_signature` of `fndef` read by this parser: what the syntax mixins call
+        (this module imports them, so they cannot import it)."""
+        return parse_signature(fndef, self, arg_types, skip_self)
 
     # ------------------------------------------------------------------ errors and statics
     def error(self, node, message, hint=None, cls=ParseError):
@@ -1333,10 +1305,8 @@ def parse_program(source: str, filename: str = "<pl.parse>", namespace: dict | N
     ProgramTemplate), and with `entry_values` (the call's arguments) reads those elements
     as constants and starts by checking them (`pl.expect_value`).
     `pl.` names are read in the DSL's vocabulary (the text needs no import)."""
-    from . import vocabulary as pl
-
     module = _python_module(source, filename, line_offset)
-    ns = ChainMap({"pl": pl, "tuple": tuple}, namespace or {}, vars(builtins))
+    ns = ChainMap({"pl": vocabulary, "tuple": tuple}, namespace or {}, vars(builtins))
     info = SourceInfo(filename, line_offset)
     classes = [n for n in module.body if isinstance(n, ast.ClassDef)]
     functions = [n for n in module.body if isinstance(n, ast.FunctionDef)]

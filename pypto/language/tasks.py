@@ -36,6 +36,7 @@ from ..ir.types import (
     TensorType,
     TupleType,
 )
+from .stubs import DslBuiltin
 
 _SCOPE_KEYWORDS = {
     "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations"),
@@ -75,8 +76,6 @@ class TaskSyntax:
                          "blocks are supported")
 
     def _builtin_name(self, func: ast.AST) -> str | None:
-        from .parser import DslBuiltin  # the parser module imports this one
-
         fn = self._callable(func)
         return fn.name if isinstance(fn, DslBuiltin) else None
 
@@ -225,8 +224,6 @@ class TaskSyntax:
         """`optimizations=[pl.split(mode), ...]`, written inline: the split mode (None for
         none or `pl.SplitMode.NONE`).  `pl.cross_core_slot(slot_num=N)` sizes an on-chip
         ring this project's lowering does not have: it is refused, not ignored."""
-        from .parser import DslBuiltin  # the parser module imports this one
-
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.error(node, "optimizations= takes a list written at the call site: "
                              "optimizations=[pl.split(pl.SplitMode.UP_DOWN)]",

@@ -21,7 +21,7 @@ from ..ir.types import (
     SplitMode,
 )
 from . import namespaces
-from .parser import DslBuiltin, OpStub
+from .stubs import DslBuiltin, OpStub
 from .typing import (
     Array,
     DynamicDim,
