@@ -23,6 +23,12 @@ from pypto.platform import (
     find_compiler,
 )
 from pypto.sim import INCLUDE_DIR
+from pypto.toolchain.key import content_key, tree_digest
+from pypto.toolchain.pto_isa import (
+    PtoIsaNotFoundError,
+    pto_isa_digest,
+    pto_isa_include,
+)
 
 # C++23's <stdfloat> for pto-isa's CPU model where the C++ library has none (libc++): its
 # std::bfloat16_t is what makes pto-isa's CPU backend compute BF16 as BF16 (the header says
@@ -85,9 +91,6 @@ class Toolchain:
         CPU-model platforms pypto's <stdfloat> (CPU_MODEL_INCLUDE_DIR)."""
         if not self.platform.device_code:
             return (INCLUDE_DIR,)
-        # Imported here: only device code needs pto-isa, and finding it may fail.
-        from pypto.toolchain.pto_isa import PtoIsaNotFoundError, pto_isa_include
-
         try:
             roots = (pto_isa_include(), INCLUDE_DIR)
         except PtoIsaNotFoundError as e:
@@ -129,8 +132,6 @@ class Toolchain:
         of the pto-isa headers: what a content key must cover."""
         identity = f"{self.version()}\n{self._flags_text()}"
         if self.platform.device_code:
-            from pypto.toolchain.pto_isa import pto_isa_digest
-
             self.include_dirs()  # raises ToolchainNotFoundError when pto-isa is missing
             identity += f"\npto-isa {pto_isa_digest()}"
         return identity
@@ -183,9 +184,6 @@ class Toolchain:
         if not headers or core_type is None \
                 or (compiler_family(self.version()) or ("",))[0] != "clang":
             return None
-        # Imported here: pypto.toolchain.key imports this module's package.
-        from pypto.toolchain.key import content_key
-
         includes = tuple(Path(i).resolve() for i in include_dirs)
         prelude = "".join(f"#include <{h}>\n" for h in headers)
         # Without -c (a precompiled header is no object: zig's driver would hand it to the
@@ -221,9 +219,6 @@ class Toolchain:
 def _headers_digest(include: Path) -> str:
     """Digest of an include directory's files: pto-isa's headers (computed once per root
     and process), or every file of pypto's own (few, small; <stdfloat> has no suffix)."""
-    from pypto.toolchain.key import tree_digest
-    from pypto.toolchain.pto_isa import pto_isa_digest, pto_isa_include
-
     if include == pto_isa_include().resolve():
         return pto_isa_digest()
     return tree_digest(include)

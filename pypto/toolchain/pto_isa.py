@@ -11,6 +11,8 @@ import functools
 import os
 from pathlib import Path
 
+from pypto.toolchain.key import tree_digest
+
 PTO_ISA_ROOT_ENV = "PTO_ISA_ROOT"
 # The checkout is the directory above the pypto package (where pyproject.toml lies).
 _CHECKOUT = Path(__file__).resolve().parents[2]
@@ -57,8 +59,6 @@ def pto_isa_digest() -> str:
 
 @functools.cache
 def _digest(include: Path) -> str:
-    from pypto.toolchain.key import tree_digest
-
     return tree_digest(include, (".h", ".hpp"))
 
 
