@@ -1,7 +1,8 @@
 """The `pypto` command: one subcommand per tool, each in its own module.
 
 A tool module exposes `add_arguments(parser)` and `run(args) -> int`, and its docstring
-is the tool's `--help` text; adding a tool means one line in `TOOLS`.  A module is
+is the tool's `--help` text (`pypto.tools.command_line`); adding a tool means one line
+in `TOOLS`.  A module is
 imported only when its subcommand is named, so `pypto --help` stays fast.
 """
 
@@ -10,7 +11,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Any
+from types import ModuleType
+
+from pypto.tools import command_line
 
 # subcommand → (module, one-line help)
 TOOLS: dict[str, tuple[str, str]] = {
@@ -27,28 +30,19 @@ TOOLS: dict[str, tuple[str, str]] = {
 }
 
 
-def tool_parser(name: str, prog: str | None = None) -> tuple[argparse.ArgumentParser, Any]:
-    """The parser of `pypto <name>` (its options, its module's docstring as description;
-    `prog` names it in usage lines, `pypto <name>` by default) and the tool's module."""
+def tool_parser(name: str) -> tuple[argparse.ArgumentParser, ModuleType]:
+    """The parser of `pypto <name>` (its options, its module's docstring as description)
+    and the tool's module."""
     module = importlib.import_module(TOOLS[name][0])
-    parser = argparse.ArgumentParser(prog=prog or f"pypto {name}", description=module.__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    module.add_arguments(parser)
-    return parser, module
-
-
-def run_tool(name: str, argv: list[str] | None = None, prog: str | None = None) -> int:
-    """Runs tool `name` on its arguments `argv` (the command line's by default), as
-    `pypto <name>` does; returns its exit status."""
-    parser, module = tool_parser(name, prog)
-    return int(module.run(parser.parse_args(argv)) or 0)
+    return command_line.tool_parser(module, f"pypto {name}"), module
 
 
 def main(argv: list[str] | None = None) -> int:
     """Runs `pypto TOOL ...`; returns the tool's exit status."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in TOOLS:
-        return run_tool(argv[0], argv[1:])
+        module = importlib.import_module(TOOLS[argv[0]][0])
+        return command_line.run_tool(module, argv[1:], f"pypto {argv[0]}")
     parser = argparse.ArgumentParser(prog="pypto", description="pypto kernel build tools; "
                                      "`pypto TOOL --help` lists a tool's options")
     sub = parser.add_subparsers(dest="tool", metavar="TOOL")

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pypto.tools.cli import run_tool
+from pypto.tools.command_line import run_tool
 
 EXPORT_DIR = "export"
 OVERVIEW_BLOCKS = 8
@@ -384,7 +384,7 @@ def _compare(args: argparse.Namespace, dump, records: list, out) -> int:
 def main(argv: list[str] | None = None) -> int:
     """`python -m simpler_setup.tools.dump_viewer` / `python -m pypto.tools.dump_viewer`:
     `pypto dump-viewer`."""
-    return run_tool("dump-viewer", argv, prog="dump_viewer")
+    return run_tool(sys.modules[__name__], argv, "dump_viewer")
 
 
 if __name__ == "__main__":

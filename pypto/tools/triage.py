@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pypto.tools.cli import run_tool
+from pypto.tools.command_line import run_tool
 
 EXIT_USAGE = 64
 
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m pypto.tools.triage ...`: `pypto triage`."""
-    return run_tool("triage", argv)
+    return run_tool(sys.modules[__name__], argv, "pypto triage")
 
 
 if __name__ == "__main__":
