@@ -446,8 +446,7 @@ template <class Op, class T, class S> inline void scalar(Tile<T> dst, Tile<T> a,
 
 // A comparison in the element's own domain (narrow floats widen exactly).
 template <class T> inline bool compare(T a, T b, CmpMode m) {
-    if constexpr (Num<T>::is_float) {
-        const float x = Num<T>::load(a), y = Num<T>::load(b);
+    const auto cmp = [m](auto x, auto y) {
         switch (m) {
         case CmpMode::EQ: return x == y;
         case CmpMode::NE: return x != y;
@@ -456,15 +455,11 @@ template <class T> inline bool compare(T a, T b, CmpMode m) {
         case CmpMode::GT: return x > y;
         default: return x >= y;
         }
+    };
+    if constexpr (Num<T>::is_float) {
+        return cmp(Num<T>::load(a), Num<T>::load(b));
     } else {
-        switch (m) {
-        case CmpMode::EQ: return a == b;
-        case CmpMode::NE: return a != b;
-        case CmpMode::LT: return a < b;
-        case CmpMode::LE: return a <= b;
-        case CmpMode::GT: return a > b;
-        default: return a >= b;
-        }
+        return cmp(a, b);
     }
 }
 

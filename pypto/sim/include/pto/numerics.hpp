@@ -343,17 +343,29 @@ inline bool cpu_has_f16c() {
 }
 #endif
 
+/* dst[k] = one(src[k]) for k in [i, n): while SIMD is on, four elements at a time by
+ * four(V), V the four source elements' bits as a vector, whose result holds the four
+ * destination elements' bits; the rest (all, when SIMD is off) one at a time. */
+template <class V, class D, class S, class Four, class One>
+inline void convert_n(D *dst, const S *src, int64_t i, int64_t n, Four four, One one) {
+    const int64_t vn = simd_enabled() ? n : 0;
+    for (; i + 4 <= vn; i += 4) {
+        V v;
+        memcpy(&v, src + i, sizeof v);
+        const auto out = four(v);
+        memcpy(dst + i, &out, sizeof out);
+    }
+    for (; i < n; ++i) dst[i] = one(src[i]);
+}
+
 // f16c = false: the portable loop alone (tests check both).
 inline void f16_widen_n(float *dst, const f16 *src, int64_t n, bool f16c = true) {
     int64_t i = 0;
-    const int64_t vn = simd_enabled() ? n : 0;  // SIMD off: the scalar loop does all
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (f16c && cpu_has_f16c()) i = f16_widen_f16c(dst, src, vn);
+    if (f16c && cpu_has_f16c()) i = f16_widen_f16c(dst, src, simd_enabled() ? n : 0);
 #endif
     (void)f16c;
-    for (; i + 4 <= vn; i += 4) {
-        U16x4 h;
-        memcpy(&h, src + i, sizeof h);
+    convert_n<U16x4>(dst, src, i, n, [](U16x4 h) {
         const I32x4 w = __builtin_convertvector(h, I32x4);
         const I32x4 sign = (w & 0x8000) << 16, em = w & 0x7fff;
         const F32x4 sub_f = __builtin_convertvector(em, F32x4) * 5.9604644775390625e-8f;  // exact
@@ -361,22 +373,17 @@ inline void f16_widen_n(float *dst, const f16 *src, int64_t n, bool f16c = true)
         memcpy(&sub, &sub_f, sizeof sub);
         const I32x4 finite = (em >= 0x0400 ? (em << 13) + 0x38000000 : sub) | sign;
         const I32x4 special = em == 0x7c00 ? (sign | 0x7f800000) : I32x4{} + 0x7fc00000;
-        const I32x4 out = em >= 0x7c00 ? special : finite;
-        memcpy(dst + i, &out, sizeof out);
-    }
-    for (; i < n; ++i) dst[i] = f16_widen(src[i]);
+        return em >= 0x7c00 ? special : finite;
+    }, [](f16 x) { return f16_widen(x); });
 }
 
 inline void f16_round_n(f16 *dst, const float *src, int64_t n, bool f16c = true) {
     int64_t i = 0;
-    const int64_t vn = simd_enabled() ? n : 0;  // SIMD off: the scalar loop does all
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (f16c && cpu_has_f16c()) i = f16_round_f16c(dst, src, vn);
+    if (f16c && cpu_has_f16c()) i = f16_round_f16c(dst, src, simd_enabled() ? n : 0);
 #endif
     (void)f16c;
-    for (; i + 4 <= vn; i += 4) {
-        I32x4 u;
-        memcpy(&u, src + i, sizeof u);
+    convert_n<I32x4>(dst, src, i, n, [](I32x4 u) {
         const I32x4 sign = (u >> 16) & 0x8000;
         u &= 0x7fffffff;
         F32x4 g;
@@ -389,37 +396,23 @@ inline void f16_round_n(f16 *dst, const float *src, int64_t n, bool f16c = true)
         const I32x4 normal = (I32x4)((uu + 0xc8000fffu + ((uu >> 13) & 1u)) >> 13);
         const I32x4 big = u > 0x7f800000 ? I32x4{} + 0x7e00 : (0x7c00 | sign);
         const I32x4 out = u >= 0x47800000 ? big : ((u < 0x38800000 ? small : normal) | sign);
-        const U16x4 o = __builtin_convertvector(out, U16x4);
-        memcpy(dst + i, &o, sizeof o);
-    }
-    for (; i < n; ++i) dst[i] = f16_round(src[i]);
+        return __builtin_convertvector(out, U16x4);
+    }, [](float x) { return f16_round(x); });
 }
 
 inline void bf16_widen_n(float *dst, const bf16 *src, int64_t n) {
-    int64_t i = 0;
-    const int64_t vn = simd_enabled() ? n : 0;  // SIMD off: the scalar loop does all
-    for (; i + 4 <= vn; i += 4) {
-        U16x4 h;
-        memcpy(&h, src + i, sizeof h);
+    convert_n<U16x4>(dst, src, 0, n, [](U16x4 h) {
         const I32x4 w = __builtin_convertvector(h, I32x4);
-        const I32x4 out = (w & 0x7fff) > 0x7f80 ? I32x4{} + 0x7fc00000 : w << 16;
-        memcpy(dst + i, &out, sizeof out);
-    }
-    for (; i < n; ++i) dst[i] = bf16_widen(src[i]);
+        return (w & 0x7fff) > 0x7f80 ? I32x4{} + 0x7fc00000 : w << 16;
+    }, [](bf16 x) { return bf16_widen(x); });
 }
 
 inline void bf16_round_n(bf16 *dst, const float *src, int64_t n) {
-    int64_t i = 0;
-    const int64_t vn = simd_enabled() ? n : 0;  // SIMD off: the scalar loop does all
-    for (; i + 4 <= vn; i += 4) {
-        U32x4 u;
-        memcpy(&u, src + i, sizeof u);
+    convert_n<U32x4>(dst, src, 0, n, [](U32x4 u) {
         const I32x4 nan = (I32x4)(u & 0x7fffffffu) > 0x7f800000;
         const U32x4 out = nan ? U32x4{} + 0x7fc0u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        const U16x4 o = __builtin_convertvector(out, U16x4);
-        memcpy(dst + i, &o, sizeof o);
-    }
-    for (; i < n; ++i) dst[i] = bf16_round(src[i]);
+        return __builtin_convertvector(out, U16x4);
+    }, [](float x) { return bf16_round(x); });
 }
 }  // namespace detail
 
