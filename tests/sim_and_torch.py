@@ -12,10 +12,14 @@ from pypto.runtime import RunConfig
 def sim_and_torch(kernel, args: list[torch.Tensor], platform: str,
                   check_shapes: bool = False) -> tuple[list, list]:
     """(the arguments after the simulator run, after the torch_codegen run), each run on
-    its own clones of `args`."""
-    sim_args = [a.clone() for a in args]
+    its own clones of `args` (scalars are passed as they are)."""
+    sim_args = _clones(args)
     kernel(*sim_args, config=RunConfig(platform=platform))
     program = kernel.lower(*args, config=RunConfig(platform=platform))
-    torch_args = [a.clone() for a in args]
+    torch_args = _clones(args)
     load_entry(torch_codegen(program, check_shapes=check_shapes), program.entry)(*torch_args)
     return sim_args, torch_args
+
+
+def _clones(args: list) -> list:
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]

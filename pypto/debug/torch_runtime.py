@@ -450,6 +450,12 @@ def full(value, shape, dtype):
     return out.fill_(_scalar(value, out))
 
 
+def tensor_full(value, shape, dtype):
+    """A new [shape] tensor value of `dtype` filled with `value` converted to `dtype` (the
+    tiles TensorToTile computes it as are `full`)."""
+    return full(value, shape, dtype)
+
+
 def expands(target, scalar):
     """A value shaped like `target` filled with `scalar` converted to its dtype."""
     return torch.empty_like(target).fill_(_scalar(scalar, target))

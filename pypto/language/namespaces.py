@@ -24,7 +24,8 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_va
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag")
 # Other spellings of a registry operator, per level.
-_ALIASES = {"tile": {"create": "create_tile"}, "tensor": {"create": "create_tensor"}}
+_ALIASES = {"tile": {"create": "create_tile"},
+            "tensor": {"create": "create_tensor", "full": "tensor.full"}}
 # Parser constructs reached through a namespace (`pl.tensor.dim(t, 0)`).
 _BUILTINS = {"tensor": ("dim",)}
 # The scalar-operand spellings: `adds` is `add` with a scalar second operand.

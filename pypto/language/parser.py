@@ -847,7 +847,10 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 self.func_type is not FunctionType.Orchestration or self.in_scope):
             raise self.error(node, f"{fn.written} builds an array of task ids in a "
                              "@pl.jit (orchestration) function, outside pl.at blocks")
-        call = self._op_call(get_op(fn.name), node)
+        op = get_op(fn.name)
+        if fn.name == "full" and fn.level is None and self.in_scope:
+            op = get_op("tensor.full")  # a pl.at block computes on tensors (upstream's pl.full)
+        call = self._op_call(op, node)
         if fn.name == "slice":
             self.check_view_valid_shape(call, node)
         if fn.level is not None or fn.scalar:

@@ -20,11 +20,12 @@ from __future__ import annotations
 from ..ir.nodes import Assign, Call, Var
 from ..ir.ops import get_op
 from ..ir.types import TensorType
+from ..ir.visitor import statements
 
 CUBE = "cube"
 VECTOR = "vector"
 # Operator categories (ops.py) of the tensor-level operators the vector unit computes.
-VECTOR_CATEGORIES = ("binary", "unary", "cast", "select", "expands", "reduce_row",
+VECTOR_CATEGORIES = ("binary", "unary", "cast", "select", "expands", "fill", "reduce_row",
                      "reduce_col", "expand_row", "expand_col")
 
 
@@ -38,11 +39,12 @@ def unit_of(call) -> str | None:
     return VECTOR if category in VECTOR_CATEGORIES else None
 
 
-def crossing_values(body) -> set[str]:
-    """Names of the tensor values of a block's statements that one unit computes and the
-    other reads (in calls nested at any depth of a statement's value)."""
+def crossing_values(body) -> dict[str, str]:
+    """The tensor values of a block's statements (at any depth) that one unit computes and
+    the other reads (in calls nested at any depth of a statement's value), each with the
+    unit that reads it."""
     produced: dict[str, str] = {}
-    crossing: set[str] = set()
+    crossing: dict[str, str] = {}
 
     def visit(expr) -> None:
         if not isinstance(expr, Call):
@@ -50,10 +52,10 @@ def crossing_values(body) -> set[str]:
         unit = unit_of(expr)
         for arg in expr.args:
             if unit is not None and isinstance(arg, Var) and produced.get(arg.name, unit) != unit:
-                crossing.add(arg.name)
+                crossing[arg.name] = unit
             visit(arg)
 
-    for stmt in body:
+    for stmt in statements(body):
         if not isinstance(stmt, Assign):
             continue
         visit(stmt.value)

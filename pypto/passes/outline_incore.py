@@ -33,7 +33,7 @@ from ..ir.nodes import (
 from ..ir.ops import get_op
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor, defs, exposed_uses, uses
-from .cube_vector import crossing_values
+from .cube_vector import crossing_values, unit_of
 from .manager import Pass
 from .names import NameSupply
 from .narrow_task_arguments import narrow_task_arguments
@@ -214,6 +214,7 @@ class _Outliner(IRMutator):
         outputs = [n for n in local if n in written or n in after or n in crossing]
         body = list(scope.body)
         scratch: list[Var] = []
+        at_end: list = []  # writes of values computed in a loop or a branch, leaving the block
         for name in outputs:
             var = final[name]
             if not isinstance(var.type, TensorType):
@@ -233,12 +234,16 @@ class _Outliner(IRMutator):
                 )
             index = last_def[name]
             stmt = body[index]
+            scratch.append(var)
+            if isinstance(stmt, (For, If)):
+                body = self._kept_in_block(body, var, crossing.get(name), name in after, at_end)
+                continue
             if not (isinstance(stmt, Assign) and len(stmt.targets) == 1):
                 raise LoweringError(
                     f"`{name}` must be assigned directly in the pl.at block to leave it", var.span
                 )
-            scratch.append(var)
             body[index] = _write_into(var, stmt)
+        body += at_end
         name = self._kernel_name(scope)
         params = tuple(Param(v) for v in inputs.values()) + tuple(
             Param(v, Direction.Out) for v in scratch
@@ -273,19 +278,77 @@ class _Outliner(IRMutator):
                 out_vars, FuncCall(name, call_args, rtype, scope.span, **task), scope.span))
         return stmts
 
+    def _kept_in_block(self, body: list, var: Var, reader: str | None, leaves: bool,
+                       at_end: list) -> list:
+        """`body` where `var`, computed in a loop or a branch, is kept under a name of its
+        own; the unit reading it from the other side (`reader`) reads the tensor `var`,
+        written before each such read, and its final value is written at the block's end
+        when it `leaves` the block (appended to `at_end`)."""
+        value = replace(var, name=self._fresh_name(f"{var.name}_value"))
+        write = _write_into(var, Assign((var,), value, var.span))
+        body = list(_ProducerSide(var.name, value.name, reader).mutate_body(body))
+        if reader is not None:
+            body = list(_WrittenBeforeReads(var.name, value.name, write).mutate_body(body))
+        if leaves:
+            at_end.append(write)
+        return body
+
     def _fresh_task_var(self, scope: AtScope) -> Var:
         """A name for the id of a task whose block did not bind one (`_tid`, `_tid_1`, ...)."""
-        name, n = "_tid", 0
+        return Var(self._fresh_name("_tid"), TASK_ID, scope.span)
+
+    def _fresh_name(self, base: str) -> str:
+        """`base`, or `base_<n>` when that is taken in the function."""
+        name, n = base, 0
         while name in self.names:
             n += 1
-            name = f"_tid_{n}"
+            name = f"{base}_{n}"
         self.names.add(name)
-        return Var(name, TASK_ID, scope.span)
+        return name
 
     @staticmethod
     def _final_var(body, name: str) -> Var:
         """The last binding of `name`, which `body` binds."""
         return [d[name] for d in map(defs, body) if name in d][-1]
+
+
+class _ProducerSide(IRMutator):
+    """A block's value computed in a loop or a branch, renamed where it is bound and read,
+    except where the other unit (`reader`, if any) reads it: that read is of the tensor the
+    block writes it into."""
+
+    def __init__(self, old: str, new: str, reader: str | None):
+        self.old, self.new, self.reader = old, new, reader
+
+    def mutate_Var(self, expr: Var) -> Var:
+        return replace(expr, name=self.new) if expr.name == self.old else expr
+
+    def mutate_def(self, var: Var) -> Var:
+        return self.mutate_Var(var)
+
+    def mutate_Call(self, expr: Call):
+        if self.reader is None or unit_of(expr) != self.reader:
+            return super().mutate_Call(expr)
+        return replace(expr, args=tuple(a if isinstance(a, Var) else self.mutate_expr(a)
+                                        for a in expr.args))
+
+
+class _WrittenBeforeReads(IRMutator):
+    """`write` (the tensor `name` := the value `value`) put before every statement reading
+    `name` that follows a binding of `value` in the same statement list."""
+
+    def __init__(self, name: str, value: str, write: Assign):
+        self.name, self.value, self.write = name, value, write
+
+    def mutate_body(self, body) -> tuple:
+        out: list = []
+        bound = False
+        for stmt in super().mutate_body(body):
+            if bound and self.name in uses(stmt):
+                out.append(self.write)
+            bound = bound or self.value in defs(stmt)
+            out.append(stmt)
+        return tuple(out)
 
 
 def _reads_and_binds(body, env: dict[str, Var]) -> tuple[dict, dict, dict]:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..ir.errors import CapacityError, InternalError, LoweringError
-from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Return, Var
+from ..ir.errors import CapacityError, LoweringError
+from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var
 from ..ir.ops import get_op, make_call
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
-from ..ir.visitor import IRMutator, IRVisitor, defs, exposed_uses, uses
+from ..ir.visitor import IRMutator, defs, statements, uses
 from .cube_vector import CUBE, VECTOR_CATEGORIES, unit_of
 from .legalize_tile_cast import cast_path
 from .manager import FunctionPass
@@ -32,6 +32,7 @@ from .names import NameSupply
 from .outline_incore import written_tensor, written_tensors
 from .properties import IRProperty
 from .tensor_matmul import lower_matmul_run
+from .tensor_values import WholeValues, needs_whole_values, tile_form
 from .tensor_views import call_of, fold_views, index_add, is_view, tensor_type_of
 
 _LOWERED = VECTOR_CATEGORIES + ("matmul",)
@@ -55,7 +56,11 @@ class TensorToTile(FunctionPass):
     def run_function(self, fn, ctx):
         names = NameSupply(fn)
         params = {p.var.name: p.var for p in fn.params}
-        _CarriedValues().visit_function(fn)
+        if needs_whole_values(fn, set(params)):
+            fn = WholeValues(fn, names).mutate_function(fn)
+            body = tuple(_returned_params(s, params) for s in fn.body)
+            fn = replace(fn, body=body)
+            return fold_views(_TensorReads(fn, names).mutate_function(fn))
         unique = _UniqueTensorValues(names)
         split = fn.attr("split")
         fn = unique.mutate_function(fn)
@@ -124,8 +129,6 @@ class _Runs:
             # Every iteration may follow the loop's writes: values they read are stale.
             self._invalidate(inner, stmt)
             stmt = replace(stmt, body=tuple(self.body(stmt.body, inner)))
-        elif isinstance(stmt, If):
-            _reject_nested(stmt)
         _reject_unlowered(stmt)
         self._invalidate(kept, stmt)
         return _returned_params(stmt, self.params)
@@ -211,25 +214,6 @@ def _tensor_operands(stmt: Assign) -> list[Var]:
     else:
         args = call.args
     return [a for a in args if isinstance(a, Var) and isinstance(a.type, TensorType)]
-
-
-class _CarriedValues(IRVisitor):
-    """A tensor value read in a loop body before the body computes it again would carry
-    from one iteration to the next: tensor-level code does not carry values."""
-
-    def visit_For(self, stmt: For) -> None:
-        carried = exposed_uses(stmt.body)
-        for inner in stmt.body:
-            if _is_tensor_stmt(inner) and inner.value.op != "assemble" and \
-                    inner.targets[0].name in carried:
-                raise LoweringError(
-                    f"`{inner.targets[0].name}` is a tensor value carried around the loop; "
-                    "tensor-level code does not carry values from one iteration to the next",
-                    inner.span,
-                    hint="accumulate tiles (pl.load / pl.add / pl.store) in the loop, or write "
-                         "the value into an output each iteration",
-                )
-        super().visit_For(stmt)
 
 
 class _UniqueTensorValues(IRMutator):
@@ -370,7 +354,7 @@ class _TensorReads(IRMutator):
     def __init__(self, fn, names: NameSupply):
         self.names = names
         self.readable = {p.var.name for p in fn.params} | {
-            name for name, view in _views(fn.body)}
+            s.targets[0].name for s in statements(fn.body) if is_view(s)}
 
     def mutate_Assign(self, stmt: Assign):
         call = stmt.value
@@ -393,14 +377,6 @@ class _TensorReads(IRMutator):
         return [Assign((tile,), load, stmt.span), replace(stmt, value=read)]
 
 
-def _views(body):
-    for stmt in body:
-        if isinstance(stmt, (For, If)):
-            yield from _views(_nested(stmt))
-        elif is_view(stmt):
-            yield stmt.targets[0].name, stmt
-
-
 def _reject_unlowered(stmt) -> None:
     """A tensor-level operator this pass does not tile (pl.transpose of a tensor)."""
     value = getattr(stmt, "value", None)
@@ -408,24 +384,6 @@ def _reject_unlowered(stmt) -> None:
             and value.op not in ("slice", "store", "assemble", "create_tensor")):
         raise LoweringError(f"tensor-level pl.{value.op} is not supported in a kernel",
                             stmt.span, hint=f"load tiles and pl.{value.op} them")
-
-
-def _nested(stmt) -> tuple:
-    """The statements a loop or an `if` holds."""
-    return stmt.body if isinstance(stmt, For) else stmt.then_body + stmt.else_body
-
-
-def _reject_nested(stmt) -> None:
-    """Tensor statements inside an `if` (loops in it included) are not lowered yet."""
-    if isinstance(stmt, (For, If)):
-        for inner in _nested(stmt):
-            if _is_tensor_stmt(inner):
-                raise LoweringError(
-                    "tensor-level operators inside an `if` of a kernel are not supported yet",
-                    inner.span,
-                    hint="inside an `if`, work on tiles: pl.load / pl.<op> / pl.store",
-                )
-            _reject_nested(inner)
 
 
 def _returned_params(stmt, params: dict[str, Var]):
@@ -626,33 +584,12 @@ class _VectorRun:
         return list(body)
 
     def _compute(self, stmt: Assign, tiles: dict[str, Var], shape) -> list:
-        call = call_of(stmt)
-        op = get_op(call.op)
-        attrs = dict(call.attrs)
-        operands = op.operands(call.args, attrs)
-        real_attrs = {k: v for k, v in attrs.items() if k not in operands}
         target = stmt.targets[0].name
-        out = []
-        if op.category == "expands":
-            tile_call = make_call("full", operands["scalar"], span=call.span, shape=shape,
-                                  dtype=tensor_type_of(call).dtype)
-        else:
-            args = [tiles.get(a.name, a) if isinstance(a, Var) else a for a in
-                    (v for v in operands.values() if v is not None)]
-            if op.category == "reduce_row":
-                x = args[0]
-                if not isinstance(x.type, TileType):
-                    raise InternalError(f"TensorToTile: a row reduction of {x}, not of a tile")
-                tmp = Var(self.names.fresh(f"{target}_tmp"), x.type, call.span)
-                scratch = make_call("create_tile", span=call.span, shape=x.type.shape,
-                                    dtype=x.type.dtype)
-                out.append(Assign((tmp,), scratch, call.span))
-                args = [x, tmp]
-            tile_call = make_call(call.op, *args, span=call.span, **real_attrs)
+        before, tile_call = tile_form(call_of(stmt), lambda a: tiles.get(a.name, a), shape,
+                                      self.names, target)
         tile = Var(self.names.fresh(f"{target}_tile"), tile_call.type, stmt.span)
         tiles[target] = tile
-        out.append(Assign((tile,), tile_call, stmt.span))
-        return out
+        return before + [Assign((tile,), tile_call, stmt.span)]
 
 
 def _aligned(shape, itemsize: int) -> int:

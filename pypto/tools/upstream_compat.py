@@ -85,7 +85,7 @@ _LANGUAGE_SUPPORTED = (
 _TILE_SUPPORTED = ("add", "adds", "assemble", "cmps", "create", "fillpad", "full",
                    "get_block_idx", "get_block_num", "load", "maximums", "minimums", "move",
                    "read", "relu", "rsqrt", "sel", "store", "transpose_view")
-_TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "get_block_idx",
+_TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "get_block_idx",
                      "get_block_num", "read")
 
 _ABSENT = {
@@ -105,7 +105,7 @@ _ABSENT = {
            "fillpad_expand", "fmod", "fmods", "matmul_mx", "no_dep", "part_add", "part_max",
            "part_min", "part_mul", "prefetch", "reinterpret_view", "row_argmax", "row_argmin",
            "row_prod", "write", "tensor.ci", "tensor.cos", "tensor.create_l1",
-           "tensor.expand_clone", "tensor.full", "tensor.gather", "tensor.gather_row",
+           "tensor.expand_clone", "tensor.gather", "tensor.gather_row",
            "tensor.mrgsort", "tensor.no_dep", "tensor.paged_gather", "tensor.random",
            "tensor.scatter", "tensor.scatter_update", "tensor.sin", "tensor.sort32",
            "tile.addc", "tile.addsc", "tile.gatherb", "tile.gemv", "tile.gemv_acc",
@@ -203,8 +203,22 @@ CONSTRUCTS = (
     ("other tensor shapes known only at run time (`pl.create_tensor([16, n])` with n "
      "computed by the program)", REFUSED, "tensor shapes are compile-time constants here; "
      "the refusal names the runtime value"),
-    ("tensor-level operators inside loops or `if` of a `pl.at` block (qwen3_jit)", REFUSED,
-     "write tiles (pl.load / pl.<op> / pl.store) inside loops"),
+    ("tensor values carried around loops, chosen by an `if`, read after their loop or "
+     "reshaped in a `pl.at` block (qwen3_jit: an RMSNorm partial sum, matmul / matmul_acc "
+     "accumulators)", SUPPORTED,
+     "such a kernel keeps each tensor value as one tile (docs/passes.md, TensorToTile); each "
+     "must fit its on-chip buffer whole (else a CapacityError names it), and pl.split does "
+     "not divide its vector work between the lanes (the results are the same)"),
+    ("`pl.full` in a `pl.at` block", SUPPORTED,
+     "a tensor, as upstream (pl.tensor.full); pl.tile.full spells the tile"),
+    ("values computed in a loop of one `pl.at` block and read after it, or by the other "
+     "unit (cube / vector) in the same block", SUPPORTED,
+     "handed on through a scratch tensor in global memory, written after the loop (or "
+     "before each read of the other unit)"),
+    ("a write to the entry's input parameter (`k_cache: pl.Tensor` written through an "
+     "inline helper's `pl.Out`)", REFUSED,
+     "upstream declares In read-only but does not check it (the write does not reach the "
+     "caller's tensor); here it is refused at the write: declare it pl.InOut"),
     ("`pl.move` of a Mat tile to Vec (cube -> vector)", SUPPORTED, "upstream's TPUSH/TPOP "
      "transfer, through a scratch tensor the orchestration allocates (stored from L1, loaded "
      "into the UB) on the simulators; refused at the move on the device-code platforms and "
@@ -309,12 +323,13 @@ PROGRAMS = (
     Program("examples/models/08_llama_mini.py", expect=()),
     Program("examples/models/09_paged_attention_spmd.py", env=_DEVICE, expect=("PASSED",)),
     Program("examples/models/qwen3_jit/qwen3_decode.py", module=True,
-            refused=("rmsnorm.py:41", "pl.reshape"),
-            why="its pl.at blocks carry tensor values around loops (an RMSNorm partial sum, "
-                "matmul / matmul_acc accumulators over K chosen by an `if`), reshape tensors "
-                "and split loops of mixed cube/vector work; TensorToTile lowers tensor code in "
-                "loops that carries nothing, in chunks (it does not keep a value as one tile "
-                "across iterations). First refusal: the tensor pl.reshape at rmsnorm.py:41"),
+            refused=("attention.py:73", "`k_cache` is an input parameter"),
+            why="its entry declares k_cache (and v_cache) as input parameters (`pl.Tensor`, "
+                "In), and rope_kv_cache_update writes them through its pl.Out parameters; "
+                "upstream's In is read-only but unchecked, here the write is refused at "
+                "attention.py:73. Declared pl.InOut, the whole program lowers at its full "
+                "shapes (12 functions); its kernels are exercised on a2a3sim at small shapes "
+                "by tests/passes/test_tensor_values.py"),
     Program("examples/utils/cross_function_calls.py", expect=("main_kernel: 3 fn(s)",)),
     Program("examples/utils/error_handling.py",
             expect=("OK -- caught expected error: LoweringError",),

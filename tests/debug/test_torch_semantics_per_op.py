@@ -96,6 +96,7 @@ UNCHECKED = {
     "create_tile": "its contents are undefined",
     "assemble": "lowered to pl.store before code generation",
     "create_tensor": "orchestration only: allocates, computes nothing",
+    "tensor.full": "computed as `full` tiles (TensorToTile); checked through `full`",
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
     "array.update_element": "orchestration only: task ids, no data",

@@ -143,6 +143,11 @@ def _infer_full(args, attrs, span):
     return tile
 
 
+def _infer_tensor_full(args, attrs, span):
+    tile = _infer_full(args, attrs, span)
+    return TensorType(tile.shape, tile.dtype)
+
+
 def _infer_create_tile(args, attrs, span):
     shape = static_shape("create_tile", attrs["shape"], span)
     dtype = _dtype_attr("create_tile", attrs["dtype"], span)
@@ -348,6 +353,18 @@ register(
         "A new Vec tile of `shape` and `dtype` with every element equal to `value`.",
         emit="fill",
         isa="texpands",
+    )
+)
+register(
+    OpDef(
+        "tensor.full",
+        (OpParam("shape", "attr"), OpParam("dtype", "attr"), OpParam("value", "value")),
+        _infer_tensor_full,
+        "fill",
+        "A new tensor value of `shape` and `dtype` with every element equal to `value`: what "
+        "`pl.full` means in a `pl.at` block (upstream's tensor-level creation); TensorToTile "
+        "computes it as `pl.full` tiles.",
+        emit="",
     )
 )
 register(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..dtypes import DataType
 from ..errors import TypeCheckError
 from ..types import (
+    TensorType,
     TileType,
 )
 from .inference import (
@@ -72,11 +73,11 @@ def _infer_matmul(args, attrs, span):
 def _infer_matmul_acc(args, attrs, span):
     acc, lhs, rhs = (a.type for a in args)
     m, n, _ = _matmul_dims("matmul_acc", lhs, rhs, attrs["a_trans"], attrs["b_trans"], span)
-    if not isinstance(acc, TileType) or not isinstance(lhs, TileType):
+    if type(acc) is not type(lhs) or not isinstance(acc, (TileType, TensorType)):
         raise TypeCheckError(
-            "pl.matmul_acc works on tiles",
+            "pl.matmul_acc works on tiles, or on tensors in a pl.at block",
             span,
-            hint="accumulate over K in a kernel: acc = pl.matmul(...) then "
+            hint="accumulate over K: acc = pl.matmul(...) then "
                  "acc = pl.matmul_acc(acc, a, b) in a pl.range loop",
         )
     if tuple(acc.shape) != (m, n):
@@ -85,6 +86,8 @@ def _infer_matmul_acc(args, attrs, span):
     if acc.dtype not in _acc_dtypes(lhs.dtype):
         raise TypeCheckError(f"pl.matmul_acc: a {lhs.dtype.name} product cannot accumulate into "
                              f"{acc.dtype.name}", span)
+    if isinstance(acc, TensorType):
+        return TensorType(acc.shape, acc.dtype)
     return TileType(acc.shape, acc.dtype, valid_shape=acc.valid_shape)
 
 
@@ -126,7 +129,8 @@ register(
         "matmul",
         "acc + lhs @ rhs on tiles (acc in pl.Mem.Acc): the sum starts from acc and adds the "
         "products in K order in FP32, then rounds once to acc's dtype.  A K loop of matmul "
-        "then matmul_acc is deterministic: the same inputs give the same bits every run.",
+        "then matmul_acc is deterministic: the same inputs give the same bits every run.  "
+        "Tensor form (in a pl.at block): acc is a value the kernel keeps as one Acc tile.",
         dtypes=MATMUL_INPUTS,
         emit="matmul",
         isa="tmatmul_acc",

@@ -179,11 +179,13 @@ def _numel(shape) -> int:
 
 def _infer_reshape(args, attrs, span):
     (x,) = (a.type for a in args)
-    _need(TileType, x, "reshapes tiles (reshape tensors on the host)", "reshape", span)
+    _need((TileType, TensorType), x, "reshapes tiles and tensors", "reshape", span)
     shape = static_shape("reshape", attrs["shape"], span)
     if _numel(shape) != _numel(x.shape):
         raise TypeCheckError(f"pl.reshape: {fmt_shape(x.shape)} has {_numel(x.shape)} elements, "
                              f"{fmt_shape(shape)} has {_numel(shape)}", span)
+    if isinstance(x, TensorType):
+        return TensorType(shape, x.dtype)
     if x.valid_shape is not None:
         raise TypeCheckError("pl.reshape of a partially valid tile", span,
                              hint="pl.fillpad it first and pl.set_validshape it to the full tile")
@@ -395,7 +397,8 @@ register(
         _infer_reshape,
         "movement",
         "The same elements in row-major order with a new shape (equal element count; the tile "
-        "must be fully valid).",
+        "must be fully valid).  Of a tensor in a kernel, the tile of its value reshaped "
+        "(TensorToTile).",
         dtypes=ANY,
         emit="unary",
         isa="treshape",

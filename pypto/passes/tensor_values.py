@@ -1,0 +1,245 @@
+"""TensorToTile's whole-value form: each tensor value of a kernel is one tile.
+
+The chunked form (tensor_to_tile.py) recomputes a tensor value wherever it is read, chunk
+by chunk, which needs the value to be a function of the kernel's inputs at that point.  A
+kernel whose values live longer than one straight run of statements is lowered value by
+value instead, statement for statement:
+- a tensor value carried around a loop (`acc = pl.add(acc, ...)`: an RMSNorm partial
+  sum), or chosen by an `if` (`acc = pl.matmul(...)` on the first K block,
+  `acc = pl.matmul_acc(acc, ...)` on the others);
+- a tensor value computed in a loop and read after it;
+- `pl.reshape` of a tensor value, and a slice of a computed value (not of a tensor passed
+  to the kernel).
+Each such value is one tile of its whole shape, under the value's own name, so a value
+rebound in a loop is the loop-carried tile (AllocateMemoryAddr keeps it in one buffer).
+A tensor passed to the kernel (or a view of it) is loaded where an operator reads it:
+into Vec, or into Mat and moved to Left / Right for a matmul.  `pl.create_tensor` of a
+value is a `pl.create_tile` in the buffer its later bindings compute into (Acc for a
+matmul accumulator); `pl.full` / `pl.reshape` / a slice are their tile forms; a write
+(`out = pl.assemble(out, v, [r, c])`) is a `pl.store` of v's tile.  Every tile must fit
+its buffer whole: AllocateMemoryAddr reports the one that does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir.errors import InternalError, LoweringError
+from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Var
+from ..ir.ops import get_op, make_call
+from ..ir.types import INDEX, MemorySpace, TensorType, TileType
+from ..ir.visitor import IRMutator, IRVisitor, exposed_uses, statements
+from .cube_vector import VECTOR_CATEGORIES
+from .names import NameSupply
+from .outline_incore import written_tensor
+from .tensor_views import call_of, is_view
+
+_MATMUL_SIDES = {"lhs": MemorySpace.Left, "rhs": MemorySpace.Right}
+
+
+def tile_form(call: Call, operand, shape, names: NameSupply, target: str) -> tuple[list, Call]:
+    """The tile-level call computing the tensor-level vector operator `call`, with the
+    statements it needs first (a row reduction's scratch tile).  `operand(var)` is the
+    tile standing for a tensor operand; `shape` the result tile's shape."""
+    op = get_op(call.op)
+    attrs = dict(call.attrs)
+    operands = op.operands(call.args, attrs)
+    real_attrs = {k: v for k, v in attrs.items() if k not in operands}
+    dtype = call.type.dtype if isinstance(call.type, TensorType) else None
+    if op.category == "expands":  # the target gives only the shape
+        return [], make_call("full", operands["scalar"], span=call.span, shape=shape, dtype=dtype)
+    if op.category == "fill":
+        return [], make_call("full", operands["value"], span=call.span, shape=shape, dtype=dtype)
+    args = [operand(a) if isinstance(a, Var) and isinstance(a.type, TensorType) else a
+            for a in (v for v in operands.values() if v is not None)]
+    before: list = []
+    if op.category == "reduce_row":
+        x = args[0]
+        if not isinstance(x.type, TileType):
+            raise InternalError(f"TensorToTile: a row reduction of {x}, not of a tile")
+        tmp = Var(names.fresh(f"{target}_tmp"), x.type, call.span)
+        scratch = make_call("create_tile", span=call.span, shape=x.type.shape,
+                            dtype=x.type.dtype)
+        before.append(Assign((tmp,), scratch, call.span))
+        args = [x, tmp]
+    return before, make_call(call.op, *args, span=call.span, **real_attrs)
+
+
+def needs_whole_values(fn, params: set[str]) -> bool:
+    """Whether a kernel keeps tensor values beyond one straight run of statements (see the
+    module docstring), so that it is lowered value by value."""
+    finder = _LongLivedValues(params)
+    finder.visit_function(fn)
+    return finder.found
+
+
+def _is_value(stmt) -> bool:
+    """A statement computing a tensor value (not a write into a buffer, not a view)."""
+    return (isinstance(stmt, Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.value, Call) and isinstance(stmt.value.type, TensorType)
+            and written_tensor(stmt) is None and not is_view(stmt))
+
+
+class _LongLivedValues(IRVisitor):
+    def __init__(self, params: set[str]):
+        self.memory = set(params)  # names of tensors in global memory: parameters, views
+        self.found = False
+        self.depth = 0  # `if` nesting
+
+    def visit_body(self, body) -> None:
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, For):
+                computed = {n for n, s in self._values(stmt.body)}
+                carried = computed & exposed_uses(stmt.body)
+                read_after = computed & exposed_uses(body[i + 1:])
+                self.found |= bool(carried or read_after)
+            self.visit_stmt(stmt)
+
+    def _values(self, body):
+        for s in statements(body):
+            if _is_value(s):
+                yield s.targets[0].name, s
+
+    def visit_If(self, stmt: If) -> None:
+        self.found |= any(_is_value(s) or written_tensor(s) for s in
+                          statements(stmt.then_body + stmt.else_body))
+        super().visit_If(stmt)
+
+    def visit_Assign(self, stmt: Assign) -> None:
+        if is_view(stmt):
+            if call_of(stmt).args[0].name in self.memory:
+                self.memory.add(stmt.targets[0].name)
+            else:
+                self.found = True  # a slice of a computed value
+        elif _is_value(stmt) and call_of(stmt).op in ("reshape", "matmul_acc"):
+            self.found = True  # a matmul_acc keeps its accumulator as a tile
+        super().visit_Assign(stmt)
+
+
+class WholeValues(IRMutator):
+    """Rewrites a kernel's tensor statements value by value (module docstring)."""
+
+    def __init__(self, fn, names: NameSupply):
+        self.names = names
+        self.memory = {p.var.name for p in fn.params}  # tensors in global memory
+        self.tiles: dict[str, TileType] = {}  # tensor value -> the type of its tile
+        # Values some binding of which a matmul computes: their tiles live in Acc.
+        self.accumulators = {s.targets[0].name for s in statements(fn.body)
+                             if _is_value(s) and get_op(call_of(s).op).category == "matmul"}
+
+    def mutate_Var(self, expr: Var):
+        tile = self.tiles.get(expr.name)
+        return replace(expr, type=tile) if tile is not None and \
+            isinstance(expr.type, TensorType) else expr
+
+    def mutate_Assign(self, stmt: Assign):
+        if is_view(stmt) and call_of(stmt).args[0].name in self.memory:
+            self.memory.add(stmt.targets[0].name)
+            return stmt
+        if written_tensor(stmt) is not None and call_of(stmt).op == "assemble":
+            return self._write(stmt)
+        if not (_is_value(stmt) or is_view(stmt)):  # a view here: of a computed value
+            if isinstance(stmt.value, Var) and stmt.value.name in self.tiles:
+                return self._bind(stmt, stmt.targets[0], self.mutate_Var(stmt.value), [])
+            return super().mutate_Assign(stmt)
+        target = stmt.targets[0]
+        if target.name in self.memory:
+            raise LoweringError(
+                f"`{target.name}` names a tensor in global memory here and is rebound to a "
+                "value computed in a kernel whose values are kept as tiles",
+                stmt.span,
+                hint=f"give the value another name, or write it with `{target.name}[...] = ...`",
+            )
+        before: list = []
+        return self._bind(stmt, target, self._compute(call_of(stmt), target.name, before),
+                          before)
+
+    def _bind(self, stmt: Assign, target: Var, value, before: list) -> list:
+        tile = Var(target.name, value.type, target.span)
+        self.tiles[target.name] = value.type
+        return before + [Assign((tile,), value, stmt.span)]
+
+    def _compute(self, call: Call, target: str, before: list) -> Call:
+        category = get_op(call.op).category
+        if call.op == "create_tensor":
+            memory = MemorySpace.Acc if target in self.accumulators else MemorySpace.Vec
+            return make_call("create_tile", span=call.span, shape=call.type.shape,
+                             dtype=call.type.dtype, target_memory=memory)
+        if call.op in ("reshape", "slice"):
+            x = self._operand(call.args[0], before, MemorySpace.Vec, call)
+            return make_call(call.op, x, *call.args[1:], span=call.span, **dict(call.attrs))
+        if category == "matmul":
+            return self._matmul(call, before)
+        if category not in VECTOR_CATEGORIES:
+            raise LoweringError(f"tensor-level pl.{call.op} is not supported in a kernel",
+                                call.span, hint=f"load tiles and pl.{call.op} them")
+        extra, tile_call = tile_form(
+            call, lambda v: self._operand(v, before, MemorySpace.Vec, call),
+            call.type.shape, self.names, target)
+        before.extend(extra)
+        return tile_call
+
+    def _matmul(self, call: Call, before: list) -> Call:
+        op = get_op(call.op)
+        attrs = dict(call.attrs)
+        operands = op.operands(call.args, attrs)
+        args = []
+        for name, value in operands.items():
+            if name in _MATMUL_SIDES:
+                value = self._cube_operand(value, _MATMUL_SIDES[name], before, call)
+            elif value is not None:
+                value = self._accumulator(value, call)
+            args.append(value)
+        real = {k: v for k, v in attrs.items() if k not in operands}
+        return make_call(call.op, *args, span=call.span, **real)
+
+    def _accumulator(self, var: Var, call: Call) -> Var:
+        if var.name not in self.tiles:
+            raise LoweringError(
+                f"pl.matmul_acc accumulates into `{var.name}`, which this kernel has not "
+                "computed with pl.matmul: an accumulator lives in the cube's Acc buffer",
+                call.span,
+                hint=f"start it with `{var.name} = pl.matmul(a, b)` on the first K block",
+            )
+        return self.mutate_Var(var)
+
+    def _cube_operand(self, var: Var, side: MemorySpace, before: list, call: Call) -> Var:
+        if var.name not in self.memory:
+            raise LoweringError(
+                f"pl.{call.op} reads `{var.name}`, a value computed in the kernel; the cube "
+                "reads its operands from global memory",
+                call.span,
+                hint="write the value into an output (or a pl.create_tensor of the "
+                     "orchestration) in one pl.at block and multiply it in the next",
+            )
+        mat = self._operand(var, before, MemorySpace.Mat, call)
+        moved = make_call("move", mat, span=call.span, target_memory=side)
+        tile = Var(self.names.fresh(f"{var.name}_{side.name.lower()}"), moved.type, call.span)
+        before.append(Assign((tile,), moved, call.span))
+        return tile
+
+    def _operand(self, var, before: list, memory: MemorySpace, call: Call):
+        """The tile of a tensor operand: the value's own, or a tensor of global memory
+        loaded whole into `memory` here."""
+        if not (isinstance(var, Var) and isinstance(var.type, TensorType)):
+            return var
+        if var.name in self.tiles:
+            return self.mutate_Var(var)
+        if var.name not in self.memory:
+            raise InternalError(f"TensorToTile: `{var.name}` has no value at pl.{call.op}")
+        zeros = ExprList(tuple(Const(0, INDEX) for _ in var.type.shape), call.span)
+        load = make_call("load", var, zeros, span=call.span, shapes=var.type.shape,
+                         target_memory=memory)
+        tile = Var(self.names.fresh(f"{var.name}_tile"), load.type, call.span)
+        before.append(Assign((tile,), load, call.span))
+        return tile
+
+    def _write(self, stmt: Assign) -> list:
+        call = call_of(stmt)
+        dst, src, offsets = call.args
+        before: list = []
+        tile = self._operand(src, before, MemorySpace.Vec, call)
+        offsets = self.mutate_expr(offsets)
+        store = make_call("store", tile, offsets, dst, span=call.span,
+                          atomic=call.attr("atomic"))
+        return before + [Assign(stmt.targets, store, stmt.span)]
