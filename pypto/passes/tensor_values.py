@@ -80,28 +80,30 @@ def _is_value(stmt) -> bool:
             and written_tensor(stmt) is None and not is_view(stmt))
 
 
+def _writes_a_value(stmt) -> bool:
+    """`out = pl.assemble(out, v, ...)` of a tensor value v (not a tile's store)."""
+    return (written_tensor(stmt) is not None and call_of(stmt).op == "assemble"
+            and isinstance(call_of(stmt).args[1].type, TensorType))
+
+
 class _LongLivedValues(IRVisitor):
+    """Finds a tensor value that outlives one run of statements (`found`)."""
+
     def __init__(self, params: set[str]):
         self.memory = set(params)  # names of tensors in global memory: parameters, views
         self.found = False
-        self.depth = 0  # `if` nesting
 
     def visit_body(self, body) -> None:
         for i, stmt in enumerate(body):
             if isinstance(stmt, For):
-                computed = {n for n, s in self._values(stmt.body)}
+                computed = {s.targets[0].name for s in statements(stmt.body) if _is_value(s)}
                 carried = computed & exposed_uses(stmt.body)
                 read_after = computed & exposed_uses(body[i + 1:])
                 self.found |= bool(carried or read_after)
             self.visit_stmt(stmt)
 
-    def _values(self, body):
-        for s in statements(body):
-            if _is_value(s):
-                yield s.targets[0].name, s
-
     def visit_If(self, stmt: If) -> None:
-        self.found |= any(_is_value(s) or written_tensor(s) for s in
+        self.found |= any(_is_value(s) or _writes_a_value(s) for s in
                           statements(stmt.then_body + stmt.else_body))
         super().visit_If(stmt)
 
