@@ -58,8 +58,7 @@ class TensorToTile(FunctionPass):
         params = {p.var.name: p.var for p in fn.params}
         if needs_whole_values(fn, set(params)):
             fn = WholeValues(fn, names).mutate_function(fn)
-            body = tuple(_returned_params(s, params) for s in fn.body)
-            fn = replace(fn, body=body)
+            fn = replace(fn, body=tuple(_returned_params(s, params) for s in fn.body))
             return fold_views(_TensorReads(fn, names).mutate_function(fn))
         unique = _UniqueTensorValues(names)
         split = fn.attr("split")

@@ -32,7 +32,7 @@ from ..ir.visitor import IRMutator, IRVisitor, exposed_uses, statements
 from .cube_vector import VECTOR_CATEGORIES
 from .names import NameSupply
 from .outline_incore import written_tensor
-from .tensor_views import call_of, is_view
+from .tensor_views import call_of, is_view, tensor_type_of
 
 _MATMUL_SIDES = {"lhs": MemorySpace.Left, "rhs": MemorySpace.Right}
 
@@ -137,6 +137,7 @@ class WholeValues(IRMutator):
     def mutate_Assign(self, stmt: Assign):
         if is_view(stmt) and call_of(stmt).args[0].name in self.memory:
             self.memory.add(stmt.targets[0].name)
+            self.tiles.pop(stmt.targets[0].name, None)  # the name is a view from here on
             return stmt
         if written_tensor(stmt) is not None and call_of(stmt).op == "assemble":
             return self._write(stmt)
@@ -163,10 +164,11 @@ class WholeValues(IRMutator):
 
     def _compute(self, call: Call, target: str, before: list) -> Call:
         category = get_op(call.op).category
+        value = tensor_type_of(call)
         if call.op == "create_tensor":
             memory = MemorySpace.Acc if target in self.accumulators else MemorySpace.Vec
-            return make_call("create_tile", span=call.span, shape=call.type.shape,
-                             dtype=call.type.dtype, target_memory=memory)
+            return make_call("create_tile", span=call.span, shape=value.shape,
+                             dtype=value.dtype, target_memory=memory)
         if call.op in ("reshape", "slice"):
             x = self._operand(call.args[0], before, MemorySpace.Vec, call)
             return make_call(call.op, x, *call.args[1:], span=call.span, **dict(call.attrs))
@@ -177,7 +179,7 @@ class WholeValues(IRMutator):
                                 call.span, hint=f"load tiles and pl.{call.op} them")
         extra, tile_call = tile_form(
             call, lambda v: self._operand(v, before, MemorySpace.Vec, call),
-            call.type.shape, self.names, target)
+            value.shape, self.names, target)
         before.extend(extra)
         return tile_call
 
