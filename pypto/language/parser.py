@@ -848,8 +848,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"{fn.written} builds an array of task ids in a "
                              "@pl.jit (orchestration) function, outside pl.at blocks")
         op = get_op(fn.name)
-        if fn.name == "full" and fn.level is None and self.in_scope:
-            op = get_op("tensor.full")  # a pl.at block computes on tensors (upstream's pl.full)
+        if fn.name == "full" and not fn.spelling and self.in_scope:
+            # `pl.full` in a pl.at block is a tensor, as upstream; `pl.tile.full` the tile.
+            op = get_op("tensor.full")
         call = self._op_call(op, node)
         if fn.name == "slice":
             self.check_view_valid_shape(call, node)

@@ -200,7 +200,7 @@ def carry_case(draw, name: str) -> Case:
         tensors.append(rows_out)
 
     acc, part = f"{name}_a", f"{name}_p"
-    init = f"pl.full([{R}, {C}], pl.{dtype}, {const!r})"
+    init = f"pl.tile.full([{R}, {C}], pl.{dtype}, {const!r})"  # in a pl.at block too
     lines = [f"{acc} = " + (init if init_from == "full" else
                             f"pl.load({name}_init, [0, 0], [{R}, {C}])")]
     i, j = f"{name}_i", f"{name}_j"

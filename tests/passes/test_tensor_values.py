@@ -233,6 +233,20 @@ def test_pl_full_in_a_block_is_a_tensor_value():
     assert torch.equal(_agreeing(filled_then_added, [x, torch.zeros(16, 64)])[1], x + 2.5)
 
 
+@pl.jit
+def tile_filled_in_a_block(x: pl.Tensor[[16, 64], pl.FP32],
+                           out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.add(pl.load(x, [0, 0], [16, 64]), pl.tile.full([16, 64], pl.FP32, 2.5))
+        out = pl.store(t, [0, 0], out)
+    return out
+
+
+def test_pl_tile_full_in_a_block_is_a_tile():
+    x = torch.randn(16, 64)
+    assert torch.equal(_agreeing(tile_filled_in_a_block, [x, torch.zeros(16, 64)])[1], x + 2.5)
+
+
 # -- what stays refused, at the user's line
 
 
@@ -324,3 +338,4 @@ def test_matmul_acc_does_not_mix_a_tile_accumulator_with_tensors():
     with pytest.raises(TypeCheckError, match="works on tiles, or on tensors in a pl.at block"):
         mixed.lower(torch.zeros(16, 32, dtype=torch.bfloat16),
                     torch.zeros(32, 32, dtype=torch.bfloat16), torch.zeros(16, 32))
+
