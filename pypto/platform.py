@@ -101,6 +101,10 @@ class CompilerSettings:
     # Headers every kernel includes first (`#include <...>` names), precompiled once per
     # compiler, flags and header digest where the compiler is Clang (Toolchain.steps).
     precompiled_headers: tuple[str, ...] = ()
+    # The CPU every compile targets, whatever the host's: host machine (`uname -m`) ->
+    # compiler kind ("clang", "gcc", or the `python_module` whose compiler it is) -> flags
+    # (Toolchain.target_flags).  Empty: the compiler's default (which may be the host's CPU).
+    targets: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
     # min_versions would make the generated hash raise; settings are compared, not hashed.
     __hash__ = None
@@ -476,6 +480,15 @@ class _Rule:
         return _Rule(self.path, value, f"{self.prefix}{key}.")
 
 
+def _targets(compiler: _Rule) -> dict[str, dict[str, tuple[str, ...]]]:
+    """The `[compiler.target.<machine>]` tables: compiler kind -> flags, per host machine."""
+    if "target" not in compiler.data:
+        return {}
+    targets = compiler.table("target")
+    return {machine: {kind: kinds.texts(kind) for kind in sorted(kinds.data)}
+            for machine in sorted(targets.data) for kinds in [targets.table(machine)]}
+
+
 def _named_rule(path: Path) -> _Rule:
     rule = _Rule.read(path)
     if rule.text("name") != path.stem:
@@ -545,6 +558,7 @@ def _load_platform(rules: Path, name: str) -> Platform:
             python_module_args=compiler.texts("python_module_args", ()),
             link_flags=compiler.texts("link_flags", ()),
             precompiled_headers=compiler.texts("precompiled_headers", ()),
+            targets=_targets(compiler),
         ),
     )
 

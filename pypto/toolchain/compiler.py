@@ -78,6 +78,7 @@ class Toolchain:
             raise ToolchainNotFoundError(str(e)) from None
         toolchain = cls(platform, found.path, found.args)
         toolchain.include_dirs()  # a missing pto-isa stops the build here, not per kernel
+        toolchain.target_flags()  # so does a host machine the rule fixes no target for
         return toolchain
 
     @property
@@ -97,6 +98,27 @@ class Toolchain:
             raise ToolchainNotFoundError(str(e)) from None
         return (*roots, CPU_MODEL_INCLUDE_DIR) if self.platform.kind == "cpu_model" else roots
 
+    def target_flags(self) -> tuple[str, ...]:
+        """The flags that fix the CPU every compile and link targets (the rule's
+        `[compiler.target.<machine>]`, for this compiler's kind), so that an object is the
+        same bytes on every host of the machine whatever its CPU: zig's Clang would
+        otherwise compile for the host's CPU and glibc.  Empty where the rule fixes none;
+        a host machine or compiler kind it has no row for is an error naming the rule."""
+        settings = self.platform.compiler
+        if not settings.targets:
+            return ()
+        machine = os.uname().machine
+        kind = settings.python_module if settings.python_module and self.launcher_args \
+            == settings.python_module_args else (compiler_family(self.version()) or ("",))[0]
+        flags = settings.targets.get(machine, {}).get(kind)
+        if flags is None:
+            raise ToolchainNotFoundError(
+                f"platform {self.platform.name!r} fixes no target for a {kind or 'unknown'} "
+                f"compiler ({self.compiler}) on a {machine} host: add one to its build rule's "
+                f"[compiler.target.{machine}] table (build_rules/platforms/"
+                f"{self.platform.name}.toml)")
+        return flags
+
     @property
     def binary_suffix(self) -> str:
         """File suffix of a binary: ".so" on sim, ".o" on device."""
@@ -108,13 +130,13 @@ class Toolchain:
         a load or store outside its tensor is skipped and reported with the kernel's name)."""
         settings = self.platform.compiler
         if core_type is None:
-            return settings.flags + settings.orchestration_flags
+            return settings.flags + self.target_flags() + settings.orchestration_flags
         arch = self.platform.backend.device_arch.get(core_type)
         if arch is None:
             raise ValueError(f"unknown core type {core_type!r}; expected one of {CORE_TYPES}")
         debug = ("-DPTO_SIM_BOUNDS_CHECK=1",) if self.platform.is_sim and sim_debug() else ()
-        return settings.flags + tuple(f.replace("{arch}", arch) for f in settings.kernel_flags) \
-            + debug
+        return settings.flags + self.target_flags() \
+            + tuple(f.replace("{arch}", arch) for f in settings.kernel_flags) + debug
 
     def version(self) -> str:
         """First line of the compiler's `--version` (asked once per compiler per process)."""
@@ -167,8 +189,8 @@ class Toolchain:
             compiles.append(_step("compile", flags, [source], output, pch))
         if not link_flags:
             return tuple(compiles)
-        link = _step("link", [*self.command, *link_flags], [c.output for c in compiles],
-                     binary)
+        link = _step("link", [*self.command, *self.target_flags(), *link_flags],
+                     [c.output for c in compiles], binary)
         return (*compiles, link)
 
     def precompiled_header(self, include_dirs: Iterable[Path],
@@ -211,7 +233,8 @@ class Toolchain:
         return command
 
     def _flags_text(self) -> str:
-        roles = {"orchestration": self.flags(None), "link": self.platform.compiler.link_flags}
+        roles = {"orchestration": self.flags(None),
+                 "link": self.target_flags() + self.platform.compiler.link_flags}
         roles.update({core: self.flags(core) for core in CORE_TYPES})
         return json.dumps(roles, sort_keys=True)
 

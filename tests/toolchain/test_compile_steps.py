@@ -214,8 +214,8 @@ def test_a_cpu_model_kernel_compiles_its_launcher_which_includes_the_device_sour
         assert step.command[:len(toolchain.command)] == toolchain.command
         assert set(rule.flags) <= set(step.command) and "-shared" not in step.command
     assert "-D__CPU_SIM" in kernel[0].command and "-D__CPU_SIM" not in orchestration[0].command
-    assert kernel[1].command == (*toolchain.command, *rule.link_flags,
-                                 f"{name}.launch.o", "-o", f"{name}.so")
+    assert kernel[1].command == (*toolchain.command, *toolchain.target_flags(),
+                                 *rule.link_flags, f"{name}.launch.o", "-o", f"{name}.so")
 
 
 def test_a_cpu_model_kernel_loads_the_precompiled_header_of_its_compiler_flags_and_headers(
