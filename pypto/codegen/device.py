@@ -310,11 +310,54 @@ class _DeviceKernelBuilder:
             # set_validshape changes no data: the value's bytes, padding included, moved to
             # the result's tile, whose stores and partial views then take the new region.
             return [self._move(dst, src, s)]
-        if op.isa in ("treshape", "ttrans"):
-            raise LoweringError(f"pl.{call.op} has no device code yet", s.span,
-                                hint="use a simulator platform")
+        if op.isa == "treshape":
+            return self._reshape(dst, src, s)
+        if op.isa == "ttrans":
+            return self._transpose(dst, src, s)
         d, x = self.elementwise(dst), self.elementwise(src)
         return [self._instr(op.isa.upper(), [d, x], [x], [d], "PIPE_V")]
+
+    def _reshape(self, dst: Var, src: Var, s) -> list:
+        """pl.reshape: `TRESHAPE` gives a tile of the result's shape over the source's bytes
+        (pto-isa aliases them on every target: it points the view at the source), and
+        `TMOV` copies them into the result's own tile, where AllocateMemoryAddr placed it.
+        The copy is what keeps the allocator's model true: it frees the source's bytes
+        after their last use, which the alias would go on reading.  A reshape is the same
+        bytes in the same order only where both tiles are dense (row-major, every row whole
+        32-byte blocks); any other is an error at its line."""
+        for what, var in (("source", src), ("result", dst)):
+            _check_dense("pl.reshape", what, var.type, s)
+        d, x = self.tile(dst), self.tile(src)
+        key = ("reshape", x.ident)
+        if key not in d.views:
+            d.views[key] = _Tile(self._fresh(f"{d.ident}_of_{x.ident}"),
+                                 replace(dst.type, addr=src.type.addr), d.vrows, d.vcols)
+        view = d.views[key]
+        # TRESHAPE moves no data (a pointer on the device, no pipe); TMOV reads the bytes.
+        return [self._instr("TRESHAPE", [view, x], [], [], ""),
+                self._instr("TMOV", [d, view], [view], [d], "PIPE_V")]
+
+    def _transpose(self, dst: Var, src: Var, s) -> list:
+        """pl.transpose: `TTRANS` of the whole tile with a tmp tile in scratch UB of the
+        size pto-isa asks for ([cols, rows rounded up to 32] elements: its RowStride)."""
+        for what, var in (("source", src), ("result", dst)):
+            if tile_layout(var.type).col_major:
+                raise LoweringError(
+                    f"pl.transpose: the {what} is a [{var.type.shape[0]}, 1] column, which "
+                    "device code holds column-major; TTRANS takes row-major tiles", s.span,
+                    hint="transpose rows and tiles, not [R, 1] columns, on device platforms")
+        d, x = self.tile(dst), self.tile(src)
+        rows, cols = src.type.shape
+        tmp_type = replace(src.type, shape=(cols, -(-rows // 32) * 32), valid_shape=None)
+        tmp = self._scratch("trans_tmp", tmp_type, "pl.transpose", s)
+        if not d.access().overlaps(x.access()):
+            return [self._instr("TTRANS", [d, x, tmp], [x], [d, tmp], "PIPE_V")]
+        # In place (AllocateMemoryAddr gave the result the source's bytes): TTRANS reads
+        # what it has written, so it transposes into scratch above tmp, and TMOV copies.
+        out = self._scratch("trans_out", dst.type, "pl.transpose", s,
+                            above=tmp.access().end)
+        return [self._instr("TTRANS", [out, x, tmp], [x], [out, tmp], "PIPE_V"),
+                self._instr("TMOV", [d, out], [out], [d], "PIPE_V")]
 
     def _move(self, dst: Var, src: Var, s) -> Instr:
         """`TMOV` of `src`'s tile into `dst`'s (`pl.move`, or one tile variable assigned to
@@ -364,11 +407,12 @@ class _DeviceKernelBuilder:
                 self._instr("TMAXS", [m, m, _Ref("-1")], [m], [m], v),
                 self._instr("TAND", [m, m, bits], [m, bits], [m], v)], value
 
-    def _scratch(self, name: str, t: TileType, what: str, s) -> _Tile:
-        """A tile of type `t` in scratch UB: above every tile the allocator placed, so free
-        for the whole kernel (the instructions that use it run in order on the V pipe).
-        What does not fit the backend's Vec is an error at the statement `s`."""
-        start = -(-self.scratch_addr // 32) * 32
+    def _scratch(self, name: str, t: TileType, what: str, s, above: int = 0) -> _Tile:
+        """A tile of type `t` in scratch UB: above every tile the allocator placed (and
+        above the byte `above`, for a second scratch tile of one statement), so free for
+        the whole kernel (the instructions that use it run in order on the V pipe).  What
+        does not fit the backend's Vec is an error at the statement `s`."""
+        start = -(-max(self.scratch_addr, above) // 32) * 32
         end = start + tile_footprint(t)
         if self.vec_capacity is not None and end > self.vec_capacity:
             raise LoweringError(
@@ -544,6 +588,19 @@ def _static_trips(s: For) -> int | None:
     if all(isinstance(e, Const) for e in (s.start, s.stop, s.step)) and s.step.value > 0:
         return max(0, -(-(s.stop.value - s.start.value) // s.step.value))
     return None
+
+
+def _check_dense(what: str, role: str, t: TileType, s) -> None:
+    """Refuses, at `s`, a tile whose elements are not its bytes in row-major order."""
+    layout = tile_layout(t)
+    shape = (t.shape[0], t.shape[1] if len(t.shape) > 1 else 1)
+    if layout.col_major or (layout.rows, layout.cols) != shape:
+        per_block = 32 // t.dtype.itemsize
+        raise LoweringError(
+            f"{what}: the {role}, a {list(t.shape)} {t.dtype.name} tile, is not its elements "
+            f"in row-major order on the device (its rows are padded to whole 32-byte blocks "
+            f"or it is a column), so its bytes are not the reshape's", s.span,
+            hint=f"reshape tiles whose columns are a multiple of {per_block}")
 
 
 def _transpose(t: TileType) -> TileType:
