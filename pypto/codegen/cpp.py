@@ -40,6 +40,8 @@ from ..ir.visitor import IRVisitor, statements
 from .device import device_kernel
 from .environment import render
 from .expressions import (
+    CMP_MODES,
+    SWAPPED_CMP,
     declare_scalar,
     expr_model,
     kernel_statements,
@@ -77,8 +79,6 @@ def _param_models(fn: Function) -> list[dict]:
 
 # ----------------------------------------------------------------------------- kernels
 
-_CMP_MODES = ("EQ", "NE", "LT", "LE", "GT", "GE")
-_SWAPPED_CMP = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 
 
 def _tile_key(var: Var) -> tuple:
@@ -223,7 +223,7 @@ class _KernelBuilder(_StatementModels):
 
     def _form_compare(self, op, call, dst, s):
         a, b = call.args
-        mode = _CMP_MODES[call.attr("cmp_type")]
+        mode = CMP_MODES[call.attr("cmp_type")]
         model = {"kind": "compare", "dst": self.tile(dst), "mode": mode, "b": None,
                  "scalar": None}
         if isinstance(a.type, TileType) and isinstance(b.type, TileType):
@@ -232,7 +232,7 @@ class _KernelBuilder(_StatementModels):
             model.update(fn=op.isa_scalar, a=self.tile(a), scalar=expr_model(b))
         else:  # s OP x is x (mirrored OP) s
             model.update(fn=op.isa_rscalar, a=self.tile(b), scalar=expr_model(a),
-                         mode=_SWAPPED_CMP[mode])
+                         mode=SWAPPED_CMP[mode])
         return model
 
     def _form_select(self, op, call, dst, s):
@@ -324,7 +324,7 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     if platform is None or not platform.device_code:
         return kernel_source(fn)
     _refuse_transfers(fn, platform)
-    kernel = device_kernel(fn, platform.backend.capacities["Vec"])
+    kernel = device_kernel(fn, platform.backend.capacities["Vec"], platform.backend.name)
     launch = ""
     if platform.kind == "cpu_model":
         model = {"name": symbol(fn.name, device_code=True), "params": _param_models(fn),

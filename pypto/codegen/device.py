@@ -24,6 +24,8 @@ from ..ir.ops import get_op
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from .environment import render
 from .expressions import (
+    CMP_MODES,
+    SWAPPED_CMP,
     declare_scalar,
     expr_model,
     ident,
@@ -39,7 +41,7 @@ _ELEM = {
     DataType.FP32: "float", DataType.FP16: "half", DataType.BF16: "bfloat16_t",
     DataType.INT8: "int8_t", DataType.INT16: "int16_t", DataType.INT32: "int32_t",
     DataType.INT64: "int64_t", DataType.UINT8: "uint8_t", DataType.UINT16: "uint16_t",
-    DataType.UINT32: "uint32_t",
+    DataType.UINT32: "uint32_t", DataType.BOOL: "uint8_t",  # a BOOL is a byte, 0 or 1
 }
 _ROUND = {"none": "CAST_NONE", "rint": "CAST_RINT", "round": "CAST_ROUND",
           "floor": "CAST_FLOOR", "ceil": "CAST_CEIL", "trunc": "CAST_TRUNC", "odd": "CAST_ODD"}
@@ -101,9 +103,10 @@ class _Tile:
 class _DeviceKernelBuilder:
     """Builds the device template's model of one InCore function."""
 
-    def __init__(self, fn: Function, vec_capacity: int | None = None):
+    def __init__(self, fn: Function, vec_capacity: int | None = None, backend: str = ""):
         self.fn = fn
         self.vec_capacity = vec_capacity  # the backend's UB bytes (None: not checked)
+        self.backend = backend  # its name ("Ascend910B"; "": none named)
         self.scratch_addr = _vec_high_water(fn.body)  # free UB above every tile
         self.params = {p.var.name: p.var.type for p in fn.params}
         self.tiles: dict[tuple, _Tile] = {}
@@ -519,10 +522,69 @@ class _DeviceKernelBuilder:
         return []
 
     def _form_compare(self, op, call, dst, s):
-        raise LoweringError("pl.cmp has no device code yet (pto-isa's TCMP writes a bit mask)",
-                            s.span, hint="use a simulator platform")
+        """pl.cmp into a BOOL tile, a byte (0 or 1) per element, where pto-isa's `TCMP` /
+        `TCMPS` write a bit per element: on A2/A3 the compare writes its bit mask into
+        scratch UB, `TSEL` picks FP16 ones and zeros by it (what A2/A3's `vsel` reads:
+        the bits of a row in order, up to 128 a row) and `TCVT` makes them bytes.  Which
+        compares, shapes and backends this covers: `_check_compare`."""
+        a, b = call.args
+        mode = CMP_MODES[call.attr("cmp_type")]
+        x_var, scalar = (a, b) if isinstance(a.type, TileType) else (b, a)
+        if x_var is b:  # s OP x is x (mirrored OP) s
+            mode = SWAPPED_CMP[mode]
+        self._check_compare(x_var.type, mode, s)
+        rows, cols = dst.type.shape
+        x, d = self.tile(x_var), self.tile(dst)
+        mask_type = TileType((rows, -(-cols // 8 // 32) * 32), DataType.UINT8, MemorySpace.Vec)
+        mask = self.view(self._scratch("cmp_mask", mask_type, "pl.cmp", s), rows, cols // 8,
+                         None)
+        tmp = self._scratch("cmp_tmp", TileType((1, 16), DataType.UINT32, MemorySpace.Vec),
+                            "pl.cmp", s, above=mask.access().end)
+        half = TileType((rows, cols), DataType.FP16, MemorySpace.Vec)
+        ones = self._scratch("cmp_ones", half, "pl.cmp", s, above=tmp.access().end)
+        zeros = self._scratch("cmp_zeros", half, "pl.cmp", s, above=ones.access().end)
+        cmp_mode = _Ref(f"CmpMode::{mode}")
+        if isinstance(scalar.type, TileType):
+            y = self.tile(scalar)
+            compare = self._instr("TCMP", [mask, x, y, cmp_mode], [x, y], [mask], "PIPE_V")
+        else:
+            value = self._scalar_operand(scalar, x_var.type.dtype)
+            compare = self._instr("TCMPS", [mask, x, value, cmp_mode], [x], [mask], "PIPE_V")
+        v = "PIPE_V"
+        return [compare,
+                self._instr("TEXPANDS", [ones, _Ref("1")], [], [ones], v),
+                self._instr("TEXPANDS", [zeros, _Ref("0")], [], [zeros], v),
+                self._instr("TSEL", [ones, mask, ones, zeros, tmp], [mask, ones, zeros],
+                            [ones, tmp], v),
+                self._instr("TCVT", [d, ones, _Ref("RoundMode::CAST_RINT")], [ones], [d], v)]
 
-    _form_select = _form_compare
+    def _check_compare(self, t: TileType, mode: str, s) -> None:
+        """Refuses, at `s`, a pl.cmp device code cannot make bytes of on this backend."""
+        def refuse(why: str, hint: str):
+            return LoweringError(f"pl.cmp on device platforms: {why}", s.span, hint=hint)
+
+        if self.backend != "Ascend910B":
+            # pto-isa's CPU model reads a TSEL mask a byte at a time whatever its type, A5's
+            # TCMP and TSEL a 32-bit word at a time: no mask tile is right on both.
+            raise refuse(f"the {self.backend or 'unnamed'} backend's compare masks are "
+                         "32-bit words, which pto-isa's CPU model of TSEL reads as bytes, so "
+                         "no device code for it can be proven here",
+                         "use the a2a3 platforms or a simulator platform")
+        if t.dtype not in (DataType.FP16, DataType.FP32, DataType.INT32):
+            raise refuse(f"A2/A3's TCMP compares FP16, FP32 and INT32 tiles, not "
+                         f"{t.dtype.name}", "pl.cast the operands first")
+        if t.dtype is DataType.INT32 and mode not in ("EQ", "NE"):
+            raise refuse(f"A2/A3's TCMP compares INT32 tiles for equality only, not {mode}",
+                         "pl.cast the operands to FP32 first")
+        cols = t.shape[1] if len(t.shape) > 1 else 1
+        if cols % 8 or cols > 128:
+            raise refuse(f"a tile of {cols} columns: A2/A3's TSEL takes a mask of whole "
+                         "bytes, at most 128 bits a row", "compare tiles of 8, 16, ..., 128 "
+                         "columns")
+
+    def _form_select(self, op, call, dst, s):
+        raise LoweringError("pl.sel has no device code yet (pto-isa's TSEL takes a bit mask, "
+                            "a BOOL tile holds bytes)", s.span, hint="use a simulator platform")
 
 
 # A float's bits as an integer: (its type, |x|'s bits mask, +inf's bits).
@@ -689,10 +751,13 @@ class DeviceKernel:
     on_chip: dict[str, int]  # bytes each on-chip space's tiles reach (their footprints)
 
 
-def device_kernel(fn: Function, vec_capacity: int | None = None) -> DeviceKernel:
+def device_kernel(fn: Function, vec_capacity: int | None = None,
+                  backend: str = "") -> DeviceKernel:
     """The PTO-ISA C++ of one lowered InCore function, synchronised; `vec_capacity` (the
-    backend's UB bytes) bounds the scratch a float-to-integer cast's NaN guard takes."""
-    builder = _DeviceKernelBuilder(fn, vec_capacity)
+    backend's UB bytes) bounds the scratch instructions take (a float-to-integer cast's
+    NaN guard, ...), and `backend` (its name) says which form an instruction takes where
+    backends differ (pl.cmp)."""
+    builder = _DeviceKernelBuilder(fn, vec_capacity, backend)
     body = insert_pipe_sync(builder.body(fn.body))
     tiles = []
     for tile in sorted(builder.tiles.values(), key=lambda t: t.ident):

@@ -170,3 +170,9 @@ def operator_form(builder, call, stmt) -> tuple[OpDef, Callable]:
         raise LoweringError(f"pl.{call.op} cannot be emitted in a kernel", stmt.span,
                             hint="use it inside a pl.at block or an orchestration function")
     return op, form
+
+
+# pl.cmp's cmp_type codes as pto-isa's CmpMode names (the sim's too), and each mode with its
+# operands swapped (s OP x is x OP' s).
+CMP_MODES = ("EQ", "NE", "LT", "LE", "GT", "GE")
+SWAPPED_CMP = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
