@@ -22,6 +22,7 @@ from ..ir.layout import tile_footprint, tile_layout
 from ..ir.nodes import Assign, Call, Const, For, Function, Var
 from ..ir.ops import get_op
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
+from ..ir.visitor import statements
 from .environment import render
 from .expressions import (
     CMP_MODES,
@@ -34,7 +35,7 @@ from .expressions import (
     scalar_ctype,
 )
 from .identifiers import value_idents
-from .pipe_sync import Access, Flag, Instr, Loop, insert_pipe_sync
+from .pipe_sync import Access, Instr, Loop, insert_pipe_sync, template_models
 
 # Element types of pto-isa (FP8 types exist only on A5 builds of pto-isa; not emitted yet).
 _ELEM = {
@@ -180,12 +181,13 @@ class _DeviceKernelBuilder:
     # -- statements
 
     def body(self, stmts) -> list:
-        def loop(s: For) -> list:
-            return [Loop(self.body(s.body), _static_trips(s), {
-                "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
-                "stop": expr_model(s.stop), "step": expr_model(s.step)})]
+        return [node for nodes in kernel_statements(stmts, self.loop, self.assign)
+                for node in nodes]
 
-        return [node for nodes in kernel_statements(stmts, loop, self.assign) for node in nodes]
+    def loop(self, s: For) -> list:
+        return [Loop(self.body(s.body), _static_trips(s), {
+            "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
+            "stop": expr_model(s.stop), "step": expr_model(s.step)})]
 
     def assign(self, s: Assign) -> list:
         (dst,) = s.targets
@@ -596,16 +598,10 @@ _FLOAT_BITS = {DataType.FP16: (DataType.INT16, "0x7fff", "0x7c00"),
 def _vec_high_water(stmts) -> int:
     """The end of the highest Vec tile the allocator placed in `stmts`: UB above it is
     free for the whole kernel."""
-    end = 0
-    for s in stmts:
-        if isinstance(s, For):
-            end = max(end, _vec_high_water(s.body))
-        elif isinstance(s, Assign):
-            for var in s.targets:
-                t = var.type
-                if isinstance(t, TileType) and t.memory is MemorySpace.Vec and t.addr is not None:
-                    end = max(end, t.addr + tile_footprint(t))
-    return end
+    ends = [t.addr + tile_footprint(t) for s in statements(stmts) if isinstance(s, Assign)
+            for t in (var.type for var in s.targets)
+            if isinstance(t, TileType) and t.memory is MemorySpace.Vec and t.addr is not None]
+    return max(ends, default=0)
 
 
 @dataclass(frozen=True)
@@ -674,16 +670,8 @@ def _transposed_operands(stmts) -> set[tuple]:
     """The (name, type) keys of the tiles device code declares transposed: each transposed
     matmul operand (`a_trans` / `b_trans`) and, back through `pl.move`, the Mat tile it was
     loaded into, which TLOAD fills from a column-major (Layout::DN) view of the tensor."""
-    assigns = []
-
-    def walk(body) -> None:
-        for s in body:
-            if isinstance(s, For):
-                walk(s.body)
-            elif isinstance(s, Assign) and isinstance(s.value, (Call, Var)):
-                assigns.append(s)
-
-    walk(stmts)
+    assigns = [s for s in statements(stmts)
+               if isinstance(s, Assign) and isinstance(s.value, (Call, Var))]
     marked: set[tuple] = set()
     for s in reversed(assigns):
         _mark_transposed(s, marked)
@@ -725,20 +713,6 @@ def _check_transposable(operand: Var, s) -> None:
             hint="use FP16, BF16 or FP32 operands, or transpose the tensor before loading it")
 
 
-def _models(nodes) -> list[dict]:
-    """The template's statement models of a synchronised body."""
-    out = []
-    for node in nodes:
-        if isinstance(node, Loop):
-            out.append({**node.payload, "body": _models(node.body)})
-        elif isinstance(node, Flag):
-            out.append({"kind": "flag", "op": "set_flag" if node.op == "set" else "wait_flag",
-                        "src": node.src, "dst": node.dst, "event": node.event})
-        else:
-            out.append(node.payload)
-    return out
-
-
 @dataclass(frozen=True)
 class DeviceKernel:
     """A kernel's device source and the synchronised body it was rendered from (for the
@@ -772,7 +746,7 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
                    for i, p in enumerate(fn.params)],
         "tiles": tiles,
         "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
-        "body": _models(body),
+        "body": template_models(body),
         "saturates": builder.saturates,
         "col_sum_tree": builder.col_sum_tree,
     }

@@ -348,6 +348,22 @@ def _blocks(body: list[Node]):
             yield from _blocks(node.body)
 
 
+def template_models(nodes) -> list[dict]:
+    """The device template's statement models of a synchronised body: each instruction's
+    payload, each loop's with the models of its body, each flag as `set_flag` /
+    `wait_flag` of its pipe pair and event."""
+    out = []
+    for node in nodes:
+        if isinstance(node, Loop):
+            out.append({**node.payload, "body": template_models(node.body)})
+        elif isinstance(node, Flag):
+            out.append({"kind": "flag", "op": "set_flag" if node.op == "set" else "wait_flag",
+                        "src": node.src, "dst": node.dst, "event": node.event})
+        else:
+            out.append(node.payload)
+    return out
+
+
 def insert_pipe_sync(body: list[Node]) -> list[Node]:
     """`body` with the flag pairs its cross-pipe dependencies need (see the module
     docstring).  Raises InternalError when the verifier still finds a problem afterwards."""
