@@ -7,14 +7,13 @@ import re
 
 import pytest
 import torch
-from cpu_models import toolchain_or_skip
+from cpu_models import outputs_agreeing_with_the_simulator
 
 import pypto.language as pl
 from pypto.codegen.device import device_kernel
-from pypto.compiler import CompileOptions, build_program, lower
+from pypto.compiler import lower
 from pypto.ir.types import FunctionType
 from pypto.platform import get_platform
-from pypto.runtime import load_artifact
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
 
@@ -53,16 +52,8 @@ def test_xor_passes_a_tmp_tile_of_its_result_type_above_every_placed_tile():
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 def test_xor_on_the_cpu_model_is_the_simulators(platform):
-    toolchain_or_skip(platform)
-    program = xors.frontend(*_arguments())
-    results = []
-    for target in (platform, platform.replace("cpu", "sim")):
-        args = _arguments()
-        load_artifact(build_program(program, CompileOptions(platform=target))).run(args)
-        results.append(args[3:])
-    for got, want in zip(*results, strict=True):
-        assert torch.equal(got, want)
+    both, scalar, first, wide = outputs_agreeing_with_the_simulator(
+        xors, _arguments, 3, platform)
     a, b, c = _arguments()[:3]
-    both, scalar, first, wide = results[0]
     assert torch.equal(both, a ^ b) and torch.equal(scalar, a ^ 0x5A5A)
     assert torch.equal(first, ~b) and torch.equal(wide, c ^ 0x0F0F0F0F)

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from cpu_models import toolchain_or_skip
+from cpu_models import outputs_agreeing_with_the_simulator
 
 import pypto.language as pl
 from pypto.codegen.device import device_kernel
-from pypto.compiler import CompileOptions, build_program, lower
+from pypto.compiler import lower
 from pypto.ir import LoweringError
 from pypto.ir.types import FunctionType
 from pypto.platform import get_platform
-from pypto.runtime import load_artifact
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
 
@@ -105,17 +104,9 @@ def test_a_compare_is_refused_at_its_line_where_device_code_cannot_make_bytes_of
 # Slow: a CPU-model build and a simulator build.
 @pytest.mark.slow
 def test_compares_on_the_a2a3_cpu_model_are_the_simulators_bytes():
-    toolchain_or_skip("a2a3cpu")
-    program = compares.frontend(*_arguments())
-    results = []
-    for target in ("a2a3cpu", "a2a3sim"):
-        args = _arguments()
-        load_artifact(build_program(program, CompileOptions(platform=target))).run(args)
-        results.append(args[5:])
-    for got, want in zip(*results, strict=True):
-        assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
+    lt, ne, ge_s, s_gt, eq_i, ne_i = outputs_agreeing_with_the_simulator(
+        compares, _arguments, 5, "a2a3cpu")
     a, b, h, i, j = _arguments()[:5]
-    lt, ne, ge_s, s_gt, eq_i, ne_i = results[0]
     assert torch.equal(lt, a < b) and torch.equal(ne, a != b)
     assert torch.equal(ge_s, h >= 0.5) and torch.equal(s_gt, a < 0.25)
     assert torch.equal(eq_i, i == j) and torch.equal(ne_i, i != 3)

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from cpu_models import toolchain_or_skip
+from cpu_models import outputs_agreeing_with_the_simulator
 
 import pypto.language as pl
 from pypto.codegen.device import device_kernel
-from pypto.compiler import CompileOptions, build_program, lower
+from pypto.compiler import lower
 from pypto.ir import LoweringError
 from pypto.ir.types import FunctionType
 from pypto.platform import get_platform
-from pypto.runtime import load_artifact
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
 
@@ -95,17 +94,9 @@ def test_a_reshape_of_tiles_whose_rows_are_padded_is_refused_at_its_line():
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 def test_reshape_and_transpose_on_the_cpu_model_are_the_simulators(platform):
-    toolchain_or_skip(platform)
-    program = movements.frontend(*_arguments())
-    results = []
-    for target in (platform, platform.replace("cpu", "sim")):
-        args = _arguments()
-        load_artifact(build_program(program, CompileOptions(platform=target))).run(args)
-        results.append(args[5:])
-    for got, want in zip(*results, strict=True):
-        assert torch.equal(got, want)
+    outputs = outputs_agreeing_with_the_simulator(movements, _arguments, 5, platform)
+    reshaped, reshaped_h, transposed, transposed_s, square, narrow = outputs
     x, h, s, q, n = _arguments()[:5]
-    reshaped, reshaped_h, transposed, transposed_s, square, narrow = results[0]
     assert torch.equal(reshaped, x.reshape(32, 16) + 1.0)
     assert torch.equal(reshaped_h, h.reshape(64, 16))
     assert torch.equal(transposed, x.T) and torch.equal(transposed_s, s.T)

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from cpu_models import toolchain_or_skip
+from cpu_models import outputs_agreeing_with_the_simulator
 
 import pypto.language as pl
 from pypto.codegen.device import device_kernel
-from pypto.compiler import CompileOptions, build_program, lower
+from pypto.compiler import lower
 from pypto.ir.types import FunctionType
 from pypto.platform import get_platform
-from pypto.runtime import load_artifact
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
 
@@ -50,17 +49,9 @@ def test_max_and_min_with_the_scalar_first_are_their_scalar_forms():
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 def test_scalar_first_operators_on_the_cpu_model_are_the_simulators(platform):
-    toolchain_or_skip(platform)
-    program = scalar_first.frontend(*_arguments())
-    results = []
-    for target in (platform, platform.replace("cpu", "sim")):
-        args = _arguments()
-        load_artifact(build_program(program, CompileOptions(platform=target))).run(args)
-        results.append(args[2:])
-    for got, want in zip(*results, strict=True):
-        assert torch.equal(got, want)
+    hi, lo, less, over, ihi = outputs_agreeing_with_the_simulator(
+        scalar_first, _arguments, 2, platform)
     x, n = _arguments()[:2]
-    hi, lo, less, over, ihi = results[0]
     assert torch.equal(hi, x.clamp(min=0.25)) and torch.equal(lo, x.clamp(max=-0.5))
     assert torch.equal(less, 3.0 - x) and torch.equal(over, 2.0 / x)
     assert torch.equal(ihi, n.clamp(min=7))

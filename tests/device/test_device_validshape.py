@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from cpu_models import toolchain_or_skip
+from cpu_models import outputs_agreeing_with_the_simulator
 
 import pypto.language as pl
 from pypto.codegen.device import device_kernel
-from pypto.compiler import CompileOptions, build_program, lower
+from pypto.compiler import lower
 from pypto.ir.types import FunctionType
 from pypto.platform import get_platform
-from pypto.runtime import load_artifact
 
 # A 16 x 64 FP32 tile is narrower than A2/A3 likes: its row-width hint is expected.
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
@@ -44,16 +43,8 @@ def test_set_validshape_is_a_move_of_the_whole_tile():
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 def test_set_validshape_on_the_cpu_model_is_the_simulators(platform):
-    toolchain_or_skip(platform)
-    program = widened.frontend(*_arguments())
-    results = []
-    for target in (platform, platform.replace("cpu", "sim")):
-        args = _arguments()
-        load_artifact(build_program(program, CompileOptions(platform=target))).run(args)
-        results.append(args[1:])
-    for got, want in zip(*results, strict=True):
-        assert torch.equal(got, want)
+    maxima, whole = outputs_agreeing_with_the_simulator(
+        widened, _arguments, 1, platform)
     x = _arguments()[0]
-    maxima, whole = results[0]
     assert torch.equal(maxima, x.amax(dim=1, keepdim=True))
     assert torch.equal(whole[:, :48], x) and (whole[:, 48:] == float("-inf")).all()
