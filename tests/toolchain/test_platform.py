@@ -199,6 +199,23 @@ def test_malformed_build_rule_names_file_and_key(tmp_path, monkeypatch):
         get_platform("a2a3sim")
 
 
+def test_cpu_model_rules_fix_a_target_per_machine_and_compiler_kind():
+    targets = get_platform("a5cpu").compiler.targets
+    assert targets["x86_64"]["ziglang"] == ("-target", "x86_64-linux-gnu.2.31", "-mcpu=baseline")
+    assert targets["x86_64"]["gcc"] == ("-march=x86-64", "-mtune=generic")
+    assert set(targets) == {"x86_64", "aarch64"} and get_platform("a5sim").compiler.targets == {}
+
+
+def test_a_malformed_target_row_names_file_and_key(tmp_path, monkeypatch):
+    rules = _copy_rules(tmp_path, monkeypatch)
+    path = rules / "platforms" / "a2a3cpu.toml"
+    path.write_text(path.read_text().replace('gcc = ["-march=armv8-a", "-mtune=generic"]',
+                                             'gcc = "-march=armv8-a"'))
+    with pytest.raises(BuildRuleError,
+                       match=r"a2a3cpu\.toml: 'compiler\.target\.aarch64\.gcc' must be a list"):
+        get_platform("a2a3cpu")
+
+
 def test_missing_capacity_is_reported(tmp_path, monkeypatch):
     rules = _copy_rules(tmp_path, monkeypatch)
     path = rules / "backends" / "Ascend950.toml"
