@@ -528,21 +528,25 @@ class _DeviceKernelBuilder:
         `TCMPS` write a bit per element: on A2/A3 the compare writes its bit mask into
         scratch UB, `TSEL` picks FP16 ones and zeros by it (what A2/A3's `vsel` reads:
         the bits of a row in order, up to 128 a row) and `TCVT` makes them bytes.  Which
-        compares, shapes and backends this covers: `_check_compare`."""
+        compares, shapes and backends this covers: `_check_mask`."""
         a, b = call.args
         mode = CMP_MODES[call.attr("cmp_type")]
         x_var, scalar = (a, b) if isinstance(a.type, TileType) else (b, a)
         if x_var is b:  # s OP x is x (mirrored OP) s
             mode = SWAPPED_CMP[mode]
-        self._check_compare(x_var.type, mode, s)
-        rows, cols = dst.type.shape
+        t = x_var.type
+        self._check_mask("pl.cmp", t, s, 128)
+        if t.dtype not in (DataType.FP16, DataType.FP32, DataType.INT32):
+            raise LoweringError(f"pl.cmp on device platforms: A2/A3's TCMP compares FP16, FP32 "
+                                f"and INT32 tiles, not {t.dtype.name}", s.span,
+                                hint="pl.cast the operands first")
+        if t.dtype is DataType.INT32 and mode not in ("EQ", "NE"):
+            raise LoweringError(f"pl.cmp on device platforms: A2/A3's TCMP compares INT32 "
+                                f"tiles for equality only, not {mode}", s.span,
+                                hint="pl.cast the operands to FP32 first")
         x, d = self.tile(x_var), self.tile(dst)
-        mask_type = TileType((rows, -(-cols // 8 // 32) * 32), DataType.UINT8, MemorySpace.Vec)
-        mask = self.view(self._scratch("cmp_mask", mask_type, "pl.cmp", s), rows, cols // 8,
-                         None)
-        tmp = self._scratch("cmp_tmp", TileType((1, 16), DataType.UINT32, MemorySpace.Vec),
-                            "pl.cmp", s, above=mask.access().end)
-        half = TileType((rows, cols), DataType.FP16, MemorySpace.Vec)
+        mask, tmp = self._mask_scratch("cmp", dst.type, s)
+        half = replace(dst.type, dtype=DataType.FP16, valid_shape=None)
         ones = self._scratch("cmp_ones", half, "pl.cmp", s, above=tmp.access().end)
         zeros = self._scratch("cmp_zeros", half, "pl.cmp", s, above=ones.access().end)
         cmp_mode = _Ref(f"CmpMode::{mode}")
@@ -550,7 +554,7 @@ class _DeviceKernelBuilder:
             y = self.tile(scalar)
             compare = self._instr("TCMP", [mask, x, y, cmp_mode], [x, y], [mask], "PIPE_V")
         else:
-            value = self._scalar_operand(scalar, x_var.type.dtype)
+            value = self._scalar_operand(scalar, t.dtype)
             compare = self._instr("TCMPS", [mask, x, value, cmp_mode], [x], [mask], "PIPE_V")
         v = "PIPE_V"
         return [compare,
@@ -560,33 +564,57 @@ class _DeviceKernelBuilder:
                             [ones, tmp], v),
                 self._instr("TCVT", [d, ones, _Ref("RoundMode::CAST_RINT")], [ones], [d], v)]
 
-    def _check_compare(self, t: TileType, mode: str, s) -> None:
-        """Refuses, at `s`, a pl.cmp device code cannot make bytes of on this backend."""
-        def refuse(why: str, hint: str):
-            return LoweringError(f"pl.cmp on device platforms: {why}", s.span, hint=hint)
+    def _form_select(self, op, call, dst, s):
+        """pl.sel by a BOOL tile of bytes: on A2/A3 `TCVT` makes the bytes FP16 0 / 1,
+        `TCMPS` (NE 0) the bit mask `TSEL` reads, and `TSEL` picks (A2/A3's `vsel` reads
+        up to 128 bits a row for 16-bit elements, 64 for 32-bit ones)."""
+        mask_var, a, b = call.args
+        t = a.type
+        if t.dtype.itemsize not in (2, 4):
+            raise LoweringError(f"pl.sel on device platforms: A2/A3's TSEL selects 16- and "
+                                f"32-bit elements, not {t.dtype.name}", s.span,
+                                hint="pl.cast the operands first")
+        self._check_mask("pl.sel", t, s, 128 if t.dtype.itemsize == 2 else 64)
+        m, x, y, d = (self.tile(var) for var in (mask_var, a, b, dst))
+        mask, tmp = self._mask_scratch("sel", dst.type, s)
+        half = self._scratch("sel_half", replace(dst.type, dtype=DataType.FP16, valid_shape=None),
+                             "pl.sel", s, above=tmp.access().end)
+        v = "PIPE_V"
+        return [self._instr("TCVT", [half, m, _Ref("RoundMode::CAST_RINT")], [m], [half], v),
+                self._instr("TCMPS", [mask, half, _Ref("0"), _Ref("CmpMode::NE")], [half],
+                            [mask], v),
+                self._instr("TSEL", [d, mask, x, y, tmp], [mask, x, y], [d, tmp], v)]
 
+    def _check_mask(self, what: str, t: TileType, s, most: int) -> None:
+        """Refuses, at `s`, a mask device code cannot make or read on this backend: on any
+        but A2/A3, and of rows not whole bytes or longer than `most` bits (what A2/A3's
+        TSEL reads of a row for these elements)."""
         if self.backend != "Ascend910B":
             # pto-isa's CPU model reads a TSEL mask a byte at a time whatever its type, A5's
             # TCMP and TSEL a 32-bit word at a time: no mask tile is right on both.
-            raise refuse(f"the {self.backend or 'unnamed'} backend's compare masks are "
-                         "32-bit words, which pto-isa's CPU model of TSEL reads as bytes, so "
-                         "no device code for it can be proven here",
-                         "use the a2a3 platforms or a simulator platform")
-        if t.dtype not in (DataType.FP16, DataType.FP32, DataType.INT32):
-            raise refuse(f"A2/A3's TCMP compares FP16, FP32 and INT32 tiles, not "
-                         f"{t.dtype.name}", "pl.cast the operands first")
-        if t.dtype is DataType.INT32 and mode not in ("EQ", "NE"):
-            raise refuse(f"A2/A3's TCMP compares INT32 tiles for equality only, not {mode}",
-                         "pl.cast the operands to FP32 first")
+            raise LoweringError(
+                f"{what} on device platforms: the {self.backend or 'unnamed'} backend's "
+                "compare masks are 32-bit words, which pto-isa's CPU model of TSEL reads as "
+                "bytes, so no device code for it can be proven here", s.span,
+                hint="use the a2a3 platforms or a simulator platform")
         cols = t.shape[1] if len(t.shape) > 1 else 1
-        if cols % 8 or cols > 128:
-            raise refuse(f"a tile of {cols} columns: A2/A3's TSEL takes a mask of whole "
-                         "bytes, at most 128 bits a row", "compare tiles of 8, 16, ..., 128 "
-                         "columns")
+        if cols % 8 or cols > most:
+            raise LoweringError(
+                f"{what} on device platforms: a tile of {cols} columns: A2/A3's TSEL takes a "
+                f"mask of whole bytes, at most {most} bits a row here", s.span,
+                hint=f"use tiles of 8, 16, ..., {most} columns")
 
-    def _form_select(self, op, call, dst, s):
-        raise LoweringError("pl.sel has no device code yet (pto-isa's TSEL takes a bit mask, "
-                            "a BOOL tile holds bytes)", s.span, hint="use a simulator platform")
+    def _mask_scratch(self, what: str, t: TileType, s) -> tuple[_Tile, _Tile]:
+        """Scratch for a bit mask of the [rows, cols] tile type `t` (a 32-byte row each,
+        `cols / 8` bytes of it valid) and the uint32 tmp tile A2/A3's TSEL copies a row's
+        mask into."""
+        rows, cols = t.shape
+        mask_type = TileType((rows, 32), DataType.UINT8, MemorySpace.Vec)
+        mask = self.view(self._scratch(f"{what}_mask", mask_type, f"pl.{what}", s), rows,
+                         cols // 8, None)
+        tmp = self._scratch(f"{what}_tmp", TileType((1, 16), DataType.UINT32, MemorySpace.Vec),
+                            f"pl.{what}", s, above=mask.access().end)
+        return mask, tmp
 
 
 # A float's bits as an integer: (its type, |x|'s bits mask, +inf's bits).
