@@ -80,7 +80,6 @@ def _param_models(fn: Function) -> list[dict]:
 # ----------------------------------------------------------------------------- kernels
 
 
-
 def _tile_key(var: Var) -> tuple:
     t = var.type
     return (var.name, t.shape, t.dtype, t.memory)
