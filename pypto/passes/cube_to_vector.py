@@ -114,8 +114,7 @@ class _Allocations(IRMutator):
         if call.blocks is not None:
             raise LoweringError(
                 f"`{call.callee}` moves a Mat tile to Vec (from the cube unit to the vector unit) "
-                "and is "
-                "dispatched as several blocks, which would share its transfer buffer",
+                "and is dispatched as several blocks, which would share its transfer buffer",
                 self.scratch[call.callee][0].span,
                 hint="dispatch it as one block")
         created = []
