@@ -30,7 +30,7 @@ from ..ir.nodes import (
     Return,
     Var,
 )
-from ..ir.ops import get_op
+from ..ir.ops import get_op, make_call
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor, defs, exposed_uses, uses
 from .cube_vector import crossing_values, unit_of
@@ -385,11 +385,8 @@ def _task_attributes(scope: AtScope, inputs: dict[str, Var]) -> dict:
 
 
 def _create_tensor(var: Var) -> Call:
-    op = get_op("create_tensor")
     assert isinstance(var.type, TensorType)  # only tensors leave a block
-    attrs = {"shape": var.type.shape, "dtype": var.type.dtype}
-    return Call("create_tensor", (), tuple(sorted(attrs.items())), op.infer((), attrs, var.span),
-                var.span)
+    return make_call("create_tensor", span=var.span, shape=var.type.shape, dtype=var.type.dtype)
 
 
 def _write_into(var: Var, stmt: Assign) -> Assign:
