@@ -32,6 +32,7 @@ from ..ir.ops import get_op
 from ..ir.printer import scalar_operator
 from ..ir.types import TaskIdType, TensorType, TileType
 from ..ir.visitor import IRVisitor
+from ..passes.derive_call_directions import entry_inputs_written
 from . import torch_runtime
 
 
@@ -47,11 +48,12 @@ def torch_codegen(program_or_function: Program | Function, *, check_shapes: bool
         raise TypeError("torch_codegen takes an ir.Program or an ir.Function, got "
                         f"{type(program_or_function).__name__}")
     builder = _Builder(check_shapes)
-    model = {
-        "name": program.name,
-        "entry": program.entry,
-        "functions": [builder.function(f) for f in program.functions],
-    }
+    functions = [builder.function(f) for f in program.functions]
+    for model_fn in functions:
+        if model_fn["name"] == program.entry:
+            # A written In tensor: the device writes its own copy; the caller's is unchanged.
+            model_fn["copies"] = sorted(entry_inputs_written(program))
+    model = {"name": program.name, "entry": program.entry, "functions": functions}
     return render("torch_program.py.j2", m=model)
 
 
@@ -103,6 +105,7 @@ class _Builder(IRVisitor):
             "name": fn.name,
             "kind": fn.func_type.name,
             "params": [p.var.name for p in fn.params],
+            "copies": [],
             "body": self.body(fn.body),
         }
 

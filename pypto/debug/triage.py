@@ -12,7 +12,8 @@ the first step whose answer explains the difference:
    variation, or a race `detect_races=True` reports, is an ordering bug: triage goes
    straight to step 5, since pass dumps cannot explain it.
 3. Does a recompile at ROUNDTRIP verification with every diagnostic on report a
-   verification error, or a warning that explains wrong values (`OutParamWriteDropped`)?
+   verification error, or a warning that explains wrong values (`OutParamWriteDropped`,
+   `InputParamWritten`)?
 4. Does `validate_pass_dumps` find a pass dump that leaves tolerance?  It names the pass.
 5. Dumps (`enable_dump_args=2`): for an ordering bug, the first task whose tensors differ
    between a good and a bad seed; otherwise the first task whose device results differ
@@ -69,7 +70,8 @@ HONEST_ROUNDINGS = 4
 """Step 1's tolerance: this many unit roundoffs of the least precise float (2 ulps)."""
 LASTBIT_ULPS = 16
 """Step 2: run-to-run variation within this many ulps of the output's scale is last-bit."""
-EXPLAINING_CHECKS = frozenset({DiagnosticCheck.OutParamWriteDropped})
+EXPLAINING_CHECKS = frozenset({DiagnosticCheck.OutParamWriteDropped,
+                               DiagnosticCheck.InputParamWritten})
 """Step 3: warnings that by themselves explain wrong output values."""
 DEFAULT_TOLERANCE = Tolerance(1e-5, 1e-5, "RunConfig rtol/atol defaults")
 

@@ -38,6 +38,7 @@ class DiagnosticCheck(enum.Enum):
     UnusedVariable = "UnusedVariable"
     UnusedControlFlowResult = "UnusedControlFlowResult"
     OutParamWriteDropped = "OutParamWriteDropped"
+    InputParamWritten = "InputParamWritten"
     TileInnermostDimGranularity = "TileInnermostDimGranularity"
     GoldenToleranceTooTight = "GoldenToleranceTooTight"
 

@@ -153,13 +153,16 @@ class JitFunction:
         return build_program(self, list(arg_types))
 
     def lower(self, *args, config=None) -> Program:
-        """The program after every pass, for the config's platform (no artifacts)."""
-        from ..compiler import lower
+        """The program after every pass, for the config's platform (no artifacts); the
+        compiler's diagnostics are reported as a compile reports them."""
+        from ..compiler import run_pipeline
+        from ..ir.diagnostics import emit
         from ..platform import get_platform
 
-        config = _config(config)
-        config.check_single_device()
-        return lower(self.frontend(*args), get_platform(config.platform))
+        options = _options(_config(config))
+        lowered = run_pipeline(self.frontend(*args), get_platform(options.platform), options)
+        emit(lowered.diagnostics)
+        return lowered.program
 
     def compile(self, *args, config=None):
         """Build (or fetch from the cache) the artifact for these arguments."""

@@ -5,10 +5,12 @@ or InOut when the kernel also reads it; a declared direction is only ever widene
 An orchestration parameter passed to a callee's Out/InOut parameter is written too.
 The runtime infers task dependencies from these directions, so they must be right.
 
-A parameter of the entry function the user left `In` (the default) may not be written:
-the write would change the caller's tensor, which `In` promises not to do.  It is refused
-at the writing line (in the kernel, for a write through a callee) with the hint to
-declare it `pl.InOut`.
+A parameter of the entry function the user left `In` (the default) that the program
+writes keeps its direction, with upstream PyPTO's meaning: the write lands in the run's
+device copy of the tensor (later tasks read it, ordered by the writing task's own
+direction) and the caller's tensor comes back unchanged.  `entry_inputs_written` finds
+those writes; the `InputParamWritten` diagnostic reports each at its writing line (in the
+kernel, for a write through a callee).
 
 An atomic-add store (`atomic=pl.AtomicType.Add`) writes without a plain read; a
 parameter written only that way is dispatched as an accumulate access (codegen
@@ -110,47 +112,49 @@ class DeriveCallDirections(Pass):
     produces = (IRProperty.DirectionsResolved, IRProperty.AtomicDtypesLegal)
 
     def run(self, program: Program, ctx) -> Program:
-        directions: dict[str, tuple[Direction, ...]] = {}
-        write_spans: dict[str, tuple[Span | None, ...]] = {}
-        # Kernels first: orchestration directions follow from the kernels they call.
-        order = sorted(program.functions, key=lambda f: f.func_type is FunctionType.Orchestration)
         derived: dict[str, Function] = {}
-        for fn in order:
-            access = _Access(directions, write_spans)
-            access.visit_function(fn)
+        for fn, access, new_fn in _derived(program):
             for call in access.atomic:
                 _check_atomic_dtype(call, ctx.backend)
-            if fn.name == program.entry:
-                _check_inputs_unwritten(fn, access)
-            write_spans[fn.name] = tuple(access.first_write.get(p.var.name) for p in fn.params)
-            params = []
-            for p in fn.params:
-                if not isinstance(p.var.type, TensorType):
-                    params.append(p)
-                    continue
-                written = p.var.name in access.written
-                read = p.var.name in access.read
-                params.append(replace(p, direction=_direction(p.direction, written, read)))
-            new_fn = replace(fn, params=tuple(params))
-            directions[fn.name] = tuple(p.direction for p in params)
             derived[fn.name] = new_fn
         return program.with_functions(derived[f.name] for f in program.functions)
 
 
-def _check_inputs_unwritten(entry: Function, access: _Access) -> None:
-    """A tensor parameter of the entry declared In (the default) that the program writes
-    would change the caller's tensor: refused where it is first written."""
-    for p in entry.params:
-        name = p.var.name
-        if (isinstance(p.var.type, TensorType) and p.direction is Direction.In
-                and name in access.written):
-            raise TypeCheckError(
-                f"`{name}` is an input parameter (In, the default direction), and this writes "
-                "it: the caller's tensor would change",
-                access.first_write.get(name) or p.var.span,
-                hint=f"declare it `{name}: pl.InOut[...]` to update it in place, or write the "
-                     "result into a pl.Out parameter",
-            )
+def _derived(program: Program):
+    """Each function, what it reads and writes, and the function with its directions
+    derived; kernels first, since an orchestration's accesses follow from the directions
+    of the kernels it calls."""
+    directions: dict[str, tuple[Direction, ...]] = {}
+    write_spans: dict[str, tuple[Span | None, ...]] = {}
+    for fn in sorted(program.functions, key=lambda f: f.func_type is FunctionType.Orchestration):
+        access = _Access(directions, write_spans)
+        access.visit_function(fn)
+        write_spans[fn.name] = tuple(access.first_write.get(p.var.name) for p in fn.params)
+        entry = fn.name == program.entry
+        params = []
+        for p in fn.params:
+            if not isinstance(p.var.type, TensorType) or (entry and p.direction is Direction.In):
+                params.append(p)  # an entry's In tensor is never copied back to the caller
+                continue
+            written = p.var.name in access.written
+            read = p.var.name in access.read
+            params.append(replace(p, direction=_direction(p.direction, written, read)))
+        new_fn = replace(fn, params=tuple(params))
+        directions[fn.name] = tuple(p.direction for p in params)
+        yield fn, access, new_fn
+
+
+def entry_inputs_written(program: Program) -> dict[str, Span | None]:
+    """The entry's tensor parameters declared In (the default) that the program writes,
+    each with where it is first written (the callee's line, for a write through a call).
+    Directions are derived on the way, so this holds before DeriveCallDirections too."""
+    for fn, access, _ in _derived(program):
+        if fn.name == program.entry:
+            return {p.var.name: access.first_write.get(p.var.name) or p.var.span
+                    for p in fn.params
+                    if isinstance(p.var.type, TensorType) and p.direction is Direction.In
+                    and p.var.name in access.written}
+    return {}
 
 
 def _check_atomic_dtype(call: Call, backend) -> None:

@@ -11,6 +11,7 @@ from ..ir.diagnostics import Diagnostic, DiagnosticCheck, DiagnosticPhase
 from ..ir.nodes import Assign, Call, For, FuncCall, If, Program
 from ..ir.types import Direction, FunctionType, TileType
 from ..ir.visitor import IRVisitor, statements, uses
+from .derive_call_directions import entry_inputs_written
 from .manager import PassInstrument
 from .outline_incore import written_tensor
 
@@ -34,6 +35,19 @@ def out_param_write_dropped(program: Program, backend) -> list[Diagnostic]:
                         stmt.span,
                     ))
     return found
+
+
+def input_param_written(program: Program, backend) -> list[Diagnostic]:
+    """The program writes a tensor its entry takes as In (the default direction): the
+    write lands in the run's device copy, and the caller's tensor comes back unchanged."""
+    return [Diagnostic(
+        DiagnosticCheck.InputParamWritten,
+        f"this writes `{name}`, an input parameter of `{program.entry}` (In, the default "
+        "direction): the write lands in the run's device copy and the caller's tensor comes "
+        f"back unchanged. Declare it `{name}: pl.InOut[...]` to update the caller's tensor, "
+        "or write the result into a pl.Out parameter",
+        span,
+    ) for name, span in entry_inputs_written(program).items()]
 
 
 def unused_variable(program: Program, backend) -> list[Diagnostic]:
@@ -153,6 +167,7 @@ def tile_innermost_dim_granularity(program: Program, backend) -> list[Diagnostic
 
 PRE_PIPELINE_CHECKS = {
     DiagnosticCheck.OutParamWriteDropped: out_param_write_dropped,
+    DiagnosticCheck.InputParamWritten: input_param_written,
     DiagnosticCheck.UnusedVariable: unused_variable,
     DiagnosticCheck.UnusedControlFlowResult: unused_control_flow_result,
 }

@@ -537,22 +537,6 @@ def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 # Found by probing as an adversarial user would (issue 22).
 CASES.update({
-    "write_to_an_input": Case("""
-@pl.jit
-def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        a[:] = pl.exp(a)  # <-
-        out[:] = pl.add(a, a)
-    return out
-""", (T(16, 128), T(16, 128)), TypeCheckError, "declare it `a: pl.InOut[...]`"),
-    "write_to_an_input_in_a_kernel": Case("""
-@pl.jit.incore
-def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
-    t = pl.load(a, [0, 0], [16, 128])
-    a = pl.store(pl.exp(t), [0, 0], a)  # <-
-    out = pl.store(t, [0, 0], out)
-    return out
-""", (T(16, 128), T(16, 128)), TypeCheckError, "`a` is an input parameter (In, the default"),
     "tensor_parameter_rebound_to_a_number": Case("""
 @pl.jit
 def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):

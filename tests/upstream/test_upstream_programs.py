@@ -11,10 +11,12 @@ from.
 
 The snapshot is found at `$PYPTO_UPSTREAM_ROOT`, else
 `../shared/third_party/pypto-upstream` beside the checkout; without it the tests skip,
-saying so.  Platforms: a2a3sim by default; `PYPTO_UPSTREAM_PLATFORMS=a2a3sim,a5sim` also
-runs every program on a5sim, through `PYPTO_PLATFORM` (the default platform of
-`RunConfig()`) and the programs' own `--platform` flags.  A representative program per
-tier runs by default; the rest carry `@pytest.mark.slow`.
+saying so.  Every program runs on a2a3sim and on a5sim, through `PYPTO_PLATFORM` (the default
+platform of `RunConfig()`) and the programs' own `--platform` flags
+(`PYPTO_UPSTREAM_PLATFORMS=a2a3sim` narrows the list).  A program that names its platform
+or backend itself, with no flag to change it, is skipped on the other one, saying so.  A
+representative program per tier runs on a2a3sim by default; the rest carry
+`@pytest.mark.slow`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pypto.tools import upstream_compat
 from pypto.tools.upstream_compat import Program
 
 SNAPSHOT = upstream_compat.snapshot_root()
-PLATFORMS = tuple(p for p in os.environ.get("PYPTO_UPSTREAM_PLATFORMS", "a2a3sim").split(",")
+PLATFORMS = tuple(p for p in os.environ.get("PYPTO_UPSTREAM_PLATFORMS", "a2a3sim,a5sim").split(",")
                   if p)
 
 pytestmark = pytest.mark.skipif(
@@ -69,13 +71,15 @@ def run_program(program: Program, platform: str, work_dir: Path) -> subprocess.C
 
 
 def _names_its_platform(program: Program, platform: str) -> str | None:
-    """The platform a program names itself (`RunConfig(platform="a2a3sim")`) when it is
-    not `platform` and no flag of the program changes it, else None."""
+    """The platform a program names itself (`RunConfig(platform="a2a3sim")`, or its
+    backend: `backend_type=BackendType.Ascend910B`) when it is not `platform` and no flag
+    of the program changes it, else None."""
     source = (SNAPSHOT / program.path).read_text()
     if '"--platform"' in source:
         return None
-    for name in ("a2a3sim", "a5sim"):
-        if name != platform and f'platform="{name}"' in source:
+    for name, backend in (("a2a3sim", "Ascend910B"), ("a5sim", "Ascend950")):
+        if name != platform and (f'platform="{name}"' in source
+                                 or f"backend_type=BackendType.{backend}" in source):
             return name
     return None
 
@@ -97,3 +101,5 @@ def test_upstream_program_runs_unmodified(program: Program, platform: str, tmp_p
     lines = result.stdout.splitlines()
     for expected in program.expect:
         assert any(line.startswith(expected) for line in lines), report
+    for fragment in program.stderr:
+        assert fragment in result.stderr, report
