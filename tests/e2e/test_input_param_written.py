@@ -124,3 +124,19 @@ def test_silenced_by_disabled_diagnostics(recwarn):
                        disabled_diagnostics={DiagnosticCheck.InputParamWritten})
     in_block(a, out, config=config)
     assert not _warned_lines(recwarn)
+
+
+def test_a_resident_input_is_device_memory_and_takes_the_write():
+    # A ChipWorker's resident tensor is bound without a copy: it is the device copy.
+    from pypto.runtime import ChipWorker
+
+    x = torch.randn(16, 128)
+    with ChipWorker(RunConfig(platform="a2a3sim")) as worker:
+        resident = worker.alloc_tensor([16, 128], torch.float32, init=x)
+        out = torch.zeros(16, 128)
+        with pytest.warns(PyptoWarning, match="InputParamWritten"):
+            compiled = in_block.compile(resident, out, config=RunConfig(platform="a2a3sim"))
+        worker.run(compiled, resident, out)
+        torch.testing.assert_close(resident, torch.exp(x))
+        torch.testing.assert_close(out, 2 * torch.exp(x))
+        worker.free_tensor(resident)
