@@ -88,8 +88,8 @@ def _names_its_platform(program: Program, platform: str) -> str | None:
 def test_upstream_program_runs_unmodified(program: Program, platform: str, tmp_path):
     named = _names_its_platform(program, platform)
     if named is not None:
-        pytest.skip(f"{program.path} names platform=\"{named}\" itself (no flag changes it): "
-                    f"it runs on {named} whatever PYPTO_PLATFORM says")
+        pytest.skip(f"{program.path} names its platform or backend itself (no flag changes "
+                    f"it): it runs on {named} whatever PYPTO_PLATFORM says")
     result = run_program(program, platform, tmp_path)
     report = f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
     if program.refused:
