@@ -242,8 +242,12 @@ class _Printer(IRVisitor):
         return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
 
     def visit_FuncCall(self, e: FuncCall) -> str:
-        if not (e.task_id or e.deps or e.no_dep_args or e.dumps or e.blocks is not None):
-            return f"self.{e.callee}({', '.join(self.expr(a) for a in e.args)})"
+        if not (e.task_id or e.deps or e.dumps or e.blocks is not None):
+            # A plain call marks its untracked arguments in place: `pl.no_dep(t)`.
+            untracked = {v.name for v in e.no_dep_args}
+            marked = (f"pl.no_dep({self.expr(a)})" if getattr(a, "name", None) in untracked
+                      else self.expr(a) for a in e.args)
+            return f"self.{e.callee}({', '.join(marked)})"
         args = [f"self.{e.callee}"] + [self.expr(a) for a in e.args]
         if e.blocks is not None:
             args.append(f"core_num={self.expr(e.blocks)}")

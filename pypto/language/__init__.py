@@ -127,6 +127,7 @@ __all__ = [
     "spmd_submit",
     "split",
     "cross_core_slot",
+    "no_dep",
     "func_attr",
     "SplitMode",
     "Role",

@@ -869,6 +869,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             return self._dim(node)
         if fn.name == "task_dummy":
             return self.task_dummy(node)
+        if fn.name == "no_dep":
+            raise self.error(node, "pl.no_dep(t) marks an argument of a kernel call "
+                             "(`self.kernel(pl.no_dep(t), ...)`)",
+                             hint="for a pl.at block's task, write "
+                                  "`pl.at(..., no_dep_args=[t])`")
         raise self.error(node, f"pl.{fn.name}(...) cannot be used as a value here")
 
     def _check_spelling(self, fn: OpStub, call, node: ast.Call) -> None:
@@ -923,7 +928,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, "kernels are called from a @pl.jit (orchestration) function")
         if self.in_scope and not self.spmd_dispatch:
             raise self.error(node, "call kernels outside `pl.at`: each kernel call is its own task")
-        args = [self.expr(a) for a in (node.args if arg_nodes is None else arg_nodes)]
+        arg_nodes = node.args if arg_nodes is None else arg_nodes
+        untracked = self._no_dep_arguments(arg_nodes)
+        args = [self.expr(self._unwrapped(a)) for a in arg_nodes]
         span = self.source.span(node)
         callee = self.resolve_callee(callee_ref, args, span)
         if len(args) != len(callee.params):
@@ -938,7 +945,30 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                                  f"{describe(p.var.type)}, got {describe(arg.type)}",
                                  cls=TypeCheckError)
         rtype = callee.returns[0] if len(callee.returns) == 1 else TupleType(tuple(callee.returns))
-        return FuncCall(callee.name, tuple(args), rtype, span, manual=self.manual)
+        return FuncCall(callee.name, tuple(args), rtype, span, manual=self.manual,
+                        no_dep_args=untracked)
+
+    def _is_no_dep(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        fn = self._callable(node.func)
+        return isinstance(fn, DslBuiltin) and fn.name == "no_dep"
+
+    def _unwrapped(self, node: ast.AST) -> ast.AST:
+        """A kernel-call argument without its `pl.no_dep(...)` marker."""
+        return node.args[0] if self._is_no_dep(node) else node
+
+    def _no_dep_arguments(self, arg_nodes) -> tuple[Var, ...]:
+        """The tensors a kernel call passes as `pl.no_dep(t)`: left out of dependency
+        inference for this task, as `no_dep_args=[t]` says on a pl.at block."""
+        marked = []
+        for node in arg_nodes:
+            if not self._is_no_dep(node):
+                continue
+            if len(node.args) != 1 or node.keywords:
+                raise self.error(node, "pl.no_dep(t) marks one tensor argument")
+            marked.append(node.args[0])
+        return self._tensor_list(ast.List(marked, ast.Load()), "pl.no_dep") if marked else ()
 
     def _op_call(self, op: OpDef, node: ast.Call):
         bound = self._bound_arguments(op, node)

@@ -152,7 +152,8 @@ class TaskSyntax:
         out = []
         for stmt in calls:
             call = replace(stmt.value, blocks=options["blocks"], deps=options["deps"],
-                           no_dep_args=options["no_dep_args"], dumps=options["dumps"])
+                           no_dep_args=stmt.value.no_dep_args + options["no_dep_args"],
+                           dumps=options["dumps"])
             passed = {a.name for a in call.args if isinstance(a, Var)}
             for var in call.no_dep_args + call.dumps:
                 if var.name not in passed:
@@ -437,7 +438,8 @@ class TaskSyntax:
         results = call.type.items if isinstance(call.type, TupleType) else (call.type,)
         rtype = TupleType(tuple(results) + (TASK_ID,)) if results else TASK_ID
         return replace(call, type=rtype, deps=options["deps"],
-                       no_dep_args=options["no_dep_args"], blocks=options["core_num"],
+                       no_dep_args=call.no_dep_args + options["no_dep_args"],
+                       blocks=options["core_num"],
                        task_id=True, dumps=options["dumps"])
 
     def _check_named_arguments(self, node: ast.Call, call, options: dict) -> None:

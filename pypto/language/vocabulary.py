@@ -76,6 +76,9 @@ spmd_submit = DslBuiltin("spmd_submit")
 split = DslBuiltin("split")
 """`pl.at(optimizations=[pl.split(pl.SplitMode.UP_DOWN)])`: halve a mixed kernel's vector work."""
 cross_core_slot = DslBuiltin("cross_core_slot")
+no_dep = DslBuiltin("no_dep")
+"""`self.kernel(pl.no_dep(t), ...)`: this task's access to `t` is left out of dependency
+inference (as `no_dep_args=[t]` on its pl.at block or pl.submit)."""
 func_attr = DslBuiltin("func_attr")
 """`pl.func_attr({"split": pl.SplitMode.UP_DOWN})`: function attributes, first statement."""
 TaskId = TASK_ID
@@ -116,7 +119,8 @@ __all__ = [
     "Role", "TaskId", "TASK_ID",
     "at", "range", "unroll", "parallel", "pipeline", "yield_", "const", "static_assert",
     "static_print", "constexpr", "spmd", "manual_scope", "cluster", "submit", "spmd_submit",
-    "split", "cross_core_slot", "func_attr", "dim", "tile", "tensor", "array", "system",
+    "split", "cross_core_slot", "no_dep", "func_attr", "dim", "tile", "tensor", "array",
+    "system",
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
 ]

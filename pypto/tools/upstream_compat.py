@@ -79,14 +79,14 @@ _LANGUAGE_SUPPORTED = (
     "TensorLayout.ND", "TensorView", "Tile", "array",
     "array.create", "array.get_element", "array.update_element", "at", "cluster", "const",
     "dim", "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline",
-    "jit.opaque", "loads", "manual_scope", "parallel", "parse", "parse_program", "pipeline",
-    "program", "range", "spmd", "spmd_submit", "split", "static_assert", "static_print",
+    "jit.opaque", "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program",
+    "pipeline", "program", "range", "spmd", "spmd_submit", "split", "static_assert", "static_print",
     "submit", "system", "system.task_dummy", "tensor", "tile", "unroll", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "assemble", "cmps", "create", "fillpad", "full",
                    "get_block_idx", "get_block_num", "load", "maximums", "minimums", "move",
                    "read", "relu", "rsqrt", "sel", "store", "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "get_block_idx",
-                     "get_block_num", "read")
+                     "get_block_num", "no_dep", "read")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -102,11 +102,11 @@ _ABSENT = {
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
     "op": ("batch_matmul", "col_argmax", "col_argmin", "col_prod", "create_l1",
-           "fillpad_expand", "fmod", "fmods", "matmul_mx", "no_dep", "part_add", "part_max",
+           "fillpad_expand", "fmod", "fmods", "matmul_mx", "part_add", "part_max",
            "part_min", "part_mul", "prefetch", "reinterpret_view", "row_argmax", "row_argmin",
            "row_prod", "write", "tensor.ci", "tensor.cos", "tensor.create_l1",
            "tensor.expand_clone", "tensor.gather", "tensor.gather_row",
-           "tensor.mrgsort", "tensor.no_dep", "tensor.paged_gather", "tensor.random",
+           "tensor.mrgsort", "tensor.paged_gather", "tensor.random",
            "tensor.scatter", "tensor.scatter_update", "tensor.sin", "tensor.sort32",
            "tile.addc", "tile.addsc", "tile.gatherb", "tile.gemv", "tile.gemv_acc",
            "tile.gemv_bias", "tile.lrelu", "tile.matmul_bias", "tile.matmul_mx",
