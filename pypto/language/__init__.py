@@ -128,6 +128,7 @@ __all__ = [
     "split",
     "cross_core_slot",
     "no_dep",
+    "write",
     "func_attr",
     "SplitMode",
     "Role",

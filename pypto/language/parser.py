@@ -98,7 +98,7 @@ per operator): the parser and every pass walk expressions recursively."""
 # Categories of operators that may appear in an orchestration body outside `pl.at`.
 _ORCHESTRATION_OK = {"index", "orchestration"}
 # Operators that write into a tensor, and which operand is that tensor.
-_WRITE_DESTINATION = {"store": 2, "assemble": 0}
+_WRITE_DESTINATION = {"store": 2, "assemble": 0, "tile.assemble": 0}
 
 
 @dataclass
@@ -427,6 +427,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                                  "function body")
             if isinstance(fn, OpStub) and fn.name == "dump_tag":
                 return self.dump_tag_stmt(node)
+            if isinstance(fn, DslBuiltin) and fn.name == "write":
+                return self._bind_write(self._element_write(node.value), node)
             callee = self.spliced_callee(node.value)
             if callee is not None:
                 return self.inline_call(callee, node.value, None, node)
@@ -434,6 +436,42 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if isinstance(value, Call) and value.op in _WRITE_DESTINATION:
             return self._bind_write(value, node)
         return ExprStmt(value, self.source.span(node))
+
+    def _element_write(self, node: ast.Call) -> Call:
+        """`pl.write(t, [i, j], value)`: the element of tensor or tile `t` at the indices set
+        to the scalar `value` (rounded once to t's dtype), as writing a window of ones
+        filled with it: `pl.store(pl.tile.full(...), [i, j], t)` in a kernel,
+        `pl.assemble(t, pl.full(...), [i, j])` in a pl.at block, `pl.tile.assemble` into a
+        tile."""
+        if len(node.args) != 3 or node.keywords:
+            raise self.error(node, "pl.write takes (t, [i, j], value)")
+        dst = self.expr(node.args[0])
+        indices = self._index_list(get_op("read"), "indices", node.args[1])
+        value = self.expr(node.args[2])
+        if not isinstance(dst.type, (TensorType, TileType)):
+            raise self.error(node, f"pl.write writes an element of a tensor or a tile, got "
+                             f"{describe(dst.type)}", cls=TypeCheckError)
+        if not isinstance(value.type, ScalarType):
+            raise self.error(node, "pl.write writes a scalar value, got "
+                             f"{describe(value.type)}", cls=TypeCheckError,
+                             hint="read a tile's element with t[i, j] or pl.read")
+        if len(indices.items) != len(dst.type.shape):
+            raise self.error(node, f"pl.write: a value of rank {len(dst.type.shape)} needs "
+                             f"{len(dst.type.shape)} indices, got {len(indices.items)}",
+                             cls=TypeCheckError)
+        attrs = {"shape": (1,) * len(dst.type.shape), "dtype": dst.type.dtype}
+        if isinstance(dst.type, TileType):
+            element = self._call_op("full", [value], attrs, node)
+            return self._call_op("tile.assemble", [dst, element, indices], {}, node)
+        if self.func_type is FunctionType.Orchestration and not self.in_scope:
+            raise self.error(node, "pl.write of a tensor element runs on the device: inside a "
+                             "`pl.at` block or a kernel", hint="wrap it in `with pl.at(level="
+                             "pl.Level.CORE_GROUP):`")
+        if self.in_scope:
+            element = self._call_op("tensor.full", [value], attrs, node)
+            return self._call_op("assemble", [dst, element, indices], {}, node)
+        element = self._call_op("full", [value], attrs, node)
+        return self._call_op("store", [element, indices, dst], {}, node)
 
     def _bind_write(self, call: Call, node: ast.Expr) -> Assign:
         """A bare `pl.store(tile, offsets, out)` / `pl.assemble(out, x, offsets)` statement:
@@ -869,6 +907,10 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             return self._dim(node)
         if fn.name == "task_dummy":
             return self.task_dummy(node)
+        if fn.name == "write":
+            raise self.error(node, "pl.write(t, [i, j], value) is a statement of its own: it "
+                             "rebinds `t` to the written value",
+                             hint="write `pl.write(t, [i, j], value)` on a line of its own")
         if fn.name == "no_dep":
             raise self.error(node, "pl.no_dep(t) marks an argument of a kernel call "
                              "(`self.kernel(pl.no_dep(t), ...)`)",

@@ -77,6 +77,8 @@ split = DslBuiltin("split")
 """`pl.at(optimizations=[pl.split(pl.SplitMode.UP_DOWN)])`: halve a mixed kernel's vector work."""
 cross_core_slot = DslBuiltin("cross_core_slot")
 no_dep = DslBuiltin("no_dep")
+write = DslBuiltin("write")
+"""`pl.write(t, [i, j], value)`: a statement setting one element of a tensor or a tile."""
 """`self.kernel(pl.no_dep(t), ...)`: this task's access to `t` is left out of dependency
 inference (as `no_dep_args=[t]` on its pl.at block or pl.submit)."""
 func_attr = DslBuiltin("func_attr")
@@ -119,7 +121,7 @@ __all__ = [
     "Role", "TaskId", "TASK_ID",
     "at", "range", "unroll", "parallel", "pipeline", "yield_", "const", "static_assert",
     "static_print", "constexpr", "spmd", "manual_scope", "cluster", "submit", "spmd_submit",
-    "split", "cross_core_slot", "no_dep", "func_attr", "dim", "tile", "tensor", "array",
+    "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",
     "system",
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,

@@ -81,7 +81,7 @@ _LANGUAGE_SUPPORTED = (
     "dim", "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline",
     "jit.opaque", "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program",
     "pipeline", "program", "range", "spmd", "spmd_submit", "split", "static_assert", "static_print",
-    "submit", "system", "system.task_dummy", "tensor", "tile", "unroll", "yield_")
+    "submit", "system", "system.task_dummy", "tensor", "tile", "unroll", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "assemble", "cmps", "create", "fillpad", "full",
                    "get_block_idx", "get_block_num", "load", "maximums", "minimums", "move",
                    "read", "relu", "rsqrt", "sel", "store", "transpose_view")
@@ -104,7 +104,7 @@ _ABSENT = {
     "op": ("batch_matmul", "col_argmax", "col_argmin", "col_prod", "create_l1",
            "fillpad_expand", "fmod", "fmods", "matmul_mx", "part_add", "part_max",
            "part_min", "part_mul", "prefetch", "reinterpret_view", "row_argmax", "row_argmin",
-           "row_prod", "write", "tensor.ci", "tensor.cos", "tensor.create_l1",
+           "row_prod", "tensor.ci", "tensor.cos", "tensor.create_l1",
            "tensor.expand_clone", "tensor.gather", "tensor.gather_row",
            "tensor.mrgsort", "tensor.paged_gather", "tensor.random",
            "tensor.scatter", "tensor.scatter_update", "tensor.sin", "tensor.sort32",
