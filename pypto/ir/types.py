@@ -87,6 +87,14 @@ class SplitMode(_Spelled):
     LEFT_RIGHT = "LEFT_RIGHT"
 
 
+class ScopeMode(_Spelled):
+    """The mode of `with pl.scope(mode=...)`: AUTO infers the dependencies of the tasks
+    inside from their accesses (the default everywhere); MANUAL does not (`pl.manual_scope`)."""
+
+    AUTO = "AUTO"
+    MANUAL = "MANUAL"
+
+
 Shape = tuple[int, ...]
 
 

@@ -30,6 +30,7 @@ from ..ir.types import (
     TASK_ID,
     FunctionType,
     Level,
+    ScopeMode,
     SplitMode,
     TaskIdArrayType,
     TaskIdType,
@@ -67,13 +68,15 @@ class TaskSyntax:
         builtin = self._builtin_name(call.func) if isinstance(call, ast.Call) else None
         if builtin == "manual_scope":
             return self._manual_scope(node, item)
+        if builtin == "scope":
+            return self._scope(node, item)
         if builtin == "cluster":
             return self._cluster(node, item)
         if builtin in ("at", "spmd"):
             return self._task_scope(node, item, builtin)
         raise self.error(node, "only `with pl.at(level=pl.Level.CORE_GROUP):`, `with "
-                         "pl.spmd(n):`, `with pl.cluster():` and `with pl.manual_scope():` "
-                         "blocks are supported")
+                         "pl.spmd(n):`, `with pl.cluster():`, `with pl.manual_scope():` and "
+                         "`with pl.scope(...):` blocks are supported")
 
     def _builtin_name(self, func: ast.AST) -> str | None:
         fn = self._callable(func)
@@ -87,11 +90,39 @@ class TaskSyntax:
             raise self.error(node, f"`{what}` cannot be nested inside a `pl.at` or `pl.spmd` "
                              "block: the block is already one task")
 
+    def _scope(self, node: ast.With, item: ast.withitem):
+        """`with pl.scope(mode=pl.ScopeMode.MANUAL):` is `pl.manual_scope()`; `pl.scope()`
+        (AUTO) is a region whose tasks infer their edges as everywhere (upstream's runtime
+        scope is also a heap tier; here device memory is one pool, so AUTO changes nothing
+        the program can observe).  AUTO may not nest inside MANUAL, as upstream."""
+        self._orchestration_only(node, "pl.scope")
+        call = item.context_expr
+        mode_nodes = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "mode"]
+        if len(mode_nodes) > 1 or len(call.keywords) > sum(kw.arg == "mode"
+                                                           for kw in call.keywords) \
+                or item.optional_vars is not None:
+            raise self.error(node, "write `with pl.scope():` or `with pl.scope(mode="
+                             "pl.ScopeMode.MANUAL):` (no other arguments, no `as`)")
+        mode = self.static(mode_nodes[0]) if mode_nodes else ScopeMode.AUTO
+        if not isinstance(mode, ScopeMode):
+            raise self.error(node, "pl.scope(mode=...) takes pl.ScopeMode.AUTO or "
+                             "pl.ScopeMode.MANUAL")
+        if mode is ScopeMode.MANUAL:
+            return self._manual_body(node)
+        if self.manual:
+            raise self.error(node, "an AUTO `pl.scope()` cannot be nested inside a manual "
+                             "scope: the runtime forbids it",
+                             hint="end the manual scope first, or leave this block out")
+        return list(self.body(node.body))
+
     def _manual_scope(self, node: ast.With, item: ast.withitem):
         self._orchestration_only(node, "pl.manual_scope")
         call = item.context_expr
         if call.args or call.keywords or item.optional_vars is not None:
             raise self.error(node, "write `with pl.manual_scope():` (no arguments, no `as`)")
+        return self._manual_body(node)
+
+    def _manual_body(self, node: ast.With) -> list:
         if self.manual:
             raise self.error(node, "`pl.manual_scope` blocks cannot be nested; the outer one "
                              "already turns inference off")

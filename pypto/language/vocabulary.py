@@ -18,6 +18,7 @@ from ..ir.types import (
     MemorySpace,
     PadValue,
     Role,
+    ScopeMode,
     SplitMode,
 )
 from . import namespaces
@@ -69,6 +70,9 @@ constexpr = DslBuiltin("constexpr")
 """`N: pl.constexpr = expr` binds a compile-time name in a kernel body (folded, not in the IR)."""
 spmd = DslBuiltin("spmd")
 manual_scope = DslBuiltin("manual_scope")
+scope = DslBuiltin("scope")
+"""`with pl.scope(mode=pl.ScopeMode.MANUAL):` is `pl.manual_scope()`; `pl.scope()` (AUTO) a
+region whose tasks infer their edges as everywhere else."""
 cluster = DslBuiltin("cluster")
 """`with pl.cluster():` groups cube and vector dispatches on one cluster (see language.md)."""
 submit = DslBuiltin("submit")
@@ -117,10 +121,12 @@ __all__ = [
     "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
     "Tensor", "Tile", "Scalar", "Array", "Out", "InOut", "dynamic", "DynamicDim",
     "TensorView", "TensorLayout",
-    "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "SplitMode",
+    "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
+    "SplitMode",
     "Role", "TaskId", "TASK_ID",
     "at", "range", "unroll", "parallel", "pipeline", "yield_", "const", "static_assert",
-    "static_print", "constexpr", "spmd", "manual_scope", "cluster", "submit", "spmd_submit",
+    "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "submit",
+    "spmd_submit",
     "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",
     "system",
     *_OPERATORS,

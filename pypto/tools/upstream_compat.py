@@ -47,7 +47,9 @@ WHY = {
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
     "while": "pl.while_ / pl.cond loops are not supported; bound the loop with pl.range",
-    "scope": "scope modes other than pl.manual_scope() are not supported",
+    "runtime": "compile()'s keyword scalars are not supported here: a parameter annotated "
+               "pl.Scalar[...] is a run-time value already (one artifact for every value), "
+               "a bare-dtype one a specialisation constant",
     "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
     "bias": "the cube's bias buffer is not modelled (no pl.tile.matmul_bias): add the bias "
             "on the vector unit",
@@ -72,16 +74,16 @@ _OPS_SUPPORTED = (
     "transpose", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
-    "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.DDR", "Mem.Left", "Mem.Mat", "Mem.Right",
-    "Mem.Vec", "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right",
-    "MemorySpace.Vec", "Out", "PadValue.min", "PadValue.zero", "Scalar", "SplitMode.LEFT_RIGHT",
-    "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID", "TaskId", "Tensor", "TensorLayout",
-    "TensorLayout.ND", "TensorView", "Tile", "array",
-    "array.create", "array.get_element", "array.update_element", "at", "cluster", "const",
-    "dim", "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline",
-    "jit.opaque", "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program",
-    "pipeline", "program", "range", "spmd", "spmd_submit", "split", "static_assert", "static_print",
-    "submit", "system", "system.task_dummy", "tensor", "tile", "unroll", "write", "yield_")
+    "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.DDR", "Mem.Left", "Mem.Mat", "Mem.Right", "Mem.Vec",
+    "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
+    "Out", "PadValue.min", "PadValue.zero", "Scalar", "ScopeMode", "ScopeMode.AUTO",
+    "ScopeMode.MANUAL", "SplitMode.LEFT_RIGHT", "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID",
+    "TaskId", "Tensor", "TensorLayout", "TensorLayout.ND", "TensorView", "Tile", "array",
+    "array.create", "array.get_element", "array.update_element", "at", "cluster", "const", "dim",
+    "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
+    "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program", "pipeline", "program",
+    "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
+    "system", "system.task_dummy", "tensor", "tile", "unroll", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "assemble", "cmps", "create", "fillpad", "full",
                    "get_block_idx", "get_block_num", "load", "maximums", "minimums", "move",
                    "read", "relu", "rsqrt", "sel", "store", "transpose_view")
@@ -114,7 +116,7 @@ _ABSENT = {
            "tile.min", "tile.mscatter", "tile.prelu", "tile.rem", "tile.rems", "tile.sels",
            "tile.subc", "tile.subsc", "tile.tri", "loads_program", "InlineFunction"),
     "while": ("while_", "cond"),
-    "scope": ("scope", "ScopeMode.MANUAL", "RUNTIME"),
+    "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
     "bias": ("Mem.Bias",),
     "level": ("FunctionType.AIV",),
