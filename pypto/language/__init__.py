@@ -97,6 +97,7 @@ __all__ = [
     "parse",
     "loads",
     "Tensor",
+    "Tuple",
     "Tile",
     "Scalar",
     "Out",

@@ -186,6 +186,14 @@ class Array:
         return TaskIdArrayType(item[0])
 
 
+class Tuple:
+    """`pl.Tuple[T1, T2]`: the return annotation of a function returning several values
+    (upstream's spelling of `tuple[T1, T2]`)."""
+
+    def __class_getitem__(cls, items):
+        return tuple[items if isinstance(items, tuple) else (items,)]
+
+
 @dataclass(frozen=True)
 class DirectedType:
     """A parameter annotation with a direction: `pl.Out[T]`, `pl.InOut[T]`."""

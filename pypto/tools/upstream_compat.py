@@ -37,8 +37,6 @@ WHY = {
              "BF16, FP32, FP8E4M3FN, FP8E5M2)",
     "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
               "with a_trans= / b_trans= or pl.tile.transpose_view",
-    "array": "on-core arrays (in kernels) are not supported; arrays hold task ids in "
-             "orchestration code (pl.array.create(n, pl.TASK_ID))",
     "pipe": "the cross-core pipe (TPUSH/TPOP, AIV lanes) is not modelled: write mixed "
             "kernels with pl.at(optimizations=[pl.split(...)]), which hands values through "
             "global memory",
@@ -78,7 +76,7 @@ _LANGUAGE_SUPPORTED = (
     "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
     "Out", "PadValue.min", "PadValue.zero", "Scalar", "ScopeMode", "ScopeMode.AUTO",
     "ScopeMode.MANUAL", "SplitMode.LEFT_RIGHT", "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID",
-    "TaskId", "Tensor", "TensorLayout", "TensorLayout.ND", "TensorView", "Tile", "array",
+    "TaskId", "Tensor", "TensorLayout", "TensorLayout.ND", "TensorView", "Tile", "Tuple", "array",
     "array.create", "array.get_element", "array.update_element", "at", "cluster", "const", "dim",
     "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
     "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program", "pipeline", "program",
@@ -93,7 +91,6 @@ _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "ge
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
     "layout": ("DN", "ND", "NZ", "MX_A_ZZ", "MX_B_NN", "TileView"),
-    "array": ("Tuple",),
     "pipe": ("aic_gather", "aic_initialize_pipe", "aiv_initialize_pipe", "aiv_shard",
              "split_aiv", "system.aic_initialize_pipe", "system.aiv_initialize_pipe",
              "system.available_aiv_count", "system.available_cluster_count",

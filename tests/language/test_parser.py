@@ -7,7 +7,7 @@ import torch
 import pypto.language as pl
 from pypto.ir import Direction, FunctionType, TensorType
 from pypto.ir.dtypes import DataType
-from pypto.runtime import RunConfig
+from pypto.runtime import RunConfig, run
 
 ROWS = 32
 SCALE = 0.5
@@ -154,3 +154,31 @@ def test_op_stubs_refuse_to_run_as_python():
 
     with pytest.raises(RuntimeError, match="compiled, not executed"):
         pl.add(1, 2)
+
+
+@pl.program
+class two_results:
+    @pl.function(type=pl.FunctionType.InCore)
+    def kernel(self, x: pl.Tensor[[16, 128], pl.FP32], a: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
+               b: pl.Out[pl.Tensor[[16, 128], pl.FP32]]
+               ) -> pl.Tuple[pl.Tensor[[16, 128], pl.FP32], pl.Tensor[[16, 128], pl.FP32]]:
+        t = pl.load(x, [0, 0], [16, 128])
+        a = pl.store(pl.add(t, 1.0), [0, 0], a)
+        b = pl.store(pl.mul(t, 2.0), [0, 0], b)
+        return a, b
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 128], pl.FP32], a: pl.Out[pl.Tensor[[16, 128], pl.FP32]],
+             b: pl.Out[pl.Tensor[[16, 128], pl.FP32]]
+             ) -> pl.Tuple[pl.Tensor[[16, 128], pl.FP32], pl.Tensor[[16, 128], pl.FP32]]:
+        a, b = self.kernel(x, a, b)
+        return a, b
+
+
+def test_pl_tuple_annotates_several_results_as_tuple_does():
+    # Upstream's `pl.Tuple[T1, T2]` return annotation is `tuple[T1, T2]`: printed that way.
+    assert [len(f.returns) for f in two_results.functions] == [2, 2]
+    assert pl.parse(two_results.as_python()) == two_results
+    x, a, b = torch.randn(16, 128), torch.zeros(16, 128), torch.zeros(16, 128)
+    run(two_results, x, a, b)
+    assert torch.equal(a, x + 1.0) and torch.equal(b, x * 2.0)
