@@ -491,10 +491,10 @@ class _DeviceKernelBuilder:
         d = self.tile(dst)
         a, b = self.tile(operands["lhs"]), self.tile(operands["rhs"])
         acc = operands.get("acc")
-        if acc is None:
-            return [self._instr("TMATMUL", [d, a, b], [a, b], [d], "PIPE_M")]
+        if acc is None:  # TMATMUL, TGEMV
+            return [self._instr(op.isa.upper(), [d, a, b], [a, b], [d], "PIPE_M")]
         c = self.tile(acc)
-        return [self._instr("TMATMUL_ACC", [d, c, a, b], [a, b, c], [d], "PIPE_M")]
+        return [self._instr(op.isa.upper(), [d, c, a, b], [a, b, c], [d], "PIPE_M")]
 
     def _form_extract(self, op, call, dst, s):
         src, offsets = call.args

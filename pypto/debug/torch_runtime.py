@@ -361,6 +361,57 @@ def col_min(x, tmp_tile=None):
     return _col(x, "min")
 
 
+def row_prod(x, tmp_tile=None):
+    """The product of each row as [R, 1]: column 0 first, every step rounded to x's dtype
+    (integers wrap)."""
+    return _sequential([x[:, c] for c in range(x.shape[1])], torch.mul).unsqueeze(1)
+
+
+def col_prod(x):
+    """The product of each column as [1, C]: row 0 first, every step rounded to x's dtype
+    (integers wrap)."""
+    return _sequential([x[r] for r in range(x.shape[0])], torch.mul).unsqueeze(0)
+
+
+def _arg(lines, greater):
+    # Compared exactly in a wide type (torch has no comparisons of UINT16 / UINT32).
+    lines = [v.double() if v.is_floating_point() else v.long() for v in lines]
+    best, index = lines[0], torch.zeros(lines[0].shape, dtype=torch.int32)
+    for k, v in enumerate(lines[1:], 1):
+        wins = v > best if greater else v < best  # False for a NaN on either side
+        best = torch.where(wins, v, best)
+        index = torch.where(wins, torch.full_like(index, k), index)
+    return index
+
+
+def row_argmax(x, tmp_tile=None):
+    """The column index (INT32) of each row's maximum as [R, 1]: an element wins only when
+    greater than the best so far, from column 0 (ties keep the first; a NaN wins only at
+    column 0)."""
+    return _arg([x[:, c] for c in range(x.shape[1])], True).unsqueeze(1)
+
+
+def row_argmin(x, tmp_tile=None):
+    """The column index (INT32) of each row's minimum as [R, 1]: an element wins only when
+    less than the best so far, from column 0 (ties keep the first; a NaN wins only at
+    column 0)."""
+    return _arg([x[:, c] for c in range(x.shape[1])], False).unsqueeze(1)
+
+
+def col_argmax(x, tmp_tile=None):
+    """The row index (INT32) of each column's maximum as [1, C]: an element wins only when
+    greater than the best so far, from row 0 (ties keep the first; a NaN wins only at row
+    0)."""
+    return _arg([x[r] for r in range(x.shape[0])], True).unsqueeze(0)
+
+
+def col_argmin(x, tmp_tile=None):
+    """The row index (INT32) of each column's minimum as [1, C]: an element wins only when
+    less than the best so far, from row 0 (ties keep the first; a NaN wins only at row
+    0)."""
+    return _arg([x[r] for r in range(x.shape[0])], False).unsqueeze(0)
+
+
 def _expdif(x, v):
     return _libm(x.float() - v.float(), fp64.exp).to(x.dtype)
 
@@ -438,6 +489,18 @@ def matmul_acc(acc, lhs, rhs, a_trans=False, b_trans=False):
     """acc + lhs @ rhs: the sum starts from acc and adds the products in K order in
     FP32, rounded once to acc's dtype."""
     return _matmul(acc, lhs, rhs, acc.dtype, a_trans, b_trans)
+
+
+def tile_gemv(lhs, rhs):
+    """lhs @ rhs for a [1, K] lhs: matmul's sums (FP32 in K order; INT8 in wrapping
+    INT32)."""
+    return _matmul(None, lhs, rhs, torch.int32 if not lhs.is_floating_point() else
+                   torch.float32, False, False)
+
+
+def tile_gemv_acc(acc, lhs, rhs):
+    """acc + lhs @ rhs for a [1, K] lhs, as matmul_acc."""
+    return _matmul(acc, lhs, rhs, acc.dtype, False, False)
 
 
 # ----------------------------------------------------------------------------- tiles

@@ -20,7 +20,7 @@ _BOTH = ("binary", "unary", "cast", "select", "expands", "reduce_row", "reduce_c
 # Operators of other categories, per level.
 _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_validshape",
               "reshape", "transpose", "concat", "slice", "get_block_idx", "get_block_num",
-              "tile.assemble", "tile.transpose_view")
+              "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag")
 # Other spellings of a registry operator, per level.

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from ..ir.errors import CapacityError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var
 from ..ir.ops import get_op, make_call
+from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
 from ..ir.visitor import IRMutator, defs, statements, uses
 from .cube_vector import CUBE, VECTOR_CATEGORIES, unit_of
@@ -489,7 +490,7 @@ class _VectorRun:
                 total += sum(_aligned(shape, d.itemsize) for d in path[1:])
                 continue
             total += _aligned(shape, t.dtype.itemsize)
-            if get_op(call.op).category == "reduce_row":
+            if needs_scratch(call.op):
                 x = tensor_type_of(call.args[0])
                 total += _aligned(self._tile_shape(x.shape, r, c), x.dtype.itemsize)
         return total

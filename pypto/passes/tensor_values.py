@@ -27,6 +27,7 @@ from dataclasses import replace
 from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Var
 from ..ir.ops import get_op, make_call
+from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, MemorySpace, TensorType, TileType
 from ..ir.visitor import IRMutator, IRVisitor, exposed_uses, statements
 from .cube_vector import VECTOR_CATEGORIES
@@ -39,7 +40,7 @@ _MATMUL_SIDES = {"lhs": MemorySpace.Left, "rhs": MemorySpace.Right}
 
 def tile_form(call: Call, operand, shape, names: NameSupply, target: str) -> tuple[list, Call]:
     """The tile-level call computing the tensor-level vector operator `call`, with the
-    statements it needs first (a row reduction's scratch tile).  `operand(var)` is the
+    statements it needs first (a reduction's scratch tile).  `operand(var)` is the
     tile standing for a tensor operand; `shape` the result tile's shape."""
     op = get_op(call.op)
     attrs = dict(call.attrs)
@@ -53,10 +54,10 @@ def tile_form(call: Call, operand, shape, names: NameSupply, target: str) -> tup
     args = [operand(a) if isinstance(a, Var) and isinstance(a.type, TensorType) else a
             for a in (v for v in operands.values() if v is not None)]
     before: list = []
-    if op.category == "reduce_row":
+    if needs_scratch(op.name):
         x = args[0]
         if not isinstance(x.type, TileType):
-            raise InternalError(f"TensorToTile: a row reduction of {x}, not of a tile")
+            raise InternalError(f"TensorToTile: a reduction of {x}, not of a tile")
         tmp = Var(names.fresh(f"{target}_tmp"), x.type, call.span)
         scratch = make_call("create_tile", span=call.span, shape=x.type.shape,
                             dtype=x.type.dtype)

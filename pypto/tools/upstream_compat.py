@@ -60,16 +60,16 @@ WHY = {
 _DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "INT8",
                      "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32")
 _OPS_SUPPORTED = (
-    "abs", "add", "and_", "ands", "assemble", "cast", "cmp", "col_expand", "col_expand_add",
-    "col_expand_div", "col_expand_expdif", "col_expand_max", "col_expand_min",
-    "col_expand_mul", "col_expand_sub", "col_max", "col_min", "col_sum", "concat",
-    "create_tensor", "create_tile", "div", "dump_tag", "exp", "expands", "fillpad", "full",
-    "get_block_idx", "load", "log", "matmul", "matmul_acc", "max", "maximum", "min",
-    "minimum", "move", "mul", "neg", "not_", "or_", "ors", "read", "recip", "relu", "reshape",
-    "row_expand", "row_expand_add", "row_expand_div", "row_expand_expdif", "row_expand_max",
-    "row_expand_min", "row_expand_mul", "row_expand_sub", "row_max", "row_min", "row_sum",
-    "rsqrt", "set_validshape", "shl", "shls", "shr", "shrs", "slice", "sqrt", "store", "sub",
-    "transpose", "xor", "xors")
+    "abs", "add", "and_", "ands", "assemble", "cast", "cmp", "col_argmax", "col_argmin",
+    "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif", "col_expand_max",
+    "col_expand_min", "col_expand_mul", "col_expand_sub", "col_max", "col_min", "col_prod",
+    "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp", "expands",
+    "fillpad", "full", "get_block_idx", "load", "log", "matmul", "matmul_acc", "max", "maximum",
+    "min", "minimum", "move", "mul", "neg", "not_", "or_", "ors", "read", "recip", "relu",
+    "reshape", "row_argmax", "row_argmin", "row_expand", "row_expand_add", "row_expand_div",
+    "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
+    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "set_validshape", "shl", "shls", "shr",
+    "shrs", "slice", "sqrt", "store", "sub", "transpose", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.DDR", "Mem.Left", "Mem.Mat", "Mem.Right", "Mem.Vec",
@@ -82,9 +82,9 @@ _LANGUAGE_SUPPORTED = (
     "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program", "pipeline", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "write", "yield_")
-_TILE_SUPPORTED = ("add", "adds", "assemble", "cmps", "create", "fillpad", "full",
-                   "get_block_idx", "get_block_num", "load", "maximums", "minimums", "move",
-                   "read", "relu", "rsqrt", "sel", "store", "transpose_view")
+_TILE_SUPPORTED = ("add", "adds", "assemble", "cmps", "create", "fillpad", "full", "gemv",
+                   "gemv_acc", "get_block_idx", "get_block_num", "load", "maximums", "minimums",
+                   "move", "read", "relu", "rsqrt", "sel", "store", "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "get_block_idx",
                      "get_block_num", "no_dep", "read")
 
@@ -100,22 +100,19 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("batch_matmul", "col_argmax", "col_argmin", "col_prod", "create_l1",
-           "fillpad_expand", "fmod", "fmods", "matmul_mx", "part_add", "part_max",
-           "part_min", "part_mul", "prefetch", "reinterpret_view", "row_argmax", "row_argmin",
-           "row_prod", "tensor.ci", "tensor.cos", "tensor.create_l1",
-           "tensor.expand_clone", "tensor.gather", "tensor.gather_row",
-           "tensor.mrgsort", "tensor.paged_gather", "tensor.random",
-           "tensor.scatter", "tensor.scatter_update", "tensor.sin", "tensor.sort32",
-           "tile.addc", "tile.addsc", "tile.gatherb", "tile.gemv", "tile.gemv_acc",
-           "tile.gemv_bias", "tile.lrelu", "tile.matmul_bias", "tile.matmul_mx",
-           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "tile.max", "tile.mgather",
-           "tile.min", "tile.mscatter", "tile.prelu", "tile.rem", "tile.rems", "tile.sels",
-           "tile.subc", "tile.subsc", "tile.tri", "loads_program", "InlineFunction"),
+    "op": ("batch_matmul", "create_l1", "fillpad_expand", "fmod", "fmods", "matmul_mx", "part_add",
+           "part_max", "part_min", "part_mul", "prefetch", "reinterpret_view", "tensor.ci",
+           "tensor.cos", "tensor.create_l1", "tensor.expand_clone", "tensor.gather",
+           "tensor.gather_row", "tensor.mrgsort", "tensor.paged_gather", "tensor.random",
+           "tensor.scatter", "tensor.scatter_update", "tensor.sin", "tensor.sort32", "tile.addc",
+           "tile.addsc", "tile.gatherb", "tile.lrelu", "tile.matmul_bias", "tile.matmul_mx",
+           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "tile.max", "tile.mgather", "tile.min",
+           "tile.mscatter", "tile.prelu", "tile.rem", "tile.rems", "tile.sels", "tile.subc",
+           "tile.subsc", "tile.tri", "loads_program", "InlineFunction"),
     "while": ("while_", "cond"),
     "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
-    "bias": ("Mem.Bias",),
+    "bias": ("Mem.Bias", "tile.gemv_bias"),
     "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }

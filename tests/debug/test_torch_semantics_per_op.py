@@ -91,6 +91,21 @@ INT_ONLY = {
     "blocks": (("get_block_idx", "get_block_num"),
                "pl.expands(ta, pl.get_block_idx() + 2 * pl.get_block_num())"),
 }
+# The products and arg-reductions, on the dtypes their instructions take (the index is cast
+# back to the lane's dtype, exactly: it is below 32).
+ISA_REDUCE = ("FP32", "FP16", "INT32", "INT16")
+ISA_REDUCE_LANES = {
+    "row_prod": (("row_prod",), "pl.row_expand(ta, pl.row_prod(ta, tmp))"),
+    "col_prod": (("col_prod",), "pl.col_expand(ta, pl.col_prod(ta))"),
+    **{f"row_arg{w}": ((f"row_arg{w}",),
+                       f"pl.row_expand(ta, pl.cast(pl.row_arg{w}(ta, tmp), pl.{{dtype}}))")
+       for w in ("max", "min")},
+}
+COL_ARG = ("FP32", "FP16")
+COL_ARG_LANES = {
+    f"col_arg{w}": ((f"col_arg{w}",),
+                    f"pl.col_expand(ta, pl.cast(pl.col_arg{w}(ta, tmp), pl.{{dtype}}))")
+    for w in ("max", "min")}
 # Operators no lane checks, and why.
 UNCHECKED = {
     "create_tile": "its contents are undefined",
@@ -107,7 +122,9 @@ UNCHECKED = {
 
 
 def lanes(dtype: str) -> dict:
-    return {**COMMON, **(FLOAT_ONLY if dtype in FLOATS else INT_ONLY)}
+    return {**COMMON, **(FLOAT_ONLY if dtype in FLOATS else INT_ONLY),
+            **(ISA_REDUCE_LANES if dtype in ISA_REDUCE else {}),
+            **(COL_ARG_LANES if dtype in COL_ARG else {})}
 
 
 # The movement and matmul operators, one kernel: (operators, output shape, statements
@@ -132,6 +149,12 @@ MOVEMENT = {
                        "r = pl.tile.assemble(t, u, [4, 8])"]),
     "read": (("read",), [R, C],
              ["t = pl.load(a, [0, 0], [16, 32])", "r = pl.mul(t, t[3, 5])"]),
+    "gemv": (("tile.gemv", "tile.gemv_acc"), [1, C],
+             ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
+              "u = pl.load(h, [5, 0], [1, 16], target_memory=pl.Mem.Mat)",
+              "p = pl.move(pl.tile.transpose_view(m), pl.Mem.Right)",
+              "acc = pl.tile.gemv(pl.move(u, pl.Mem.Left), p)",
+              "r = pl.tile.gemv_acc(acc, pl.move(u, pl.Mem.Left), p)"]),
     "matmul": (("matmul", "matmul_acc", "move", "tile.transpose_view"), [R, R],
                ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
                 "acc = pl.matmul(pl.move(m, pl.Mem.Left), pl.move(m, pl.Mem.Right), "
@@ -194,8 +217,8 @@ def differences(got: torch.Tensor, want: torch.Tensor) -> str | None:
 
 
 def test_every_operator_has_a_lane():
-    checked = {op for table in (COMMON, FLOAT_ONLY, INT_ONLY) for ops, _ in table.values()
-               for op in ops}
+    checked = {op for table in (COMMON, FLOAT_ONLY, INT_ONLY, ISA_REDUCE_LANES, COL_ARG_LANES)
+               for ops, _ in table.values() for op in ops}
     checked |= {op for ops, _, _ in MOVEMENT.values() for op in ops}
     assert sorted(set(all_ops()) - checked - set(UNCHECKED)) == []
     assert not {name for name in UNCHECKED if all_ops()[name].isa}

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from gemv_programs import gemv_arguments, gemv_forms
 
 import pypto.language as pl
-from pypto.ir import LoweringError
+from pypto.debug import torch_runtime
+from pypto.ir import LoweringError, TypeCheckError
 from pypto.runtime import RunConfig
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
@@ -186,3 +188,53 @@ def test_acc_to_vec_move_is_rejected_on_a2a3_naming_the_backend():
         matmul_bias.lower(a, b, bias, torch.empty(16, 64), config=RunConfig(platform="a2a3sim"))
     message = str(info.value)
     assert "Acc to Vec" in message and "Ascend910B" in message and "pl.store" in message
+
+
+# -- the matrix-vector forms (TGEMV / TGEMV_ACC)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.int8])
+def test_gemv_is_the_one_row_matmul_bit_for_bit(platform, dtype):
+    v, m, once, twice, product = gemv_arguments(dtype, 96, 48)
+    gemv_forms(v, m, once, twice, product, config=RunConfig(platform=platform))
+    assert torch.equal(once, product) and torch.equal(once, torch_runtime.tile_gemv(v, m))
+    assert torch.equal(twice, torch_runtime.tile_gemv_acc(once, v, m))
+    if dtype == torch.int8:
+        assert torch.equal(once, (v.long() @ m.long()).int())
+    else:
+        torch.testing.assert_close(once, v.float() @ m.float(), rtol=1e-5, atol=1e-4)
+
+
+@pl.jit.incore
+def gemv_of_rows(a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP16],
+                 c: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+    x = pl.move(pl.load(a, [0, 0], [16, 32], target_memory=pl.Mem.Mat), pl.Mem.Left)
+    y = pl.move(pl.load(b, [0, 0], [32, 16], target_memory=pl.Mem.Mat), pl.Mem.Right)
+    c = pl.store(pl.tile.gemv(x, y), [0, 0], c)
+    return c
+
+
+@pl.jit
+def gemv_of_tensors(a: pl.Tensor[[1, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP16],
+                    c: pl.Out[pl.Tensor[[1, 16], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.tile.gemv(a, b)
+    return c
+
+
+def test_gemv_of_a_matrix_is_refused_at_the_line_naming_pl_matmul():
+    with pytest.raises(TypeCheckError) as info:
+        gemv_of_rows.lower(torch.zeros(16, 32).half(), torch.zeros(32, 16).half(),
+                           torch.zeros(16, 16))
+    message = str(info.value)
+    assert "test_ops_matmul.py:" in message and "[1, K] vector" in message
+    assert "[16, 32] x [32, 16]" in message and "pl.matmul" in message
+
+
+def test_gemv_of_tensors_is_refused_it_multiplies_tiles():
+    with pytest.raises(TypeCheckError) as info:
+        gemv_of_tensors.lower(torch.zeros(1, 32).half(), torch.zeros(32, 16).half(),
+                              torch.zeros(1, 16))
+    message = str(info.value)
+    assert "test_ops_matmul.py:" in message and "multiplies tiles" in message

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 import torch
+from reduction_programs import (
+    column_args,
+    column_outputs,
+    edge_values,
+    outputs,
+    products_and_args,
+    same_bits,
+)
 
 import pypto.language as pl
+from pypto.debug import torch_runtime
 from pypto.ir import CapacityError, TypeCheckError
 from pypto.runtime import RunConfig
 
@@ -160,3 +169,113 @@ def test_tile_row_sum_requires_tmp_tile_and_says_how():
         row_sum_without_tmp.lower(torch.zeros(R, C), torch.zeros(R, 1))
     message = str(info.value)
     assert "tmp_tile" in message and "pl.create_tile([16, 32], pl.FP32)" in message
+
+
+# -- products and arg-reductions (TROWPROD / TCOLPROD, TROWARGMAX ... TCOLARGMIN)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.int16])
+def test_products_and_row_arg_reductions_match_torch_on_edge_values(platform, dtype):
+    x = edge_values(dtype)
+    rprod, cprod, rmax, rmin = outputs(dtype)
+    products_and_args(x, rprod, cprod, rmax, rmin, config=RunConfig(platform=platform))
+    assert same_bits(rprod, torch_runtime.row_prod(x))
+    assert same_bits(cprod, torch_runtime.col_prod(x))
+    assert torch.equal(rmax, torch_runtime.row_argmax(x))
+    assert torch.equal(rmin, torch_runtime.row_argmin(x))
+    assert rmax[1, 0] == 0 and rmin[1, 0] == 0  # a row of ties: the first index
+    if dtype.is_floating_point:
+        assert rmax[2, 0] == 0 and rmin[2, 0] == 0  # a NaN first is never beaten
+        assert rmax[3, 0] == 2 and rmax[5, 0] == 7 and rmin[6, 0] == 9  # inside, it never wins
+        assert rmax[7, 0] == 2 and torch.isnan(rprod[2, 0])
+        assert rprod[8, 0] == 0 and cprod[0, 4] == 0 and cprod[0, 0].isnan()
+    clean = x.double()[10:]  # rows without specials: torch's own reductions agree
+    assert torch.equal(rmax[10:, 0].long(), clean.argmax(dim=1))
+    if dtype == torch.float32:
+        torch.testing.assert_close(rprod[10:].double(), clean.prod(dim=1, keepdim=True),
+                                   rtol=1e-5, atol=0)
+    if not dtype.is_floating_point:  # the integer product wraps as the dtype's
+        assert rprod[7, 0] == torch.tensor(3 ** C % 2 ** (8 * x.element_size())).to(dtype)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.uint16, torch.uint32])
+def test_column_arg_reductions_match_torch_on_edge_values(platform, dtype):
+    x = edge_values(dtype)
+    cmax, cmin = column_outputs()
+    column_args(x, cmax, cmin, config=RunConfig(platform=platform))
+    assert torch.equal(cmax, torch_runtime.col_argmax(x))
+    assert torch.equal(cmin, torch_runtime.col_argmin(x))
+    assert cmax[0, 2] == 0  # a column of ties below row 0's 3: row 0
+    clean = x.long() if not dtype.is_floating_point else x.double()
+    assert torch.equal(cmax[0, 10:].long(), clean[:, 10:].argmax(dim=0))
+
+
+@pl.jit.incore
+def partial_args(x: pl.Tensor[[R, 48], pl.FP32], amax: pl.Out[pl.Tensor[[R, 1], pl.INT32]],
+                 prod: pl.Out[pl.Tensor[[R, 1], pl.FP32]],
+                 cmin: pl.Out[pl.Tensor[[1, 48], pl.INT32]]):
+    t = pl.load(x, [0, 0], [R, 64], valid_shape=[R, 48])
+    tmp = pl.create_tile([R, 64], pl.FP32)
+    amax = pl.store(pl.row_argmax(t, tmp), [0, 0], amax)
+    prod = pl.store(pl.row_prod(t, tmp), [0, 0], prod)
+    cmin = pl.store(pl.col_argmin(t, tmp), [0, 0], cmin)
+    return amax, prod, cmin
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_padding_takes_part_in_products_and_arg_reductions(platform):
+    x = -torch.rand(R, 48, generator=torch.Generator().manual_seed(65)) - 1.0
+    amax, prod = torch.zeros(R, 1, dtype=torch.int32), torch.ones(R, 1)
+    cmin = torch.zeros(1, 48, dtype=torch.int32)
+    partial_args(x, amax, prod, cmin, config=RunConfig(platform=platform))
+    assert (amax == 48).all()  # the first zero of the padding beats every negative value
+    assert (prod == 0).all()
+    assert torch.equal(cmin, x.argmin(dim=0, keepdim=True).int())
+    text = partial_args.lower(x, amax, prod, cmin).as_python()
+    assert "row_argmax_0: pl.Tile[[16, 1], pl.INT32, pl.Mem.Vec" in text
+    assert "col_argmin_0: pl.Tile[[1, 64], pl.INT32, [1, 48], pl.Mem.Vec" in text
+
+
+@pl.jit.incore
+def arg_without_tmp(x: pl.Tensor[[R, C], pl.FP32], out: pl.Out[pl.Tensor[[1, C], pl.INT32]]):
+    t = pl.load(x, [0, 0], [R, C])
+    out = pl.store(pl.col_argmax(t), [0, 0], out)
+    return out
+
+
+@pl.jit.incore
+def bf16_product(x: pl.Tensor[[R, C], pl.BF16], out: pl.Out[pl.Tensor[[1, C], pl.BF16]]):
+    t = pl.load(x, [0, 0], [R, C])
+    out = pl.store(pl.col_prod(t), [0, 0], out)
+    return out
+
+
+@pl.jit.incore
+def int_column_arg(x: pl.Tensor[[R, C], pl.INT32], out: pl.Out[pl.Tensor[[1, C], pl.INT32]]):
+    t = pl.load(x, [0, 0], [R, C])
+    out = pl.store(pl.col_argmin(t, pl.create_tile([R, C], pl.INT32)), [0, 0], out)
+    return out
+
+
+def test_tile_column_arg_reduction_requires_tmp_tile_and_says_how():
+    with pytest.raises(TypeCheckError) as info:
+        arg_without_tmp.lower(torch.zeros(R, C), torch.zeros(1, C, dtype=torch.int32))
+    message = str(info.value)
+    assert "test_ops_reductions.py:" in message
+    assert "tmp_tile" in message and "pl.create_tile([16, 32], pl.FP32)" in message
+
+
+@pytest.mark.parametrize("kernel, args, supported", [
+    (bf16_product, (torch.zeros(R, C, dtype=torch.bfloat16),
+                    torch.zeros(1, C, dtype=torch.bfloat16)), "FP16, FP32, INT16, INT32"),
+    (int_column_arg, (torch.zeros(R, C, dtype=torch.int32),
+                      torch.zeros(1, C, dtype=torch.int32)), "FP16, FP32, UINT16, UINT32"),
+])
+def test_dtypes_the_instructions_lack_are_refused_at_the_line(kernel, args, supported):
+    with pytest.raises(TypeCheckError) as info:
+        kernel.lower(*args)
+    message = str(info.value)
+    assert "test_ops_reductions.py:" in message and "does not support dtype" in message
+    assert supported in message

@@ -1,4 +1,5 @@
-"""The cube's matrix products: `matmul` and `matmul_acc`."""
+"""The cube's matrix products: `matmul`, `matmul_acc` and the matrix-vector forms
+`tile.gemv`, `tile.gemv_acc`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from ..errors import TypeCheckError
 from ..types import (
     TensorType,
     TileType,
+    describe,
 )
 from .inference import (
     alike,
@@ -91,6 +93,36 @@ def _infer_matmul_acc(args, attrs, span):
     return TileType(acc.shape, acc.dtype, valid_shape=acc.valid_shape)
 
 
+# The largest K and N a TGEMV takes (pto-isa's TGEMV.md: k and n in [1, 4095]).
+_GEMV_MAX = 4095
+
+
+def _infer_gemv(name: str):
+    def infer(args, attrs, span):
+        *acc, lhs, rhs = (a.type for a in args)
+        for what, t in (("lhs", lhs), ("rhs", rhs), *(("acc", a) for a in acc)):
+            if not isinstance(t, TileType):
+                raise TypeCheckError(f"pl.{name} multiplies tiles; {what} is {describe(t)}",
+                                     span, hint="on tensors, pl.matmul of a [1, K] tensor")
+        _, n, valid = _matmul_dims(name, lhs, rhs, False, False, span)
+        k = lhs.shape[1]
+        if lhs.shape[0] != 1 or not (1 <= k <= _GEMV_MAX and 1 <= n <= _GEMV_MAX):
+            raise TypeCheckError(
+                f"pl.{name} multiplies a [1, K] vector by a [K, N] matrix with K and N at "
+                f"most {_GEMV_MAX}, got {fmt_shape(lhs.shape)} x {fmt_shape(rhs.shape)}",
+                span,
+                hint="pl.matmul multiplies [M, K] tiles of any M",
+            )
+        out = DataType.INT32 if lhs.dtype is DataType.INT8 else DataType.FP32
+        if acc and (tuple(acc[0].shape) != (1, n) or acc[0].dtype is not out):
+            raise TypeCheckError(f"pl.{name}: acc must be a [1, {n}] {out.name} tile, got "
+                                 f"{describe(acc[0])}", span)
+        if acc:
+            return TileType(acc[0].shape, out, valid_shape=acc[0].valid_shape)
+        return TileType((1, n), out, valid_shape=valid)
+
+    return infer
+
 
 # -- matmul
 register(
@@ -134,5 +166,34 @@ register(
         dtypes=MATMUL_INPUTS,
         emit="matmul",
         isa="tmatmul_acc",
+    )
+)
+register(
+    OpDef(
+        "tile.gemv",
+        (OpParam("lhs", "value"), OpParam("rhs", "value")),
+        _infer_gemv("tile.gemv"),
+        "matmul",
+        "The matrix-vector product lhs @ rhs of a [1, K] tile (pl.Mem.Left) and a [K, N] tile "
+        "(pl.Mem.Right), K and N at most 4095, as a [1, N] tile in pl.Mem.Acc (TGEMV): FP32 "
+        "for FP16, BF16 and FP32 inputs, INT32 for INT8.  The same sums as pl.matmul with "
+        "M = 1: products in input precision, accumulated in K order.",
+        dtypes=MATMUL_INPUTS,
+        emit="matmul",
+        isa="tgemv",
+    )
+)
+register(
+    OpDef(
+        "tile.gemv_acc",
+        (OpParam("acc", "value"), OpParam("lhs", "value"), OpParam("rhs", "value")),
+        _infer_gemv("tile.gemv_acc"),
+        "matmul",
+        "acc + lhs @ rhs for a [1, K] lhs (TGEMV_ACC): the sum starts from acc (a [1, N] "
+        "FP32 tile, INT32 for INT8 inputs, in pl.Mem.Acc) and adds the products in K order, "
+        "as pl.matmul_acc does.",
+        dtypes=MATMUL_INPUTS,
+        emit="matmul",
+        isa="tgemv_acc",
     )
 )

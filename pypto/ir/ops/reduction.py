@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..dtypes import DataType
 from ..errors import TypeCheckError
 from ..types import (
     TileType,
@@ -32,52 +33,62 @@ from .registry import (
 
 def _infer_row_reduce(name: str) -> Callable:
     def infer(args, attrs, span):
-        ops = get_op(name).operands(args, attrs)
+        op = get_op(name)
+        ops = op.operands(args, attrs)
         x = require_block(name, ops["x"].type, "x", span)
         require_rank2(name, x, span)
-        check_dtype(name, x, NUMERIC, span)
-        tmp = ops["tmp_tile"]
-        if isinstance(x, TileType):
-            if tmp is None:
-                raise TypeCheckError(
-                    f"the tile form of pl.{name} needs tmp_tile",
-                    span,
-                    hint=f"pass a scratch tile of x's dtype, at least {fmt_shape(x.shape)}: "
-                         f"pl.{name}(x, pl.create_tile({list(x.shape)}, {x.dtype!r}))",
-                )
-            _scratch(name, tmp.type, x, span)
-        elif tmp is not None:
-            raise TypeCheckError(f"pl.{name} on a tensor takes no tmp_tile: lowering allocates it",
-                                 span)
-        return like(x, shape=(x.shape[0], 1), valid=(x.valid[0], 1) if isinstance(
-            x, TileType) else None)
+        check_dtype(name, x, op.dtypes, span)
+        _tmp(name, x, ops["tmp_tile"], span, required=True)
+        return like(x, shape=(x.shape[0], 1), dtype=_RESULT.get(name),
+                    valid=(x.valid[0], 1) if isinstance(x, TileType) else None)
 
     return infer
 
 
-def _scratch(name: str, tmp, x, span) -> None:
-    if not isinstance(tmp, TileType) or tmp.dtype != x.dtype or len(tmp.shape) != 2 or any(
-            t < d for t, d in zip(tmp.shape, x.shape, strict=True)):
+def _tmp(name: str, x, tmp, span, required: bool) -> None:
+    """Checks an operator's `tmp_tile` against x: the tile form needs one when `required`
+    (the instruction takes it), the tensor form none (lowering allocates what it needs)."""
+    if not isinstance(x, TileType):
+        if tmp is not None:
+            raise TypeCheckError(f"pl.{name} on a tensor takes no tmp_tile"
+                                 + (": lowering allocates it" if required else ""), span)
+        return
+    if tmp is None:
+        if required:
+            raise TypeCheckError(
+                f"the tile form of pl.{name} needs tmp_tile",
+                span,
+                hint=f"pass a scratch tile of x's dtype, at least {fmt_shape(x.shape)}: "
+                     f"pl.{name}(x, pl.create_tile({list(x.shape)}, {x.dtype!r}))",
+            )
+        return
+    if not isinstance(tmp.type, TileType) or tmp.type.dtype != x.dtype or len(
+            tmp.type.shape) != 2 or any(
+            t < d for t, d in zip(tmp.type.shape, x.shape, strict=True)):
         raise TypeCheckError(
             f"pl.{name}: tmp_tile must be a {x.dtype.name} tile of at least "
-            f"{fmt_shape(x.shape)}, got {describe(tmp)}",
+            f"{fmt_shape(x.shape)}, got {describe(tmp.type)}",
             span,
         )
 
 
+def needs_scratch(name: str) -> bool:
+    """Whether the tile form of operator `name` needs a tmp_tile (which TensorToTile
+    allocates for the tensor form)."""
+    return get_op(name).category == "reduce_row" or name in _COL_SCRATCH
+
+
 def _infer_col_reduce(name: str, tmp_allowed: bool) -> Callable:
     def infer(args, attrs, span):
-        ops = get_op(name).operands(args, attrs)
+        op = get_op(name)
+        ops = op.operands(args, attrs)
         x = require_block(name, ops["x"].type, "x", span)
         require_rank2(name, x, span)
-        check_dtype(name, x, NUMERIC, span)
-        tmp = ops.get("tmp_tile") if tmp_allowed else None
-        if tmp is not None:
-            if not isinstance(x, TileType):
-                raise TypeCheckError(f"pl.{name} on a tensor takes no tmp_tile", span)
-            _scratch(name, tmp.type, x, span)
-        return like(x, shape=(1, x.shape[1]), valid=(1, x.valid[1]) if isinstance(
-            x, TileType) else None)
+        check_dtype(name, x, op.dtypes, span)
+        if tmp_allowed:
+            _tmp(name, x, ops["tmp_tile"], span, required=name in _COL_SCRATCH)
+        return like(x, shape=(1, x.shape[1]), dtype=_RESULT.get(name),
+                    valid=(1, x.valid[1]) if isinstance(x, TileType) else None)
 
     return infer
 
@@ -167,6 +178,65 @@ for _name, (_what, _isa) in {
             isa=_isa,
         )
     )
+
+# -- products and arg-reductions (pto-isa's TROWPROD / TCOLPROD, TROWARGMAX / TROWARGMIN /
+# TCOLARGMAX / TCOLARGMIN): the element types both backends' instructions take.
+_ISA_REDUCE = frozenset({DataType.FP16, DataType.FP32, DataType.INT16, DataType.INT32})
+_COL_ARG = frozenset({DataType.FP16, DataType.FP32, DataType.UINT16, DataType.UINT32})
+_RESULT = {f"{k}_arg{w}": DataType.INT32 for k in ("row", "col") for w in ("max", "min")}
+_COL_SCRATCH = ("col_argmax", "col_argmin")
+_SCRATCH_DOC = ("The tile form needs tmp_tile, a scratch tile of x's dtype at least x's shape "
+                "(contents undefined afterwards); the tensor form takes none.")
+register(
+    OpDef(
+        "row_prod",
+        (OpParam("x", "value"), OpParam("tmp_tile", "value", None)),
+        _infer_row_reduce("row_prod"),
+        "reduce_row",
+        "The product of each row of a [R, C] value, as [R, 1].  Sequential: column 0 first, "
+        "every step rounded to x's dtype (an integer product wraps).  Every column of the "
+        "tile takes part, padding included (zero padding makes the row's product 0).  "
+        + _SCRATCH_DOC,
+        dtypes=_ISA_REDUCE,
+        emit="reduce",
+        isa="trowprod",
+    )
+)
+register(
+    OpDef(
+        "col_prod",
+        (OpParam("x", "value"),),
+        _infer_col_reduce("col_prod", tmp_allowed=False),
+        "reduce_col",
+        "The product of each column of a [R, C] value, as [1, C].  Sequential: row 0 first, "
+        "every step rounded to x's dtype (an integer product wraps).  Every row takes part, "
+        "padding included.",
+        dtypes=_ISA_REDUCE,
+        emit="reduce",
+        isa="tcolprod",
+    )
+)
+for _kind, _over, _shape in (("row", "column", "[R, 1]"), ("col", "row", "[1, C]")):
+    for _what, _cmp in (("max", "greater"), ("min", "less")):
+        _name = f"{_kind}_arg{_what}"
+        register(
+            OpDef(
+                _name,
+                (OpParam("x", "value"), OpParam("tmp_tile", "value", None)),
+                _infer_row_reduce(_name) if _kind == "row" else _infer_col_reduce(
+                    _name, tmp_allowed=True),
+                f"reduce_{_kind}",
+                f"The {_over} index (INT32) of the {_what}imum of each {_kind} of a [R, C] "
+                f"value, as {_shape}.  Scanned from {_over} 0, an element wins only when it "
+                f"compares {_cmp} than the best so far: a tie keeps the first index, and a "
+                f"NaN never wins unless it is at index 0 (then nothing compares {_cmp} than "
+                "it).  Every element of the tile takes part, padding included.  "
+                + _SCRATCH_DOC,
+                dtypes=_ISA_REDUCE if _kind == "row" else _COL_ARG,
+                emit="reduce",
+                isa=f"t{_kind}arg{_what}",
+            )
+        )
 
 # -- broadcasts: suffix -> (formula on (x, v), dtypes, isa suffix)
 _EXPAND = {

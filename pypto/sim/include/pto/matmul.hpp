@@ -227,6 +227,15 @@ template <class D, class T> inline void tmatmul_acc(Tile<D> c, Tile<D> acc, Tile
     detail::matmul<D, T>(c, &acc, a, b, ta, tb);
 }
 
+/* TGEMV / TGEMV_ACC: the products of a one-row a, summed as tmatmul sums them (pto-isa's
+ * CPU model runs them as its TMATMUL). */
+template <class D, class T> inline void tgemv(Tile<D> c, Tile<T> a, Tile<T> b, bool, bool) {
+    detail::matmul<D, T>(c, nullptr, a, b, false, false);
+}
+template <class D, class T> inline void tgemv_acc(Tile<D> c, Tile<D> acc, Tile<T> a, Tile<T> b, bool, bool) {
+    detail::matmul<D, T>(c, &acc, a, b, false, false);
+}
+
 }  // namespace pto
 
 #endif /* PTO_MATMUL_HPP */

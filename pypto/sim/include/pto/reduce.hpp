@@ -10,6 +10,12 @@
  *    device's pairwise tree (pto-isa's npu/a2a3/TColSum.hpp, BinarySum): while n > 1
  *    rows remain, tmp[i] = row 2i + row 2i+1 for i < n / 2, an odd last row is added
  *    to tmp[0], and n = n / 2; tmp's contents are clobbered.
+ *  - trowprod / tcolprod are sequential as the sums are (column 0 / row 0 first), as in
+ *    pto-isa's CPU model; an integer product wraps.
+ *  - The arg-reductions scan from index 0 and move to an element only when it compares
+ *    strictly greater (argmax) or less (argmin) than the best so far: a tie keeps the
+ *    first index, and a NaN wins only at index 0 (pto-isa's cpu/TReduceIdx.hpp).  The
+ *    index is an int32_t.
  *  - Every row and column of the source takes part, padding included.
  *  - Broadcasts apply their operator to x[r][c] and v[r][0] (row) or v[0][c] (column);
  *    expdif computes exp(x - v) in float and rounds once.
@@ -50,6 +56,35 @@ template <class Op, class T> inline void col_reduce(Tile<T> dst, Tile<T> src) {
     for (int32_t r = 1; r < src.rows; ++r) zip_elem<Op>(dst.data, dst.data, src.data + int64_t(r) * src.cols, src.cols);
 }
 
+// Whether a beats b in an arg-reduction: strictly greater (Max) or less, floats compared
+// as floats (a NaN never does).
+template <bool Max, class T> inline bool beats(T a, T b) {
+    if constexpr (Num<T>::is_float) {
+        const float x = Num<T>::load(a), y = Num<T>::load(b);
+        return Max ? x > y : x < y;
+    } else {
+        return Max ? a > b : a < b;
+    }
+}
+
+// dst[r][0] (Row) or dst[0][c]: the index of the first best element of the row or column.
+template <bool Max, bool Row, class T> inline void arg_reduce(Tile<int32_t> dst, Tile<T> src) {
+    const int32_t lines = Row ? src.rows : src.cols, length = Row ? src.cols : src.rows;
+    for (int32_t i = 0; i < lines; ++i) {
+        T best = Row ? at(src, i, 0) : at(src, 0, i);
+        int32_t index = 0;
+        for (int32_t k = 1; k < length; ++k) {
+            const T v = Row ? at(src, i, k) : at(src, k, i);
+            if (beats<Max>(v, best)) {
+                best = v;
+                index = k;
+            }
+        }
+        if constexpr (Row) ref(dst, i, 0) = index;
+        else ref(dst, 0, i) = index;
+    }
+}
+
 struct OpExpDif {
     static float f(float a, float b) { return fmath::expf(a - b); }
     static void n(float *d, const float *a, const float *b, int64_t n) { fmath::expdif_n(d, a, b, n); }
@@ -81,6 +116,12 @@ template <class T> inline void trowmin(Tile<T> d, Tile<T> x, Tile<T>) { detail::
 template <class T> inline void tcolsum(Tile<T> d, Tile<T> x) { detail::col_reduce<detail::OpAdd>(d, x); }
 template <class T> inline void tcolmax(Tile<T> d, Tile<T> x) { detail::col_reduce<detail::OpMax>(d, x); }
 template <class T> inline void tcolmin(Tile<T> d, Tile<T> x) { detail::col_reduce<detail::OpMin>(d, x); }
+template <class T> inline void trowprod(Tile<T> d, Tile<T> x, Tile<T>) { detail::row_reduce<detail::OpMul>(d, x); }
+template <class T> inline void tcolprod(Tile<T> d, Tile<T> x) { detail::col_reduce<detail::OpMul>(d, x); }
+template <class T> inline void trowargmax(Tile<int32_t> d, Tile<T> x, Tile<T>) { detail::arg_reduce<true, true>(d, x); }
+template <class T> inline void trowargmin(Tile<int32_t> d, Tile<T> x, Tile<T>) { detail::arg_reduce<false, true>(d, x); }
+template <class T> inline void tcolargmax(Tile<int32_t> d, Tile<T> x, Tile<T>) { detail::arg_reduce<true, false>(d, x); }
+template <class T> inline void tcolargmin(Tile<int32_t> d, Tile<T> x, Tile<T>) { detail::arg_reduce<false, false>(d, x); }
 
 /* Column sums by the device's pairwise tree over the rows, in tmp (at least x's shape). */
 template <class T> inline void tcolsum(Tile<T> d, Tile<T> x, Tile<T> tmp) {
