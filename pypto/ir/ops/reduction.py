@@ -216,7 +216,8 @@ register(
         isa="tcolprod",
     )
 )
-for _kind, _over, _shape in (("row", "column", "[R, 1]"), ("col", "row", "[1, C]")):
+for _kind, _line, _over, _shape in (("row", "row", "column", "[R, 1]"),
+                                    ("col", "column", "row", "[1, C]")):
     for _what, _cmp in (("max", "greater"), ("min", "less")):
         _name = f"{_kind}_arg{_what}"
         register(
@@ -226,7 +227,7 @@ for _kind, _over, _shape in (("row", "column", "[R, 1]"), ("col", "row", "[1, C]
                 _infer_row_reduce(_name) if _kind == "row" else _infer_col_reduce(
                     _name, tmp_allowed=True),
                 f"reduce_{_kind}",
-                f"The {_over} index (INT32) of the {_what}imum of each {_kind} of a [R, C] "
+                f"The {_over} index (INT32) of the {_what}imum of each {_line} of a [R, C] "
                 f"value, as {_shape}.  Scanned from {_over} 0, an element wins only when it "
                 f"compares {_cmp} than the best so far: a tie keeps the first index, and a "
                 f"NaN never wins unless it is at index 0 (then nothing compares {_cmp} than "
