@@ -22,15 +22,20 @@ def gemv_forms(v: pl.Tensor, m: pl.Tensor, once: pl.Out[pl.Tensor], twice: pl.Ou
     return once, twice, product
 
 
-def gemv_arguments(dtype: torch.dtype, k: int, n: int, seed: int = 7) -> list[torch.Tensor]:
-    """[1, k] and [k, n] operands of `dtype` (INT8: the full range, so INT32 sums wrap
-    never but reach far) and the three [1, n] outputs."""
-    g = torch.Generator().manual_seed(seed)
+def gemv_arguments(dtype: torch.dtype, k: int, n: int, exact: bool = False) -> list[torch.Tensor]:
+    """[1, k] and [k, n] operands of `dtype` and the three [1, n] outputs.  INT8 operands
+    span the whole range; float ones are normal samples, or with `exact` multiples of 2^-6
+    in [-1, 1], whose products and partial sums FP32 holds exactly (any order of summing
+    gives the same bits)."""
+    g = torch.Generator().manual_seed(7)
+    shapes = ((1, k), (k, n))
     if dtype == torch.int8:
-        v, m = (torch.randint(-128, 128, s, generator=g, dtype=torch.int8) for s in
-                ((1, k), (k, n)))
+        v, m = (torch.randint(-128, 128, s, generator=g, dtype=torch.int8) for s in shapes)
         out = torch.int32
+    elif exact:
+        v, m = (torch.randint(-64, 65, s, generator=g).to(dtype) / 64 for s in shapes)
+        out = torch.float32
     else:
-        v, m = torch.randn(1, k, generator=g).to(dtype), torch.randn(k, n, generator=g).to(dtype)
+        v, m = (torch.randn(*s, generator=g).to(dtype) for s in shapes)
         out = torch.float32
     return [v, m, *(torch.zeros(1, n, dtype=out) for _ in range(3))]
