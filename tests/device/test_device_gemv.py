@@ -27,7 +27,7 @@ def test_gemv_and_gemv_acc_are_tgemv_and_tgemv_acc():
 
 # Slow: a CPU-model build and a simulator build per platform and dtype.  The CPU model
 # sums a matmul with fma and adds acc last (cpu/TMatmul.hpp), so the float operands are
-# exact ones: every order gives the same bits (docs/numerics.md, the matmul row).
+# exact ones: every order gives the same bits (docs/numerics.md, the CPU-model table's matmul row).
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.int8])
