@@ -223,18 +223,13 @@ def gemv_of_tensors(a: pl.Tensor[[1, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP
     return c
 
 
-def test_gemv_of_a_matrix_is_refused_at_the_line_naming_pl_matmul():
+@pytest.mark.parametrize("kernel, rows, says", [
+    (gemv_of_rows, 16, ("[1, K] vector", "[16, 32] x [32, 16]", "pl.matmul")),
+    (gemv_of_tensors, 1, ("multiplies tiles", "pl.matmul")),
+])
+def test_gemv_of_a_matrix_or_of_tensors_is_refused_at_the_line(kernel, rows, says):
     with pytest.raises(TypeCheckError) as info:
-        gemv_of_rows.lower(torch.zeros(16, 32).half(), torch.zeros(32, 16).half(),
-                           torch.zeros(16, 16))
+        kernel.lower(torch.zeros(rows, 32).half(), torch.zeros(32, 16).half(),
+                     torch.zeros(rows, 16))
     message = str(info.value)
-    assert "test_ops_matmul.py:" in message and "[1, K] vector" in message
-    assert "[16, 32] x [32, 16]" in message and "pl.matmul" in message
-
-
-def test_gemv_of_tensors_is_refused_it_multiplies_tiles():
-    with pytest.raises(TypeCheckError) as info:
-        gemv_of_tensors.lower(torch.zeros(1, 32).half(), torch.zeros(32, 16).half(),
-                              torch.zeros(1, 16))
-    message = str(info.value)
-    assert "test_ops_matmul.py:" in message and "multiplies tiles" in message
+    assert "test_ops_matmul.py:" in message and all(s in message for s in says)
