@@ -197,7 +197,8 @@ class Param:
 class Function:
     """A function of a program.  `attrs` are its function attributes as sorted (name,
     value) pairs, written `pl.func_attr({...})` as the body's first statement (today:
-    "split", a `SplitMode` for a mixed cube/vector kernel)."""
+    "split", a `SplitMode` for a mixed cube/vector kernel; "level", `Level.AIC` or
+    `Level.AIV` for a kernel that runs on one unit of the core group)."""
 
     name: str
     params: tuple[Param, ...]

@@ -354,8 +354,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                         self.source.span(fndef), attrs=attrs)
 
     def _function_attrs(self, stmts: list) -> tuple[tuple, list]:
-        """`pl.func_attr({"split": pl.SplitMode.UP_DOWN})` as the first statement (after a
-        docstring): the function's attributes, and the statements after it."""
+        """`pl.func_attr({"split": pl.SplitMode.UP_DOWN})` (or `{"level": pl.Level.AIC}`) as
+        the first statement (after a docstring): the function's attributes, and the
+        statements after it."""
         start = 1 if (stmts and isinstance(stmts[0], ast.Expr)
                       and isinstance(stmts[0].value, ast.Constant)
                       and isinstance(stmts[0].value.value, str)) else 0
@@ -370,11 +371,15 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             key = self.static(key_node) if key_node is not None else None
             if key in attrs:
                 raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
-            if key != "split":
+            if key not in ("split", "level"):
                 raise self.error(key_node or call, f"function attribute {key!r} is not "
-                                 "supported here", hint="supported: \"split\" (a pl.SplitMode)")
+                                 "supported here", hint="supported: \"split\" (a pl.SplitMode), "
+                                 "\"level\" (pl.Level.AIC or pl.Level.AIV)")
             value = self.static(value_node)
-            if not isinstance(value, SplitMode):
+            if key == "level" and value not in (Level.AIC, Level.AIV):
+                raise self.error(value_node, "the \"level\" attribute takes pl.Level.AIC or "
+                                 "pl.Level.AIV (a kernel on one unit of the core group)")
+            if key == "split" and not isinstance(value, SplitMode):
                 raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
             if value is not SplitMode.NONE:
                 attrs[key] = value

@@ -28,18 +28,49 @@ from dataclasses import replace
 from ..ir.errors import LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, ExprStmt, FuncCall, Function, Param, Var
 from ..ir.ops import make_call
-from ..ir.types import INDEX, Direction, FunctionType, MemorySpace, TensorType, TileType
+from ..ir.types import (
+    INDEX,
+    Direction,
+    FunctionType,
+    Level,
+    MemorySpace,
+    TensorType,
+    TileType,
+)
 from ..ir.visitor import IRMutator
+from ..platform import Backend
 from .manager import Pass
 from .names import NameSupply
 
 
-def is_transfer(call, source: MemorySpace | None) -> bool:
-    """Whether `call`, reading a tile in `source`, moves a Mat tile to the vector unit's
-    Vec buffer: a transfer from the cube unit.  (An Acc tile moves to Vec by an instruction
-    on Ascend950 and not at all on Ascend910B, where that move stays an error.)"""
-    return (isinstance(call, Call) and call.op == "move" and source is MemorySpace.Mat
-            and call.attr("target_memory") is MemorySpace.Vec)
+# The unit a kernel runs on alone, by its "level" attribute (`pl.at(level=...)`).
+_UNIT_OF_LEVEL = {Level.AIC: "the cube unit", Level.AIV: "the vector unit"}
+
+
+def transfer_landing(source: MemorySpace | None, target: MemorySpace,
+                     backend: Backend) -> MemorySpace | None:
+    """Where a `pl.move` of a tile in `source` to `target` lands when it crosses between the
+    units of the core group through global memory: Vec for a Mat or Acc tile moved to Vec,
+    Mat for a Vec tile moved to Mat, Left or Right (moved on from Mat).  None when the move
+    is no transfer: `backend` moves the tile directly (`[tile_moves]`: Acc -> Vec on
+    Ascend950), or no route crosses (Left / Right tiles cannot be stored, Acc is reached
+    only by a matmul)."""
+    moves = backend.tile_moves
+    if source is None or target.name in moves.get(source.name, ()):
+        return None
+    if source in (MemorySpace.Mat, MemorySpace.Acc) and target is MemorySpace.Vec:
+        return MemorySpace.Vec  # the vector unit's UB
+    if source is MemorySpace.Vec and (target is MemorySpace.Mat
+                                      or target.name in moves.get(MemorySpace.Mat.name, ())):
+        return MemorySpace.Mat  # the cube unit's L1, moved on from there
+    return None
+
+
+def is_transfer(call, source: MemorySpace | None, backend: Backend) -> bool:
+    """Whether `call`, reading a tile in `source`, moves it across the cube/vector boundary
+    through global memory on `backend` (transfer_landing)."""
+    return (isinstance(call, Call) and call.op == "move"
+            and transfer_landing(source, call.attr("target_memory"), backend) is not None)
 
 
 class TransferCubeToVector(Pass):
@@ -50,7 +81,7 @@ class TransferCubeToVector(Pass):
         functions = []
         for fn in program.functions:
             if fn.func_type is FunctionType.InCore:
-                fn, added = _Transfers(fn).rewrite()
+                fn, added = _Transfers(fn, ctx.backend).rewrite()
                 if added:
                     scratch[fn.name] = added
             functions.append(fn)
@@ -63,10 +94,12 @@ class TransferCubeToVector(Pass):
 
 
 class _Transfers(IRMutator):
-    """A kernel's Mat -> Vec moves as a store into a new scratch parameter and a load."""
+    """A kernel's transfers as a store into a new scratch parameter and a load (and, into
+    Left / Right, the move on from Mat)."""
 
-    def __init__(self, fn: Function):
+    def __init__(self, fn: Function, backend: Backend):
         self.fn = fn
+        self.backend = backend
         self.names = NameSupply(fn)
         self.scratch: list[Var] = []
 
@@ -79,19 +112,43 @@ class _Transfers(IRMutator):
         call = stmt.value
         tile = call.args[0] if isinstance(call, Call) and call.args else None
         if not (isinstance(tile, Var) and isinstance(tile.type, TileType)
-                and is_transfer(call, tile.type.memory)):
+                and is_transfer(call, tile.type.memory, self.backend)):
             return stmt
-        (dst,) = stmt.targets
         t = tile.type
-        tensor = Var(self.names.fresh(f"{tile.name}_to_vec"), TensorType(t.shape, t.dtype),
-                     stmt.span)
+        target = call.attr("target_memory")
+        landing = transfer_landing(t.memory, target, self.backend)
+        assert t.memory is not None and landing is not None  # is_transfer said so
+        self._refuse_on_one_unit(tile, target, stmt)
+        (dst,) = stmt.targets
+        tensor = Var(self.names.fresh(f"{tile.name}_to_{landing.name.lower()}"),
+                     TensorType(t.shape, t.dtype), stmt.span)
         self.scratch.append(tensor)
         origin = ExprList(tuple(Const(0, INDEX) for _ in t.shape), stmt.span)
         store = make_call("store", tile, origin, tensor, span=stmt.span)
         valid = None if t.valid_shape is None else tuple(t.valid_shape)
         load = make_call("load", tensor, origin, span=stmt.span, shapes=tuple(t.shape),
-                         valid_shape=valid, target_memory=MemorySpace.Vec)
-        return [Assign((tensor,), store, stmt.span), Assign((dst,), load, stmt.span)]
+                         valid_shape=valid, target_memory=landing)
+        stored = Assign((tensor,), store, stmt.span)
+        if landing is target:
+            return [stored, Assign((dst,), load, stmt.span)]
+        landed = Var(self.names.fresh(f"{tile.name}_in_{landing.name.lower()}"),
+                     replace(load.type, memory=landing), stmt.span)
+        move = make_call("move", landed, span=stmt.span, target_memory=target)
+        return [stored, Assign((landed,), load, stmt.span), Assign((dst,), move, stmt.span)]
+
+    def _refuse_on_one_unit(self, tile: Var, target: MemorySpace, stmt: Assign) -> None:
+        """A kernel that runs on one unit only (`pl.at(level=pl.Level.AIC)` / `AIV`, its
+        "level" attribute) has no other side to transfer to."""
+        level = self.fn.attr("level")
+        if level is None:
+            return
+        raise LoweringError(
+            f"pl.move of `{tile.name}` from {tile.type.memory.name} to {target.name} crosses "
+            f"between the cube unit and the vector unit, but its kernel runs on "
+            f"{_UNIT_OF_LEVEL[level]} only (level={level!r})",
+            stmt.span,
+            hint="use pl.at(level=pl.Level.CORE_GROUP), whose kernel runs on both units of "
+                 "the core group")
 
 
 class _Allocations(IRMutator):

@@ -3,8 +3,9 @@
 The operator that defines a tile decides its buffer:
 - `pl.load` and `pl.create_tile`: their `target_memory` (loads reach Vec or Mat);
 - `pl.move`: its `target_memory`, when the backend has that data path (`[tile_moves]`
-  of build_rules/backends/*.toml), or when it moves a Mat tile to Vec: a transfer from
-  the cube unit to the vector unit, which TransferCubeToVector lowers;
+  of build_rules/backends/*.toml), or when it moves a tile across the cube/vector
+  boundary (Mat or Acc to Vec, Vec to Mat, Left or Right): a transfer between the units,
+  which TransferCubeToVector lowers;
 - `pl.matmul` / `pl.matmul_acc`: Acc, reading lhs from Left, rhs from Right (and acc
   from Acc);
 - `pl.slice`, `pl.reshape`, `pl.fillpad`, `pl.set_validshape`, `pl.tile.transpose_view`:
@@ -132,7 +133,7 @@ class _Placer(VarRetyper):
     def _move(self, tile, target: MemorySpace, stmt) -> MemorySpace:
         source = tile.type.memory
         legal = self.backend.tile_moves.get(source.name, ())
-        if target.name not in legal and not is_transfer(stmt.value, source):
+        if target.name not in legal and not is_transfer(stmt.value, source, self.backend):
             paths = ", ".join(f"{s}->{d}" for s, ds in sorted(self.backend.tile_moves.items())
                               for d in ds)
             crossing = (source is Mem.Vec) != (target is Mem.Vec)
@@ -140,8 +141,8 @@ class _Placer(VarRetyper):
                 f"pl.move from {source.name} to {target.name} is not a data path of "
                 f"{self.backend.name}" + (
                     " (a move across the cube/vector boundary is, in upstream PyPTO, a "
-                    "TPUSH/TPOP cross-core transfer; this project transfers only Mat tiles "
-                    "to Vec)" if crossing else ""),
+                    "TPUSH/TPOP cross-core transfer; this project transfers Mat and Acc "
+                    "tiles to Vec and Vec tiles to Mat, Left and Right)" if crossing else ""),
                 stmt.span,
                 hint=f"moves on {self.backend.name}: {paths}; otherwise pl.store the tile and "
                      "pl.load it back",

@@ -31,7 +31,7 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.ops import get_op, make_call
-from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, TensorType, TupleType
+from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, Level, TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor, defs, exposed_uses, uses
 from .cube_vector import crossing_values, unit_of
 from .manager import Pass
@@ -253,7 +253,7 @@ class _Outliner(IRMutator):
             body.append(Return(out_vars, scope.span))
         kernel = Function(
             name, params, tuple(v.type for v in out_vars), tuple(body), FunctionType.InCore,
-            scope.span, attrs=(("split", scope.split),) if scope.split is not None else (),
+            scope.span, attrs=_kernel_attributes(scope),
         )
         self.kernels.append(kernel)
         stmts: list = [
@@ -382,6 +382,14 @@ def _task_attributes(scope: AtScope, inputs: dict[str, Var]) -> dict:
                    or scope.blocks is not None)
     return {"deps": scope.deps, "no_dep_args": scope.no_dep_args, "manual": scope.manual,
             "blocks": scope.blocks, "task_id": task_id, "dumps": scope.dumps}
+
+
+def _kernel_attributes(scope: AtScope) -> tuple:
+    """The outlined kernel's attributes: the block's "split" mode, and the "level" of a
+    block that runs on one unit of the core group (`pl.at(level=pl.Level.AIC)` / `AIV`)."""
+    attrs = {"split": scope.split,
+             "level": scope.level if scope.level in (Level.AIC, Level.AIV) else None}
+    return tuple(sorted((k, v) for k, v in attrs.items() if v is not None))
 
 
 def _create_tensor(var: Var) -> Call:

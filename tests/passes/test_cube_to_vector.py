@@ -1,7 +1,8 @@
-"""A Mat tile moved to Vec in a core group's kernel is a transfer from the cube unit to the
-vector unit (upstream's TPUSH/TPOP): it goes through a scratch tensor the orchestration
-allocates, stored from L1 and loaded into the UB, bit-exact on both simulators; refused at
-the move's line where it has no meaning here."""
+"""A tile moved across the cube/vector boundary in a core group's kernel (Mat or Acc to Vec
+where the backend has no direct path, Vec to Mat, Left or Right) is a transfer between the
+units (upstream's TPUSH/TPOP): it goes through a scratch tensor the orchestration
+allocates, stored from one unit's buffer and loaded into the other's, bit-exact on both
+simulators; refused at the move's line where it has no meaning here."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from sim_and_torch import sim_and_torch
 
 import pypto.language as pl
 from pypto.codegen.cpp import generate
-from pypto.ir.errors import LoweringError
+from pypto.compiler import lower
+from pypto.ir.errors import LoweringError, ParseError
 from pypto.platform import get_platform
 from pypto.runtime import RunConfig
 
@@ -64,8 +66,95 @@ def moved_in_blocks(x: pl.Tensor, y: pl.Out[pl.Tensor]):
     return y
 
 
+@pl.jit
+def matmul_moved_to_vec(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        a_mat = pl.load(a, [0, 0], [32, 16], target_memory=pl.MemorySpace.Mat)
+        b_mat = pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat)
+        acc = pl.matmul(pl.move(a_mat, target_memory=pl.MemorySpace.Left),
+                        pl.move(b_mat, target_memory=pl.MemorySpace.Right))
+        v = pl.move(acc, target_memory=pl.MemorySpace.Vec)
+        pl.store(pl.add(v, v), [0, 0], y)
+    return y
+
+
+@pl.jit
+def vec_moved_to_left(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        a_vec = pl.mul(pl.load(a, [0, 0], [32, 16]), 2.0)
+        b_mat = pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat)
+        acc = pl.matmul(pl.move(a_vec, target_memory=pl.MemorySpace.Left),
+                        pl.move(b_mat, target_memory=pl.MemorySpace.Right))
+        pl.store(acc, [0, 0], y)
+    return y
+
+
+@pl.jit
+def vec_moved_to_right(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        a_mat = pl.load(a, [0, 0], [32, 16], target_memory=pl.MemorySpace.Mat)
+        b_vec = pl.mul(pl.load(b, [0, 0], [16, 32]), 2.0)
+        acc = pl.matmul(pl.move(a_mat, target_memory=pl.MemorySpace.Left),
+                        pl.move(b_vec, target_memory=pl.MemorySpace.Right))
+        pl.store(acc, [0, 0], y)
+    return y
+
+
+@pl.jit
+def vec_moved_to_mat(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        a_vec = pl.mul(pl.load(a, [0, 0], [32, 16]), 2.0)
+        a_mat = pl.move(a_vec, target_memory=pl.MemorySpace.Mat)
+        b_mat = pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat)
+        acc = pl.matmul(pl.move(a_mat, target_memory=pl.MemorySpace.Left),
+                        pl.move(b_mat, target_memory=pl.MemorySpace.Right))
+        pl.store(acc, [0, 0], y)
+    return y
+
+
+@pl.jit
+def vec_moved_to_acc(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(x, [0, 0], [32, 32])
+        acc = pl.move(t, target_memory=pl.MemorySpace.Acc)
+        pl.store(acc, [0, 0], y)
+    return y
+
+
+@pl.jit
+def moved_on_the_cube_unit(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.AIC):
+        t = pl.load(x, [0, 0], [32, 64], target_memory=pl.MemorySpace.Mat)
+        v = pl.move(t, target_memory=pl.MemorySpace.Vec)
+        pl.store(v, [0, 0], y)
+    return y
+
+
+@pl.jit
+def moved_on_the_vector_unit(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.AIV):
+        a_vec = pl.load(a, [0, 0], [32, 16])
+        b_mat = pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat)
+        acc = pl.matmul(pl.move(a_vec, target_memory=pl.MemorySpace.Left),
+                        pl.move(b_mat, target_memory=pl.MemorySpace.Right))
+        pl.store(acc, [0, 0], y)
+    return y
+
+
+@pl.jit
+def vector_work_on_the_vector_unit(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.AIV):
+        pl.store(pl.mul(pl.load(x, [0, 0], [32, 64]), 3.0), [0, 0], y)
+    return y
+
+
 def _randn(*shape, seed=16):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _randint8(*shape, seed=16):
+    return torch.randint(-8, 8, shape, dtype=torch.int8,
+                         generator=torch.Generator().manual_seed(seed))
 
 
 @pytest.mark.parametrize("platform", SIMS)
@@ -127,3 +216,131 @@ def test_a_transfer_in_a_kernel_of_several_blocks_is_refused_at_the_move():
     assert message.startswith(_move_line(moved_in_blocks))
     assert "several blocks" in message
 
+
+
+@pytest.mark.parametrize("platform", SIMS)
+@pytest.mark.parametrize("operands", [_randn, _randint8], ids=["fp32", "int8_to_int32"])
+def test_a_matmul_result_in_acc_reaches_the_vector_unit(platform, operands):
+    a, b = operands(32, 16, seed=1), operands(16, 32, seed=2)
+    acc_dtype = torch.float32 if a.is_floating_point() else torch.int32
+    args = [a, b, torch.zeros(32, 32, dtype=acc_dtype)]
+    (_, _, y), (_, _, y_torch) = sim_and_torch(matmul_moved_to_vec, args, platform)
+    assert torch.equal(y, y_torch)
+    if acc_dtype is torch.int32:
+        assert torch.equal(y, 2 * (a.int() @ b.int()))
+    else:
+        assert torch.allclose(y, 2 * (a @ b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("operands", [_randn, _randint8], ids=["fp32", "int8_to_int32"])
+def test_acc_to_vec_crosses_through_global_memory_only_without_a_direct_path(operands):
+    a, b = operands(32, 16, seed=1), operands(16, 32, seed=2)
+    dtype = "pl.FP32" if a.is_floating_point() else "pl.INT32"
+    y = torch.zeros(32, 32, dtype=torch.float32 if a.is_floating_point() else torch.int32)
+    a2a3 = matmul_moved_to_vec.lower(a, b, y, config=RunConfig(platform="a2a3sim")).as_python()
+    assert f"acc_to_vec_0: pl.Out[pl.Tensor[[32, 32], {dtype}]]" in a2a3
+    assert f"acc_to_vec_0: pl.Tensor[[32, 32], {dtype}] = pl.store(acc, [0, 0], acc_to_vec_0)" \
+        in a2a3
+    assert "pl.load(acc_to_vec_0, [0, 0], [32, 32])" in a2a3
+    assert f"= pl.create_tensor([32, 32], {dtype})" in a2a3
+    # Ascend950 moves an Acc tile to Vec by an instruction ([tile_moves] Acc = ["Mat", "Vec"])
+    a5 = matmul_moved_to_vec.lower(a, b, y, config=RunConfig(platform="a5sim")).as_python()
+    assert "= pl.move(acc, pl.Mem.Vec)" in a5
+    assert "create_tensor" not in a5 and "acc_to_vec" not in a5
+
+
+@pytest.mark.parametrize("platform", SIMS)
+@pytest.mark.parametrize("kernel", [vec_moved_to_left, vec_moved_to_right, vec_moved_to_mat],
+                         ids=["left", "right", "mat"])
+def test_a_vector_result_reaches_the_cube_unit(platform, kernel):
+    a, b = _randn(32, 16, seed=1), _randn(16, 32, seed=2)
+    (_, _, y), (_, _, y_torch) = sim_and_torch(kernel, [a, b, torch.zeros(32, 32)], platform)
+    assert torch.equal(y, y_torch)
+    assert torch.allclose(y, 2 * (a @ b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("platform", SIMS)
+def test_a_vector_tile_crosses_into_l1_and_moves_on_to_left(platform):
+    a, b = _randn(32, 16, seed=1), _randn(16, 32, seed=2)
+    text = vec_moved_to_left.lower(a, b, torch.zeros(32, 32),
+                                   config=RunConfig(platform=platform)).as_python()
+    assert "a_vec_to_mat_0: pl.Out[pl.Tensor[[32, 16], pl.FP32]]" in text
+    assert "= pl.store(a_vec, [0, 0], a_vec_to_mat_0)" in text
+    assert ("a_vec_in_mat_0: pl.Tile[[32, 16], pl.FP32, pl.Mem.Mat, " in text
+            and "= pl.load(a_vec_to_mat_0, [0, 0], [32, 16], target_memory=pl.Mem.Mat)" in text)
+    assert "pl.Mem.Left, 0x0] = pl.move(a_vec_in_mat_0, pl.Mem.Left)" in text
+
+
+@pytest.mark.parametrize("platform", SIMS)
+def test_a_vector_tile_moved_to_acc_is_refused_at_the_move(platform):
+    with pytest.raises(LoweringError) as info:
+        vec_moved_to_acc.lower(_randn(32, 32), torch.zeros(32, 32),
+                               config=RunConfig(platform=platform))
+    message = str(info.value)
+    assert message.startswith(_move_line(vec_moved_to_acc,
+                                         "pl.move(t, target_memory=pl.MemorySpace.Acc)"))
+    assert "pl.move from Vec to Acc is not a data path" in message
+
+
+@pytest.mark.parametrize(("kernel", "move", "unit"), [
+    (moved_on_the_cube_unit, "pl.move(t, target_memory=pl.MemorySpace.Vec)", "cube"),
+    (moved_on_the_vector_unit, "pl.move(a_vec, target_memory=pl.MemorySpace.Left)", "vector"),
+], ids=["aic", "aiv"])
+def test_a_transfer_in_a_kernel_on_one_unit_is_refused_at_the_move(kernel, move, unit):
+    args = ([_randn(32, 64), torch.zeros(32, 64)] if kernel is moved_on_the_cube_unit
+            else [_randn(32, 16), _randn(16, 32), torch.zeros(32, 32)])
+    with pytest.raises(LoweringError) as info:
+        kernel.lower(*args)
+    message = str(info.value)
+    assert message.startswith(_move_line(kernel, move))
+    assert f"runs on the {unit} unit only" in message
+    assert info.value.hint.startswith("use pl.at(level=pl.Level.CORE_GROUP)")
+
+
+def test_a_kernel_on_one_unit_records_its_level_and_parses_back():
+    x, y = _randn(32, 64), torch.zeros(32, 64)
+    program = vector_work_on_the_vector_unit.lower(x, y)
+    (kernel,) = (f for f in program.functions if f.name != program.entry)
+    assert kernel.attr("level") is pl.Level.AIV
+    text = program.as_python()
+    assert "pl.func_attr({'level': pl.Level.AIV})" in text
+    assert pl.parse(text) == program
+    vector_work_on_the_vector_unit(x, y)
+    assert torch.equal(y, x * 3.0)
+
+
+_DECLARED_FOR_THE_CUBE_UNIT = """
+import pypto.language as pl
+
+
+@pl.program
+class P:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+        pl.func_attr({"level": pl.Level.AIC})
+        t = pl.load(x, [0, 0], [32, 64], target_memory=pl.Mem.Mat)
+        v = pl.move(t, target_memory=pl.Mem.Vec)
+        y = pl.store(v, [0, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[32, 64], pl.FP32], y: pl.Out[pl.Tensor[[32, 64], pl.FP32]]):
+        y = self.k(x, y)
+        return y
+"""
+
+
+def test_a_transfer_in_a_function_declared_for_one_unit_is_refused_at_the_move():
+    program = pl.parse(_DECLARED_FOR_THE_CUBE_UNIT)
+    with pytest.raises(LoweringError) as info:
+        lower(program, get_platform("a2a3sim"))
+    move = next(i for i, line in enumerate(_DECLARED_FOR_THE_CUBE_UNIT.splitlines(), 1)
+                if "pl.move(t" in line)
+    assert info.value.span.line == move
+    assert "runs on the cube unit only (level=pl.Level.AIC)" in str(info.value)
+
+
+def test_a_level_attribute_names_one_unit():
+    source = _DECLARED_FOR_THE_CUBE_UNIT.replace("pl.Level.AIC", "pl.Level.CORE_GROUP")
+    with pytest.raises(ParseError, match="pl.Level.AIC or pl.Level.AIV"):
+        pl.parse(source)
