@@ -42,7 +42,6 @@ from ..platform import Backend
 from .manager import Pass
 from .names import NameSupply
 
-
 # The unit a kernel runs on alone, by its "level" attribute (`pl.at(level=...)`).
 _UNIT_OF_LEVEL = {Level.AIC: "the cube unit", Level.AIV: "the vector unit"}
 

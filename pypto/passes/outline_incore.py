@@ -30,7 +30,7 @@ from ..ir.nodes import (
     Return,
     Var,
 )
-from ..ir.ops import get_op, make_call
+from ..ir.ops import make_call
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, Level, TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor, defs, exposed_uses, uses
 from .cube_vector import crossing_values, unit_of
@@ -401,11 +401,5 @@ def _write_into(var: Var, stmt: Assign) -> Assign:
     """`t = expr` → `t = pl.assemble(t, expr, [0, ...])` for a block output."""
     assert isinstance(var.type, TensorType)  # only tensors leave a block
     zeros = ExprList(tuple(Const(0, INDEX) for _ in var.type.shape), stmt.span)
-    call = Call(
-        "assemble",
-        (var, stmt.value, zeros),
-        tuple(sorted({"atomic": get_op("assemble").params[3].default}.items())),
-        var.type,
-        stmt.span,
-    )
-    return Assign((var,), call, stmt.span)
+    return Assign((var,), make_call("assemble", var, stmt.value, zeros, span=stmt.span),
+                  stmt.span)
