@@ -41,6 +41,7 @@ from ..ir.visitor import IRMutator
 from ..platform import Backend
 from .manager import Pass
 from .names import NameSupply
+from .outline_incore import pass_scratch_tensors
 
 # The unit a kernel runs on alone, by its "level" attribute (`pl.at(level=...)`).
 _UNIT_OF_LEVEL = {Level.AIC: "the cube unit", Level.AIV: "the vector unit"}
@@ -109,15 +110,17 @@ class _Transfers(IRMutator):
 
     def mutate_Assign(self, stmt: Assign):
         call = stmt.value
-        tile = call.args[0] if isinstance(call, Call) and call.args else None
-        if not (isinstance(tile, Var) and isinstance(tile.type, TileType)
-                and is_transfer(call, tile.type.memory, self.backend)):
+        if not (isinstance(call, Call) and call.op == "move"):
             return stmt
+        tile = call.args[0]
         t = tile.type
+        if not (isinstance(tile, Var) and isinstance(t, TileType) and t.memory is not None):
+            return stmt
         target = call.attr("target_memory")
         landing = transfer_landing(t.memory, target, self.backend)
-        assert t.memory is not None and landing is not None  # is_transfer said so
-        self._refuse_on_one_unit(tile, target, stmt)
+        if landing is None:
+            return stmt
+        self._refuse_on_one_unit(f"`{tile.name}` from {t.memory.name} to {target.name}", stmt)
         (dst,) = stmt.targets
         tensor = Var(self.names.fresh(f"{tile.name}_to_{landing.name.lower()}"),
                      TensorType(t.shape, t.dtype), stmt.span)
@@ -131,20 +134,19 @@ class _Transfers(IRMutator):
         if landing is target:
             return [stored, Assign((dst,), load, stmt.span)]
         landed = Var(self.names.fresh(f"{tile.name}_in_{landing.name.lower()}"),
-                     replace(load.type, memory=landing), stmt.span)
+                     TileType(t.shape, t.dtype, landing, valid_shape=t.valid_shape), stmt.span)
         move = make_call("move", landed, span=stmt.span, target_memory=target)
         return [stored, Assign((landed,), load, stmt.span), Assign((dst,), move, stmt.span)]
 
-    def _refuse_on_one_unit(self, tile: Var, target: MemorySpace, stmt: Assign) -> None:
+    def _refuse_on_one_unit(self, move: str, stmt: Assign) -> None:
         """A kernel that runs on one unit only (`pl.at(level=pl.Level.AIC)` / `AIV`, its
         "level" attribute) has no other side to transfer to."""
         level = self.fn.attr("level")
         if level is None:
             return
         raise LoweringError(
-            f"pl.move of `{tile.name}` from {tile.type.memory.name} to {target.name} crosses "
-            f"between the cube unit and the vector unit, but its kernel runs on "
-            f"{_UNIT_OF_LEVEL[level]} only (level={level!r})",
+            f"pl.move of {move} crosses between the cube unit and the vector unit, but its "
+            f"kernel runs on {_UNIT_OF_LEVEL[level]} only (level={level!r})",
             stmt.span,
             hint="use pl.at(level=pl.Level.CORE_GROUP), whose kernel runs on both units of "
                  "the core group")
@@ -169,16 +171,10 @@ class _Allocations(IRMutator):
             return stmt
         if call.blocks is not None:
             raise LoweringError(
-                f"`{call.callee}` moves a Mat tile to Vec (from the cube unit to the vector unit) "
-                "and is dispatched as several blocks, which would share its transfer buffer",
+                f"`{call.callee}` moves a tile between the cube unit and the vector unit and "
+                "is dispatched as several blocks, which would share its transfer buffer",
                 self.scratch[call.callee][0].span,
                 hint="dispatch it as one block")
-        created = []
-        for var in self.scratch[call.callee]:
-            t = var.type
-            assert isinstance(t, TensorType)  # the scratch tensors _Transfers made
-            local = Var(self.names.fresh(var.name), t, stmt.span)
-            create = make_call("create_tensor", span=stmt.span, shape=t.shape, dtype=t.dtype)
-            created.append(Assign((local,), create, stmt.span))
-        args = call.args + tuple(a.targets[0] for a in created)
-        return [*created, replace(stmt, value=replace(call, args=args))]
+        return pass_scratch_tensors(
+            stmt, self.scratch[call.callee],
+            lambda var: Var(self.names.fresh(var.name), var.type, stmt.span))

@@ -11,6 +11,7 @@ writing disjoint rows of one tensor get disjoint arguments.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..ir.errors import LoweringError
@@ -256,10 +257,7 @@ class _Outliner(IRMutator):
             scope.span, attrs=_kernel_attributes(scope),
         )
         self.kernels.append(kernel)
-        stmts: list = [
-            Assign((v,), _create_tensor(v), scope.span) for v in scratch
-        ]
-        call_args = tuple(env[n] for n in inputs) + tuple(scratch)
+        call_args = tuple(env[n] for n in inputs)
         # An id nothing waits for is not bound (`with pl.at(...) as tid` with tid unused).
         bound = scope.task if scope.task is not None and scope.task.name in after else None
         task = _task_attributes(replace(scope, task=bound), inputs)
@@ -267,16 +265,18 @@ class _Outliner(IRMutator):
             # The call yields its task id last: `out, tid = pl.submit(self.k, ...)`.
             tid = bound if bound is not None else self._fresh_task_var(scope)
             out_vars = out_vars + (tid,)
+        call: Assign | ExprStmt
         if not out_vars:
-            stmts.append(ExprStmt(
-                FuncCall(name, call_args, TupleType(()), scope.span, **task), scope.span))
+            call = ExprStmt(
+                FuncCall(name, call_args, TupleType(()), scope.span, **task), scope.span)
         else:
             rtype = out_vars[0].type if len(out_vars) == 1 else TupleType(
                 tuple(v.type for v in out_vars)
             )
-            stmts.append(Assign(
-                out_vars, FuncCall(name, call_args, rtype, scope.span, **task), scope.span))
-        return stmts
+            call = Assign(
+                out_vars, FuncCall(name, call_args, rtype, scope.span, **task), scope.span)
+        # The scratch tensors keep their names in the orchestration the block was part of.
+        return pass_scratch_tensors(call, scratch, lambda var: var)
 
     def _kept_in_block(self, body: list, var: Var, reader: str | None, leaves: bool,
                        at_end: list) -> list:
@@ -392,9 +392,22 @@ def _kernel_attributes(scope: AtScope) -> tuple:
     return tuple(sorted((k, v) for k, v in attrs.items() if v is not None))
 
 
-def _create_tensor(var: Var) -> Call:
-    assert isinstance(var.type, TensorType)  # only tensors leave a block
-    return make_call("create_tensor", span=var.span, shape=var.type.shape, dtype=var.type.dtype)
+def pass_scratch_tensors(call: Assign | ExprStmt, params: Sequence[Var],
+                         local: Callable[[Var], Var]) -> list:
+    """`call`, an orchestration's call of a kernel, with a tensor for each of the kernel's
+    scratch parameters `params` (Out tensors that carry a value out of its block or between
+    its units) created just before it and passed as its last arguments; `local(param)` is
+    the orchestration's variable for it."""
+    created = []
+    for var in map(local, params):
+        assert isinstance(var.type, TensorType)  # scratch parameters are tensors
+        create = make_call("create_tensor", span=call.span, shape=var.type.shape,
+                           dtype=var.type.dtype)
+        created.append(Assign((var,), create, call.span))
+    value = call.value
+    assert isinstance(value, FuncCall)  # the call of the kernel
+    args = value.args + tuple(a.targets[0] for a in created)
+    return [*created, replace(call, value=replace(value, args=args))]
 
 
 def _write_into(var: Var, stmt: Assign) -> Assign:

@@ -6,6 +6,7 @@ simulators; refused at the move's line where it has no meaning here."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,9 @@ from pypto.compiler import lower
 from pypto.ir.errors import LoweringError, ParseError
 from pypto.platform import get_platform
 from pypto.runtime import RunConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "device"))
+from cpu_models import outputs_agreeing_with_the_simulator  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")  # small tiles
 
@@ -39,13 +43,18 @@ def matmul_assembled(x: pl.Tensor, a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tens
     return y
 
 
-@pl.jit
-def loaded_then_moved(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.load(x, [0, 0], [32, 64], target_memory=pl.MemorySpace.Mat)
-        v = pl.move(t, target_memory=pl.MemorySpace.Vec)
-        pl.store(pl.mul(v, 3.0), [0, 0], y)
-    return y
+def _loaded_then_moved(level):
+    @pl.jit
+    def loaded_then_moved(x: pl.Tensor, y: pl.Out[pl.Tensor]):
+        with pl.at(level=level):
+            t = pl.load(x, [0, 0], [32, 64], target_memory=pl.MemorySpace.Mat)
+            v = pl.move(t, target_memory=pl.MemorySpace.Vec)
+            pl.store(pl.mul(v, 3.0), [0, 0], y)
+        return y
+    return loaded_then_moved
+
+
+loaded_then_moved = _loaded_then_moved(pl.Level.CORE_GROUP)
 
 
 @pl.jit
@@ -78,26 +87,20 @@ def matmul_moved_to_vec(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
     return y
 
 
-@pl.jit
-def vec_moved_to_left(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        a_vec = pl.mul(pl.load(a, [0, 0], [32, 16]), 2.0)
-        b_mat = pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat)
-        acc = pl.matmul(pl.move(a_vec, target_memory=pl.MemorySpace.Left),
-                        pl.move(b_mat, target_memory=pl.MemorySpace.Right))
-        pl.store(acc, [0, 0], y)
-    return y
+def _vec_moved_to_left_and_right(level):
+    @pl.jit
+    def vec_moved_to_left_and_right(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
+        with pl.at(level=level):
+            a_vec = pl.mul(pl.load(a, [0, 0], [32, 16]), 2.0)
+            b_vec = pl.load(b, [0, 0], [16, 32])
+            acc = pl.matmul(pl.move(a_vec, target_memory=pl.MemorySpace.Left),
+                            pl.move(b_vec, target_memory=pl.MemorySpace.Right))
+            pl.store(acc, [0, 0], y)
+        return y
+    return vec_moved_to_left_and_right
 
 
-@pl.jit
-def vec_moved_to_right(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        a_mat = pl.load(a, [0, 0], [32, 16], target_memory=pl.MemorySpace.Mat)
-        b_vec = pl.mul(pl.load(b, [0, 0], [16, 32]), 2.0)
-        acc = pl.matmul(pl.move(a_mat, target_memory=pl.MemorySpace.Left),
-                        pl.move(b_vec, target_memory=pl.MemorySpace.Right))
-        pl.store(acc, [0, 0], y)
-    return y
+vec_moved_to_left_and_right = _vec_moved_to_left_and_right(pl.Level.CORE_GROUP)
 
 
 @pl.jit
@@ -117,26 +120,6 @@ def vec_moved_to_acc(x: pl.Tensor, y: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         t = pl.load(x, [0, 0], [32, 32])
         acc = pl.move(t, target_memory=pl.MemorySpace.Acc)
-        pl.store(acc, [0, 0], y)
-    return y
-
-
-@pl.jit
-def moved_on_the_cube_unit(x: pl.Tensor, y: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.AIC):
-        t = pl.load(x, [0, 0], [32, 64], target_memory=pl.MemorySpace.Mat)
-        v = pl.move(t, target_memory=pl.MemorySpace.Vec)
-        pl.store(v, [0, 0], y)
-    return y
-
-
-@pl.jit
-def moved_on_the_vector_unit(a: pl.Tensor, b: pl.Tensor, y: pl.Out[pl.Tensor]):
-    with pl.at(level=pl.Level.AIV):
-        a_vec = pl.load(a, [0, 0], [32, 16])
-        b_mat = pl.load(b, [0, 0], [16, 32], target_memory=pl.MemorySpace.Mat)
-        acc = pl.matmul(pl.move(a_vec, target_memory=pl.MemorySpace.Left),
-                        pl.move(b_mat, target_memory=pl.MemorySpace.Right))
         pl.store(acc, [0, 0], y)
     return y
 
@@ -250,8 +233,8 @@ def test_acc_to_vec_crosses_through_global_memory_only_without_a_direct_path(ope
 
 
 @pytest.mark.parametrize("platform", SIMS)
-@pytest.mark.parametrize("kernel", [vec_moved_to_left, vec_moved_to_right, vec_moved_to_mat],
-                         ids=["left", "right", "mat"])
+@pytest.mark.parametrize("kernel", [vec_moved_to_left_and_right, vec_moved_to_mat],
+                         ids=["left_and_right", "mat"])
 def test_a_vector_result_reaches_the_cube_unit(platform, kernel):
     a, b = _randn(32, 16, seed=1), _randn(16, 32, seed=2)
     (_, _, y), (_, _, y_torch) = sim_and_torch(kernel, [a, b, torch.zeros(32, 32)], platform)
@@ -262,8 +245,8 @@ def test_a_vector_result_reaches_the_cube_unit(platform, kernel):
 @pytest.mark.parametrize("platform", SIMS)
 def test_a_vector_tile_crosses_into_l1_and_moves_on_to_left(platform):
     a, b = _randn(32, 16, seed=1), _randn(16, 32, seed=2)
-    text = vec_moved_to_left.lower(a, b, torch.zeros(32, 32),
-                                   config=RunConfig(platform=platform)).as_python()
+    text = vec_moved_to_left_and_right.lower(a, b, torch.zeros(32, 32),
+                                             config=RunConfig(platform=platform)).as_python()
     assert "a_vec_to_mat_0: pl.Out[pl.Tensor[[32, 16], pl.FP32]]" in text
     assert "= pl.store(a_vec, [0, 0], a_vec_to_mat_0)" in text
     assert ("a_vec_in_mat_0: pl.Tile[[32, 16], pl.FP32, pl.Mem.Mat, " in text
@@ -282,15 +265,15 @@ def test_a_vector_tile_moved_to_acc_is_refused_at_the_move(platform):
     assert "pl.move from Vec to Acc is not a data path" in message
 
 
-@pytest.mark.parametrize(("kernel", "move", "unit"), [
-    (moved_on_the_cube_unit, "pl.move(t, target_memory=pl.MemorySpace.Vec)", "cube"),
-    (moved_on_the_vector_unit, "pl.move(a_vec, target_memory=pl.MemorySpace.Left)", "vector"),
+@pytest.mark.parametrize(("kernel", "args", "move", "unit"), [
+    (_loaded_then_moved(pl.Level.AIC), [(32, 64), (32, 64)],
+     "pl.move(t, target_memory=pl.MemorySpace.Vec)", "cube"),
+    (_vec_moved_to_left_and_right(pl.Level.AIV), [(32, 16), (16, 32), (32, 32)],
+     "pl.move(a_vec, target_memory=pl.MemorySpace.Left)", "vector"),
 ], ids=["aic", "aiv"])
-def test_a_transfer_in_a_kernel_on_one_unit_is_refused_at_the_move(kernel, move, unit):
-    args = ([_randn(32, 64), torch.zeros(32, 64)] if kernel is moved_on_the_cube_unit
-            else [_randn(32, 16), _randn(16, 32), torch.zeros(32, 32)])
+def test_a_transfer_in_a_kernel_on_one_unit_is_refused_at_the_move(kernel, args, move, unit):
     with pytest.raises(LoweringError) as info:
-        kernel.lower(*args)
+        kernel.lower(*(_randn(*shape) for shape in args))
     message = str(info.value)
     assert message.startswith(_move_line(kernel, move))
     assert f"runs on the {unit} unit only" in message
@@ -344,3 +327,19 @@ def test_a_level_attribute_names_one_unit():
     source = _DECLARED_FOR_THE_CUBE_UNIT.replace("pl.Level.AIC", "pl.Level.CORE_GROUP")
     with pytest.raises(ParseError, match="pl.Level.AIC or pl.Level.AIV"):
         pl.parse(source)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
+@pytest.mark.parametrize("kernel", [matmul_moved_to_vec, vec_moved_to_left_and_right],
+                         ids=["acc_to_vec", "vec_to_left_and_right"])
+def test_device_code_runs_an_acc_or_vec_transfer_as_the_simulator(platform, kernel):
+    # A2/A3 crosses through the scratch tensor (store from L0C / UB, load into UB / L1);
+    # A5 moves an Acc tile to Vec by TMOV.  A Mat tile stored is what device code refuses.
+    # Multiples of 2^-6 in [-1, 1]: every product and partial sum is exact in FP32, so the
+    # order the two sides accumulate in cannot tell them apart.
+    a, b = (torch.randint(-64, 65, shape, generator=torch.Generator().manual_seed(seed)) / 64
+            for shape, seed in (((32, 16), 1), ((16, 32), 2)))
+    (y,) = outputs_agreeing_with_the_simulator(
+        kernel, lambda: [a.clone(), b.clone(), torch.zeros(32, 32)], 2, platform)
+    assert torch.equal(y, 2 * (a @ b))
