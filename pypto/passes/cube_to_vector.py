@@ -1,24 +1,41 @@
-"""TransferCubeToVector: a Mat tile moved to Vec crosses from the cube unit to the vector
-unit of the core group.
+"""TransferCubeToVector: a tile moved across the cube/vector boundary crosses between the
+units of the core group.
 
-A core group pairs a cube core (Mat, Left, Right, Acc) with vector cores (Vec), and no
-instruction moves a tile from L1 to the UB.  Upstream PyPTO gives
-`v = pl.move(m, target_memory=pl.Mem.Vec)` of a Mat tile in a core group's kernel the
-meaning of a cross-core transfer: the cube side pushes the tile (TPUSH), the vector side
-pops it (TPOP).  This project's channel between the two units is global memory, as for the
-tensor values a mixed block passes between them (cube_vector.py): each such move gets a
-scratch tensor of the tile's shape, which every orchestration calling the kernel allocates
-and passes in as an output, as OutlineIncoreScopes does for a crossing value; the cube side
-stores the tile's valid region into it and the vector side loads that region:
+A core group pairs a cube core (Mat, Left, Right, Acc) with vector cores (Vec).  Upstream
+PyPTO gives `pl.move` across that boundary in a core group's kernel the meaning of a
+cross-core transfer: one side pushes the tile (TPUSH), the other pops it (TPOP).  A move
+is such a transfer when the backend has no instruction for it (`[tile_moves]` of
+build_rules/backends/*.toml) and a route crosses:
 
-    m_to_vec_0 = pl.store(m, [0, 0], m_to_vec_0)               # cube: L1 -> GM
+- cube -> vector: a Mat tile, or an Acc tile (a matmul result), moved to Vec.  No
+  backend moves Mat to Vec; Ascend950 moves Acc to Vec by an instruction (TMOV), so there
+  that move stays a move, and on Ascend910B it is a transfer;
+- vector -> cube (upstream's V2C push): a Vec tile moved to Mat, or to Left or Right,
+  which the cube unit reaches from Mat.
+
+This project's channel between the two units is global memory, as for the tensor values
+a mixed block passes between them (cube_vector.py): each transfer gets a scratch tensor
+of the tile's shape and dtype (an Acc tile's FP32 or INT32), which every orchestration
+calling the kernel allocates and passes in as an output (outline_incore's
+pass_scratch_tensors, as for a value crossing a block); one side stores the tile's valid
+region into it and the other loads that region into its own buffer:
+
+    m_to_vec_0 = pl.store(m, [0, 0], m_to_vec_0)               # cube: L1 / L0C -> GM
     v = pl.load(m_to_vec_0, [0, 0], shape, valid_shape=valid)  # vector: GM -> UB
 
+    v_to_mat_0 = pl.store(v, [0, 0], v_to_mat_0)               # vector: UB -> GM
+    v_in_mat_0 = pl.load(v_to_mat_0, [0, 0], shape, valid_shape=valid,
+                         target_memory=pl.Mem.Mat)             # cube: GM -> L1
+    a = pl.move(v_in_mat_0, target_memory=pl.Mem.Left)         # L1 -> L0A
+
 The load follows the store in the kernel's order, the order a task's statements run in, so
-it reads the value just stored: the dependence a TPOP waits for.  A kernel dispatched as
-several blocks (`pl.spmd`) would share one scratch tensor between them: a transfer there is
-refused at the move's line.  The device-code platforms refuse it too (codegen/cpp.py): their
-kernels run both sides as one core and pto-isa stores no Mat tile on A5.
+it reads the value just stored: the dependence a TPOP waits for.  What has no other side
+is refused at the move's line: a kernel that runs on one unit only (`pl.at(level=
+pl.Level.AIC)` or `AIV`, the kernel's "level" attribute), and a kernel dispatched as
+several blocks (`pl.spmd`), which would share one scratch tensor between them.  A move
+no route crosses (Left or Right to Vec, Vec to Acc) stays InferMemorySpace's error.  The
+device-code platforms refuse a Mat -> Vec transfer (codegen/cpp.py: their kernels store no
+Mat tile); the other transfers are ordinary stores and loads there.
 """
 
 from __future__ import annotations

@@ -216,13 +216,16 @@ CONSTRUCTS = (
      "upstream's meaning: the write lands in the run's device copy (later tasks read it) and "
      "the caller's tensor comes back unchanged; the InputParamWritten warning names the "
      "writing line (declare it pl.InOut to update the caller's tensor)"),
-    ("`pl.move` of a Mat tile to Vec (cube -> vector)", SUPPORTED, "upstream's TPUSH/TPOP "
-     "transfer, through a scratch tensor the orchestration allocates (stored from L1, loaded "
-     "into the UB) on the simulators; refused at the move on the device-code platforms and "
-     "in a kernel dispatched as several blocks"),
-    ("`pl.move` otherwise across the cube/vector boundary (Vec -> Left, Acc -> Vec on A2/A3)",
-     REFUSED, "no such PTO data path; upstream lowers it to a TPUSH/TPOP transfer, which this "
-     "project models only for Mat -> Vec: store and load through a tensor"),
+    ("`pl.move` across the cube/vector boundary: Mat -> Vec, Acc -> Vec (A2/A3), Vec -> "
+     "Mat / Left / Right", SUPPORTED, "upstream's TPUSH/TPOP transfer, through a scratch "
+     "tensor the orchestration allocates (stored from one unit's buffer, loaded into the "
+     "other's: UB, or L1 then moved on to L0A / L0B); A5 moves Acc -> Vec directly (TMOV). "
+     "Refused at the move in a kernel on one unit (`pl.at(level=pl.Level.AIC / AIV)`: use "
+     "CORE_GROUP), in a kernel dispatched as several blocks, and for a Mat tile on the "
+     "device-code platforms"),
+    ("`pl.move` otherwise across the cube/vector boundary (Left / Right -> Vec, Vec -> Acc)",
+     REFUSED, "no PTO data path and no route through memory: L0A / L0B tiles are never "
+     "stored and only a matmul writes L0C; refused at the move, naming the data paths"),
     ("an Out parameter rebound without a write (`out = pl.add(...)` in pl.at)", REFUSED,
      "a warning here (OutParamWriteDropped, documented), an error upstream; the output "
      "keeps the device's poison"),

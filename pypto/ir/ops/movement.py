@@ -361,8 +361,9 @@ register(
         "movement",
         "Copy a tile into another on-chip buffer.  Legal moves are backend facts "
         "(build_rules/backends/*.toml [tile_moves]): Mat -> Left / Right everywhere, "
-        "Acc -> Vec only on Ascend950.  Mat -> Vec in a kernel is a transfer from the cube "
-        "unit to the vector unit, through global memory (TransferCubeToVector).",
+        "Acc -> Vec only on Ascend950.  Mat -> Vec, Acc -> Vec on Ascend910B and Vec -> Mat / "
+        "Left / Right in a kernel are transfers between the cube unit and the vector unit, "
+        "through global memory (TransferCubeToVector).",
         dtypes=ANY,
         emit="unary",
         isa="tmov",
