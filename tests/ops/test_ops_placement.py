@@ -119,8 +119,10 @@ def move_vec_to_left(a: pl.Tensor[[16, 16], pl.FP16], c: pl.Out[pl.Tensor[[16, 1
 
 
 def test_moves_follow_the_backend_data_paths():
+    # Vec -> Left crosses to the cube unit through global memory (TransferCubeToVector);
+    # nothing moves a Left tile back.
     with pytest.raises(LoweringError) as info:
         move_vec_to_left.lower(_h(16, 16), _h(16, 16))
     message = str(info.value)
-    assert "pl.move from Vec to Left is not a data path of Ascend910B" in message
+    assert "pl.move from Left to Vec is not a data path of Ascend910B" in message
     assert "Mat->Left" in message
