@@ -484,15 +484,15 @@ def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     out = pl.store(c, [0, 0], out)
     return out
 """, (T(64, 64), T(64, 64)), LoweringError, "target_memory=pl.Mem.Mat"),
-    "acc_to_vec_on_a2a3": Case("""
+    "left_to_vec": Case("""
 @pl.jit.incore
 def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     t = pl.load(a, [0, 0], [64, 64], target_memory=pl.Mem.Mat)
-    c = pl.matmul(pl.move(t, pl.Mem.Left), pl.move(t, pl.Mem.Right))
-    v = pl.move(c, pl.Mem.Vec)  # <-
+    lhs = pl.move(t, pl.Mem.Left)
+    v = pl.move(lhs, pl.Mem.Vec)  # <-
     out = pl.store(pl.exp(v), [0, 0], out)
     return out
-""", (T(64, 64), T(64, 64)), LoweringError, "pl.store the tile and pl.load it back"),
+""", (T(64, 64), T(64, 64)), LoweringError, "pl.move from Left to Vec is not a data path"),
     "matmul_result_over_acc_capacity": Case("""
 @pl.jit.incore
 def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
