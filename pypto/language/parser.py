@@ -331,6 +331,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.init_compile_time(sig.dynamic)
         self.foldable = _assigned_once(fndef) if sig.fold_single_assignments else set()
         attrs, stmts = self._function_attrs(fndef.body)
+        attrs = self._decorated_level(fndef, attrs)
         body = self.body(stmts)
         returns = sig.returns
         ret_stmts = [s for s in body if isinstance(s, Return)]
@@ -384,6 +385,29 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             if value is not SplitMode.NONE:
                 attrs[key] = value
         return tuple(sorted(attrs.items())), stmts[:start] + stmts[start + 1:]
+
+    def _decorated_level(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:
+        """`@pl.function(type=pl.FunctionType.InCore, level=pl.Level.AIC)`: a kernel on one
+        unit of the core group, as `pl.func_attr({"level": ...})` says (CORE_GROUP, the
+        whole group, is every kernel's level and adds nothing; HOST is refused earlier)."""
+        for deco in fndef.decorator_list:
+            for kw in deco.keywords if isinstance(deco, ast.Call) else ():
+                if kw.arg != "level":
+                    continue
+                level = self.static(kw.value)
+                if level is Level.CORE_GROUP:
+                    continue
+                if level not in (Level.AIC, Level.AIV) or \
+                        self.func_type is not FunctionType.InCore:
+                    raise self.error(kw.value, "level= of a @pl.function is pl.Level.AIC or "
+                                     "pl.Level.AIV for an InCore function (a kernel on one "
+                                     "unit of the core group), or pl.Level.CORE_GROUP")
+                declared = dict(attrs)
+                if declared.setdefault("level", level) is not level:
+                    raise self.error(kw.value, "the decorator's level= and pl.func_attr's "
+                                     "\"level\" disagree")
+                return tuple(sorted(declared.items()))
+        return attrs
 
     def _is_builtin_call(self, stmt: ast.stmt, name: str) -> bool:
         if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):

@@ -25,7 +25,7 @@ from ..ir.errors import LoweringError
 from ..ir.nodes import Assign, Call, Var
 from ..ir.ops import get_op
 from ..ir.types import FunctionType, MemorySpace, TileType
-from .cube_to_vector import is_transfer
+from .cube_to_vector import is_transfer, transfer_landing
 from .manager import FunctionPass
 from .properties import IRProperty
 from .retype import VarRetyper
@@ -144,8 +144,10 @@ class _Placer(VarRetyper):
                     "TPUSH/TPOP cross-core transfer; this project transfers Mat and Acc "
                     "tiles to Vec and Vec tiles to Mat, Left and Right)" if crossing else ""),
                 stmt.span,
-                hint=f"moves on {self.backend.name}: {paths}; otherwise pl.store the tile and "
-                     "pl.load it back",
+                hint=f"moves on {self.backend.name}: {paths}" + (
+                    "; otherwise pl.store the tile and pl.load it back"
+                    if source in (Mem.Vec, Mem.Mat, Mem.Acc) else
+                    f"; a {source.name} tile is a matmul operand: move the tile it came from"),
             )
         return target
 
@@ -164,10 +166,11 @@ class _Placer(VarRetyper):
 
     def _to_vec_hint(self, arg) -> str:
         where = arg.type.memory
-        if where is not None and "Vec" in self.backend.tile_moves.get(where.name, ()):
+        if where is not None and ("Vec" in self.backend.tile_moves.get(where.name, ())
+                                  or transfer_landing(where, Mem.Vec, self.backend)):
             return f"pl.move(`{arg.name}`, pl.Mem.Vec) first"
-        return (f"{self.backend.name} has no {where.name if where else '?'}->Vec path: "
-                "pl.store the tile to a tensor and pl.load it into Vec")
+        return (f"a {where.name if where else '?'} tile holds a matmul operand and has no "
+                "path to Vec: compute on the tile it was moved from")
 
 
 def _matmul_hint(name: str) -> str:

@@ -108,7 +108,8 @@ def test_vector_operators_read_vec_tiles(platform):
         vector_op_on_mat.lower(_h(16, 16), _h(16, 16), config=RunConfig(platform=platform))
     message = str(info.value)
     assert "pl.add reads `lhs` (t) from Mat, but it must be in Vec" in message
-    assert "no Mat->Vec path" in message
+    # The move it suggests is one: a Mat tile crosses to Vec through global memory.
+    assert "hint: pl.move(`t`, pl.Mem.Vec) first" in message
 
 
 @pl.jit.incore

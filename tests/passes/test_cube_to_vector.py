@@ -17,6 +17,7 @@ import pypto.language as pl
 from pypto.codegen.cpp import generate
 from pypto.compiler import lower
 from pypto.ir.errors import LoweringError, ParseError
+from pypto.ir.types import Level
 from pypto.platform import get_platform
 from pypto.runtime import RunConfig
 
@@ -313,12 +314,21 @@ class P:
 """
 
 
-def test_a_transfer_in_a_function_declared_for_one_unit_is_refused_at_the_move():
-    program = pl.parse(_DECLARED_FOR_THE_CUBE_UNIT)
+# The same kernel with its level on the decorator, as upstream's @pl.function(level=) says.
+_DECORATED_FOR_THE_CUBE_UNIT = _DECLARED_FOR_THE_CUBE_UNIT.replace(
+    "    @pl.function(type=pl.FunctionType.InCore)\n",
+    "    @pl.function(type=pl.FunctionType.InCore, level=pl.Level.AIC)\n").replace(
+    '        pl.func_attr({"level": pl.Level.AIC})\n', "")
+
+
+@pytest.mark.parametrize("source", [_DECLARED_FOR_THE_CUBE_UNIT, _DECORATED_FOR_THE_CUBE_UNIT],
+                         ids=["func_attr", "decorator"])
+def test_a_transfer_in_a_function_declared_for_one_unit_is_refused_at_the_move(source):
+    program = pl.parse(source)
+    assert dict(program.function("k").attrs) == {"level": Level.AIC}
     with pytest.raises(LoweringError) as info:
         lower(program, get_platform("a2a3sim"))
-    move = next(i for i, line in enumerate(_DECLARED_FOR_THE_CUBE_UNIT.splitlines(), 1)
-                if "pl.move(t" in line)
+    move = next(i for i, line in enumerate(source.splitlines(), 1) if "pl.move(t" in line)
     assert info.value.span.line == move
     assert "runs on the cube unit only (level=pl.Level.AIC)" in str(info.value)
 
@@ -327,6 +337,22 @@ def test_a_level_attribute_names_one_unit():
     source = _DECLARED_FOR_THE_CUBE_UNIT.replace("pl.Level.AIC", "pl.Level.CORE_GROUP")
     with pytest.raises(ParseError, match="pl.Level.AIC or pl.Level.AIV"):
         pl.parse(source)
+
+
+def test_a_decorated_level_is_a_unit_of_an_incore_function():
+    whole_group = _DECORATED_FOR_THE_CUBE_UNIT.replace("level=pl.Level.AIC",
+                                                       "level=pl.Level.CORE_GROUP")
+    assert dict(pl.parse(whole_group).function("k").attrs) == {}
+    both = _DECORATED_FOR_THE_CUBE_UNIT.replace(
+        "        t = pl.load(x",
+        '        pl.func_attr({"level": pl.Level.AIV})\n        t = pl.load(x')
+    with pytest.raises(ParseError, match="disagree"):
+        pl.parse(both)
+    orchestration = _DECORATED_FOR_THE_CUBE_UNIT.replace(
+        "@pl.function(type=pl.FunctionType.Orchestration)",
+        "@pl.function(type=pl.FunctionType.Orchestration, level=pl.Level.AIV)")
+    with pytest.raises(ParseError, match="for an InCore function"):
+        pl.parse(orchestration)
 
 
 @pytest.mark.slow
