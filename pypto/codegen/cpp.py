@@ -23,6 +23,7 @@ from ..ir.nodes import (
     Program,
     Return,
     Var,
+    While,
 )
 from ..ir.ops import get_op
 from ..ir.types import (
@@ -105,6 +106,9 @@ class _StatementModels(IRVisitor):
                 "stop": expr_model(s.stop), "step": expr_model(s.step),
                 "body": self.body(s.body)}
 
+    def visit_While(self, s: While) -> dict:
+        return {"kind": "while", "cond": expr_model(s.cond), "body": self.body(s.body)}
+
     def visit_If(self, s: If) -> dict:
         return {"kind": "if", "cond": expr_model(s.cond), "then_body": self.body(s.then_body),
                 "else_body": self.body(s.else_body)}
@@ -145,7 +149,8 @@ class _KernelBuilder(_StatementModels):
         return self.tiles[key]["ident"]
 
     def body(self, stmts) -> list[dict]:
-        return kernel_statements(stmts, self.visit_For, self.assign, self.visit_If)
+        return kernel_statements(stmts, self.visit_For, self.visit_While, self.assign,
+                                 self.visit_If)
 
     def assign(self, s: Assign) -> dict:
         (dst,) = s.targets

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
-from ..ir.nodes import Assign, Call, Const, For, Function, Var
+from ..ir.nodes import Assign, Call, Const, For, Function, Var, While
 from ..ir.ops import get_op
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import statements
@@ -181,13 +181,19 @@ class _DeviceKernelBuilder:
     # -- statements
 
     def body(self, stmts) -> list:
-        return [node for nodes in kernel_statements(stmts, self.loop, self.assign)
+        return [node for nodes in kernel_statements(stmts, self.loop, self.while_loop,
+                                                    self.assign)
                 for node in nodes]
 
     def loop(self, s: For) -> list:
         return [Loop(self.body(s.body), _static_trips(s), {
             "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
             "stop": expr_model(s.stop), "step": expr_model(s.step)})]
+
+    def while_loop(self, s: While) -> list:
+        # Its trip count is never known: pipe synchronisation treats it as a `for` loop
+        # with run-time bounds (it may run zero times; its back edge is synchronised).
+        return [Loop(self.body(s.body), None, {"kind": "while", "cond": _expr(s.cond)})]
 
     def assign(self, s: Assign) -> list:
         (dst,) = s.targets

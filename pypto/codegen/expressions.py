@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
-from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, For, If, Return, Var
+from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, For, If, Return, Var, While
 from ..ir.ops import OpDef, get_op
 from ..ir.printer import CMP_SYMBOLS
 from ..ir.types import ScalarType, TensorType
@@ -111,12 +111,12 @@ def _scalar_cast(e: Call, idents) -> dict:
             "operand": expr_model(e.args[0], idents)}
 
 
-def kernel_statements(stmts, on_for: Callable, on_assign: Callable,
+def kernel_statements(stmts, on_for: Callable, on_while: Callable, on_assign: Callable,
                       on_if: Callable | None = None) -> list:
-    """What `on_for` / `on_assign` / `on_if` make of each statement of a kernel body, in
-    order (returns skipped; anything else is an error), shared by the kernel code
-    generators.  A generator without `on_if` refuses a runtime `if` at its line."""
-    visitor = _KernelStatements(on_for, on_assign, on_if)
+    """What `on_for` / `on_while` / `on_assign` / `on_if` make of each statement of a
+    kernel body, in order (returns skipped; anything else is an error), shared by the
+    kernel code generators.  A generator without `on_if` refuses a runtime `if` at its line."""
+    visitor = _KernelStatements(on_for, on_while, on_assign, on_if)
     return [m for m in (visitor.visit_stmt(s) for s in stmts) if m is not _NOTHING]
 
 
@@ -126,11 +126,15 @@ _NOTHING = object()  # a statement that emits nothing (a kernel's return)
 class _KernelStatements(IRVisitor):
     """One kernel statement's model (_NOTHING: none), by the generator's hooks."""
 
-    def __init__(self, on_for: Callable, on_assign: Callable, on_if: Callable | None):
-        self.on_for, self.on_assign, self.on_if = on_for, on_assign, on_if
+    def __init__(self, on_for: Callable, on_while: Callable, on_assign: Callable,
+                 on_if: Callable | None):
+        self.on_for, self.on_while, self.on_assign, self.on_if = on_for, on_while, on_assign, on_if
 
     def visit_For(self, s: For) -> dict:
         return self.on_for(s)
+
+    def visit_While(self, s: While) -> dict:
+        return self.on_while(s)
 
     def visit_If(self, s: If) -> dict:
         if self.on_if is None:

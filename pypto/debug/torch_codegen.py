@@ -27,6 +27,7 @@ from ..ir.nodes import (
     Program,
     Return,
     Var,
+    While,
 )
 from ..ir.ops import get_op
 from ..ir.printer import scalar_operator
@@ -122,6 +123,9 @@ class _Builder(IRVisitor):
     def visit_For(self, s: For) -> dict:
         return {"kind": "for", "var": s.var.name, "start": self.expr(s.start),
                 "stop": self.expr(s.stop), "step": self.expr(s.step), "body": self.body(s.body)}
+
+    def visit_While(self, s: While) -> dict:
+        return {"kind": "while", "cond": self.expr(s.cond), "body": self.body(s.body)}
 
     def visit_If(self, s: If) -> dict:
         return {"kind": "if", "cond": self.expr(s.cond), "then_body": self.body(s.then_body),

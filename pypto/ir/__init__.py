@@ -44,6 +44,7 @@ from .nodes import (
     Program,
     Return,
     Var,
+    While,
 )
 from .ops import OpDef, all_ops, get_op
 from .options import PassDumpLevel, VerificationLevel
@@ -119,6 +120,7 @@ __all__ = [
     "ExprStmt",
     "If",
     "For",
+    "While",
     "AtScope",
     "Return",
     "TensorType",

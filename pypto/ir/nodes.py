@@ -140,6 +140,18 @@ class For:
 
 
 @dataclass(frozen=True)
+class While:
+    """`for (x,) in pl.while_(init_values=(x0,)): pl.cond(c) ...` (printed `while c:`): the
+    body runs while `cond`, a BOOL scalar evaluated before each iteration on the current
+    values of the names it reads, holds; it may run zero times.  The carried values are
+    names, rebound in the body as in any loop."""
+
+    cond: Any
+    body: tuple
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
 class If:
     """`if cond: ... else: ...` on a runtime value (a condition known at compile time is
     folded by the parser).  Names are rebound in the branches as anywhere else: a name
@@ -181,7 +193,7 @@ class Return:
     span: Span | None = _span()
 
 
-Stmt = Assign | ExprStmt | For | If | AtScope | Return
+Stmt = Assign | ExprStmt | For | While | If | AtScope | Return
 
 
 # ----------------------------------------------------------------------------- functions

@@ -22,6 +22,7 @@ from .nodes import (
     Program,
     Return,
     Var,
+    While,
     python_text,
 )
 from .ops import REQUIRED, get_op
@@ -202,6 +203,13 @@ class _Printer(IRVisitor):
         rng = ", ".join(self.expr(e) for e in (stmt.start, stmt.stop, stmt.step))
         self.lines.append(f"{'    ' * depth}for {stmt.var.name} in "
                           f"{_FOR_KIND[stmt.kind]}({rng}):")
+        self.body(stmt.body, depth + 1)
+
+    def visit_While(self, stmt: While) -> None:
+        # Printed as Python's `while`, which the parser reads as the same loop: the carried
+        # values are names, so upstream's `pl.while_(init_values=...)` has nothing to add.
+        depth = self.depth
+        self.lines.append(f"{'    ' * depth}while {self.expr(stmt.cond)}:")
         self.body(stmt.body, depth + 1)
 
     def visit_If(self, stmt: If) -> None:

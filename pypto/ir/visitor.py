@@ -27,6 +27,7 @@ from .nodes import (
     If,
     Return,
     Var,
+    While,
 )
 
 
@@ -60,6 +61,10 @@ class IRVisitor:
         for e in (stmt.start, stmt.stop, stmt.step):
             self.visit_expr(e)
         self.visit_def(stmt.var)
+        self.visit_body(stmt.body)
+
+    def visit_While(self, stmt: While) -> Any:
+        self.visit_expr(stmt.cond)
         self.visit_body(stmt.body)
 
     def visit_If(self, stmt: If) -> Any:
@@ -150,6 +155,9 @@ class IRMutator:
             step=self.mutate_expr(stmt.step),
             body=self.mutate_body(stmt.body),
         )
+
+    def mutate_While(self, stmt: While):
+        return replace(stmt, cond=self.mutate_expr(stmt.cond), body=self.mutate_body(stmt.body))
 
     def mutate_If(self, stmt: If):
         return replace(stmt, cond=self.mutate_expr(stmt.cond),
@@ -289,6 +297,11 @@ class _ExposedUses(IRVisitor):
         super().visit_For(stmt)
         self.defined = outside  # a loop may run zero times: its bindings are not certain
 
+    def visit_While(self, stmt: While) -> None:
+        outside = set(self.defined)
+        super().visit_While(stmt)
+        self.defined = outside  # as a loop's: the body may not run
+
     def visit_If(self, stmt: If) -> None:
         self.visit_expr(stmt.cond)
         outside = set(self.defined)
@@ -310,7 +323,7 @@ def exposed_uses(stmts) -> set[str]:
 def _walk(visitor: IRVisitor, node) -> None:
     if isinstance(node, (list, tuple)):
         visitor.visit_body(node)
-    elif isinstance(node, (Assign, ExprStmt, For, If, AtScope, Return)):
+    elif isinstance(node, (Assign, ExprStmt, For, While, If, AtScope, Return)):
         visitor.visit_stmt(node)
     else:
         visitor.visit_expr(node)

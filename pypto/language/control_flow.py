@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from ..ir.dtypes import DataType
 from ..ir.errors import TypeCheckError
-from ..ir.nodes import Assign, Const, For, If, Var
-from ..ir.types import INDEX, ScalarType, same_value_type
+from ..ir.nodes import Assign, Const, For, If, Var, While
+from ..ir.types import INDEX, ScalarType, describe, same_value_type
 from .stubs import DslBuiltin
 
 _LOOP_KINDS = {"range": "range", "unroll": "unroll", "parallel": "parallel",
@@ -59,6 +59,8 @@ class ControlFlowSyntax:
         fn = self._callable(call.func) if isinstance(call, ast.Call) else None
         if isinstance(fn, DslBuiltin) and fn.name == "spmd":
             return self.spmd_loop(node)
+        if isinstance(fn, DslBuiltin) and fn.name == "while_":
+            return self._while_(node, call)
         if not (isinstance(fn, DslBuiltin) and fn.name in _LOOP_KINDS):
             raise self.error(node, "loop with `for i in pl.range(...)` (or pl.unroll / "
                              "pl.parallel / pl.pipeline)")
@@ -246,6 +248,70 @@ class ControlFlowSyntax:
         return [main, For(Var(name, INDEX, span), full_end, stop, step, tail_body, "range",
                           span)]
 
+    # ------------------------------------------------------------------ while
+    def _while_(self, node: ast.For, call: ast.Call) -> list:
+        """`for (x, ...) in pl.while_(init_values=(x0, ...)):` whose body starts with
+        `pl.cond(c)` and ends with `r, ... = pl.yield_(...)`: x, ... bound to x0, ...; the
+        body runs while c holds (tested before each iteration); r, ... are bound after
+        the loop to the last values (the init values when it never ran)."""
+        if call.args or any(kw.arg != "init_values" for kw in call.keywords):
+            raise self.error(call, "pl.while_ takes only init_values=(...)",
+                             hint="the condition is `pl.cond(...)`, the body's first statement")
+        init = next((kw.value for kw in call.keywords), None)
+        if init is None:
+            raise self.error(call, "while_() requires init_values to be specified",
+                             hint="add init_values=(...), even if it is a single counter: "
+                                  "`for (x,) in pl.while_(init_values=(0,)):`")
+        target = node.target
+        items = target.elts if isinstance(target, ast.Tuple) else [target]
+        if not items or not all(isinstance(n, ast.Name) for n in items):
+            raise self.error(node, "pl.while_'s loop target names its carried values: "
+                             "`for (x, y) in pl.while_(init_values=(x0, y0)):`")
+        first = node.body[0]
+        if not self._is_builtin_call(first, "cond"):
+            raise self.error(first, "a pl.while_ body starts with `pl.cond(...)`, its "
+                             "condition", hint="move the pl.cond(...) to the body's first line")
+        carried = [n.id for n in items]
+        prologue = self._bind_init_values(init, carried, node)
+        scope = _YieldScope("loop", carried,
+                            in_place={c: c in self.aliases for c in carried})
+        loop = self._while_loop(node, first.value, node.body[1:], scope)
+        return prologue + [loop] + self._bind_after_loop(scope, node)
+
+    def stmt_While(self, node: ast.While) -> While:
+        """Python's `while c:`, the form `as_python` prints a pl.while_ loop in: names the
+        body rebinds carry to the next iteration and the condition, as in any loop."""
+        if node.orelse:
+            raise self.error(node, "`while ... else` is not supported")
+        return self._while_loop(node, None, node.body, _YieldScope("loop"))
+
+    def _while_loop(self, node, cond_call: ast.Call | None, stmts, scope) -> While:
+        """The While of `node`: its condition (`pl.cond`'s argument, else `while`'s test),
+        parsed on the values entering the loop, and its body."""
+        if cond_call is not None and (cond_call.keywords or len(cond_call.args) != 1):
+            raise self.error(cond_call, "pl.cond takes one condition: `pl.cond(x < n)`")
+        test = node.test if cond_call is None else cond_call.args[0]
+        if self.is_static(test):
+            raise self.error(test, f"the loop condition `{ast.unparse(test)}` is known at "
+                             "compile time", hint="test a value the loop carries",
+                             cls=TypeCheckError)
+        value = self.expr(test)
+        if not isinstance(value.type, ScalarType):
+            raise self.error(test, f"the loop condition `{ast.unparse(test)}` is a "
+                             f"{describe(value.type)}; a while loop tests a scalar",
+                             hint="compare scalars the loop carries, e.g. an element read with "
+                                  "pl.read(t, [i, j])", cls=TypeCheckError)
+        cond = self._truth(value, test)
+        entry = dict(self.vars)
+        self.yield_scopes.append(scope)
+        try:
+            body = self.body(stmts)
+        finally:
+            self.yield_scopes.pop()
+        loop = While(cond, body, self.source.span(node))
+        self._loop_types(entry, (loop,), "", False)
+        return loop
+
     # ------------------------------------------------------------------ if
     def stmt_If(self, node: ast.If):
         if self.is_static(node.test):
@@ -284,7 +350,10 @@ class ControlFlowSyntax:
 
     def condition(self, node: ast.AST):
         """A runtime condition: a BOOL scalar, or an integer scalar tested against 0."""
-        cond = self.scalar(node)
+        return self._truth(self.scalar(node), node)
+
+    def _truth(self, cond, node: ast.AST):
+        """The scalar `cond` (parsed from `node`) as a BOOL condition."""
         if cond.type == _BOOL:
             return cond
         if cond.type.dtype.is_float:

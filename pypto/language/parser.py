@@ -451,6 +451,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 return self._static_assert(node.value)
             if isinstance(fn, DslBuiltin) and fn.name == "static_print":
                 return self._static_print(node.value)
+            if isinstance(fn, DslBuiltin) and fn.name == "cond":
+                raise self.error(node, "pl.cond(...) is the first statement of a pl.while_ "
+                                 "body, and nowhere else",
+                                 hint="`for (x,) in pl.while_(init_values=(0,)):` then "
+                                      "`pl.cond(x < 10)`")
             if isinstance(fn, DslBuiltin) and fn.name == "func_attr":
                 raise self.error(node, "pl.func_attr({...}) must be the first statement of the "
                                  "function body")

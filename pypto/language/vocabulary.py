@@ -61,6 +61,10 @@ unroll = DslBuiltin("unroll")
 parallel = DslBuiltin("parallel")
 pipeline = DslBuiltin("pipeline")
 """`for i in pl.pipeline(n, stage=F)`: a loop whose body is replicated F times per iteration."""
+while_ = DslBuiltin("while_")
+"""`for (x,) in pl.while_(init_values=(x0,)):` a loop run while its `pl.cond(...)` holds."""
+cond = DslBuiltin("cond")
+"""`pl.cond(x < n)`: the first statement of a `pl.while_` body, its loop's condition."""
 yield_ = DslBuiltin("yield_")
 """`x = pl.yield_(v)`: ends an `if` branch (x = v) or a loop with init_values (its carries)."""
 const = DslBuiltin("const")
@@ -125,7 +129,8 @@ __all__ = [
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
     "SplitMode",
     "Role", "TaskId", "TASK_ID",
-    "at", "range", "unroll", "parallel", "pipeline", "yield_", "const", "static_assert",
+    "at", "range", "unroll", "parallel", "pipeline", "while_", "cond", "yield_", "const",
+    "static_assert",
     "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "submit",
     "spmd_submit",
     "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",

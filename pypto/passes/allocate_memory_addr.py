@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ..ir.errors import CapacityError, Span
 from ..ir.layout import BLOCK_BYTES, tile_footprint
-from ..ir.nodes import Assign, For, Var
+from ..ir.nodes import Assign, For, Var, While
 from ..ir.types import FunctionType, TileType
 from ..ir.visitor import IRVisitor
 from .manager import FunctionPass
@@ -64,6 +64,11 @@ class _Occurrences(IRVisitor):
     def visit_For(self, stmt: For) -> None:
         start = self.pos
         super().visit_For(stmt)
+        self.loops.append((start, self.pos))
+
+    def visit_While(self, stmt: While) -> None:
+        start = self.pos  # the condition is read at the loop's head, every iteration
+        super().visit_While(stmt)
         self.loops.append((start, self.pos))
 
     def visit_def(self, var: Var) -> None:

@@ -8,7 +8,7 @@ with POST_PIPELINE, checks of the lowered program (perf hints) run at the end.
 from __future__ import annotations
 
 from ..ir.diagnostics import Diagnostic, DiagnosticCheck, DiagnosticPhase
-from ..ir.nodes import Assign, Call, For, FuncCall, If, Program
+from ..ir.nodes import Assign, Call, For, FuncCall, If, Program, While
 from ..ir.types import Direction, FunctionType, TileType
 from ..ir.visitor import IRVisitor, statements, uses
 from .derive_call_directions import entry_inputs_written
@@ -98,7 +98,15 @@ class _LoopResults(IRVisitor):
             self.visit_stmt(stmt)
 
     def visit_For(self, stmt: For) -> None:
-        after = set(uses(self.rest))
+        self._loop(stmt, set(), {stmt.var.name})
+
+    def visit_While(self, stmt: While) -> None:
+        self._loop(stmt, set(uses(stmt.cond)), set())
+
+    def _loop(self, stmt: For | While, read: set[str], index: set[str]) -> None:
+        """A loop's updates of names bound before it must be read: after it, or by its
+        condition (`read`); `index` is what the loop binds in its body's scope."""
+        after = set(uses(self.rest)) | read
         for name in _assigned(stmt.body):
             if name in self.bound and name not in self.params and name not in after:
                 self.found.append(Diagnostic(
@@ -107,7 +115,7 @@ class _LoopResults(IRVisitor):
                     stmt.span,
                 ))
         outside = self.bound
-        self.bound = outside | {stmt.var.name}  # what the body binds stays inside
+        self.bound = outside | index  # what the body binds stays inside
         self.visit_body(stmt.body)
         self.bound = outside
 

@@ -3,7 +3,7 @@
 `y = pl.add(pl.exp(x), 1.0)` becomes `exp_0 = pl.exp(x); y = pl.add(exp_0, 1.0)`.  Later
 passes (tiling, cast legalisation, memory planning) then see one op per statement.
 Scalar index arithmetic stays nested, but an element read (`pl.read`, `t[i, j]`) is
-named too, wherever it appears (loop bounds included): it reads a buffer, so it is an
+named too, wherever it appears (loop bounds and while conditions included): it reads a buffer, so it is an
 instruction of its own, placed where the value is needed.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.nodes import Assign, Call, ExprList, For, Var
+from ..ir.nodes import Assign, Call, ExprList, For, Var, While
 from ..ir.types import FunctionType, ScalarType
 from ..ir.visitor import IRMutator
 from .manager import FunctionPass
@@ -45,6 +45,13 @@ class _Flattener(IRMutator):
         # Bounds are evaluated once, before the loop: reads in them are named before it.
         bounds = {k: self._operand(getattr(stmt, k)) for k in ("start", "stop", "step")}
         return replace(stmt, **bounds, body=self.mutate_body(stmt.body))
+
+    def mutate_While(self, stmt: While):
+        # The condition is evaluated before every iteration: the reads in it are named
+        # before the loop and again at the end of its body.
+        cond = self._operand(stmt.cond)
+        again = list(self.pending)
+        return replace(stmt, cond=cond, body=self.mutate_body(stmt.body) + tuple(again))
 
     def _operand(self, arg):
         if isinstance(arg, ExprList):

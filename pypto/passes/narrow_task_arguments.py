@@ -36,6 +36,7 @@ from ..ir.nodes import (
     Program,
     Return,
     Var,
+    While,
 )
 from ..ir.ops import make_call
 from ..ir.types import INDEX, FunctionType, ScalarType, TensorType, TileType, TupleType
@@ -180,6 +181,11 @@ class _Accesses(IRVisitor):
         self.uncertain_loops += 0 if certain else 1
         super().visit_For(stmt)
         self.uncertain_loops -= 0 if certain else 1
+
+    def visit_While(self, stmt: While) -> None:
+        self.uncertain_loops += 1  # a while loop may not run
+        super().visit_While(stmt)
+        self.uncertain_loops -= 1
 
     def visit_If(self, stmt: If) -> None:
         self.uncertain_loops += 1  # a branch's accesses may not happen

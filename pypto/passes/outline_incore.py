@@ -30,6 +30,7 @@ from ..ir.nodes import (
     Program,
     Return,
     Var,
+    While,
 )
 from ..ir.ops import make_call
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, Level, TensorType, TupleType
@@ -174,6 +175,14 @@ class _Outliner(IRMutator):
         self.env, self.later = outer
         return replace(stmt, body=body)
 
+    def mutate_While(self, stmt: While) -> While:
+        outer = self.later
+        # As in a for loop; the condition reads its names before every iteration too.
+        self.later = self.after | exposed_uses((stmt,))
+        body = self.mutate_body(stmt.body)
+        self.later = outer
+        return replace(stmt, body=body)
+
     def mutate_If(self, stmt: If) -> If:
         outer = self.later
         self.later = self.after
@@ -236,7 +245,7 @@ class _Outliner(IRMutator):
             index = last_def[name]
             stmt = body[index]
             scratch.append(var)
-            if isinstance(stmt, (For, If)):
+            if isinstance(stmt, (For, While, If)):
                 body = self._kept_in_block(body, var, crossing.get(name), name in after, at_end)
                 continue
             if not (isinstance(stmt, Assign) and len(stmt.targets) == 1):

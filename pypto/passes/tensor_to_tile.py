@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..ir.errors import CapacityError, LoweringError
-from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var
+from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var, While
 from ..ir.ops import get_op, make_call
 from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
@@ -124,7 +124,7 @@ class _Runs:
 
     def _between_runs(self, stmt, kept: dict[str, _Kept]):
         """A statement outside the runs: a loop's body is cut into runs the same way."""
-        if isinstance(stmt, For):
+        if isinstance(stmt, (For, While)):
             inner = dict(kept)
             # Every iteration may follow the loop's writes: values they read are stale.
             self._invalidate(inner, stmt)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir.errors import InternalError, LoweringError
-from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Var
+from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Var, While
 from ..ir.ops import get_op, make_call
 from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, MemorySpace, TensorType, TileType
@@ -96,9 +96,9 @@ class _LongLivedValues(IRVisitor):
 
     def visit_body(self, body) -> None:
         for i, stmt in enumerate(body):
-            if isinstance(stmt, For):
+            if isinstance(stmt, (For, While)):
                 computed = {s.targets[0].name for s in statements(stmt.body) if _is_value(s)}
-                carried = computed & exposed_uses(stmt.body)
+                carried = computed & exposed_uses((stmt,))
                 read_after = computed & exposed_uses(body[i + 1:])
                 self.found |= bool(carried or read_after)
             self.visit_stmt(stmt)

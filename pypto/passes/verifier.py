@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ..ir.dtypes import DataType
 from ..ir.errors import PyptoError, VerificationError
 from ..ir.nodes import (
     Assign,
@@ -24,6 +25,7 @@ from ..ir.nodes import (
     Program,
     Return,
     Var,
+    While,
 )
 from ..ir.ops import get_op
 from ..ir.options import VerificationLevel
@@ -83,6 +85,13 @@ class _TypeCheck(IRVisitor):
         _check_uses(stmt.cond, self.env, stmt)
         self.visit_body(stmt.then_body)
         self.visit_body(stmt.else_body)
+
+    def visit_While(self, stmt: While) -> None:
+        _check_uses(stmt.cond, self.env, stmt)
+        if _infer(stmt.cond, self.functions, stmt) != ScalarType(DataType.BOOL):
+            raise _Violation("a while loop's condition is not a BOOL scalar", stmt)
+        self.visit_body(stmt.body)
+        _check_uses(stmt.cond, self.env, stmt)  # as the next iteration reads it
 
     def visit_AtScope(self, stmt: AtScope) -> None:
         self.visit_body(stmt.body)
@@ -185,6 +194,10 @@ class _DefBeforeUse(IRVisitor):
         self.visit_body(stmt.body)
         inner, self.defined = self.defined, outside
         outside |= inner - {stmt.var.name}
+
+    def visit_While(self, stmt: While) -> None:
+        _need(stmt.cond, self.defined, stmt)
+        self.visit_body(stmt.body)  # what the body binds counts as bound, as after a loop
 
     def visit_If(self, stmt: If) -> None:
         _need(stmt.cond, self.defined, stmt)
