@@ -297,7 +297,7 @@ class ControlFlowSyntax:
                              cls=TypeCheckError)
         value = self.expr(test)
         if not isinstance(value.type, ScalarType):
-            raise self.error(test, f"the loop condition `{ast.unparse(test)}` is a "
+            raise self.error(test, f"the loop condition `{ast.unparse(test)}` is "
                              f"{describe(value.type)}; a while loop tests a scalar",
                              hint="compare scalars the loop carries, e.g. an element read with "
                                   "pl.read(t, [i, j])", cls=TypeCheckError)
