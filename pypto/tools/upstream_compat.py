@@ -44,7 +44,6 @@ WHY = {
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
-    "while": "pl.while_ / pl.cond loops are not supported; bound the loop with pl.range",
     "runtime": "compile()'s keyword scalars are not supported here: a parameter annotated "
                "pl.Scalar[...] is a run-time value already (one artifact for every value), "
                "a bare-dtype one a specialisation constant",
@@ -77,11 +76,12 @@ _LANGUAGE_SUPPORTED = (
     "Out", "PadValue.min", "PadValue.zero", "Scalar", "ScopeMode", "ScopeMode.AUTO",
     "ScopeMode.MANUAL", "SplitMode.LEFT_RIGHT", "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID",
     "TaskId", "Tensor", "TensorLayout", "TensorLayout.ND", "TensorView", "Tile", "Tuple", "array",
-    "array.create", "array.get_element", "array.update_element", "at", "cluster", "const", "dim",
+    "array.create", "array.get_element", "array.update_element", "at", "cluster", "cond", "const",
+    "dim",
     "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
     "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program", "pipeline", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
-    "system", "system.task_dummy", "tensor", "tile", "unroll", "write", "yield_")
+    "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "assemble", "cmps", "create", "fillpad", "full", "gemv",
                    "gemv_acc", "get_block_idx", "get_block_num", "load", "maximums", "minimums",
                    "move", "read", "relu", "rsqrt", "sel", "store", "transpose_view")
@@ -109,7 +109,6 @@ _ABSENT = {
            "tile.matmul_mx_acc", "tile.matmul_mx_bias", "tile.max", "tile.mgather", "tile.min",
            "tile.mscatter", "tile.prelu", "tile.rem", "tile.rems", "tile.sels", "tile.subc",
            "tile.subsc", "tile.tri", "loads_program", "InlineFunction"),
-    "while": ("while_", "cond"),
     "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
     "bias": ("Mem.Bias", "tile.gemv_bias"),
@@ -146,6 +145,9 @@ CONSTRUCTS = (
      "kept as a branch in kernels and orchestration"),
     ("`for i, (a, b) in pl.range(n, init_values=(a0, b0))` ... `x, y = pl.yield_(...)`",
      SUPPORTED, "a loop carrying values"),
+    ("`for (x,) in pl.while_(init_values=(x0,))` with `pl.cond(c)` first and `r = pl.yield_(...)` "
+     "last", SUPPORTED, "a loop run while c holds (tested before each iteration; r is x0 when "
+     "it never runs), in kernels and orchestration code; printed as Python's `while c:`"),
     ("`pl.pipeline(n, stage=F)`", SUPPORTED,
      "the body replicated F times per iteration, then the remaining iterations"),
     ("bare-dtype scalar parameters (`scale: pl.FP32`, `n: pl.INDEX`)", SUPPORTED,
