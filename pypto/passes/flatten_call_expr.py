@@ -3,8 +3,10 @@
 `y = pl.add(pl.exp(x), 1.0)` becomes `exp_0 = pl.exp(x); y = pl.add(exp_0, 1.0)`.  Later
 passes (tiling, cast legalisation, memory planning) then see one op per statement.
 Scalar index arithmetic stays nested, but an element read (`pl.read`, `t[i, j]`) is
-named too, wherever it appears (loop bounds and while conditions included): it reads a buffer, so it is an
-instruction of its own, placed where the value is needed.
+named too, wherever it appears (loop bounds included): it reads a buffer, so it is an
+instruction of its own, placed where the value is needed.  A while loop's condition is
+evaluated before every iteration, so its reads are named before the loop and again at
+the end of its body.
 """
 
 from __future__ import annotations

@@ -185,7 +185,8 @@ def test_a_tile_read_in_a_while_loop_keeps_its_buffer_for_the_whole_loop():
     kernel = counted.lower(torch.zeros(16, 128), 1, torch.zeros(16, 128)).function("counted")
     t = next(s.targets[0] for s in kernel.body if s.targets[0].name == "t")
     loop = next(s for s in kernel.body if isinstance(s, While))
-    inside = [s.targets[0] for s in statements(loop.body) if isinstance(s.targets[0].type, TileType)]
+    inside = [s.targets[0] for s in statements(loop.body)
+              if isinstance(s.targets[0].type, TileType)]
     # the negation is computed after the body's last read of `t`, which the next
     # iteration reads again: it must not take t's buffer
     assert [v.name for v in inside] == ["add_0", "neg_0", "acc"]
