@@ -9,10 +9,12 @@ import pytest
 import torch
 
 import pypto.language as pl
+from pypto.compiler import CompileOptions, run_pipeline
 from pypto.debug import load_entry, torch_codegen
-from pypto.ir import ParseError, TypeCheckError, While
+from pypto.ir import ParseError, TypeCheckError, VerificationLevel, While
 from pypto.ir.types import TensorType, TileType
 from pypto.ir.visitor import statements
+from pypto.platform import get_platform
 from pypto.runtime import RunConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
@@ -196,6 +198,9 @@ def test_a_while_loop_prints_as_python_while_and_parses_back_equal(kernel, args)
         text = program.as_python()
         assert "while " in text and "pl.while_" not in text
         assert pl.parse(text) == program
+    # every pass's result printed and parsed back, and the verifier's checks after each
+    run_pipeline(kernel.frontend(*args), get_platform("a5sim"),
+                 CompileOptions(verification_level=VerificationLevel.ROUNDTRIP))
 
 
 @pytest.mark.parametrize("kernel, args, outputs", [
