@@ -87,6 +87,30 @@ def test_a_condition_false_at_entry_leaves_the_init_values():
 
 
 @pl.jit.incore
+def float_carry(x: pl.Tensor[[16, 128], pl.FP32], limit: pl.Scalar[pl.FP32],
+                out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+    t = pl.load(x, [0, 0], [16, 128])
+    for (s, acc) in pl.while_(init_values=(t[0, 1], t)):
+        pl.cond(s < limit)  # a carried FP32 scalar
+        grown = pl.add(acc, s)
+        _s, total = pl.yield_(s * 1.5 + 0.1, grown)
+    out = pl.store(total, [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_carried_float_scalar_conditions_the_loop_as_torch_codegen_does(platform):
+    x = torch.rand(16, 128, generator=torch.Generator().manual_seed(4)) + 0.3
+    out, reference = torch.zeros(16, 128), torch.zeros(16, 128)
+    config = RunConfig(platform=platform)
+    float_carry(x, 7.0, out, config=config)
+    program = float_carry.lower(x, 7.0, out, config=config)
+    load_entry(torch_codegen(program, check_shapes=True), program.entry)(x, 7.0, reference)
+    assert torch.equal(out, reference)
+    assert not torch.equal(out, x)  # it ran
+
+
+@pl.jit.incore
 def nested(x: pl.Tensor[[64, 128], pl.FP32], n: pl.Scalar[pl.INDEX],
            out: pl.Out[pl.Tensor[[64, 128], pl.FP32]]):
     for i in pl.range(4):  # a while inside a pl.range
