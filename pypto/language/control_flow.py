@@ -8,6 +8,9 @@
   explicit spelling `for i, (a, b) in pl.range(n, init_values=(a0, b0)):` binds the
   carries before the loop; the body ends with `x, y = pl.yield_(ea, eb)`, which passes
   ea, eb to the next iteration and binds x, y after the loop to the last values.
+- `for (a, b) in pl.while_(init_values=(a0, b0)):` whose body starts with `pl.cond(c)`
+  and ends with `x, y = pl.yield_(ea, eb)`: a `While` loop run while c holds, carrying a,
+  b as above; Python's `while c:` (its printed form) is the same loop.
 - `if cond:` on a runtime value is kept as a branch (a compile-time condition is folded).
   A branch binds names as any statement does; a name bound in both branches, or before
   the `if` and in one branch, is bound after it, with one type.  `x = pl.yield_(v)` in a
