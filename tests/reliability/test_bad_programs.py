@@ -203,13 +203,13 @@ def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
         t = pl.cast(t, pl.FP16)  # <-
     return out
 """, (T(16, 128), T(16, 128)), TypeCheckError, "use a new name"),
-    "while_loop": Case("""
+    "while_true": Case("""
 @pl.jit.incore
 def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor]):
     while True:  # <-
         pass
     return out
-""", (T(16, 128), T(16, 128)), ParseError, "not supported"),
+""", (T(16, 128), T(16, 128)), TypeCheckError, "is known at compile time"),
     "if_on_a_float_value": Case("""
 @pl.jit.incore
 def kernel(a: pl.Tensor, out: pl.Out[pl.Tensor], x: pl.Scalar[pl.FP32]):
