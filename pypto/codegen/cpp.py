@@ -244,6 +244,13 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "select", "fn": op.isa, "dst": self.tile(dst), "mask": self.tile(mask),
                 "a": self.tile(a), "b": self.tile(b)}
 
+    def _form_ternary(self, op, call, dst, s):
+        """Three operands (pl.addc, pl.subsc, pl.prelu with its tmp), tiles or a scalar."""
+        operands = [a for a in op.operands(call.args, dict(call.attrs)).values() if a is not None]
+        return {"kind": "ternary", "fn": op.isa, "dst": self.tile(dst),
+                "args": [self.tile(a) if isinstance(a.type, TileType) else expr_model(a)
+                         for a in operands]}
+
     def _form_fill(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
         value = operands.get("scalar", operands.get("value"))

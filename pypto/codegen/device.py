@@ -64,6 +64,17 @@ _CUBE_ALIAS = {MemorySpace.Left: "TileLeft", MemorySpace.Right: "TileRight",
                MemorySpace.Acc: "TileAcc"}
 
 
+# Operators device code refuses, at the user's line, and why.
+_UNPROVEN = "its PTO instruction is not yet emitted and checked against pto-isa's CPU model"
+_NO_DEVICE_CODE = {
+    "fmod": "pto-isa leaves TFMOD's zero divisor target-defined (its CPU model traps on an "
+            "integer 0), where pl.fmod gives x % 0 = 0",
+    "rem": "A2/A3's TREM computes integers through FP32 (exact only within 2**24) and leaves "
+           "a zero divisor target-defined, where pl.rem is exact and gives x % 0 = 0",
+    **dict.fromkeys(("lrelu", "prelu", "addc", "subc", "addsc", "subsc"), _UNPROVEN),
+}
+
+
 @dataclass
 class _Tile:
     """One C++ tile object: a view of `rows` x `cols` (physical) elements at `addr`."""
@@ -206,6 +217,9 @@ class _DeviceKernelBuilder:
                                 "value": _expr(call)})]
         if isinstance(call, Var) and isinstance(call.type, TileType):
             return [self._move(dst, call, s)]
+        if isinstance(call, Call) and call.op in _NO_DEVICE_CODE:
+            raise LoweringError(f"pl.{call.op} has no device code: {_NO_DEVICE_CODE[call.op]}",
+                                s.span, hint="use a simulator platform (a2a3sim, a5sim)")
         op, form = operator_form(self, call, s)
         return form(op, call, dst, s)
 

@@ -237,6 +237,86 @@ def minimum(lhs, rhs):
     return _binary(lhs, rhs, _min)
 
 
+# -- remainders, leaky ReLUs and three-operand sums
+
+
+def _fmod(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """C's fmod of the elements; integers give 0 for a divisor of 0 or -1."""
+    if a.is_floating_point():
+        # Exact, so representable in a's dtype: C's fmod of the widened values (not torch's
+        # SIMD fmod, whose special cases follow its vector library).
+        with np.errstate(all="ignore"):
+            r = np.fmod(a.double().numpy(), b.double().expand_as(a).numpy())
+        return torch.from_numpy(r).to(a.dtype)
+    b = b.expand_as(a)
+    trivial = (b == 0) | (b == -1) if a.dtype.is_signed else b == 0
+    r = torch.fmod(a, torch.where(trivial, torch.ones_like(b), b))
+    return torch.where(trivial, torch.zeros_like(r), r)
+
+
+def fmod(lhs, rhs):
+    """The remainder of lhs / rhs truncated toward zero, with lhs's sign (C's fmod: exact;
+    NaN for a zero divisor or an infinite dividend); integers give 0 for a divisor of 0
+    (as div does) or -1 (MIN % -1 wraps to 0).  A scalar rhs is first converted to the
+    element type."""
+    return _binary(lhs, rhs, _fmod)
+
+
+def rem(lhs, rhs):
+    """The remainder of lhs / rhs floored, with rhs's sign (torch.remainder where torch
+    defines it): fmod, plus rhs computed in FP32 (rounded once to the element type) where a
+    non-zero fmod and rhs differ in sign; integers as fmod for a divisor of 0 or -1."""
+
+    def floored(a, b):
+        r = _fmod(a, b)
+        b = b.expand_as(a)
+        fix = (r != 0) & ((r < 0) != (b < 0))
+        if a.is_floating_point():
+            return torch.where(fix, r.float() + b.float(), r.float()).to(a.dtype)
+        return torch.where(fix, r + b, r)
+
+    return _binary(lhs, rhs, floored)
+
+
+def _leaky(x: torch.Tensor, slope: torch.Tensor) -> torch.Tensor:
+    f = x.float()
+    return torch.where(f > 0, f, f * slope.float()).to(x.dtype)
+
+
+def lrelu(x, slope):
+    """x where x > 0, else x * slope computed in FP32 and rounded once to x's dtype (the
+    slope first converted to it); NaN stays NaN."""
+    return _leaky(x, _scalar(slope, x))
+
+
+def prelu(x, slope, tmp=None):
+    """x where x > 0, else x * slope (elementwise slope), computed in FP32 and rounded once
+    to x's dtype; tmp is scratch and is not written."""
+    return _leaky(x, slope)
+
+
+def addc(lhs, rhs, rhs2):
+    """(lhs + rhs) + rhs2, each addition rounded to the element type; integers wrap."""
+    return (lhs + rhs) + rhs2
+
+
+def subc(lhs, rhs, rhs2):
+    """(lhs - rhs) + rhs2, each operation rounded to the element type; integers wrap."""
+    return (lhs - rhs) + rhs2
+
+
+def addsc(lhs, rhs, rhs2):
+    """(lhs + rhs) + rhs2 with the scalar rhs first converted to the element type, each
+    addition rounded to it; integers wrap."""
+    return add(lhs, rhs) + rhs2
+
+
+def subsc(lhs, rhs, rhs2):
+    """(lhs - rhs) + rhs2 with the scalar rhs first converted to the element type, each
+    operation rounded to it; integers wrap."""
+    return sub(lhs, rhs) + rhs2
+
+
 _COMPARE = (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge)
 
 

@@ -15,12 +15,13 @@ from ..ir.ops import all_ops
 from .stubs import DslBuiltin, OpStub
 
 # Registry categories that exist on tiles and on tensors alike.
-_BOTH = ("binary", "unary", "cast", "select", "expands", "reduce_row", "reduce_col",
+_BOTH = ("binary", "unary", "cast", "select", "ternary", "expands", "reduce_row", "reduce_col",
          "expand_row", "expand_col", "matmul", "element")
 # Operators of other categories, per level.
 _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_validshape",
               "reshape", "transpose", "concat", "slice", "get_block_idx", "get_block_num",
-              "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc")
+              "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc", "max",
+              "min")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag")
 # Other spellings of a registry operator, per level.
@@ -31,7 +32,8 @@ _BUILTINS = {"tensor": ("dim", "no_dep")}
 # The scalar-operand spellings: `adds` is `add` with a scalar second operand.
 SCALAR_SPELLINGS = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div",
                     "maximums": "maximum", "minimums": "minimum", "cmps": "cmp",
-                    "ands": "and_", "ors": "or_", "xors": "xor", "shls": "shl", "shrs": "shr"}
+                    "ands": "and_", "ors": "or_", "xors": "xor", "shls": "shl", "shrs": "shr",
+                    "fmods": "fmod", "rems": "rem"}
 
 
 class OpNamespace:

@@ -25,8 +25,8 @@ from ..ir.visitor import statements
 CUBE = "cube"
 VECTOR = "vector"
 # Operator categories (ops.py) of the tensor-level operators the vector unit computes.
-VECTOR_CATEGORIES = ("binary", "unary", "cast", "select", "expands", "fill", "reduce_row",
-                     "reduce_col", "expand_row", "expand_col")
+VECTOR_CATEGORIES = ("binary", "unary", "cast", "select", "ternary", "expands", "fill",
+                     "reduce_row", "reduce_col", "expand_row", "expand_col")
 
 
 def unit_of(call) -> str | None:

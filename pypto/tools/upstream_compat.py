@@ -54,6 +54,15 @@ WHY = {
                   "does not have (values cross through global memory); remove it",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
     "task_dummy": "spelled pl.system.task_dummy(deps=[...]) (a join of task ids)",
+    "sels": "upstream's pl.tile.sels(lhs, rhs, select_mode) leaves select_mode's values "
+            "target-defined, and the PTO ISA's TSELS is another instruction (a mask, a tile and "
+            "a scalar): there is no one meaning to model; use pl.sel with a mask from pl.cmp",
+    "tri": "the upstream snapshot gives pl.tile.tri no signature (its catalog names upper= "
+           "and diagonal= only), so its operands cannot be given upstream's meaning; build "
+           "the mask from pl.cmp of index tiles or load it from a tensor",
+    "trig": "the PTO ISA has no sine or cosine instruction (no TSIN / TCOS in pto-isa), and "
+            "upstream does not say how it approximates them, so no bit-exact model exists; "
+            "compute them on the host or load a table",
 }
 
 _DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "INT8",
@@ -63,9 +72,9 @@ _OPS_SUPPORTED = (
     "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif", "col_expand_max",
     "col_expand_min", "col_expand_mul", "col_expand_sub", "col_max", "col_min", "col_prod",
     "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp", "expands",
-    "fillpad", "full", "get_block_idx", "load", "log", "matmul", "matmul_acc", "max", "maximum",
-    "min", "minimum", "move", "mul", "neg", "not_", "or_", "ors", "read", "recip", "relu",
-    "reshape", "row_argmax", "row_argmin", "row_expand", "row_expand_add", "row_expand_div",
+    "fillpad", "fmod", "fmods", "full", "get_block_idx", "load", "log", "matmul", "matmul_acc",
+    "max", "maximum", "min", "minimum", "move", "mul", "neg", "not_", "or_", "ors", "read", "recip",
+    "relu", "reshape", "row_argmax", "row_argmin", "row_expand", "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
     "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "set_validshape", "shl", "shls", "shr",
     "shrs", "slice", "sqrt", "store", "sub", "transpose", "xor", "xors")
@@ -82,9 +91,11 @@ _LANGUAGE_SUPPORTED = (
     "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program", "pipeline", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
-_TILE_SUPPORTED = ("add", "adds", "assemble", "cmps", "create", "fillpad", "full", "gemv",
-                   "gemv_acc", "get_block_idx", "get_block_num", "load", "maximums", "minimums",
-                   "move", "read", "relu", "rsqrt", "sel", "store", "transpose_view")
+_TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
+                   "full", "gemv", "gemv_acc", "get_block_idx", "get_block_num", "load",
+                   "lrelu", "max", "maximums", "min", "minimums", "move", "prelu", "read",
+                   "relu", "rem", "rems", "rsqrt", "sel", "store", "subc", "subsc",
+                   "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "get_block_idx",
                      "get_block_num", "no_dep", "read")
 
@@ -100,15 +111,16 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("batch_matmul", "create_l1", "fillpad_expand", "fmod", "fmods", "matmul_mx", "part_add",
-           "part_max", "part_min", "part_mul", "prefetch", "reinterpret_view", "tensor.ci",
-           "tensor.cos", "tensor.create_l1", "tensor.expand_clone", "tensor.gather",
-           "tensor.gather_row", "tensor.mrgsort", "tensor.paged_gather", "tensor.random",
-           "tensor.scatter", "tensor.scatter_update", "tensor.sin", "tensor.sort32", "tile.addc",
-           "tile.addsc", "tile.gatherb", "tile.lrelu", "tile.matmul_bias", "tile.matmul_mx",
-           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "tile.max", "tile.mgather", "tile.min",
-           "tile.mscatter", "tile.prelu", "tile.rem", "tile.rems", "tile.sels", "tile.subc",
-           "tile.subsc", "tile.tri", "loads_program", "InlineFunction"),
+    "op": ("batch_matmul", "create_l1", "fillpad_expand", "matmul_mx", "part_add", "part_max",
+           "part_min", "part_mul", "prefetch", "reinterpret_view", "tensor.ci",
+           "tensor.create_l1", "tensor.expand_clone", "tensor.gather", "tensor.gather_row",
+           "tensor.mrgsort", "tensor.paged_gather", "tensor.random", "tensor.scatter",
+           "tensor.scatter_update", "tensor.sort32", "tile.gatherb", "tile.matmul_bias",
+           "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "tile.mgather",
+           "tile.mscatter", "loads_program", "InlineFunction"),
+    "sels": ("tile.sels",),
+    "tri": ("tile.tri",),
+    "trig": ("tensor.sin", "tensor.cos"),
     "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
     "bias": ("Mem.Bias", "tile.gemv_bias"),

@@ -56,6 +56,14 @@ COMMON = {
     "col_sum_tree": (("col_sum",), "pl.col_expand(ta, pl.col_sum(ta, tmp))"),
     "col_max": (("col_max",), "pl.col_expand(ta, pl.col_max(ta))"),
     "col_min": (("col_min",), "pl.col_expand(ta, pl.col_min(ta))"),
+    "fmod": (("fmod",), "pl.fmod(ta, tb)"),
+    "fmods": (("fmod",), "pl.fmods(ta, -3)"),
+    "rem": (("rem",), "pl.tile.rem(ta, tb)"),
+    "rems": (("rem",), "pl.tile.rems(ta, -3)"),
+    "addc": (("addc",), "pl.tile.addc(ta, tb, ta)"),
+    "subc": (("subc",), "pl.tile.subc(ta, tb, ta)"),
+    "addsc": (("addsc",), "pl.tile.addsc(ta, 3, tb)"),
+    "subsc": (("subsc",), "pl.tile.subsc(ta, 3, tb)"),
     **{f"{axis}_expand{s}": ((f"{axis}_expand{s}", f"{axis}_{red}"),
                              f"pl.{axis}_expand{s}(tb, pl.{axis}_{red}(ta{tmp}))")
        for axis, tmp in (("row", ", tmp"), ("col", ""))
@@ -69,6 +77,9 @@ FLOAT_ONLY = {
                           "pl.row_expand_expdif(ta, pl.row_max(ta, tmp))"),
     "col_expand_expdif": (("col_expand_expdif", "col_max"),
                           "pl.col_expand_expdif(ta, pl.col_max(ta))"),
+    "lrelu": (("lrelu",), "pl.tile.lrelu(ta, 0.1)"),
+    "prelu": (("prelu",), "pl.tile.prelu(ta, tb, tmp)"),
+    "rems_half": (("rem",), "pl.tile.rems(ta, 0.75)"),
     "full_negative_zero": (("full",), "pl.full([16, 32], pl.{dtype}, -0.0)"),
     **{f"cast_{mode}": (("cast",), f"pl.cast(pl.cast(ta, pl.INT16, mode='{mode}'), "
                                    "pl.{dtype})")

@@ -33,6 +33,7 @@ from .registry import (
     NUMERIC,
     OpDef,
     OpParam,
+    get_op,
     register,
 )
 
@@ -397,3 +398,127 @@ register(
         isa="tcvt",
     )
 )
+
+
+# -- remainders, leaky ReLUs and three-operand sums (upstream's pl.fmod, pl.tile.rem,
+# pl.tile.lrelu, pl.tile.prelu, pl.tile.addc, ...; the PTO instructions TFMOD, TREM, ...)
+_REMAINDERS = {
+    "fmod": ("Elementwise remainder of lhs / rhs truncated toward zero, with the sign of "
+             "lhs (C's fmod, torch.fmod): exact for floats; fmod(x, 0) and fmod(inf, y) are "
+             "NaN, fmod(x, inf) is x.", "tfmod", "tfmods"),
+    "rem": ("Elementwise remainder of lhs / rhs floored, with the sign of rhs (Python's %, "
+            "torch.remainder): fmod, plus rhs (rounded once) where a non-zero fmod and rhs "
+            "differ in sign; -0.0 stays -0.0.", "trem", "trems"),
+}
+for _name, (_doc, _isa, _isa_s) in _REMAINDERS.items():
+    register(
+        OpDef(
+            _name,
+            (OpParam("lhs", "value"), OpParam("rhs", "value")),
+            _binary(_name, NUMERIC, rscalar=False),
+            "binary",
+            _doc + " Integers: x % 0 is 0 (as x / 0 is) and MIN % -1 is 0.  A scalar as the "
+            "second operand selects the scalar form (`pl.fmods`, `pl.tile.rems`).",
+            dtypes=NUMERIC,
+            emit="binary",
+            isa=_isa,
+            isa_scalar=_isa_s,
+        )
+    )
+
+
+def _infer_lrelu(args, attrs, span):
+    x, slope = (a.type for a in args)
+    require_block("lrelu", x, "x", span)
+    if not isinstance(slope, ScalarType):
+        raise TypeCheckError("pl.lrelu: the slope is a scalar; pl.prelu takes a slope per "
+                             "element", span)
+    check_dtype("lrelu", x, FLOATS, span)
+    return like(x, valid=meet_valid(x))
+
+
+register(
+    OpDef(
+        "lrelu",
+        (OpParam("x", "value"), OpParam("slope", "value")),
+        _infer_lrelu,
+        "binary",
+        "Elementwise leaky ReLU: x where x > 0, else x * slope (the slope rounded to x's "
+        "dtype first; NaN stays NaN, -0.0 gives -0.0 * slope).",
+        dtypes=FLOATS,
+        emit="binary",
+        isa_scalar="tlrelu",
+    )
+)
+
+
+def _infer_prelu(args, attrs, span):
+    ops = get_op("prelu").operands(args, attrs)
+    x, slope = ops["x"].type, ops["slope"].type
+    require_block("prelu", x, "x", span)
+    require_block("prelu", slope, "slope", span)
+    alike("prelu", x, slope, span, "kind", "shape", "dtype")
+    check_dtype("prelu", x, FLOATS, span)
+    tmp = ops["tmp"]
+    if tmp is not None and (not isinstance(x, TileType) or not isinstance(tmp.type, TileType)
+                            or tmp.type.dtype != x.dtype):
+        raise TypeCheckError("pl.prelu: tmp is a scratch tile of x's dtype (tiles only)", span)
+    return like(x, valid=meet_valid(x, slope))
+
+
+register(
+    OpDef(
+        "prelu",
+        (OpParam("x", "value"), OpParam("slope", "value"), OpParam("tmp", "value", None)),
+        _infer_prelu,
+        "ternary",
+        "Elementwise parametric ReLU: x where x > 0, else x * slope, with a slope per "
+        "element.  tmp (optional, upstream's signature) is the scratch tile A2/A3's TPRELU "
+        "keeps its compare mask in: its contents afterwards are undefined.",
+        dtypes=FLOATS,
+        emit="ternary",
+        isa="tprelu",
+    )
+)
+
+
+def _sum3(name: str, scalar: bool) -> Callable:
+    def infer(args, attrs, span):
+        a, b, c = (arg.type for arg in args)
+        for what, t in (("lhs", a), ("rhs2", c)) + (() if scalar else (("rhs", b),)):
+            require_block(name, t, what, span)
+        if scalar:
+            scalar_operand(name, b, a, span)
+        else:
+            alike(name, a, b, span, "kind", "shape", "dtype")
+        alike(name, a, c, span, "kind", "shape", "dtype")
+        check_dtype(name, a, NUMERIC, span)
+        return like(a, valid=meet_valid(a, b, c))
+
+    return infer
+
+
+# name -> (doc, the second operand is a scalar, isa)
+_SUMS3 = {
+    "addc": ("Elementwise lhs + rhs + rhs2.", False, "taddc"),
+    "subc": ("Elementwise lhs - rhs + rhs2 (the PTO instruction TSUBC's meaning).", False,
+             "tsubc"),
+    "addsc": ("Elementwise lhs + rhs + rhs2 with a scalar rhs.", True, "taddsc"),
+    "subsc": ("Elementwise lhs - rhs + rhs2 with a scalar rhs (TSUBSC's meaning).", True,
+              "tsubsc"),
+}
+for _name, (_doc, _scalar, _isa) in _SUMS3.items():
+    register(
+        OpDef(
+            _name,
+            (OpParam("lhs", "value"), OpParam("rhs", "value"), OpParam("rhs2", "value")),
+            _sum3(_name, _scalar),
+            "ternary",
+            _doc + " Each operation is rounded to the element type (the first, then the "
+            "addition of rhs2); integers wrap." + (" The scalar is first rounded to it."
+                                                  if _scalar else ""),
+            dtypes=NUMERIC,
+            emit="ternary",
+            isa=_isa,
+        )
+    )

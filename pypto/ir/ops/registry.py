@@ -53,8 +53,8 @@ class OpParam:
 class OpDef:
     """An operator: signature, typing, lowering hooks and documentation.
 
-    category: what passes do with it ("binary", "unary", "cast", "select", "expands", "fill",
-    "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "movement",
+    category: what passes do with it ("binary", "unary", "cast", "select", "ternary", "expands",
+    "fill", "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "movement",
     "element", "tile", "index", "orchestration").
     emit: the templates/ops.cpp.j2 macro (operator form) that emits it in a kernel.
     isa: the simulator instruction (pypto/sim/include/pto/*.hpp) of its tile form;

@@ -613,6 +613,64 @@ template <class T> inline void tsel(Tile<T> d, Tile<bool> mask, Tile<T> a, Tile<
     detail::for_each(d, [&](int32_t r, int32_t c) { return detail::at(mask, r, c) ? detail::at(a, r, c) : detail::at(b, r, c); });
 }
 
+/* Remainders, leaky ReLUs and three-operand sums (TFMOD, TREM, TLRELU, TPRELU, TADDC, ...). */
+namespace detail {
+// fmod: the remainder of the truncating division (the dividend's sign), exact in float, so
+// it is representable in every float element type; rem: of the flooring division (the
+// divisor's sign): fmod, plus the divisor (one rounding) where a non-zero fmod and the
+// divisor differ in sign, as TREM corrects it.  Integers: x % 0 is 0 (as x / 0 is), and
+// MIN % -1 is 0 (the C++ division would trap).
+struct OpFmod {
+    static float f(float a, float b) { return __builtin_fmodf(a, b); }
+    template <class I> static I i(I a, I b) {
+        if (b == I(0) || (I(-1) < I(0) && b == I(-1))) return I(0);
+        return I(a % b);
+    }
+};
+struct OpRem {
+    static float f(float a, float b) {
+        const float r = __builtin_fmodf(a, b);
+        return (r != 0.0f && (r < 0.0f) != (b < 0.0f)) ? r + b : r;
+    }
+    template <class I> static I i(I a, I b) {
+        const I r = OpFmod::i(a, b);
+        return (r != I(0) && (r < I(0)) != (b < I(0))) ? I(r + b) : r;
+    }
+};
+// x > 0 ? x : x * slope (NaN takes the product: NaN); float tiles only.
+struct OpLrelu { static float f(float a, float s) { return a > 0.0f ? a : a * s; } };
+
+// a OP1 b + c, each operation rounded to the element type (integers wrap).
+template <class Op, class T> inline void sum3(Tile<T> d, Tile<T> a, Tile<T> b, Tile<T> c) {
+    for_each(d, [&](int32_t r, int32_t k) { return elem<OpAdd>(elem<Op>(at(a, r, k), at(b, r, k)), at(c, r, k)); });
+}
+template <class Op, class T, class S> inline void sum3s(Tile<T> d, Tile<T> a, S s, Tile<T> c) {
+    const T st = convert<T>(s, RoundMode::Rint);
+    for_each(d, [&](int32_t r, int32_t k) { return elem<OpAdd>(elem<Op>(at(a, r, k), st), at(c, r, k)); });
+}
+}  // namespace detail
+
+template <class T> inline void tfmod(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpFmod>(d, a, b); }
+template <class T> inline void trem(Tile<T> d, Tile<T> a, Tile<T> b) { detail::binary<detail::OpRem>(d, a, b); }
+template <class T, class S> inline void tfmods(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpFmod>(d, a, s, false); }
+template <class T, class S> inline void trems(Tile<T> d, Tile<T> a, S s) { detail::scalar<detail::OpRem>(d, a, s, false); }
+template <class T, class S> inline void tlrelu(Tile<T> d, Tile<T> a, S slope) {
+    static_assert(detail::Num<T>::is_float, "TLRELU exists for float tiles only");
+    detail::scalar<detail::OpLrelu>(d, a, slope, false);
+}
+/* x > 0 ? x : x * slope with a slope per element; tmp (upstream's scratch operand, where
+ * A2/A3 keeps its compare mask) is not written. */
+template <class T> inline void tprelu(Tile<T> d, Tile<T> a, Tile<T> slope) {
+    static_assert(detail::Num<T>::is_float, "TPRELU exists for float tiles only");
+    detail::binary<detail::OpLrelu>(d, a, slope);
+}
+template <class T> inline void tprelu(Tile<T> d, Tile<T> a, Tile<T> slope, Tile<T>) { tprelu(d, a, slope); }
+/* a + b + c and a - b + c (TADDC / TSUBC); a + s + c and a - s + c (TADDSC / TSUBSC). */
+template <class T> inline void taddc(Tile<T> d, Tile<T> a, Tile<T> b, Tile<T> c) { detail::sum3<detail::OpAdd>(d, a, b, c); }
+template <class T> inline void tsubc(Tile<T> d, Tile<T> a, Tile<T> b, Tile<T> c) { detail::sum3<detail::OpSub>(d, a, b, c); }
+template <class T, class S> inline void taddsc(Tile<T> d, Tile<T> a, S s, Tile<T> c) { detail::sum3s<detail::OpAdd>(d, a, s, c); }
+template <class T, class S> inline void tsubsc(Tile<T> d, Tile<T> a, S s, Tile<T> c) { detail::sum3s<detail::OpSub>(d, a, s, c); }
+
 namespace detail {
 // Out of line, once per type pair: a kernel with many casts compiles ~3x faster.
 // Widening FP16/BF16 is exact under every mode, and rounding float to them by Rint is
