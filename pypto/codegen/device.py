@@ -65,14 +65,19 @@ _CUBE_ALIAS = {MemorySpace.Left: "TileLeft", MemorySpace.Right: "TileRight",
 
 
 # Operators device code refuses, at the user's line, and why.
-_UNPROVEN = "its PTO instruction is not yet emitted and checked against pto-isa's CPU model"
 _NO_DEVICE_CODE = {
-    "fmod": "pto-isa leaves TFMOD's zero divisor target-defined (its CPU model traps on an "
-            "integer 0), where pl.fmod gives x % 0 = 0",
-    "rem": "A2/A3's TREM computes integers through FP32 (exact only within 2**24) and leaves "
-           "a zero divisor target-defined, where pl.rem is exact and gives x % 0 = 0",
-    **dict.fromkeys(("lrelu", "prelu", "addc", "subc", "addsc", "subsc"), _UNPROVEN),
+    "fmod": "pto-isa's TFMOD / TFMODS compute by default with 'lower precision' (an exact "
+            "form exists only for FP32 on A5) and leave a zero divisor target-defined, where "
+            "pl.fmod is the exact remainder and gives x % 0 = 0 for integers",
+    "rem": "A2/A3's TREM computes src0 - floor(src0 / src1) * src1 from a rounded quotient "
+           "(integers through FP32, exact only within 2**24), where pl.rem is the exact "
+           "remainder and gives x % 0 = 0 for integers",
+    "prelu": "A2/A3's TPRELU selects through a compare mask it writes into tmp (TCMPS, TSEL), "
+             "which pto-isa's CPU model does not model, so no device code for it can be "
+             "proven here",
 }
+# The first instruction of pl.addc / subc / addsc / subsc (the second adds rhs2).
+_SUM3_FIRST = {"addc": "TADD", "subc": "TSUB", "addsc": "TADDS", "subsc": "TSUBS"}
 
 
 @dataclass
@@ -305,6 +310,10 @@ class _DeviceKernelBuilder:
         if op.category.startswith("expand"):
             return [self._instr(name, [d, self.tile(a), self.tile(b)],
                                 [self.tile(a), self.tile(b)], [d], "PIPE_V")]
+        if op.name == "lrelu" and dst.type.dtype not in (DataType.FP16, DataType.FP32):
+            raise LoweringError(f"pl.lrelu on device platforms: TLRELU takes FP16 and FP32 "
+                                f"tiles, not {dst.type.dtype.name}", s.span,
+                                hint="pl.cast the operand first")
         d = self.elementwise(dst)
         # TXOR / TXORS compute (a | b) & ~(a & b) through a tmp tile of the result's type.
         tmp = [self._scratch("xor_tmp", dst.type, "pl.xor", s)] if op.name == "xor" else []
@@ -328,6 +337,22 @@ class _DeviceKernelBuilder:
                     self._instr("TADDS", [d, d, scalar], [d], [d], "PIPE_V")]
         raise LoweringError(f"pl.{call.op} with the scalar first has no device code yet",
                             s.span, hint="put the tile first")
+
+    def _form_ternary(self, op, call, dst, s):
+        """pl.addc / subc / addsc / subsc: pto-isa has TADDC, TSUBC, TADDSC and TSUBSC in its
+        CPU model alone (no A2/A3 or A5 form), so device code is two instructions: the first
+        operation into scratch UB (rhs2 may share the result's bytes), then TADD of rhs2;
+        each rounds, as the registry's meaning does."""
+        a, b, c = call.args
+        tmp = self._scratch(f"{op.name}_tmp", dst.type, f"pl.{call.op}", s)
+        x, z, d = self.elementwise(a), self.elementwise(c), self.elementwise(dst)
+        if isinstance(b.type, TileType):
+            y = self.elementwise(b)
+            first = self._instr(_SUM3_FIRST[op.name], [tmp, x, y], [x, y], [tmp], "PIPE_V")
+        else:
+            y = self._scalar_operand(b, dst.type.dtype)
+            first = self._instr(_SUM3_FIRST[op.name], [tmp, x, y], [x], [tmp], "PIPE_V")
+        return [first, self._instr("TADD", [d, tmp, z], [tmp, z], [d], "PIPE_V")]
 
     def _form_unary(self, op, call, dst, s):
         (src,) = call.args[:1]
