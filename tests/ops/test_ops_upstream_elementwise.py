@@ -155,6 +155,25 @@ def test_fp16_lanes_round_once_per_operation(platform):
         assert _same(out[i * R:(i + 1) * R], w), i
 
 
+@pl.jit
+def tensor_level(x: pl.Tensor, y: pl.Tensor, r: pl.Out[pl.Tensor], s: pl.Out[pl.Tensor],
+                 p: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        r[:] = pl.tensor.rem(x, y)
+        s[:] = pl.tensor.addc(x, y, x)
+        p[:] = pl.tensor.prelu(x, y)
+    return r, s, p
+
+
+def test_tensor_level_forms_compute_as_their_tile_forms():
+    g = torch.Generator().manual_seed(24)
+    x, y = torch.randn(16, 64, generator=g), torch.randn(16, 64, generator=g)
+    r, s, p = (torch.zeros(16, 64) for _ in range(3))
+    tensor_level(x, y, r, s, p, config=RunConfig(platform="a5sim"))
+    assert torch.equal(r, torch.remainder(x, y)) and torch.equal(s, (x + y) + x)
+    assert torch.equal(p, torch.where(x > 0, x, x * y))
+
+
 @pl.jit.incore
 def scalar_max(a: pl.Tensor[[R, C], pl.INT32], out: pl.Out[pl.Tensor[[R, C], pl.INT32]]):
     x = pl.load(a, [0, 0], [R, C])
