@@ -9,6 +9,7 @@ import json
 
 import pytest
 import torch
+from located_errors import raised_by
 
 import pypto.language as pl
 from pypto.ir import ParseError
@@ -131,15 +132,8 @@ def entry(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.
 {body}
     return out
 '''
-    namespace: dict = {}
-    import linecache
-
-    filename = f"<no_dep {abs(hash(body))}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), namespace)
-    with pytest.raises(ParseError) as info:
-        namespace["entry"].frontend(torch.zeros(16, 128), torch.zeros(16, 128))
-    return info.value, source.splitlines()
+    return raised_by(source, lambda ns: ns["entry"].frontend(torch.zeros(16, 128),
+                                                             torch.zeros(16, 128)), ParseError)
 
 
 @pytest.mark.parametrize("body, message", [

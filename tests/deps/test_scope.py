@@ -4,10 +4,9 @@ everywhere else."""
 
 from __future__ import annotations
 
-import linecache
-
 import pytest
 import torch
+from located_errors import raised_by
 
 import pypto.language as pl
 from pypto.ir import ParseError
@@ -95,22 +94,16 @@ def test_auto_scopes_leave_the_program_as_it_is():
     assert torch.equal(out, (x + 1.0) * 2.0)
 
 
-def _error(body: str, decorator: str = "pl.jit") -> tuple[ParseError, list[str]]:
+def _error(body: str) -> tuple[ParseError, list[str]]:
     source = f'''
 import pypto.language as pl
 
-@{decorator}
+@pl.jit
 def entry(x: pl.Tensor[[32, 128], pl.FP32], out: pl.Out[pl.Tensor[[32, 128], pl.FP32]]):
 {body}
     return out
 '''
-    filename = f"<scope {abs(hash((body, decorator)))}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {}
-    exec(compile(source, filename, "exec"), namespace)
-    with pytest.raises(ParseError) as info:
-        namespace["entry"].frontend(*_args())
-    return info.value, source.splitlines()
+    return raised_by(source, lambda ns: ns["entry"].frontend(*_args()), ParseError)
 
 
 @pytest.mark.parametrize("body, message", [

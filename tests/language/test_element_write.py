@@ -22,6 +22,7 @@ from pypto.runtime import RunConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "device"))
 from cpu_models import outputs_agreeing_with_the_simulator  # noqa: E402
+from located_errors import raised_by  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
 
@@ -129,15 +130,8 @@ def entry(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.
 {body}
     return out
 '''
-    import linecache
-
-    filename = f"<write {abs(hash(body))}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {}
-    exec(compile(source, filename, "exec"), namespace)
-    with pytest.raises(cls) as info:
-        namespace["entry"].frontend(torch.zeros(16, 128), torch.zeros(16, 128))
-    return info.value, source.splitlines()
+    return raised_by(source, lambda ns: ns["entry"].frontend(torch.zeros(16, 128),
+                                                             torch.zeros(16, 128)), cls)
 
 
 @pytest.mark.parametrize("body, message", [
