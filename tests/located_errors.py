@@ -6,6 +6,7 @@ import linecache
 import zlib
 
 import pytest
+import torch
 
 
 def raised_by(source: str, trigger, cls) -> tuple[Exception, list[str]]:
@@ -19,3 +20,19 @@ def raised_by(source: str, trigger, cls) -> tuple[Exception, list[str]]:
     with pytest.raises(cls) as info:
         trigger(namespace)
     return info.value, source.splitlines()
+
+
+def entry_error(body: str, cls, rows: int = 16, before: str = "") -> tuple[Exception, list[str]]:
+    """The `cls` error of a @pl.jit `entry(x, out)` over [rows, 128] FP32 tensors whose body
+    is `body` (indented, then `return out`), after the module text `before` (kernels it
+    calls), raised when the entry is parsed for its arguments."""
+    source = f'''
+import pypto.language as pl
+{before}
+@pl.jit
+def entry(x: pl.Tensor[[{rows}, 128], pl.FP32], out: pl.Out[pl.Tensor[[{rows}, 128], pl.FP32]]):
+{body}
+    return out
+'''
+    return raised_by(source, lambda ns: ns["entry"].frontend(torch.zeros(rows, 128),
+                                                             torch.zeros(rows, 128)), cls)

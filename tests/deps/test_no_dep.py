@@ -9,7 +9,7 @@ import json
 
 import pytest
 import torch
-from located_errors import raised_by
+from located_errors import entry_error
 
 import pypto.language as pl
 from pypto.ir import ParseError
@@ -117,23 +117,13 @@ def test_a_wrong_assertion_is_a_race_the_detector_reports(tmp_path, monkeypatch)
         _run(wrongly_untracked, tmp_path, monkeypatch, x, y, out, detect_races=True)
 
 
-def _parse_error(body: str) -> tuple[ParseError, list[str]]:
-    source = f'''
-import pypto.language as pl
-
+_KERNEL = """
 @pl.jit.incore
 def k(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
     t = pl.load(x, [0, 0], [16, 128])
     out = pl.store(t, [0, 0], out)
     return out
-
-@pl.jit
-def entry(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-{body}
-    return out
-'''
-    return raised_by(source, lambda ns: ns["entry"].frontend(torch.zeros(16, 128),
-                                                             torch.zeros(16, 128)), ParseError)
+"""
 
 
 @pytest.mark.parametrize("body, message", [
@@ -143,6 +133,6 @@ def entry(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.
      "marks an argument of a kernel call"),
 ])
 def test_a_marker_anywhere_else_is_refused_at_its_line(body, message):
-    error, lines = _parse_error(body)
+    error, lines = entry_error(body, ParseError, before=_KERNEL)
     assert message in str(error)
     assert "pl.no_dep" in lines[error.span.line - 1]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from located_errors import raised_by
+from located_errors import entry_error
 
 import pypto.language as pl
 from pypto.ir import ParseError
@@ -94,18 +94,6 @@ def test_auto_scopes_leave_the_program_as_it_is():
     assert torch.equal(out, (x + 1.0) * 2.0)
 
 
-def _error(body: str) -> tuple[ParseError, list[str]]:
-    source = f'''
-import pypto.language as pl
-
-@pl.jit
-def entry(x: pl.Tensor[[32, 128], pl.FP32], out: pl.Out[pl.Tensor[[32, 128], pl.FP32]]):
-{body}
-    return out
-'''
-    return raised_by(source, lambda ns: ns["entry"].frontend(*_args()), ParseError)
-
-
 @pytest.mark.parametrize("body, message", [
     ("    with pl.manual_scope():\n        with pl.scope():\n"
      "            with pl.at(level=pl.Level.CORE_GROUP):\n                out[:] = pl.add(x, 1.0)",
@@ -120,6 +108,6 @@ def entry(x: pl.Tensor[[32, 128], pl.FP32], out: pl.Out[pl.Tensor[[32, 128], pl.
      "            out[:] = pl.add(x, 1.0)", "cannot be nested inside a `pl.at`"),
 ])
 def test_a_misplaced_or_misspelled_scope_is_refused_at_its_line(body, message):
-    error, lines = _error(body)
+    error, lines = entry_error(body, ParseError, rows=32)
     assert message in str(error)
     assert "pl.scope" in lines[error.span.line - 1]

@@ -22,7 +22,7 @@ from pypto.runtime import RunConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "device"))
 from cpu_models import outputs_agreeing_with_the_simulator  # noqa: E402
-from located_errors import raised_by  # noqa: E402
+from located_errors import entry_error  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
 
@@ -121,19 +121,6 @@ def test_a_tile_element_write_is_refused_in_device_code_at_its_line():
     assert "test_element_write.py" in str(info.value)
 
 
-def _error(body: str, cls=ParseError):
-    source = f'''
-import pypto.language as pl
-
-@pl.jit
-def entry(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-{body}
-    return out
-'''
-    return raised_by(source, lambda ns: ns["entry"].frontend(torch.zeros(16, 128),
-                                                             torch.zeros(16, 128)), cls)
-
-
 @pytest.mark.parametrize("body, message", [
     ("    pl.write(out, [0, 0], 1.0)", "runs on the device: inside a `pl.at` block"),
     ("    with pl.at(level=pl.Level.CORE_GROUP):\n        y = pl.write(out, [0, 0], 1.0)",
@@ -146,6 +133,6 @@ def entry(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.
      "takes (t, [i, j], value)"),
 ])
 def test_a_wrong_write_is_refused_at_its_line(body, message):
-    error, lines = _error(body, (ParseError, TypeCheckError))
+    error, lines = entry_error(body, (ParseError, TypeCheckError))
     assert message in str(error)
     assert "pl.write" in lines[error.span.line - 1]
