@@ -97,9 +97,8 @@ class TaskSyntax:
         the program can observe).  AUTO may not nest inside MANUAL, as upstream."""
         self._orchestration_only(node, "pl.scope")
         call = item.context_expr
-        mode_nodes = list(call.args) + [kw.value for kw in call.keywords if kw.arg == "mode"]
-        if len(mode_nodes) > 1 or len(call.keywords) > sum(kw.arg == "mode"
-                                                           for kw in call.keywords) \
+        mode_nodes = list(call.args) + [kw.value for kw in call.keywords]
+        if len(mode_nodes) > 1 or any(kw.arg != "mode" for kw in call.keywords) \
                 or item.optional_vars is not None:
             raise self.error(node, "write `with pl.scope():` or `with pl.scope(mode="
                              "pl.ScopeMode.MANUAL):` (no other arguments, no `as`)")
