@@ -1043,8 +1043,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 continue
             if len(node.args) != 1 or node.keywords:
                 raise self.error(node, "pl.no_dep(t) marks one tensor argument")
-            marked.append(node.args[0])
-        return self._tensor_list(ast.List(marked, ast.Load()), "pl.no_dep") if marked else ()
+            marked.append(self.tensor_var(node.args[0], "pl.no_dep(t) marks a tensor"))
+        return tuple(marked)
 
     def _op_call(self, op: OpDef, node: ast.Call):
         bound = self._bound_arguments(op, node)

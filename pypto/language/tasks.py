@@ -353,14 +353,16 @@ class TaskSyntax:
             return ()
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.error(node, f"{keyword}= takes a list of tensors: {keyword}=[t, ...]")
-        names = []
-        for element in node.elts:
-            var = self.vars.get(element.id) if isinstance(element, ast.Name) else None
-            if var is None or not isinstance(var.type, TensorType):
-                raise self.error(element, f"{keyword}= entries must be tensors of this "
-                                 f"function; `{ast.unparse(element)}` is not one")
-            names.append(Var(var.name, var.type, self.source.span(element)))
-        return tuple(names)
+        return tuple(self.tensor_var(element, f"{keyword}= entries must be tensors")
+                     for element in node.elts)
+
+    def tensor_var(self, node: ast.AST, what: str) -> Var:
+        """The tensor variable `node` names (at its own span); else an error saying `what`
+        it must be."""
+        var = self.vars.get(node.id) if isinstance(node, ast.Name) else None
+        if var is None or not isinstance(var.type, TensorType):
+            raise self.error(node, f"{what} of this function; `{ast.unparse(node)}` is not one")
+        return Var(var.name, var.type, self.source.span(node))
 
     # ------------------------------------------------------------------ pl.dump_tag
     def dump_tag_stmt(self, node: ast.Expr):

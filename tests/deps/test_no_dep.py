@@ -129,6 +129,7 @@ def k(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32
 @pytest.mark.parametrize("body, message", [
     ("    y = pl.no_dep(x)\n    out = k(y, out)", "marks an argument of a kernel call"),
     ("    out = k(x, pl.no_dep(out, x))", "marks one tensor argument"),
+    ("    out = k(pl.no_dep(x[0:16, :]), out)", "marks a tensor of this function"),
     ("    with pl.at(level=pl.Level.CORE_GROUP):\n        out[:] = pl.add(pl.no_dep(x), 1.0)",
      "marks an argument of a kernel call"),
 ])
