@@ -38,15 +38,21 @@ def tile_layout(t: TileType) -> TileLayout:
     Vec: row-major with each row padded to a whole block, except an [R, 1] column of whole
     blocks, which is column-major (the layout row reductions write and row broadcasts read;
     pto-isa wants a reduction's source and column of one row count, so R is not padded).  Cube
-    buffers (Mat, Left, Right, Acc) hold fractals: rows padded to 16 and columns to a block
-    and to 16, the shapes the cube instructions require.
+    buffers (Mat, Left, Right, Acc) hold fractals, the shapes the cube instructions require:
+    a fractal's 32-byte side lies along K, so a Right tile ([K, N], fractals column-major)
+    pads its rows to a block and to 16 and its columns to 16, every other cube tile its rows
+    to 16 and its columns to a block and to 16.  (The two agree but for 1-byte elements: an
+    INT8 Right tile of [16, 16] is [32, 16], the K of the [16, 32] Left tile it meets, and
+    its N is the 16 of the Acc tile.)
     """
     rows = t.shape[0]
     cols = t.shape[1] if len(t.shape) > 1 else 1
     per_block = max(1, BLOCK_BYTES // t.dtype.itemsize)
     if t.memory not in (None, MemorySpace.Vec):
-        cube_cols = max(per_block, FRACTAL_ROWS)
-        return TileLayout(_round_up(rows, FRACTAL_ROWS), _round_up(cols, cube_cols), False)
+        along_k = max(per_block, FRACTAL_ROWS)
+        if t.memory is MemorySpace.Right:
+            return TileLayout(_round_up(rows, along_k), _round_up(cols, FRACTAL_ROWS), False)
+        return TileLayout(_round_up(rows, FRACTAL_ROWS), _round_up(cols, along_k), False)
     if cols == 1 and rows > 1 and rows % per_block == 0:
         return TileLayout(rows, 1, True)
     return TileLayout(rows, _round_up(cols, per_block), False)

@@ -39,3 +39,14 @@ def test_gemv_on_the_cpu_model_is_the_simulators(platform, dtype):
     assert torch.equal(once, product) and torch.equal(once, (v.to(wide) @ m.to(wide)).to(
         once.dtype))
     assert torch.equal(twice, 2 * once)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
+def test_an_int8_gemv_whose_k_and_n_are_not_blocks_is_exact_on_the_cpu_model(platform):
+    # K = 40 pads to 64 in both operands; N = 48 pads to a fractal (16), not a block (32).
+    once, twice, product = outputs_agreeing_with_the_simulator(
+        gemv_forms, lambda: gemv_arguments(torch.int8, 40, 48), 2, platform)
+    v, m = gemv_arguments(torch.int8, 40, 48)[:2]
+    assert torch.equal(once, product) and torch.equal(once, (v.long() @ m.long()).int())
+    assert torch.equal(twice, 2 * once)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from cpu_models import toolchain_or_skip
+from cpu_models import outputs_agreeing_with_the_simulator, toolchain_or_skip
 
 import pypto.language as pl
 from pypto.codegen.device import device_kernel
@@ -29,6 +29,13 @@ def both_transposed(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
 def b_transposed(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
     with pl.at(level=pl.Level.CORE_GROUP):
         c[:] = pl.matmul(a, b, b_trans=True)
+    return c
+
+
+@pl.jit
+def plain(a: pl.Tensor, b: pl.Tensor, c: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        c[:] = pl.matmul(a, b)
     return c
 
 
@@ -75,6 +82,20 @@ def test_cube_tiles_that_are_not_whole_fractals_are_loaded_with_zero_padding():
     assert "TileAcc<float, 32, 48, 21, 45> matmul_0_acc_0;" in cpp
 
 
+def _int8(*shape):
+    return torch.randint(-128, 128, shape, generator=torch.Generator().manual_seed(3),
+                         dtype=torch.int8)
+
+
+def test_an_int8_right_tile_pads_k_to_a_block_and_n_to_a_fractal():
+    # K's 32 bytes are the fractal's long side in both operands; N only needs 16, the Acc's.
+    cpp = _device_source(plain, _int8(16, 16), _int8(16, 20),
+                         torch.empty(16, 20, dtype=torch.int32))
+    assert "TileLeft<int8_t, 16, 32, 16, 16> a_left_0;" in cpp
+    assert "TileRight<int8_t, 32, 32, 16, 20> b_right_0;" in cpp
+    assert "TileAcc<int32_t, 16, 32, 16, 20> matmul_0_acc_0;" in cpp
+
+
 def test_a_tile_moved_to_a_transposed_and_a_plain_operand_is_refused_at_its_line():
     with pytest.raises(LoweringError, match="only one of them is a transposed matmul operand") \
             as info:
@@ -91,3 +112,14 @@ def test_transposed_unaligned_operands_multiply_exactly_on_the_cpu_model(platfor
     c = torch.empty(21, 45)
     both_transposed(a, b, c, config=RunConfig(platform=platform))
     assert torch.equal(c, a.float().T @ b.float().T)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
+@pytest.mark.parametrize(("k", "n"), [(16, 16), (40, 20), (32, 48)])
+def test_int8_operands_whose_k_or_n_is_not_a_block_multiply_exactly_on_the_cpu_model(
+        platform, k, n):
+    (c,) = outputs_agreeing_with_the_simulator(
+        plain, lambda: [_int8(16, k), _int8(k, n), torch.empty(16, n, dtype=torch.int32)], 2,
+        platform)
+    assert torch.equal(c, (_int8(16, k).long() @ _int8(k, n).long()).int())
