@@ -240,9 +240,10 @@ CONSTRUCTS = (
     ("`pl.move` otherwise across the cube/vector boundary (Left / Right -> Vec, Vec -> Acc)",
      REFUSED, "no PTO data path and no route through memory: L0A / L0B tiles are never "
      "stored and only a matmul writes L0C; refused at the move, naming the data paths"),
-    ("an Out parameter rebound without a write (`out = pl.add(...)` in pl.at)", REFUSED,
-     "a warning here (OutParamWriteDropped, documented), an error upstream; the output "
-     "keeps the device's poison"),
+    ("an Out parameter rebound without a write (`out = pl.add(...)` in pl.at)", SUPPORTED,
+     "accepted with a located OutParamWriteDropped warning (step 3 of the precision "
+     "workflow: the compiler warned), where upstream stops with an error; the output keeps "
+     "the device's poison. Programs written for upstream never contain it"),
     ("`RunConfig(enable_chip_swimlane=, device_id=, strategy=, backend_type=, "
      "compile_profiling=)`", SUPPORTED, "see docs/running.md"),
     ("`RunConfig(distributed_config=)`, `DistributedWorker`, `@pl.jit.host`", REFUSED,
