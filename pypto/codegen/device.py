@@ -374,18 +374,26 @@ class _DeviceKernelBuilder:
         The copy is what keeps the allocator's model true: it frees the source's bytes
         after their last use, which the alias would go on reading.  A reshape is the same
         bytes in the same order only where both tiles are dense (row-major, every row whole
-        32-byte blocks); any other is an error at its line."""
+        32-byte blocks); any other is an error at its line.
+
+        pl.reinterpret_view is the same with another element type.  pto-isa's TRESHAPE
+        refuses that unless both types are C++ floating-point or both integral (FP16 and BF16
+        are neither on the CPU model), so its view is the tile declared at the source's
+        address alone: what TRESHAPE does on A2/A3 (TASSIGN of the source's pointer)."""
+        what_op = "pl.reshape" if dst.type.dtype == src.type.dtype else "pl.reinterpret_view"
         for what, var in (("source", src), ("result", dst)):
-            _check_dense("pl.reshape", what, var.type, s)
+            _check_dense(what_op, what, var.type, s)
         d, x = self.tile(dst), self.tile(src)
         key = ("reshape", x.ident)
         if key not in d.views:
             d.views[key] = _Tile(self._fresh(f"{d.ident}_of_{x.ident}"),
                                  replace(dst.type, addr=src.type.addr), d.vrows, d.vcols)
         view = d.views[key]
+        copy = self._instr("TMOV", [d, view], [view], [d], "PIPE_V")
+        if dst.type.dtype != src.type.dtype:
+            return [copy]
         # TRESHAPE moves no data (a pointer on the device, no pipe); TMOV reads the bytes.
-        return [self._instr("TRESHAPE", [view, x], [], [], ""),
-                self._instr("TMOV", [d, view], [view], [d], "PIPE_V")]
+        return [self._instr("TRESHAPE", [view, x], [], [], ""), copy]
 
     def _transpose(self, dst: Var, src: Var, s) -> list:
         """pl.transpose: `TTRANS` of the whole tile with a tmp tile in scratch UB of the

@@ -619,6 +619,15 @@ def reshape(x, shape):
     return x.reshape(tuple(shape)).clone()
 
 
+def reinterpret_view(x, dtype, shape=None):
+    """A copy of x's bytes (row-major) seen as `dtype`, with `shape` or x's shape with its
+    last dimension scaled by the element sizes."""
+    flat = x.contiguous().reshape(-1).view(torch_dtype(dtype))
+    if shape is None:
+        shape = (*x.shape[:-1], x.shape[-1] * x.element_size() // flat.element_size())
+    return flat.reshape(tuple(shape)).clone()
+
+
 def transpose(x, axis1=0, axis2=1):
     """A copy of x with axes axis1 and axis2 swapped."""
     return x.transpose(axis1, axis2).contiguous()

@@ -33,7 +33,8 @@ from .retype import VarRetyper
 Mem = MemorySpace
 _LOAD_TARGETS = (Mem.Vec, Mem.Mat)
 _STORE_SOURCES = (Mem.Vec, Mem.Acc)
-_FROM_SOURCE = ("slice", "reshape", "fillpad", "set_validshape", "tile.transpose_view")
+_FROM_SOURCE = ("slice", "reshape", "reinterpret_view", "fillpad", "set_validshape",
+                "tile.transpose_view")
 _MATMUL_OPERANDS = {"lhs": Mem.Left, "rhs": Mem.Right, "acc": Mem.Acc}
 
 

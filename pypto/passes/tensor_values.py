@@ -114,7 +114,7 @@ class _LongLivedValues(IRVisitor):
                 self.memory.add(stmt.targets[0].name)
             else:
                 self.found = True  # a slice of a computed value
-        elif _is_value(stmt) and call_of(stmt).op in ("reshape", "matmul_acc"):
+        elif _is_value(stmt) and call_of(stmt).op in ("reshape", "reinterpret_view", "matmul_acc"):
             self.found = True  # a matmul_acc keeps its accumulator as a tile
         super().visit_Assign(stmt)
 
@@ -170,7 +170,7 @@ class WholeValues(IRMutator):
             memory = MemorySpace.Acc if target in self.accumulators else MemorySpace.Vec
             return make_call("create_tile", span=call.span, shape=value.shape,
                              dtype=value.dtype, target_memory=memory)
-        if call.op in ("reshape", "slice"):
+        if call.op in ("reshape", "reinterpret_view", "slice"):
             x = self._operand(call.args[0], before, MemorySpace.Vec, call)
             return make_call(call.op, x, *call.args[1:], span=call.span, **dict(call.attrs))
         if category == "matmul":

@@ -74,7 +74,8 @@ _OPS_SUPPORTED = (
     "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp", "expands",
     "fillpad", "fmod", "fmods", "full", "get_block_idx", "load", "log", "matmul", "matmul_acc",
     "max", "maximum", "min", "minimum", "move", "mul", "neg", "not_", "or_", "ors", "read", "recip",
-    "relu", "reshape", "row_argmax", "row_argmin", "row_expand", "row_expand_add", "row_expand_div",
+    "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
+    "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
     "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "set_validshape", "shl", "shls", "shr",
     "shrs", "slice", "sqrt", "store", "sub", "transpose", "xor", "xors")
@@ -112,7 +113,7 @@ _ABSENT = {
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
     "op": ("batch_matmul", "create_l1", "fillpad_expand", "matmul_mx", "part_add", "part_max",
-           "part_min", "part_mul", "prefetch", "reinterpret_view", "tensor.ci",
+           "part_min", "part_mul", "prefetch", "tensor.ci",
            "tensor.create_l1", "tensor.expand_clone", "tensor.gather", "tensor.gather_row",
            "tensor.mrgsort", "tensor.paged_gather", "tensor.random", "tensor.scatter",
            "tensor.scatter_update", "tensor.sort32", "tile.gatherb", "tile.matmul_bias",

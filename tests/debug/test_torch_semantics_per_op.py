@@ -154,6 +154,11 @@ MOVEMENT = {
     "reshape_transpose": (("reshape", "transpose"), [R, C],
                           ["t = pl.load(b, [0, 0], [16, 32])",
                            "r = pl.transpose(pl.reshape(t, [32, 16]))"]),
+    # The INT16 halves of each FP32, one added to each: NaNs and subnormals among the bits.
+    "reinterpret_view": (("reinterpret_view",), [R, C],
+                         ["t = pl.load(b, [0, 0], [16, 32])",
+                          "u = pl.reinterpret_view(t, pl.INT16, shape=[16, 64])",
+                          "r = pl.reinterpret_view(pl.add(u, 1), pl.FP32)"]),
     "tile_assemble": (("tile.assemble",), [R, C],
                       ["t = pl.load(a, [0, 0], [16, 32])",
                        "u = pl.load(b, [0, 0], [8, 16])",

@@ -101,3 +101,32 @@ def test_reshape_and_transpose_on_the_cpu_model_are_the_simulators(platform):
     assert torch.equal(reshaped_h, h.reshape(64, 16))
     assert torch.equal(transposed, x.T) and torch.equal(transposed_s, s.T)
     assert torch.equal(square, (q + 2.0).T * 3.0) and torch.equal(narrow, n.T)
+
+
+def test_a_reinterpretation_is_a_tmov_from_a_view_at_the_sources_address():
+    from reinterpret_programs import bit_view_arguments, bit_views
+
+    program = bit_views.frontend(*bit_view_arguments())
+    (fn,) = [f for f in lower(program, get_platform("a2a3cpu")).functions
+             if f.func_type is FunctionType.InCore]
+    source = device_kernel(fn).cpp
+    # TRESHAPE takes no FP32 -> INT32 or FP16 -> BF16 on the CPU model: the view is the tile
+    # declared over the source's bytes, which the TMOV copies out.
+    assert "TRESHAPE(" not in source
+    views = [ln.strip() for ln in source.splitlines() if ln.strip().startswith("TMOV(")]
+    assert len(views) == 4
+    for line in views:
+        dst, view = line[len("TMOV("):-2].split(", ")
+        src = view.split("_of_")[1]
+        address = next(ln for ln in source.splitlines() if f"TASSIGN({src}, " in ln)
+        assert address.replace(f"({src}, ", f"({view}, ") in source
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
+def test_reinterpreted_tiles_hold_their_operands_bits_on_the_cpu_model(platform):
+    from reinterpret_programs import bit_view_arguments, bit_views, expected_bit_views
+
+    outputs = outputs_agreeing_with_the_simulator(bit_views, bit_view_arguments, 4, platform)
+    for got, want in zip(outputs, expected_bit_views(*bit_view_arguments()[:4]), strict=True):
+        assert torch.equal(got.view(torch.uint8), want.contiguous().view(torch.uint8))

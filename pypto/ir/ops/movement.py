@@ -192,6 +192,38 @@ def _infer_reshape(args, attrs, span):
     return TileType(shape, x.dtype)
 
 
+def _infer_reinterpret_view(args, attrs, span):
+    (x,) = (a.type for a in args)
+    _need((TileType, TensorType), x, "reinterprets tiles and tensors", "reinterpret_view", span)
+    dtype = attrs["dtype"]
+    if not isinstance(dtype, DataType):
+        raise TypeCheckError("pl.reinterpret_view needs a pl dtype as its second argument", span)
+    if dtype == x.dtype:
+        raise TypeCheckError(f"pl.reinterpret_view: the value is {dtype.name} already", span,
+                             hint="pl.reshape changes the shape alone")
+    nbytes = _numel(x.shape) * x.dtype.itemsize
+    if attrs["shape"] is None:
+        last = x.shape[-1] * x.dtype.itemsize
+        if last % dtype.itemsize:
+            raise TypeCheckError(
+                f"pl.reinterpret_view: a row of {fmt_shape(x.shape)} {x.dtype.name} is {last} "
+                f"bytes, not a whole number of {dtype.name} elements", span,
+                hint="give shape= a byte-equivalent shape")
+        shape = (*x.shape[:-1], last // dtype.itemsize)
+    else:
+        shape = static_shape("reinterpret_view", attrs["shape"], span)
+        if _numel(shape) * dtype.itemsize != nbytes:
+            raise TypeCheckError(
+                f"pl.reinterpret_view: {fmt_shape(x.shape)} {x.dtype.name} is {nbytes} bytes, "
+                f"{fmt_shape(shape)} {dtype.name} is {_numel(shape) * dtype.itemsize}", span)
+    if isinstance(x, TensorType):
+        return TensorType(shape, dtype)
+    if x.valid_shape is not None:
+        raise TypeCheckError("pl.reinterpret_view of a partially valid tile", span,
+                             hint="pl.fillpad it first and pl.set_validshape it to the full tile")
+    return TileType(shape, dtype)
+
+
 def _infer_transpose(args, attrs, span):
     (x,) = (a.type for a in args)
     require_block("transpose", x, "the transposed value", span)
@@ -400,6 +432,21 @@ register(
         "The same elements in row-major order with a new shape (equal element count; the tile "
         "must be fully valid).  Of a tensor in a kernel, the tile of its value reshaped "
         "(TensorToTile).",
+        dtypes=ANY,
+        emit="unary",
+        isa="treshape",
+    )
+)
+register(
+    OpDef(
+        "reinterpret_view",
+        (OpParam("x", "value"), OpParam("dtype", "attr"), OpParam("shape", "attr", None)),
+        _infer_reinterpret_view,
+        "movement",
+        "The same bytes seen as `dtype` (no value converted: the bits of x, in row-major "
+        "order), with `shape` (the same byte count) or x's shape with its last dimension "
+        "scaled by the element sizes.  The tile must be fully valid.  Of a tensor in a kernel, "
+        "the tile of its value reinterpreted (TensorToTile).",
         dtypes=ANY,
         emit="unary",
         isa="treshape",

@@ -38,6 +38,7 @@
 #define PTO_ISA_HPP
 
 #include <stdint.h>
+#include <string.h>
 
 #include "abi.h"
 #include "bounds.hpp"  // PTO_CHECK_WINDOW: bounds checks of sim debug builds
@@ -726,11 +727,11 @@ template <class T> inline void tinsert(Tile<T> dst, Tile<T> src, int64_t r0, int
                 detail::ref(dst, int32_t(r0 + r), int32_t(c0 + c)) = detail::at(src, r, c);
 }
 
-/* The same row-major elements under dst's shape. */
-template <class T> inline void treshape(Tile<T> dst, Tile<T> src) {
-    const int64_t n = int64_t(dst.rows) * dst.cols;
-    if (dst.data != src.data)
-        for (int64_t i = 0; i < n; ++i) dst.data[i] = src.data[i];
+/* The same row-major bytes under dst's shape and element type (pl.reshape keeps the type,
+ * pl.reinterpret_view changes it). */
+template <class T, class U> inline void treshape(Tile<T> dst, Tile<U> src) {
+    const size_t n = size_t(dst.rows) * size_t(dst.cols) * sizeof(T);
+    if (static_cast<void *>(dst.data) != static_cast<void *>(src.data)) memmove(dst.data, src.data, n);
 }
 
 /* dst[c][r] = src[r][c]; a square tile transposes in place. */
