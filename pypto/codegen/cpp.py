@@ -26,6 +26,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.ops import get_op
+from ..ir.ops.gather import mgather_policies
 from ..ir.types import (
     INDEX,
     Direction,
@@ -204,6 +205,18 @@ class _KernelBuilder(_StatementModels):
         fn = "tstore_atomic_add" if call.attr("atomic").name == "Add" else "tstore"
         return {"kind": "store", "fn": fn, "dst": ident(tensor.name), "src": self.tile(tile),
                 "r0": expr_model(r0), "c0": expr_model(c0)}
+
+    def _form_mgather(self, op, call, dst, s):
+        mem, idx = call.args
+        coalesce, oob = mgather_policies(dict(call.attrs))
+        return {"kind": "mgather", "fn": op.isa, "dst": self.tile(dst), "src": ident(mem.name),
+                "idx": self.tile(idx), "coalesce": coalesce.capitalize(),
+                "oob": oob.capitalize()}
+
+    def _form_mscatter(self, op, call, dst, s):
+        src, idx, tensor = call.args
+        return {"kind": "mscatter", "fn": op.isa, "dst": ident(tensor.name),
+                "src": self.tile(src), "idx": self.tile(idx)}
 
     def _form_binary(self, op, call, dst, s):
         a, b = call.args

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field, replace
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
-from ..ir.nodes import Assign, Call, Const, For, Function, Var, While
+from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, Var, While
 from ..ir.ops import get_op
+from ..ir.ops.gather import mgather_policies
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import statements
 from .environment import render
@@ -294,6 +295,33 @@ class _DeviceKernelBuilder:
                         _Ref("AtomicType::AtomicAdd")]
         return [decl, self._instr("TSTORE", [_Ref(window), src], [src], [], pipe, template,
                                   gm_writes=[tensor.name])]
+
+    def _table(self, tensor: Var, s) -> tuple[dict, str]:
+        """A GlobalTensor of the whole tensor parameter a gather reads or a scatter writes."""
+        rows, cols = tensor.type.shape
+        origin = ExprList((Const(0, INDEX), Const(0, INDEX)))
+        return self._window(tensor, origin, rows, cols, s)
+
+    def _form_mgather(self, op, call, dst, s):
+        mem, idx = call.args
+        coalesce, oob = mgather_policies(dict(call.attrs))
+        full, target, index = self.tile(dst), self.valid_view(dst), self.valid_view(idx)
+        out = []
+        if (target.vrows, target.vcols) != (full.vrows, full.vcols):
+            # MGATHER writes the valid region only; the simulators' padding holds 0.
+            out.append(self._instr("TEXPANDS", [full, _Ref("0")], [], [full], "PIPE_V"))
+        decl, table = self._table(mem, s)
+        template = [_Ref(f"Coalesce::{coalesce.capitalize()}"),
+                    _Ref(f"GatherOOB::{oob.capitalize()}")]
+        return out + [decl, self._instr("MGATHER", [target, _Ref(table), index], [index],
+                                        [target], "PIPE_MTE2", template, gm_reads=[mem.name])]
+
+    def _form_mscatter(self, op, call, dst, s):
+        src, idx, tensor = call.args
+        values, index = self.valid_view(src), self.valid_view(idx)
+        decl, table = self._table(tensor, s)
+        return [decl, self._instr("MSCATTER", [_Ref(table), values, index], [values, index], [],
+                                  "PIPE_MTE3", gm_writes=[tensor.name])]
 
     def _form_binary(self, op, call, dst, s):
         a, b = call.args

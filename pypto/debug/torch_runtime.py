@@ -21,6 +21,7 @@ import torch
 from ..golden import fp64
 from ..ir.dtypes import DataType
 from ..ir.ops import all_ops
+from ..ir.ops.gather import COALESCE, GATHER_OOB, policy
 from . import rounding
 
 
@@ -815,6 +816,62 @@ def assemble(dst: torch.Tensor, src: torch.Tensor, offset, atomic="None_",
 def tile_assemble(dst: torch.Tensor, src: torch.Tensor, offset, valid=None) -> torch.Tensor:
     """`pl.tile.assemble`: a copy of dst with src's valid region written at `offset`."""
     return store(src, offset, dst.clone(), valid=valid)
+
+
+def _table_indices(op: str, idx: torch.Tensor, capacity: int, oob: str):
+    """(indices in [0, capacity), which of them read) for the index tile `idx` under the
+    out-of-range policy `oob`: an index is the unsigned 64-bit number pto-isa's CPU model
+    makes of it (a negative INT32 is 2**64 + i)."""
+    i = idx.long()
+    inside = (i >= 0) & (i < capacity)
+    if oob == "clamp":
+        return torch.where(inside, i, capacity - 1), torch.ones_like(inside)
+    if oob == "wrap":
+        unsigned = torch.where(i < 0, (i % capacity + 2 ** 64 % capacity) % capacity,
+                               i % capacity)
+        return unsigned, torch.ones_like(inside)
+    if oob != "zero" and not bool(inside.all()):
+        bad = int(i[~inside][0])
+        raise IndexError(f"pl.{op}: index {bad} lies outside [0, {capacity})")
+    return torch.where(inside, i, 0), inside
+
+
+def _valid_part(t: torch.Tensor, valid) -> tuple:
+    return tuple(builtins.slice(0, v) for v in (valid if valid is not None else t.shape))
+
+
+def tile_mgather(mem: torch.Tensor, idx: torch.Tensor, coalesce="row", gather_oob="undefined",
+                 target_memory="Vec", scratch=None, valid_shape=None, valid=None) -> torch.Tensor:
+    """A tile of mem's rows (coalesce='row': row r is mem[idx[0, r]]) or elements
+    (coalesce='elem': [r, c] is mem.flatten()[idx[r, c]]) over idx's valid region, 0 in the
+    padding; an index past the end reads by gather_oob: 'clamp' the last, 'wrap' index %
+    capacity, 'zero' 0, 'undefined' is an error (IndexError)."""
+    coalesce, oob = policy(coalesce, COALESCE), policy(gather_oob, GATHER_OOB)
+    region = _valid_part(idx, valid)
+    if coalesce == "row":
+        rows = idx[0, region[1]]
+        at, reads = _table_indices("tile.mgather", rows, mem.shape[0], oob)
+        out = torch.zeros((idx.shape[1], mem.shape[1]), dtype=mem.dtype)
+        out[:len(rows)] = torch.where(reads.unsqueeze(1), mem[at], torch.zeros_like(mem[at]))
+        return out
+    at, reads = _table_indices("tile.mgather", idx[region], mem.numel(), oob)
+    flat = mem.reshape(-1)
+    out = torch.zeros(idx.shape, dtype=mem.dtype)
+    out[region] = torch.where(reads, flat[at], torch.zeros_like(flat[at]))
+    return out
+
+
+def tile_mscatter(src: torch.Tensor, idx: torch.Tensor, output_tensor: torch.Tensor,
+                  valid=None) -> torch.Tensor:
+    """output_tensor.flatten()[idx[r, c]] = src[r, c] over src's valid region, in row-major
+    order (of two with one index the later stays), in place; an index past the end is an
+    error (IndexError)."""
+    region = _valid_part(src, valid)
+    at, _ = _table_indices("tile.mscatter", idx[region], output_tensor.numel(), "undefined")
+    flat = output_tensor.view(-1)
+    for k, v in zip(at.reshape(-1).tolist(), src[region].reshape(-1), strict=True):
+        flat[k] = v
+    return output_tensor
 
 
 def tile_transpose_view(x: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from ..ir.errors import CapacityError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var, While
-from ..ir.ops import get_op, make_call
+from ..ir.ops import get_op, make_call, write_destination
 from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
 from ..ir.visitor import IRMutator, defs, statements, uses
@@ -381,7 +381,7 @@ def _reject_unlowered(stmt) -> None:
     """A tensor-level operator this pass does not tile (pl.transpose of a tensor)."""
     value = getattr(stmt, "value", None)
     if (isinstance(stmt, Assign) and isinstance(value, Call) and isinstance(value.type, TensorType)
-            and value.op not in ("slice", "store", "assemble", "create_tensor")):
+            and value.op not in ("slice", "create_tensor") and write_destination(value) is None):
         raise LoweringError(f"tensor-level pl.{value.op} is not supported in a kernel",
                             stmt.span, hint=f"load tiles and pl.{value.op} them")
 

@@ -15,8 +15,8 @@ where it makes sense, a Python number or scalar as one operand (the "scalar form
 
 The registry and its lookups live in `registry`; the operators are declared by family,
 each module with its own type inference (`inference` holds the checks they share):
-`elementwise`, `reduction`, `matmul`, `movement`, `orchestration`, `task_arrays`.  Importing this
-package declares them all, in that order.
+`elementwise`, `reduction`, `matmul`, `movement`, `orchestration`, `task_arrays`, `gather`.
+Importing this package declares them all, in that order.
 """
 
 from __future__ import annotations
@@ -36,14 +36,16 @@ from .registry import (
     get_op,
     make_call,
     register,
+    write_destination,
 )
 
 # Declares the operators, family by family, in this order (the registry's).
 # isort: off
 from . import elementwise, reduction, matmul, movement, orchestration, task_arrays  # noqa: F401
+from . import gather  # noqa: F401
 # isort: on
 
 __all__ = [
     "ANY", "CAST_MODES", "CMP_TYPES", "FLOATS", "INTS", "MATMUL_INPUTS", "NUMERIC", "REQUIRED",
-    "OpDef", "OpParam", "all_ops", "get_op", "make_call", "register",
+    "OpDef", "OpParam", "all_ops", "get_op", "make_call", "register", "write_destination",
 ]

@@ -368,6 +368,7 @@ register(
         dtypes=ANY,
         emit="store",
         isa="tstore",
+        writes=2,
     )
 )
 register(
@@ -383,6 +384,7 @@ register(
         "movement",
         "Write a tensor or tile into `dst` at `offset`; `out[...] = x` is sugar for it.",
         dtypes=ANY,
+        writes=0,
     )
 )
 register(
@@ -517,6 +519,7 @@ register(
         dtypes=ANY,
         emit="insert",
         isa="tinsert",
+        writes=0,
     )
 )
 register(

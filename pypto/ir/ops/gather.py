@@ -1,0 +1,168 @@
+"""Gathers and scatters through an index tile: pl.tile.mgather reads a global tensor at the
+indices a tile holds (pto-isa's MGATHER), pl.tile.mscatter writes a tile into a global
+tensor at them (MSCATTER).
+
+An index is an INT32 or UINT32 element, read as the unsigned 64-bit number pto-isa's CPU
+model makes of it (a negative INT32 is 2**64 + i).  Each gather_oob= policy is the CPU
+model's: "clamp" reads the last row / element for any index past the end (a negative one
+too), "wrap" reads index % capacity, "zero" gives 0; "undefined" promises every index is
+in range, and the simulators refuse a kernel that breaks the promise (KernelError).  A
+scatter has no policy: an index out of range is refused the same way.  Scattered
+elements are written in row-major order of the source tile, so where two share an index
+the later one stays (the CPU model's order; the ISA leaves it to the implementation).
+"""
+
+from __future__ import annotations
+
+from ..dtypes import DataType
+from ..errors import InternalError, TypeCheckError
+from ..types import MemorySpace, TensorType, TileType, describe
+from .inference import check_dtype, fmt_shape
+from .registry import OpDef, OpParam, get_op, register
+
+# What MGATHER / MSCATTER take on both backends (pto-isa's CPU model, A2/A3 and A5).
+GATHER_DTYPES = frozenset({DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16,
+                           DataType.INT32, DataType.UINT32, DataType.FP16, DataType.BF16,
+                           DataType.FP32})
+INDEX_DTYPES = frozenset({DataType.INT32, DataType.UINT32})
+# Upstream's spellings (a name, or its number) of the coalesce and gather_oob policies.
+COALESCE = ("row", "elem")
+GATHER_OOB = ("undefined", "clamp", "wrap", "zero")
+
+
+def policy(value, names: tuple[str, ...]) -> str | None:
+    """The policy name `value` spells (a name, or its index as upstream's ints), else None."""
+    if isinstance(value, str) and value in names:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
+        return names[value]
+    return None
+
+
+def mgather_policies(attrs: dict) -> tuple[str, str]:
+    """(coalesce, gather_oob) of a checked pl.tile.mgather call's attributes, as names."""
+    coalesce, oob = policy(attrs["coalesce"], COALESCE), policy(attrs["gather_oob"], GATHER_OOB)
+    if coalesce is None or oob is None:
+        raise InternalError(f"an unchecked pl.tile.mgather reached code generation: {attrs}")
+    return coalesce, oob
+
+
+def _policy(name: str, value, names: tuple[str, ...], span) -> str:
+    chosen = policy(value, names)
+    if chosen is None:
+        raise TypeCheckError(
+            f"pl.tile.mgather: {name}={value!r} is not one of "
+            f"{', '.join(repr(n) for n in names)} (or 0-{len(names) - 1})", span)
+    return chosen
+
+
+def _table(op: str, t, span) -> TensorType:
+    if not isinstance(t, TensorType) or len(t.shape) != 2 or not all(
+            isinstance(d, int) for d in t.shape):
+        raise TypeCheckError(f"pl.{op}: the table must be a rank-2 tensor of constant shape, "
+                             f"got {describe(t)}", span,
+                             hint="pl.reshape the tensor to [rows, cols]")
+    check_dtype(op, t, GATHER_DTYPES, span)
+    return t
+
+
+def _index_tile(op: str, t, span) -> TileType:
+    if not isinstance(t, TileType) or len(t.shape) != 2 or t.dtype not in INDEX_DTYPES:
+        raise TypeCheckError(f"pl.{op}: idx must be an INT32 or UINT32 tile [rows, cols], got "
+                             f"{describe(t)}", span, hint="pl.cast the indices to pl.INT32")
+    return t
+
+
+def _infer_mgather(args, attrs, span):
+    if attrs["target_memory"] is not MemorySpace.Vec:
+        raise TypeCheckError(
+            "pl.tile.mgather gathers into Vec only here: the gather into Mat (L1, NZ layout, "
+            "with a GM index tensor) is not modelled", span,
+            hint="gather into Vec and pl.move the tile to Mat")
+    ops = get_op("tile.mgather").operands(args, attrs)
+    if ops["scratch"] is not None:
+        raise TypeCheckError("pl.tile.mgather takes scratch= only for a Mat destination, which "
+                             "is not modelled here", span, hint="drop scratch=")
+    if attrs["valid_shape"] is not None:
+        raise TypeCheckError("pl.tile.mgather's valid_shape= is not supported yet", span,
+                             hint="gather the whole tile, then pl.set_validshape it")
+    table = _table("tile.mgather", ops["mem"].type, span)
+    index = _index_tile("tile.mgather", ops["idx"].type, span)
+    coalesce = _policy("coalesce", attrs["coalesce"], COALESCE, span)
+    _policy("gather_oob", attrs["gather_oob"], GATHER_OOB, span)
+    if coalesce == "elem":
+        return TileType(index.shape, table.dtype, valid_shape=index.valid_shape)
+    if index.shape[0] != 1:
+        raise TypeCheckError(
+            f"pl.tile.mgather(coalesce='row') reads one row index per result row from an index "
+            f"tile [1, R], got {fmt_shape(index.shape)}", span,
+            hint="reshape the indices to one row, or gather elements with coalesce='elem'")
+    rows = index.valid[1]
+    return TileType((index.shape[1], table.shape[1]), table.dtype,
+                    valid_shape=None if rows == index.shape[1] else (rows, table.shape[1]))
+
+
+def _infer_mscatter(args, attrs, span):
+    src, idx, out = args
+    if not isinstance(src.type, TileType) or len(src.type.shape) != 2:
+        raise TypeCheckError(f"pl.tile.mscatter: src must be a tile [rows, cols], got "
+                             f"{describe(src.type)}", span)
+    table = _table("tile.mscatter", out.type, span)
+    index = _index_tile("tile.mscatter", idx.type, span)
+    if src.type.dtype != table.dtype:
+        raise TypeCheckError(f"pl.tile.mscatter: a {src.type.dtype.name} tile scattered into a "
+                             f"{table.dtype.name} tensor", span, hint="pl.cast the tile first")
+    if index.shape != src.type.shape or index.valid != src.type.valid:
+        raise TypeCheckError(
+            f"pl.tile.mscatter: idx ({describe(index)}) must have src's shape and valid region "
+            f"({describe(src.type)}): one index per element", span)
+    return table
+
+
+register(
+    OpDef(
+        "tile.mgather",
+        (
+            OpParam("mem", "value"),
+            OpParam("idx", "value"),
+            OpParam("coalesce", "attr", "row"),
+            OpParam("gather_oob", "attr", "undefined"),
+            OpParam("target_memory", "attr", MemorySpace.Vec),
+            OpParam("scratch", "value", None),
+            OpParam("valid_shape", "attr", None),
+        ),
+        _infer_mgather,
+        "gather",
+        "Gather from the rank-2 tensor `mem` through the INT32 / UINT32 index tile `idx` into "
+        "a new Vec tile.  coalesce='row' (the default): result row r is row idx[0, r] of mem "
+        "(idx is [1, R], the result [R, mem's columns]).  coalesce='elem': result[r, c] is "
+        "element idx[r, c] of mem in row-major order (the result has idx's shape; mem must "
+        "be packed, its rows adjacent).  Only the valid region is gathered; the padding "
+        "holds 0.  gather_oob= says what an index past the end reads: 'undefined' (the "
+        "default) promises none is, and the simulators refuse the kernel (KernelError) if "
+        "one is; 'clamp' the last row / element, 'wrap' index % capacity, 'zero' 0.  An "
+        "index is read as unsigned (a negative INT32 is past the end).  target_memory=Mat, "
+        "scratch= and valid_shape= are refused.",
+        dtypes=GATHER_DTYPES,
+        emit="mgather",
+        isa="tmgather",
+    )
+)
+register(
+    OpDef(
+        "tile.mscatter",
+        (OpParam("src", "value"), OpParam("idx", "value"), OpParam("output_tensor", "value")),
+        _infer_mscatter,
+        "gather",
+        "Scatter the Vec tile `src` into the rank-2 tensor `output_tensor`: element "
+        "src[r, c] of the valid region is written to element idx[r, c] of the tensor in "
+        "row-major order (idx an INT32 / UINT32 tile of src's shape; the tensor packed, its "
+        "rows adjacent); returns the tensor, whose other elements keep their values.  The "
+        "elements are written in row-major order of src, so of two with one index the later "
+        "stays.  An index past the end is refused by the simulators (KernelError).",
+        dtypes=GATHER_DTYPES,
+        emit="mscatter",
+        isa="tmscatter",
+        writes=2,
+    )
+)
