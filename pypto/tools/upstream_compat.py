@@ -94,9 +94,9 @@ _LANGUAGE_SUPPORTED = (
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
                    "full", "gemv", "gemv_acc", "get_block_idx", "get_block_num", "load",
-                   "lrelu", "max", "maximums", "min", "minimums", "move", "prelu", "read",
-                   "relu", "rem", "rems", "rsqrt", "sel", "store", "subc", "subsc",
-                   "transpose_view")
+                   "lrelu", "max", "maximums", "mgather", "min", "minimums", "move",
+                   "mscatter", "prelu", "read", "relu", "rem", "rems", "rsqrt", "sel", "store",
+                   "subc", "subsc", "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "get_block_idx",
                      "get_block_num", "no_dep", "read")
 
@@ -117,8 +117,8 @@ _ABSENT = {
            "tensor.create_l1", "tensor.expand_clone", "tensor.gather", "tensor.gather_row",
            "tensor.mrgsort", "tensor.paged_gather", "tensor.random", "tensor.scatter",
            "tensor.scatter_update", "tensor.sort32", "tile.gatherb", "tile.matmul_bias",
-           "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "tile.mgather",
-           "tile.mscatter", "loads_program", "InlineFunction"),
+           "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program",
+           "InlineFunction"),
     "sels": ("tile.sels",),
     "tri": ("tile.tri",),
     "trig": ("tensor.sin", "tensor.cos"),

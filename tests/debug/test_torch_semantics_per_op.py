@@ -171,6 +171,23 @@ MOVEMENT = {
               "p = pl.move(pl.tile.transpose_view(m), pl.Mem.Right)",
               "acc = pl.tile.gemv(pl.move(u, pl.Mem.Left), p)",
               "r = pl.tile.gemv_acc(acc, pl.move(u, pl.Mem.Left), p)"]),
+    # Indices past either end (a's values times 8, saturated to INT32), clamped and wrapped.
+    "mgather_row": (("tile.mgather",), [R, C],
+                    ["t = pl.load(a, [0, 0], [16, 32])",
+                     "u = pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc')",
+                     "r = pl.tile.mgather(b, u[0:1, 0:16], gather_oob='clamp')"]),
+    "mgather_elem": (("tile.mgather",), [R, C],
+                     ["t = pl.load(a, [0, 0], [16, 32])",
+                      "u = pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc')",
+                      "r = pl.tile.mgather(b, u, coalesce='elem', gather_oob='wrap')"]),
+    # Indices in range, some repeated: the later of two writes stays (into zeros: an Out
+    # tensor's other elements are undefined).
+    "mscatter": (("tile.mscatter",), [R, C],
+                 ["o_mscatter = pl.store(pl.full([16, 32], pl.FP32, 0.0), [0, 0], o_mscatter)",
+                  "t = pl.load(a, [0, 0], [16, 32])",
+                  "u = pl.ands(pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc'), 511)",
+                  "o_mscatter = pl.tile.mscatter(pl.load(b, [0, 0], [16, 32]), u, o_mscatter)",
+                  "r = pl.load(o_mscatter, [0, 0], [16, 32])"]),
     "matmul": (("matmul", "matmul_acc", "move", "tile.transpose_view"), [R, R],
                ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
                 "acc = pl.matmul(pl.move(m, pl.Mem.Left), pl.move(m, pl.Mem.Right), "

@@ -16,7 +16,7 @@ from located_errors import raised_by
 from sim_and_torch import sim_and_torch
 
 import pypto.language as pl
-from pypto.ir import TypeCheckError
+from pypto.ir import LoweringError, TypeCheckError
 from pypto.runtime import KernelError, RunConfig
 
 pytestmark = [pytest.mark.small_tiles,
@@ -275,3 +275,20 @@ def k(v: pl.Tensor[[8, 32], pl.FP32], h: pl.Tensor[[8, 32], pl.FP16],
             torch.zeros(8, 32, dtype=torch.int32), torch.zeros(16, 32))
     error, lines = raised_by(source, lambda ns: ns["k"].frontend(*args), TypeCheckError)
     assert "pl.tile.mscatter" in lines[error.span.line - 1] and message in str(error)
+
+
+def test_a_gather_from_a_view_is_refused_at_its_line():
+    source = '''
+import pypto.language as pl
+
+@pl.jit.incore
+def k(t: pl.Tensor[[16, 32], pl.FP32], i: pl.Tensor[[1, 8], pl.INT32],
+      out: pl.Out[pl.Tensor[[8, 32], pl.FP32]]):
+    v = t[8:16, :]
+    g = pl.tile.mgather(v, pl.load(i, [0, 0], [1, 8]), gather_oob="clamp")
+    out = pl.store(g, [0, 0], out)
+    return out
+'''
+    args = (torch.zeros(16, 32), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(8, 32))
+    error, lines = raised_by(source, lambda ns: ns["k"].lower(*args), LoweringError)
+    assert "g = pl.tile.mgather" in lines[error.span.line - 1] and "is a view" in str(error)
