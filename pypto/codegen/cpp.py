@@ -218,6 +218,10 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "mscatter", "fn": op.isa, "dst": ident(tensor.name),
                 "src": self.tile(src), "idx": self.tile(idx)}
 
+    def _form_index_gather(self, op, call, dst, s):
+        return {"kind": "index_gather", "fn": op.isa, "dst": self.tile(dst),
+                "args": [self.tile(a) for a in call.args]}
+
     def _form_binary(self, op, call, dst, s):
         a, b = call.args
         if isinstance(a.type, TileType) and isinstance(b.type, TileType):

@@ -302,19 +302,33 @@ class _DeviceKernelBuilder:
         origin = ExprList((Const(0, INDEX), Const(0, INDEX)))
         return self._window(tensor, origin, rows, cols, s)
 
+    def _zero_padding(self, dst: Var) -> tuple[list, _Tile]:
+        """The gathers write their result's valid region only: a partial result's tile is
+        zeroed first (the simulators' padding holds 0).  Returns (that, the valid view)."""
+        full, target = self.tile(dst), self.valid_view(dst)
+        if (target.vrows, target.vcols) == (full.vrows, full.vcols):
+            return [], target
+        return [self._instr("TEXPANDS", [full, _Ref("0")], [], [full], "PIPE_V")], target
+
     def _form_mgather(self, op, call, dst, s):
         mem, idx = call.args
         coalesce, oob = mgather_policies(dict(call.attrs))
-        full, target, index = self.tile(dst), self.valid_view(dst), self.valid_view(idx)
-        out = []
-        if (target.vrows, target.vcols) != (full.vrows, full.vcols):
-            # MGATHER writes the valid region only; the simulators' padding holds 0.
-            out.append(self._instr("TEXPANDS", [full, _Ref("0")], [], [full], "PIPE_V"))
+        out, target = self._zero_padding(dst)
+        index = self.valid_view(idx)
         decl, table = self._table(mem, s)
         template = [_Ref(f"Coalesce::{coalesce.capitalize()}"),
                     _Ref(f"GatherOOB::{oob.capitalize()}")]
         return out + [decl, self._instr("MGATHER", [target, _Ref(table), index], [index],
                                         [target], "PIPE_MTE2", template, gm_reads=[mem.name])]
+
+    def _form_index_gather(self, op, call, dst, s):
+        """TGATHER (src, indices, tmp) / TGATHERB (src, offsets) within Vec."""
+        out, target = self._zero_padding(dst)
+        src, *rest = call.args
+        operands = [self.tile(src), *(self.valid_view(a) for a in rest)]
+        # TGATHER's tmp (the third operand) is A2/A3's scratch: written too.
+        return out + [self._instr(op.isa.upper(), [target, *operands], operands,
+                                  [target, *operands[2:]], "PIPE_V")]
 
     def _form_mscatter(self, op, call, dst, s):
         src, idx, tensor = call.args

@@ -92,7 +92,8 @@ def _type_facts(call: Call) -> list:
             return [("valid", list(t.valid_shape))]
     if call.op == "slice" and isinstance(call.args[0].type, TensorType):
         return [("tensor", True)]
-    if call.op in ("tile.mgather", "tile.mscatter") and call.args[1].type.valid_shape is not None:
+    if call.op in ("tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb") and \
+            call.args[1].type.valid_shape is not None:
         return [("valid", list(call.args[1].type.valid_shape))]  # the indices that take part
     return []
 

@@ -874,6 +874,36 @@ def tile_mscatter(src: torch.Tensor, idx: torch.Tensor, output_tensor: torch.Ten
     return output_tensor
 
 
+def tile_gather(src: torch.Tensor, indices: torch.Tensor, tmp=None, valid=None) -> torch.Tensor:
+    """A tile of indices' shape: [r, c] is src.flatten()[indices[r, c]] over indices' valid
+    region, 0 for an index outside src and in the padding."""
+    region = _valid_part(indices, valid)
+    flat, i = src.reshape(-1), indices[region].long()
+    inside = (i >= 0) & (i < flat.numel())
+    out = torch.zeros(indices.shape, dtype=src.dtype)
+    picked = flat[torch.where(inside, i, 0)]
+    out[region] = torch.where(inside, picked, torch.zeros_like(picked))
+    return out
+
+
+def tile_gatherb(src: torch.Tensor, offsets: torch.Tensor, valid=None) -> torch.Tensor:
+    """Block c of row r is the 32 bytes of src's row-major storage from byte offsets[r, c]
+    (each offset column 32 / itemsize result columns), over offsets' valid region, 0 in the
+    padding; a block past src's end is an error (IndexError)."""
+    storage = src.contiguous().view(torch.uint8).reshape(-1)
+    rows, cols = offsets.shape
+    out = torch.zeros((rows, cols * 32), dtype=torch.uint8)
+    region = _valid_part(offsets, valid)
+    for r in range(region[0].stop):
+        for c in range(region[1].stop):
+            start = int(offsets[r, c].item())
+            if start + 32 > storage.numel():
+                raise IndexError(f"pl.tile.gatherb: a block at byte {start} reaches past the "
+                                 f"tile's {storage.numel()} bytes")
+            out[r, c * 32:(c + 1) * 32] = storage[start:start + 32]
+    return out.view(src.dtype)
+
+
 def tile_transpose_view(x: torch.Tensor) -> torch.Tensor:
     """x.transpose(0, 1): the tile read transposed."""
     return x.transpose(0, 1).contiguous()

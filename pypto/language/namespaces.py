@@ -22,7 +22,7 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_va
               "reshape", "reinterpret_view", "transpose", "concat", "slice", "get_block_idx",
               "get_block_num",
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc", "max",
-              "min", "tile.mgather", "tile.mscatter")
+              "min", "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag")
 # Other spellings of a registry operator, per level.

@@ -93,8 +93,8 @@ _LANGUAGE_SUPPORTED = (
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
-                   "full", "gemv", "gemv_acc", "get_block_idx", "get_block_num", "load",
-                   "lrelu", "max", "maximums", "mgather", "min", "minimums", "move",
+                   "full", "gatherb", "gemv", "gemv_acc", "get_block_idx", "get_block_num",
+                   "load", "lrelu", "max", "maximums", "mgather", "min", "minimums", "move",
                    "mscatter", "prelu", "read", "relu", "rem", "rems", "rsqrt", "sel", "store",
                    "subc", "subsc", "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "get_block_idx",
@@ -116,7 +116,7 @@ _ABSENT = {
            "part_min", "part_mul", "prefetch", "tensor.ci",
            "tensor.create_l1", "tensor.expand_clone", "tensor.gather", "tensor.gather_row",
            "tensor.mrgsort", "tensor.paged_gather", "tensor.random", "tensor.scatter",
-           "tensor.scatter_update", "tensor.sort32", "tile.gatherb", "tile.matmul_bias",
+           "tensor.scatter_update", "tensor.sort32", "tile.matmul_bias",
            "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program",
            "InlineFunction"),
     "sels": ("tile.sels",),

@@ -188,6 +188,15 @@ MOVEMENT = {
                   "u = pl.ands(pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc'), 511)",
                   "o_mscatter = pl.tile.mscatter(pl.load(b, [0, 0], [16, 32]), u, o_mscatter)",
                   "r = pl.load(o_mscatter, [0, 0], [16, 32])"]),
+    "gather": (("tile.gather",), [R, C],
+               ["t = pl.load(a, [0, 0], [16, 32])",
+                "u = pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc')",
+                "r = pl.tile.gather(pl.load(b, [0, 0], [16, 32]), u, "
+                "pl.create_tile([16, 32], pl.INT32))"]),
+    # One byte offset, not a multiple of 4 (no cast makes UINT32 offsets from the inputs).
+    "gatherb": (("tile.gatherb",), [R, 2 * C],
+                ["r = pl.tile.gatherb(pl.load(b, [0, 0], [16, 32]), "
+                 "pl.full([16, 8], pl.UINT32, 38))"]),
     "matmul": (("matmul", "matmul_acc", "move", "tile.transpose_view"), [R, R],
                ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
                 "acc = pl.matmul(pl.move(m, pl.Mem.Left), pl.move(m, pl.Mem.Right), "

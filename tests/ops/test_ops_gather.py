@@ -292,3 +292,80 @@ def k(t: pl.Tensor[[16, 32], pl.FP32], i: pl.Tensor[[1, 8], pl.INT32],
     args = (torch.zeros(16, 32), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(8, 32))
     error, lines = raised_by(source, lambda ns: ns["k"].lower(*args), LoweringError)
     assert "g = pl.tile.mgather" in lines[error.span.line - 1] and "is a view" in str(error)
+
+
+# -- gathers within a tile: pl.tile.gather (TGATHER, index form), pl.tile.gatherb (TGATHERB)
+
+
+@pl.jit.incore
+def within(src: pl.Tensor, ids: pl.Tensor, offsets: pl.Tensor, g: pl.Out[pl.Tensor],
+           b: pl.Out[pl.Tensor]):
+    s = pl.load(src, [0, 0], [R, C])
+    i = pl.load(ids, [0, 0], [R, 16])
+    g = pl.store(pl.tile.gather(s, i, pl.create_tile([R, 16], pl.INT32)), [0, 0], g)
+    b = pl.store(pl.tile.gatherb(s, pl.load(offsets, [0, 0], [4, 8])), [0, 0], b)
+    return g, b
+
+
+def within_arguments(dtype: torch.dtype) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(4)
+    ids = torch.randint(-40, R * C + 40, (R, 16), generator=g, dtype=torch.int32)
+    ids.view(-1)[:5] = torch.tensor([-1, 0, R * C - 1, R * C, -2**31])
+    nbytes = R * C * dtype.itemsize
+    offsets = torch.randint(0, nbytes - 31, (4, 8), generator=g, dtype=torch.int64)
+    offsets.view(-1)[:3] = torch.tensor([0, 1, nbytes - 32])  # unaligned; the last block
+    per = 32 // dtype.itemsize
+    return [table_of(dtype, R), ids, offsets.to(torch.uint32), torch.ones(R, 16, dtype=dtype),
+            torch.ones(4, 8 * per, dtype=dtype)]
+
+
+@pytest.mark.parametrize("dtype", ["FP32", "FP16", "INT16", "INT32"])
+def test_tile_gather_is_take_with_zero_outside_and_gatherb_copies_32_byte_blocks(dtype):
+    platform = "a5sim" if dtype in ("FP16", "INT32") else "a2a3sim"
+    args = within_arguments(DTYPES[dtype])
+    sim, host = sim_and_torch(within, args, platform)
+    src, ids, offsets = args[:3]
+    inside = (ids >= 0) & (ids < src.numel())
+    want = torch.where(inside, torch.take(src, ids.long().clamp(0, src.numel() - 1)),
+                       torch.zeros((), dtype=src.dtype))
+    assert same(sim[3], want) and same(host[3], want)
+    storage = src.view(torch.uint8).reshape(-1)
+    blocks = torch.stack([torch.cat([storage[o:o + 32] for o in row])
+                          for row in offsets.long().tolist()])
+    assert same(sim[4], blocks.view(src.dtype)) and same(host[4], blocks.view(src.dtype))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_gatherb_block_past_the_tile_is_a_kernel_error(platform):
+    args = within_arguments(torch.float32)
+    args[2][1, 3] = R * C * 4 - 28
+    with pytest.raises(KernelError, match="gatherb: a block at byte 996 reaches past the tile's "
+                                          "1024 bytes"):
+        within(*args, config=RunConfig(platform=platform))
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("pl.tile.gather(s, pl.load(f, [0, 0], [1, 8]), pl.create_tile([1, 8], pl.INT32))",
+     "indices must be an INT32 tile"),
+    ("pl.tile.gather(s, i, pl.create_tile([2, 8], pl.INT32))", "tmp must be an INT32 tile"),
+    ("pl.tile.gather(pl.load(t, [0, 0], [4, 4]), i, pl.create_tile([1, 8], pl.INT32))",
+     "rows of whole 32-byte blocks"),
+    ("pl.tile.gatherb(s, i)", "offsets must be a UINT32 tile"),
+])
+def test_a_bad_gather_within_a_tile_is_refused_at_its_line(call, message):
+    source = f'''
+import pypto.language as pl
+
+@pl.jit.incore
+def k(t: pl.Tensor[[16, 32], pl.FP32], i: pl.Tensor[[1, 8], pl.INT32],
+      f: pl.Tensor[[1, 8], pl.FP32], out: pl.Out[pl.Tensor[[1, 8], pl.FP32]]):
+    s = pl.load(t, [0, 0], [16, 32])
+    i = pl.load(i, [0, 0], [1, 8])
+    g = {call}
+    out = pl.store(g, [0, 0], out)
+    return out
+'''
+    args = (torch.zeros(16, 32), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(1, 8),
+            torch.zeros(1, 8))
+    error, lines = raised_by(source, lambda ns: ns["k"].frontend(*args), TypeCheckError)
+    assert "g = pl.tile.gather" in lines[error.span.line - 1] and message in str(error)

@@ -1,6 +1,7 @@
 """Gathers and scatters through an index tile: pl.tile.mgather reads a global tensor at the
 indices a tile holds (pto-isa's MGATHER), pl.tile.mscatter writes a tile into a global
-tensor at them (MSCATTER).
+tensor at them (MSCATTER); pl.tile.gather (TGATHER) and pl.tile.gatherb (TGATHERB) gather
+within a tile.
 
 An index is an INT32 or UINT32 element, read as the unsigned 64-bit number pto-isa's CPU
 model makes of it (a negative INT32 is 2**64 + i).  Each gather_oob= policy is the CPU
@@ -164,5 +165,92 @@ register(
         emit="mscatter",
         isa="tmscatter",
         writes=2,
+    )
+)
+
+
+# -- gathers within on-chip memory: pto-isa's TGATHER (index form) and TGATHERB
+_TGATHER_DTYPES = frozenset({DataType.FP16, DataType.FP32, DataType.INT16, DataType.INT32})
+_BLOCK = 32  # bytes TGATHERB moves per offset
+
+
+def _whole_blocks(op: str, t: TileType, what: str, span) -> None:
+    """Refuses a tile whose rows are not whole 32-byte blocks: the instructions index the
+    tile's storage, whose rows the device pads to 32 bytes."""
+    if len(t.shape) != 2 or (t.shape[1] * t.dtype.itemsize) % _BLOCK:
+        raise TypeCheckError(
+            f"pl.{op}: {what} ({describe(t)}) must have rows of whole 32-byte blocks "
+            f"({_BLOCK // t.dtype.itemsize} {t.dtype.name} elements)", span,
+            hint="widen the tile and set its valid region with pl.set_validshape")
+
+
+def _infer_tile_gather(args, attrs, span):
+    src, indices, tmp = (a.type for a in args)
+    if not isinstance(src, TileType):
+        raise TypeCheckError(f"pl.tile.gather: src must be a tile, got {describe(src)}", span)
+    check_dtype("tile.gather", src, _TGATHER_DTYPES, span)
+    _whole_blocks("tile.gather", src, "src", span)
+    if not isinstance(indices, TileType) or len(indices.shape) != 2 or \
+            indices.dtype is not DataType.INT32:
+        raise TypeCheckError(f"pl.tile.gather: indices must be an INT32 tile [rows, cols], got "
+                             f"{describe(indices)}", span, hint="pl.cast the indices to pl.INT32")
+    if not isinstance(tmp, TileType) or tmp.dtype is not DataType.INT32 or \
+            tuple(tmp.shape) != tuple(indices.valid):
+        raise TypeCheckError(
+            f"pl.tile.gather: tmp must be an INT32 tile of the indices' valid shape "
+            f"{fmt_shape(indices.valid)} (A2/A3's TGATHER works in it), got {describe(tmp)}",
+            span, hint=f"pl.create_tile({list(indices.valid)}, pl.INT32)")
+    return TileType(indices.shape, src.dtype, valid_shape=indices.valid_shape)
+
+
+def _infer_gatherb(args, attrs, span):
+    src, offsets = (a.type for a in args)
+    if not isinstance(src, TileType):
+        raise TypeCheckError(f"pl.tile.gatherb: src must be a tile, got {describe(src)}", span)
+    check_dtype("tile.gatherb", src, GATHER_DTYPES, span)
+    _whole_blocks("tile.gatherb", src, "src", span)
+    if not isinstance(offsets, TileType) or offsets.dtype is not DataType.UINT32:
+        raise TypeCheckError(f"pl.tile.gatherb: offsets must be a UINT32 tile of byte offsets, "
+                             f"got {describe(offsets)}", span,
+                             hint="pl.cast the offsets to pl.UINT32")
+    _whole_blocks("tile.gatherb", offsets, "offsets", span)
+    per = _BLOCK // src.dtype.itemsize
+    valid = offsets.valid_shape
+    return TileType((offsets.shape[0], offsets.shape[1] * per), src.dtype,
+                    valid_shape=None if valid is None else (valid[0], valid[1] * per))
+
+
+register(
+    OpDef(
+        "tile.gather",
+        (OpParam("src", "value"), OpParam("indices", "value"), OpParam("tmp", "value")),
+        _infer_tile_gather,
+        "gather",
+        "Gather within a tile (TGATHER, index form): result[r, c] is element indices[r, c] of "
+        "src in row-major order, 0 for an index outside [0, src's element count) (pto-isa's "
+        "CPU model; the ISA leaves it to the target).  The result has the INT32 tile "
+        "indices' shape and src's dtype (FP16, FP32, INT16, INT32; rows of whole 32-byte "
+        "blocks); only the valid region is gathered, the padding holds 0.  tmp is an INT32 "
+        "scratch tile of indices' valid shape (contents undefined afterwards).",
+        dtypes=_TGATHER_DTYPES,
+        emit="index_gather",
+        isa="tgather",
+    )
+)
+register(
+    OpDef(
+        "tile.gatherb",
+        (OpParam("src", "value"), OpParam("offsets", "value")),
+        _infer_gatherb,
+        "gather",
+        "Gather 32-byte blocks within a tile (TGATHERB): block c of result row r is the 32 "
+        "bytes of src's storage (row-major) from byte offsets[r, c], so each UINT32 offset "
+        "column becomes 32 / itemsize result columns (an offset need not be a multiple of "
+        "the element size).  A block reaching past src's end is refused by the simulators "
+        "(KernelError; pto-isa leaves it unwritten).  Only the valid region is gathered, the "
+        "padding holds 0.",
+        dtypes=GATHER_DTYPES,
+        emit="index_gather",
+        isa="tgatherb",
     )
 )

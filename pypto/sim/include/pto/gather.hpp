@@ -14,6 +14,9 @@
  *  - Only dst's (src's) valid region is gathered (scattered); a gather's padding holds 0.
  *    A scatter writes in row-major order of src, so of two elements with one index the
  *    later stays.
+ *  - Within a tile (pl.tile.gather / gatherb; TGATHER / TGATHERB) an index or byte offset
+ *    addresses the source tile's row-major storage; TGATHER gives 0 outside it (the CPU
+ *    model's choice), a TGATHERB block reaching past it is a fault.
  */
 #ifndef PTO_GATHER_HPP
 #define PTO_GATHER_HPP
@@ -122,6 +125,40 @@ template <class T, class I> inline void tmscatter(const PtoTensor &dst, Tile<T> 
             uint64_t k;
             if (detail::remap("mscatter", detail::at(idx, r, c), capacity, GatherOob::Undefined, k))
                 detail::table_at<T>(dst, int64_t(k) / cols, int64_t(k) % cols) = detail::at(src, r, c);
+        }
+}
+
+/* pl.tile.gather(src, indices, tmp) (TGATHER, index form): dst[r][c] is element
+ * indices[r][c] of src's storage, 0 outside it (pto-isa's CPU model); tmp is the device's
+ * scratch. */
+template <class T>
+inline void tgather(Tile<T> dst, Tile<T> src, Tile<int32_t> indices, Tile<int32_t>) {
+    detail::zero_tile(dst);
+    const int64_t n = int64_t(src.rows) * src.cols;
+    for (int32_t r = 0; r < dst.vrows; ++r)
+        for (int32_t c = 0; c < dst.vcols; ++c) {
+            const int64_t k = detail::at(indices, r, c);
+            if (k >= 0 && k < n) detail::ref(dst, r, c) = src.data[k];
+        }
+}
+
+/* pl.tile.gatherb(src, offsets) (TGATHERB): block c (32 bytes) of dst row r is the 32 bytes
+ * of src's storage from byte offsets[r][c]; a block past src's end is a fault. */
+template <class T> inline void tgatherb(Tile<T> dst, Tile<T> src, Tile<uint32_t> offsets) {
+    detail::zero_tile(dst);
+    constexpr int32_t per = 32 / int32_t(sizeof(T));
+    const uint64_t bytes = uint64_t(src.rows) * src.cols * sizeof(T);
+    for (int32_t r = 0; r < dst.vrows; ++r)
+        for (int32_t c = 0; c < dst.vcols / per; ++c) {
+            const uint64_t from = detail::at(offsets, r, c);
+            if (from + 32 > bytes) {
+                char what[128];
+                __builtin_snprintf(what, sizeof what, "gatherb: a block at byte %llu reaches past the "
+                                   "tile's %llu bytes", (unsigned long long)from, (unsigned long long)bytes);
+                detail::gather_fault(what);
+                continue;
+            }
+            __builtin_memcpy(&detail::ref(dst, r, c * per), reinterpret_cast<const uint8_t *>(src.data) + from, 32);
         }
 }
 
