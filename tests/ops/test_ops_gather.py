@@ -219,79 +219,64 @@ def test_a_scatter_index_past_the_end_is_a_kernel_error(platform):
 
 # -- refusals at the user's line
 
-BAD = {
-    "float indices": ("pl.tile.mgather(t, pl.load(f, [0, 0], [1, 8]))",
+# name -> (the statement, refused at its line, and what the error says)
+REFUSED = {
+    "float indices": ("g = pl.tile.mgather(t, pl.load(f, [0, 0], [1, 8]))",
                       "idx must be an INT32 or UINT32 tile"),
-    "row indices in rows": ("pl.tile.mgather(t, pl.load(i, [0, 0], [2, 8]))",
+    "row indices in rows": ("g = pl.tile.mgather(t, pl.load(i, [0, 0], [2, 8]))",
                             r"coalesce='row'\) reads one row index per result row"),
-    "unknown policy": ("pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), gather_oob='skip')",
+    "unknown policy": ("g = pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), gather_oob='skip')",
                        "gather_oob='skip' is not one of"),
-    "unknown coalesce": ("pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), coalesce=2)",
+    "unknown coalesce": ("g = pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), coalesce=2)",
                          "coalesce=2 is not one of"),
-    "Mat destination": ("pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), "
+    "Mat destination": ("g = pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), "
                         "target_memory=pl.Mem.Mat)", "gathers into Vec only"),
-    "valid_shape": ("pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), valid_shape=[4, 32])",
+    "valid_shape": ("g = pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), valid_shape=[4, 32])",
                     "valid_shape= is not supported"),
+    "scatter dtype": ("pl.tile.mscatter(pl.load(h, [0, 0], [8, 32]), pl.load(w, [0, 0], [8, 32]), "
+                      "out)", "a FP16 tile scattered into a FP32"),
+    "scatter shapes": ("pl.tile.mscatter(pl.load(t, [0, 0], [8, 32]), pl.load(w, [0, 0], [8, 16]), "
+                       "out)", "must have src's shape"),
+    "gather float indices": ("g = pl.tile.gather(s, pl.load(f, [0, 0], [1, 8]), "
+                             "pl.create_tile([1, 8], pl.INT32))", "indices must be an INT32 tile"),
+    "gather tmp": ("g = pl.tile.gather(s, pl.load(i, [0, 0], [1, 8]), "
+                   "pl.create_tile([2, 8], pl.INT32))", "tmp must be an INT32 tile"),
+    "gather unaligned rows": ("g = pl.tile.gather(pl.load(t, [0, 0], [4, 4]), pl.load(i, [0, 0], "
+                              "[1, 8]), pl.create_tile([1, 8], pl.INT32))",
+                              "rows of whole 32-byte blocks"),
+    "gatherb offsets": ("g = pl.tile.gatherb(s, pl.load(i, [0, 0], [1, 8]))",
+                        "offsets must be a UINT32 tile"),
 }
-
-
-@pytest.mark.parametrize("case", list(BAD))
-def test_a_bad_gather_is_refused_at_its_line(case):
-    call, message = BAD[case]
-    source = f'''
+KERNEL = """
 import pypto.language as pl
 
 @pl.jit.incore
 def k(t: pl.Tensor[[16, 32], pl.FP32], i: pl.Tensor[[2, 8], pl.INT32],
-      f: pl.Tensor[[1, 8], pl.FP32], out: pl.Out[pl.Tensor[[8, 32], pl.FP32]]):
-    g = {call}
-    out = pl.store(g, [0, 0], out)
+      f: pl.Tensor[[1, 8], pl.FP32], h: pl.Tensor[[8, 32], pl.FP16],
+      w: pl.Tensor[[8, 32], pl.INT32], out: pl.InOut[pl.Tensor[[16, 32], pl.FP32]]):
+    s = pl.load(t, [0, 0], [16, 32])
+    {statement}
     return out
-'''
-    args = (torch.zeros(16, 32), torch.zeros(2, 8, dtype=torch.int32), torch.zeros(1, 8),
-            torch.zeros(8, 32))
-    error, lines = raised_by(source, lambda ns: ns["k"].frontend(*args), TypeCheckError)
-    assert error.span is not None and "g = pl.tile.mgather" in lines[error.span.line - 1]
+"""
+ARGS = (torch.zeros(16, 32), torch.zeros(2, 8, dtype=torch.int32), torch.zeros(1, 8),
+        torch.zeros(8, 32, dtype=torch.float16), torch.zeros(8, 32, dtype=torch.int32),
+        torch.zeros(16, 32))
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_a_bad_call_is_refused_at_its_line(case):
+    statement, message = REFUSED[case]
+    error, lines = raised_by(KERNEL.format(statement=statement),
+                             lambda ns: ns["k"].frontend(*ARGS), TypeCheckError)
+    assert lines[error.span.line - 1].strip() == statement
     assert re.search(message, str(error)), str(error)
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    ("pl.tile.mscatter(pl.load(h, [0, 0], [8, 32]), x, out)", "a FP16 tile scattered into a FP32"),
-    ("pl.tile.mscatter(pl.load(v, [0, 0], [8, 32]), pl.load(i, [0, 0], [8, 16]), out)",
-     "must have src's shape"),
-])
-def test_a_bad_scatter_is_refused_at_its_line(call, message):
-    source = f'''
-import pypto.language as pl
-
-@pl.jit.incore
-def k(v: pl.Tensor[[8, 32], pl.FP32], h: pl.Tensor[[8, 32], pl.FP16],
-      i: pl.Tensor[[8, 32], pl.INT32], out: pl.InOut[pl.Tensor[[16, 32], pl.FP32]]):
-    x = pl.load(i, [0, 0], [8, 32])
-    {call}
-    return out
-'''
-    args = (torch.zeros(8, 32), torch.zeros(8, 32, dtype=torch.float16),
-            torch.zeros(8, 32, dtype=torch.int32), torch.zeros(16, 32))
-    error, lines = raised_by(source, lambda ns: ns["k"].frontend(*args), TypeCheckError)
-    assert "pl.tile.mscatter" in lines[error.span.line - 1] and message in str(error)
-
-
 def test_a_gather_from_a_view_is_refused_at_its_line():
-    source = '''
-import pypto.language as pl
-
-@pl.jit.incore
-def k(t: pl.Tensor[[16, 32], pl.FP32], i: pl.Tensor[[1, 8], pl.INT32],
-      out: pl.Out[pl.Tensor[[8, 32], pl.FP32]]):
-    v = t[8:16, :]
-    g = pl.tile.mgather(v, pl.load(i, [0, 0], [1, 8]), gather_oob="clamp")
-    out = pl.store(g, [0, 0], out)
-    return out
-'''
-    args = (torch.zeros(16, 32), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(8, 32))
-    error, lines = raised_by(source, lambda ns: ns["k"].lower(*args), LoweringError)
-    assert "g = pl.tile.mgather" in lines[error.span.line - 1] and "is a view" in str(error)
+    statement = "g = pl.tile.mgather(t[8:16, :], pl.load(i, [0, 0], [1, 8]), gather_oob='clamp')"
+    source = KERNEL.format(statement=statement + "\n    out = pl.store(g, [0, 0], out)")
+    error, lines = raised_by(source, lambda ns: ns["k"].lower(*ARGS), LoweringError)
+    assert lines[error.span.line - 1].strip() == statement and "is a view" in str(error)
 
 
 # -- gathers within a tile: pl.tile.gather (TGATHER, index form), pl.tile.gatherb (TGATHERB)
@@ -342,30 +327,3 @@ def test_a_gatherb_block_past_the_tile_is_a_kernel_error(platform):
     with pytest.raises(KernelError, match="gatherb: a block at byte 996 reaches past the tile's "
                                           "1024 bytes"):
         within(*args, config=RunConfig(platform=platform))
-
-
-@pytest.mark.parametrize(("call", "message"), [
-    ("pl.tile.gather(s, pl.load(f, [0, 0], [1, 8]), pl.create_tile([1, 8], pl.INT32))",
-     "indices must be an INT32 tile"),
-    ("pl.tile.gather(s, i, pl.create_tile([2, 8], pl.INT32))", "tmp must be an INT32 tile"),
-    ("pl.tile.gather(pl.load(t, [0, 0], [4, 4]), i, pl.create_tile([1, 8], pl.INT32))",
-     "rows of whole 32-byte blocks"),
-    ("pl.tile.gatherb(s, i)", "offsets must be a UINT32 tile"),
-])
-def test_a_bad_gather_within_a_tile_is_refused_at_its_line(call, message):
-    source = f'''
-import pypto.language as pl
-
-@pl.jit.incore
-def k(t: pl.Tensor[[16, 32], pl.FP32], i: pl.Tensor[[1, 8], pl.INT32],
-      f: pl.Tensor[[1, 8], pl.FP32], out: pl.Out[pl.Tensor[[1, 8], pl.FP32]]):
-    s = pl.load(t, [0, 0], [16, 32])
-    i = pl.load(i, [0, 0], [1, 8])
-    g = {call}
-    out = pl.store(g, [0, 0], out)
-    return out
-'''
-    args = (torch.zeros(16, 32), torch.zeros(1, 8, dtype=torch.int32), torch.zeros(1, 8),
-            torch.zeros(1, 8))
-    error, lines = raised_by(source, lambda ns: ns["k"].frontend(*args), TypeCheckError)
-    assert "g = pl.tile.gather" in lines[error.span.line - 1] and message in str(error)
