@@ -843,17 +843,21 @@ def _valid_part(t: torch.Tensor, valid) -> tuple:
 def tile_mgather(mem: torch.Tensor, idx: torch.Tensor, coalesce="row", gather_oob="undefined",
                  target_memory="Vec", scratch=None, valid_shape=None, valid=None) -> torch.Tensor:
     """A tile of mem's rows (coalesce='row': row r is mem[idx[0, r]]) or elements
-    (coalesce='elem': [r, c] is mem.flatten()[idx[r, c]]) over idx's valid region, 0 in the
-    padding; an index past the end reads by gather_oob: 'clamp' the last, 'wrap' index %
-    capacity, 'zero' 0, 'undefined' is an error (IndexError)."""
+    (coalesce='elem': [r, c] is mem.flatten()[idx[r, c]]) over valid_shape, else the region
+    idx's valid part indexes, 0 in the padding; an index past the end reads by gather_oob:
+    'clamp' the last, 'wrap' index % capacity, 'zero' 0, 'undefined' is an error
+    (IndexError)."""
     coalesce, oob = policy(coalesce, COALESCE), policy(gather_oob, GATHER_OOB)
     region = _valid_part(idx, valid)
     if coalesce == "row":
-        rows = idx[0, region[1]]
-        at, reads = _table_indices("tile.mgather", rows, mem.shape[0], oob)
+        rows, cols = valid_shape or (region[1].stop, mem.shape[1])
+        at, reads = _table_indices("tile.mgather", idx[0, :rows], mem.shape[0], oob)
         out = torch.zeros((idx.shape[1], mem.shape[1]), dtype=mem.dtype)
-        out[:len(rows)] = torch.where(reads.unsqueeze(1), mem[at], torch.zeros_like(mem[at]))
+        picked = mem[at, :cols]
+        out[:rows, :cols] = torch.where(reads.unsqueeze(1), picked, torch.zeros_like(picked))
         return out
+    if valid_shape is not None:
+        region = _valid_part(idx, valid_shape)
     at, reads = _table_indices("tile.mgather", idx[region], mem.numel(), oob)
     flat = mem.reshape(-1)
     out = torch.zeros(idx.shape, dtype=mem.dtype)

@@ -2,8 +2,9 @@
 pl.tile.mgather / pl.tile.mscatter (MGATHER<Coalesce, GatherOOB> and MSCATTER on a
 GlobalTensor of the whole tensor): row and element gathers under each out-of-range policy with
 indices past either end (INT32 extremes, UINT32), a partial index tile (its padding zeroed by
-a TEXPANDS), FP16 and INT16 tables, and a scatter with repeated indices; pl.tile.gather /
-gatherb (TGATHER, TGATHERB) within a tile, indices outside it, a half-element byte offset."""
+a TEXPANDS), valid_shape=, FP16 and INT16 tables, and a scatter with repeated indices;
+pl.tile.gather / gatherb (TGATHER, TGATHERB) within a tile, indices outside it, a
+half-element byte offset."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def gathers(table: pl.Tensor[[ROWS, C], pl.FP32], h16: pl.Tensor[[ROWS, C], pl.F
             elem_clamp: pl.Out[pl.Tensor[[R, C], pl.INT16]],
             elem_zero: pl.Out[pl.Tensor[[R, C], pl.FP32]],
             partial: pl.Out[pl.Tensor[[R, C], pl.FP32]],
-            scattered: pl.InOut[pl.Tensor[[ROWS, C], pl.FP32]]):
+            scattered: pl.InOut[pl.Tensor[[ROWS, C], pl.FP32]],
+            part: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
     r = pl.load(rows, [0, 0], [1, R])
     e = pl.load(elems, [0, 0], [R, C])
     row_clamp = pl.store(pl.tile.mgather(table, r, gather_oob="clamp"), [0, 0], row_clamp)
@@ -46,7 +48,9 @@ def gathers(table: pl.Tensor[[ROWS, C], pl.FP32], h16: pl.Tensor[[ROWS, C], pl.F
     g = pl.tile.mgather(table, p, coalesce="elem", gather_oob="wrap")
     partial = pl.store(pl.set_validshape(g, R, C), [0, 0], partial)
     pl.tile.mscatter(pl.load(src, [0, 0], [R, C]), pl.ands(e, ROWS * C - 1), scattered)
-    return row_clamp, row_zero, elem_wrap, elem_clamp, elem_zero, partial, scattered
+    k = pl.tile.mgather(table, r, valid_shape=[5, 24], gather_oob="wrap")
+    part = pl.store(pl.set_validshape(k, R, C), [0, 0], part)
+    return row_clamp, row_zero, elem_wrap, elem_clamp, elem_zero, partial, scattered, part
 
 
 def _arguments():
@@ -62,7 +66,7 @@ def _arguments():
     src = torch.randn(R, C, generator=g)
     outs = [torch.zeros(R, C), torch.zeros(R, C), torch.zeros(R, C, dtype=torch.float16),
             torch.zeros(R, C, dtype=torch.int16), torch.zeros(R, C), torch.ones(R, C),
-            torch.zeros(ROWS, C)]
+            torch.zeros(ROWS, C), torch.ones(R, C)]
     return [table, half, short, rows, elems, wide.to(torch.uint32), src, *outs]
 
 
@@ -73,7 +77,7 @@ def test_gathers_and_a_scatter_agree_with_the_simulator(platform):
     table, rows = args[0], args[3]
     assert torch.equal(out[0][:3], table[rows[0, :3].long()])
     assert torch.equal(out[0][3:5], table[[15, 15]]) and not out[1][3:7].any()
-    assert not out[5][:, 5:].any()  # the partial gather's padding
+    assert not out[5][:, 5:].any() and not out[7][5:].any() and not out[7][:, 24:].any()
     last = int(((args[4] & (ROWS * C - 1)).view(-1) == 7).nonzero().max())
     assert torch.equal(out[6].view(-1)[7:8], args[6].view(-1)[last:last + 1])  # 7's last writer
 

@@ -157,6 +157,31 @@ def test_a_partial_index_tile_gathers_its_valid_region_and_pads_with_zero(platfo
 
 
 @pl.jit.incore
+def gather_part(table: pl.Tensor[[ROWS, C], pl.FP32], rows: pl.Tensor[[1, R], pl.INT32],
+                ids: pl.Tensor[[R, C], pl.INT32], by_row: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+                by_elem: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+    g = pl.tile.mgather(table, pl.load(rows, [0, 0], [1, R]), valid_shape=[5, 24],
+                        gather_oob="wrap")
+    by_row = pl.store(pl.set_validshape(g, R, C), [0, 0], by_row)
+    e = pl.tile.mgather(table, pl.load(ids, [0, 0], [R, C]), "elem", valid_shape=[3, 7],
+                        gather_oob="clamp")
+    by_elem = pl.store(pl.set_validshape(e, R, C), [0, 0], by_elem)
+    return by_row, by_elem
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_valid_shape_gathers_that_part_alone(platform):
+    table, ids = table_of(torch.float32), elem_indices()
+    args = [table, ROW_INDICES, ids, torch.ones(R, C), torch.ones(R, C)]
+    sim, host = sim_and_torch(gather_part, args, platform)
+    by_row, by_elem = torch.zeros(R, C), torch.zeros(R, C)
+    by_row[:5, :24] = expected_rows(table, ROW_INDICES, "wrap")[:5, :24]
+    by_elem[:3, :7] = expected_elems(table, ids, "clamp")[:3, :7]
+    assert same(sim[3], by_row) and same(host[3], by_row)
+    assert same(sim[4], by_elem) and same(host[4], by_elem)
+
+
+@pl.jit.incore
 def gather_undefined(table: pl.Tensor[[ROWS, C], pl.FP32], ids: pl.Tensor[[1, R], pl.INT32],
                      out: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
     out = pl.store(pl.tile.mgather(table, pl.load(ids, [0, 0], [1, R])), [0, 0], out)
@@ -231,8 +256,8 @@ REFUSED = {
                          "coalesce=2 is not one of"),
     "Mat destination": ("g = pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), "
                         "target_memory=pl.Mem.Mat)", "gathers into Vec only"),
-    "valid_shape": ("g = pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), valid_shape=[4, 32])",
-                    "valid_shape= is not supported"),
+    "valid_shape": ("g = pl.tile.mgather(t, pl.load(i, [0, 0], [1, 8]), valid_shape=[9, 32])",
+                    r"valid_shape=\[9, 32\] must be two constants within the \[8, 32\]"),
     "scatter dtype": ("pl.tile.mscatter(pl.load(h, [0, 0], [8, 32]), pl.load(w, [0, 0], [8, 32]), "
                       "out)", "a FP16 tile scattered into a FP32"),
     "scatter shapes": ("pl.tile.mscatter(pl.load(t, [0, 0], [8, 32]), pl.load(w, [0, 0], [8, 16]), "

@@ -84,23 +84,37 @@ def _infer_mgather(args, attrs, span):
     if ops["scratch"] is not None:
         raise TypeCheckError("pl.tile.mgather takes scratch= only for a Mat destination, which "
                              "is not modelled here", span, hint="drop scratch=")
-    if attrs["valid_shape"] is not None:
-        raise TypeCheckError("pl.tile.mgather's valid_shape= is not supported yet", span,
-                             hint="gather the whole tile, then pl.set_validshape it")
     table = _table("tile.mgather", ops["mem"].type, span)
     index = _index_tile("tile.mgather", ops["idx"].type, span)
     coalesce = _policy("coalesce", attrs["coalesce"], COALESCE, span)
     _policy("gather_oob", attrs["gather_oob"], GATHER_OOB, span)
     if coalesce == "elem":
-        return TileType(index.shape, table.dtype, valid_shape=index.valid_shape)
-    if index.shape[0] != 1:
+        shape, indexed = index.shape, tuple(index.valid)
+    elif index.shape[0] != 1:
         raise TypeCheckError(
             f"pl.tile.mgather(coalesce='row') reads one row index per result row from an index "
             f"tile [1, R], got {fmt_shape(index.shape)}", span,
             hint="reshape the indices to one row, or gather elements with coalesce='elem'")
-    rows = index.valid[1]
-    return TileType((index.shape[1], table.shape[1]), table.dtype,
-                    valid_shape=None if rows == index.shape[1] else (rows, table.shape[1]))
+    else:
+        shape, indexed = (index.shape[1], table.shape[1]), (index.valid[1], table.shape[1])
+    valid = _gathered_region(attrs["valid_shape"], indexed, span)
+    return TileType(tuple(shape), table.dtype,
+                    valid_shape=None if valid == tuple(shape) else valid)
+
+
+def _gathered_region(valid_shape, indexed: tuple, span) -> tuple:
+    """The region pl.tile.mgather gathers: `valid_shape` (constant, inside the region the
+    index tile's valid part covers), else that region."""
+    if valid_shape is None:
+        return indexed
+    if not isinstance(valid_shape, tuple) or len(valid_shape) != 2 or any(
+            not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= limit
+            for v, limit in zip(valid_shape, indexed, strict=True)):
+        shown = list(valid_shape) if isinstance(valid_shape, tuple) else valid_shape
+        raise TypeCheckError(
+            f"pl.tile.mgather: valid_shape={shown!r} must be two constants within the "
+            f"{fmt_shape(indexed)} the index tile's valid region gives", span)
+    return valid_shape
 
 
 def _infer_mscatter(args, attrs, span):
@@ -142,8 +156,9 @@ register(
         "holds 0.  gather_oob= says what an index past the end reads: 'undefined' (the "
         "default) promises none is, and the simulators refuse the kernel (KernelError) if "
         "one is; 'clamp' the last row / element, 'wrap' index % capacity, 'zero' 0.  An "
-        "index is read as unsigned (a negative INT32 is past the end).  target_memory=Mat, "
-        "scratch= and valid_shape= are refused.",
+        "index is read as unsigned (a negative INT32 is past the end).  valid_shape=[r, c] "
+        "gathers that part alone (constants, inside what idx's valid region indexes).  "
+        "target_memory=Mat and scratch= are refused.",
         dtypes=GATHER_DTYPES,
         emit="mgather",
         isa="tmgather",
