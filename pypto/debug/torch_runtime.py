@@ -865,6 +865,16 @@ def tile_mgather(mem: torch.Tensor, idx: torch.Tensor, coalesce="row", gather_oo
     return out
 
 
+def tensor_gather(input: torch.Tensor, dim=None, index=None, mask_pattern=None,  # noqa: A002
+                  output_dtype=None, kvalue=None, cmp_mode=None, out_cols=None, count_dtype=None,
+                  offset=0) -> torch.Tensor:
+    """input.reshape(-1)[index] (the flat form; `pl.tensor.gather(input, idx)` passes the
+    index as `dim`); an index outside input is an error (IndexError)."""
+    index = dim if index is None else index
+    at, _ = _table_indices("tensor.gather", index, input.numel(), "undefined")
+    return input.reshape(-1)[at]
+
+
 def tile_mscatter(src: torch.Tensor, idx: torch.Tensor, output_tensor: torch.Tensor,
                   valid=None) -> torch.Tensor:
     """output_tensor.flatten()[idx[r, c]] = src[r, c] over src's valid region, in row-major

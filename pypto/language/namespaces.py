@@ -24,7 +24,7 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_va
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc", "max",
               "min", "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
-                "dump_tag")
+                "dump_tag", "tensor.gather")
 # Other spellings of a registry operator, per level.
 _ALIASES = {"tile": {"create": "create_tile"},
             "tensor": {"create": "create_tensor", "full": "tensor.full"}}

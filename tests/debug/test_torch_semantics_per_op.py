@@ -123,6 +123,7 @@ UNCHECKED = {
     "assemble": "lowered to pl.store before code generation",
     "create_tensor": "orchestration only: allocates, computes nothing",
     "tensor.full": "computed as `full` tiles (TensorToTile); checked through `full`",
+    "tensor.gather": "computed as `tile.mgather` (TensorToTile); checked through it",
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
     "array.update_element": "orchestration only: task ids, no data",

@@ -352,3 +352,58 @@ def test_a_gatherb_block_past_the_tile_is_a_kernel_error(platform):
     with pytest.raises(KernelError, match="gatherb: a block at byte 996 reaches past the tile's "
                                           "1024 bytes"):
         within(*args, config=RunConfig(platform=platform))
+
+
+# -- pl.tensor.gather (the flat form, in a pl.at block): lowered to pl.tile.mgather
+
+
+@pl.jit
+def tensor_gather(table: pl.Tensor, ids: pl.Tensor, out: pl.Out[pl.Tensor],
+                  shifted: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.tensor.gather(table, ids)
+        shifted[:] = pl.add(pl.tensor.gather(table, index=pl.add(ids, 1)), table[0:16, :])
+    return out, shifted
+
+
+@pytest.mark.parametrize(("dtype", "platform"), [("FP32", "a2a3sim"), ("FP16", "a5sim"),
+                                                 ("INT32", "a5sim"), ("INT16", "a2a3sim")])
+def test_tensor_gather_is_the_flattened_input_at_the_indices(dtype, platform):
+    table = table_of(DTYPES[dtype], 64)
+    ids = torch.randint(0, table.numel() - 1, (16, C), generator=torch.Generator().manual_seed(3),
+                        dtype=torch.int32)
+    ids.view(-1)[:3] = torch.tensor([0, 0, table.numel() - 2])
+    args = [table, ids, torch.ones(16, C, dtype=table.dtype), torch.ones(16, C, dtype=table.dtype)]
+    sim, host = sim_and_torch(tensor_gather, args, platform)
+    flat = table.reshape(-1)
+    assert same(sim[2], flat[ids.long()]) and same(host[2], sim[2])
+    assert same(host[3], sim[3])
+
+
+def test_a_tensor_gather_index_outside_the_input_is_a_kernel_error():
+    table, ids = torch.randn(64, C), torch.zeros(16, C, dtype=torch.int32)
+    ids[5, 6] = 64 * C
+    with pytest.raises(KernelError, match=r"index 2048 lies outside \[0, 2048\)"):
+        tensor_gather(table, ids, torch.zeros(16, C), torch.zeros(16, C))
+
+
+@pytest.mark.parametrize(("statement", "cls", "message"), [
+    ("out[:] = pl.tensor.gather(x, 1, i)", TypeCheckError, "axis form"),
+    ("out[:] = pl.tensor.gather(x, mask_pattern=1)", TypeCheckError, "mask and compare forms"),
+    ("out[:] = pl.tensor.gather(pl.add(x, 1.0), i)", LoweringError,
+     "a value computed in the kernel"),
+])
+def test_a_tensor_gather_form_not_modelled_is_refused_at_its_line(statement, cls, message):
+    source = f'''
+import pypto.language as pl
+
+@pl.jit
+def entry(x: pl.Tensor[[16, 32], pl.FP32], i: pl.Tensor[[16, 32], pl.INT32],
+          out: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        {statement}
+    return out
+'''
+    args = (torch.zeros(16, 32), torch.zeros(16, 32, dtype=torch.int32), torch.zeros(16, 32))
+    error, lines = raised_by(source, lambda ns: ns["entry"].lower(*args), cls)
+    assert lines[error.span.line - 1].strip() == statement and message in str(error)

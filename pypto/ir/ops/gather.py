@@ -269,3 +269,64 @@ register(
         isa="tgatherb",
     )
 )
+
+
+# -- tensor level: pl.tensor.gather's flat form, lowered to pl.tile.mgather (TensorToTile)
+_TENSOR_GATHER_DTYPES = _TGATHER_DTYPES  # upstream's: FP16, FP32, INT16, INT32
+_OTHER_FORMS = ("mask_pattern", "output_dtype", "kvalue", "cmp_mode", "out_cols", "count_dtype")
+
+
+def _infer_tensor_gather(args, attrs, span):
+    ops = get_op("tensor.gather").operands(args, attrs)
+    given = [name for name in _OTHER_FORMS if attrs[name] is not None] + (
+        ["offset"] if attrs["offset"] != 0 else [])
+    if given:
+        raise TypeCheckError(
+            f"pl.tensor.gather's mask and compare forms ({', '.join(given)}=) are not supported "
+            "here", span, hint="gather by index: pl.tensor.gather(input, index=idx)")
+    dim, index = ops["dim"], ops["index"]
+    if isinstance(getattr(dim, "type", None), TensorType) and index is None:
+        dim, index = None, dim  # pl.tensor.gather(input, idx): the flat form
+    if dim is not None:
+        raise TypeCheckError("pl.tensor.gather's axis form (dim=) is not supported yet: only the "
+                             "flat form, input.reshape(-1)[index]", span,
+                             hint="add the row offsets to the indices and gather flat")
+    table = ops["input"].type
+    if not isinstance(table, TensorType):
+        raise TypeCheckError(f"pl.tensor.gather: input must be a tensor, got {describe(table)}",
+                             span, hint="gather from a tile with pl.tile.gather")
+    check_dtype("tensor.gather", table, _TENSOR_GATHER_DTYPES, span)
+    if index is None or not isinstance(index.type, TensorType) or len(index.type.shape) != 2 \
+            or index.type.dtype is not DataType.INT32:
+        raise TypeCheckError("pl.tensor.gather: index must be a rank-2 INT32 tensor, got "
+                             f"{describe(index.type) if index is not None else 'none'}", span)
+    return TensorType(index.type.shape, table.dtype)
+
+
+def tensor_gather_operands(call) -> tuple:
+    """(table, index) of a checked pl.tensor.gather call (its flat form)."""
+    ops = get_op("tensor.gather").operands(call.args, dict(call.attrs))
+    return ops["input"], ops["index"] if ops["index"] is not None else ops["dim"]
+
+
+register(
+    OpDef(
+        "tensor.gather",
+        (
+            OpParam("input", "value"),
+            OpParam("dim", "value", None),
+            OpParam("index", "value", None),
+            *(OpParam(name, "attr", None) for name in _OTHER_FORMS),
+            OpParam("offset", "attr", 0),
+        ),
+        _infer_tensor_gather,
+        "gather_tensor",
+        "Upstream's flat gather of tensors in a pl.at block: input.reshape(-1)[index], a "
+        "tensor of the rank-2 INT32 index's shape and input's dtype (FP16, FP32, INT16, "
+        "INT32).  `input` is read in global memory (a tensor the block is given, packed); "
+        "every index must lie inside it (the simulators refuse the kernel otherwise, "
+        "KernelError).  Lowered to pl.tile.mgather(input, index tile, coalesce='elem').  The "
+        "axis form (dim=), the mask form and the compare form are refused.",
+        dtypes=_TENSOR_GATHER_DTYPES,
+    )
+)
