@@ -4,7 +4,7 @@ GlobalTensor of the whole tensor): row and element gathers under each out-of-ran
 indices past either end (INT32 extremes, UINT32), a partial index tile (its padding zeroed by
 a TEXPANDS), valid_shape=, FP16 and INT16 tables, and a scatter with repeated indices;
 pl.tile.gather / gatherb (TGATHER, TGATHERB) within a tile, indices outside it, a
-half-element byte offset."""
+half-element byte offset; pl.tensor.gather in a pl.at block (lowered to MGATHER)."""
 
 from __future__ import annotations
 
@@ -123,3 +123,25 @@ def test_gathers_within_a_tile_agree_with_the_simulator(platform):
     want = torch.where(inside, words[ids.long().clamp(0, R * C - 1)], 0).to(torch.int32)
     assert torch.equal(out[1], want) and torch.equal(out[2][:, :5], want[:, :5])
     assert not out[2][:, 5:].any()
+
+
+@pl.jit
+def tensor_gather(table: pl.Tensor, ids: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        out[:] = pl.add(pl.tensor.gather(table, ids), table[0:R, :])
+    return out
+
+
+def _tensor_gather_arguments():
+    g = torch.Generator().manual_seed(3)
+    table = torch.randn(ROWS, C, generator=g)
+    ids = torch.randint(0, ROWS * C, (R, C), generator=g, dtype=torch.int32)
+    return [table, ids, torch.zeros(R, C)]
+
+
+@pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
+def test_a_tensor_level_gather_agrees_with_the_simulator(platform):
+    table, ids, _ = _tensor_gather_arguments()
+    (out,) = outputs_agreeing_with_the_simulator(tensor_gather, _tensor_gather_arguments, 2,
+                                                 platform)
+    assert torch.equal(out, table.reshape(-1)[ids.long()] + table[:R])
