@@ -18,7 +18,8 @@ from pypto.sim import INCLUDE_DIR
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
-LOWERED_BEFORE_CODEGEN = {"assemble", "tensor.full"}  # become pl.store / pl.full in TensorToTile
+# They become pl.store / pl.full / pl.tile.random in TensorToTile.
+LOWERED_BEFORE_CODEGEN = {"assemble", "tensor.full", "tensor.random"}
 
 
 def _isa_functions() -> set[str]:
