@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
+from ..ir.layout import tile_layout
 from ..ir.nodes import (
     Assign,
     Call,
@@ -27,6 +28,7 @@ from ..ir.nodes import (
 )
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies
+from ..ir.ops.random import SEEDS
 from ..ir.types import (
     INDEX,
     Direction,
@@ -272,6 +274,14 @@ class _KernelBuilder(_StatementModels):
         operands = op.operands(call.args, dict(call.attrs))
         value = operands.get("scalar", operands.get("value"))
         return {"kind": "fill", "fn": op.isa, "dst": self.tile(dst), "value": expr_model(value)}
+
+    def _form_random(self, op, call, dst, s):
+        """TRANDOM's words, with the row stride the instruction steps the counter by (the
+        tile's on-chip rows: pypto/sim/include/pto/random.hpp)."""
+        operands = op.operands(call.args, dict(call.attrs))
+        seeds = [expr_model(operands[name]) for name in SEEDS]
+        return {"kind": "random", "fn": op.isa, "rounds": call.attr("rounds"),
+                "dst": self.tile(dst), "seeds": seeds, "row_stride": tile_layout(dst.type).cols}
 
     def _form_fillpad(self, op, call, dst, s):
         return {"kind": "fillpad", "fn": op.isa, "dst": self.tile(dst),

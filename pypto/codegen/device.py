@@ -22,6 +22,7 @@ from ..ir.layout import tile_footprint, tile_layout
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, Var, While
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies
+from ..ir.ops.random import SEEDS
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import statements
 from .environment import render
@@ -550,6 +551,20 @@ class _DeviceKernelBuilder:
         d = self.elementwise(dst)
         return [self._instr("TEXPANDS", [d, self._scalar_operand(value, dst.type.dtype)], [], [d],
                             "PIPE_V")]
+
+    def _form_random(self, op, call, dst, s):
+        """pl.tile.random: `TRANDOM<rounds>` of the tile's valid region, its key and counter
+        words in local arrays (TRandomKey, TRandomCounter) of the scalars' low 32 bits."""
+        operands = op.operands(call.args, dict(call.attrs))
+        seeds = [_expr(operands[name]) for name in SEEDS]
+        d = self.valid_view(dst)
+        key, counter = self._fresh(f"{d.ident}_key"), self._fresh(f"{d.ident}_counter")
+        return [_statement({"kind": "words", "type": "TRandomKey", "ident": key,
+                            "values": seeds[:2]}),
+                _statement({"kind": "words", "type": "TRandomCounter", "ident": counter,
+                            "values": seeds[2:]}),
+                self._instr("TRANDOM", [d, _Ref(key), _Ref(counter)], [], [d], "PIPE_V",
+                            template=[_Ref(str(call.attr("rounds")))])]
 
     def _form_fillpad(self, op, call, dst, s):
         (src,) = call.args

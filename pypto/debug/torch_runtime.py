@@ -600,6 +600,77 @@ def tensor_full(value, shape, dtype):
     return full(value, shape, dtype)
 
 
+# pl.tile.random (TRANDOM): a Philox-style counter-based generator, as pto-isa defines it
+# (docs/isa/TRANDOM.md; the CPU model's cpu/TRandom.hpp is the reference of its details).
+_PHILOX_MUL = (0xD2511F53, 0xCD9E8D57)
+_PHILOX_KEY_STEP = (0x9E3779B9, 0xBB67AE85)
+_RANDOM_LANES = 64  # 256-byte repeats of 4-byte elements: lanes per repeat
+_RANDOM_REPEATS = 4  # each lane's four output words go to four repeats
+
+
+def _philox(counters: np.ndarray, key: tuple[int, int], rounds: int) -> np.ndarray:
+    """The `rounds`-round Philox-4x32 block of each row of `counters` ([n, 4] uint64 words)."""
+    c = counters.astype(np.uint64)
+    k0, k1 = key
+    mask = np.uint64(0xFFFFFFFF)
+    for _ in range(rounds):
+        m0 = c[:, 0] * np.uint64(_PHILOX_MUL[0])
+        m1 = c[:, 2] * np.uint64(_PHILOX_MUL[1])
+        c = np.stack([(m1 >> np.uint64(32)) ^ c[:, 1] ^ np.uint64(k0), m1 & mask,
+                      (m0 >> np.uint64(32)) ^ c[:, 3] ^ np.uint64(k1), m0 & mask], axis=1)
+        k0, k1 = (k0 + _PHILOX_KEY_STEP[0]) & 0xFFFFFFFF, (k1 + _PHILOX_KEY_STEP[1]) & 0xFFFFFFFF
+    return c
+
+
+def random_words(shape, valid_shape, row_stride: int, key, counter, rounds: int) -> np.ndarray:
+    """TRANDOM's uint32 words for a [rows, cols] tile whose rows are `row_stride` elements
+    apart: zeros outside the valid region.  Each pass over 256 columns of a row gives lane
+    l (0..63) the 128-bit counter c + l and writes its four words at columns l, l + 64,
+    l + 128 and l + 192 of the pass; c then steps by row_stride / 4."""
+    rows, cols = shape
+    vrows, vcols = valid_shape
+    out = np.zeros((rows, cols), dtype=np.uint32)
+    base = sum((int(w) & 0xFFFFFFFF) << (32 * i) for i, w in enumerate(counter))
+    key_words = (int(key[0]) & 0xFFFFFFFF, int(key[1]) & 0xFFFFFFFF)
+    span = _RANDOM_LANES * _RANDOM_REPEATS
+    passes = -(-vcols // span)
+    for r in range(vrows):
+        for p in range(passes):
+            lanes = [(base + lane) % (1 << 128) for lane in range(_RANDOM_LANES)]
+            words = np.array([[(c >> (32 * i)) & 0xFFFFFFFF for i in range(4)] for c in lanes],
+                             dtype=np.uint64)
+            block = _philox(words, key_words, rounds)  # [lanes, 4]
+            for repeat in range(_RANDOM_REPEATS):
+                first = p * span + repeat * _RANDOM_LANES
+                n = max(0, min(_RANDOM_LANES, vcols - first))
+                out[r, first:first + n] = block[:n, repeat].astype(np.uint32)
+            base = (base + row_stride // _RANDOM_REPEATS) % (1 << 128)
+    return out
+
+
+def random(key0, key1, counter0, counter1, counter2, counter3, shape, valid_shape=None,
+           dtype="UINT32", rounds=10):
+    """A [shape] tile of TRANDOM's words (`rounds`-round Philox of key and counter, see
+    `random_words`; the row stride is the tile's on-chip one), as `dtype` (INT32 or
+    UINT32); zeros outside `valid_shape`."""
+    from ..ir.layout import tile_layout
+    from ..ir.types import TileType
+
+    rows, cols = shape
+    stride = tile_layout(TileType((rows, cols), DataType[dtype])).cols
+    words = random_words((rows, cols), valid_shape or (rows, cols), stride, (key0, key1),
+                         (counter0, counter1, counter2, counter3), rounds)
+    return torch.from_numpy(words.view(np.int32).copy()).view(torch_dtype(dtype))
+
+
+def tensor_random(key0, key1, counter0, counter1, counter2, counter3, shape, dtype="UINT32",
+                  rounds=10):
+    """A new [shape] tensor value of TRANDOM's words (the tile TensorToTile computes it as
+    is `random`)."""
+    return random(key0, key1, counter0, counter1, counter2, counter3, shape, dtype=dtype,
+                  rounds=rounds)
+
+
 def expands(target, scalar):
     """A value shaped like `target` filled with `scalar` converted to its dtype."""
     return torch.empty_like(target).fill_(_scalar(scalar, target))

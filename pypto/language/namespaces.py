@@ -22,12 +22,14 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_va
               "reshape", "reinterpret_view", "transpose", "concat", "slice", "get_block_idx",
               "get_block_num",
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc", "max",
-              "min", "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb")
+              "min", "random", "tile.mgather", "tile.mscatter", "tile.gather",
+              "tile.gatherb")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag", "tensor.gather")
 # Other spellings of a registry operator, per level.
 _ALIASES = {"tile": {"create": "create_tile"},
-            "tensor": {"create": "create_tensor", "full": "tensor.full"}}
+            "tensor": {"create": "create_tensor", "full": "tensor.full",
+                       "random": "tensor.random"}}
 # Parser constructs reached through a namespace (`pl.tensor.dim(t, 0)`).
 _BUILTINS = {"tensor": ("dim", "no_dep")}
 # The scalar-operand spellings: `adds` is `add` with a scalar second operand.

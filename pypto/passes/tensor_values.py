@@ -28,6 +28,7 @@ from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Var, While
 from ..ir.ops import get_op, make_call
 from ..ir.ops.gather import tensor_gather_operands
+from ..ir.ops.random import SEEDS
 from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, MemorySpace, TensorType, TileType
 from ..ir.visitor import IRMutator, IRVisitor, exposed_uses, statements
@@ -50,6 +51,10 @@ def tile_form(call: Call, operand, shape, names: NameSupply, target: str) -> tup
     dtype = call.type.dtype if isinstance(call.type, TensorType) else None
     if op.category == "expands":  # the target gives only the shape
         return [], make_call("full", operands["scalar"], span=call.span, shape=shape, dtype=dtype)
+    if op.name == "tensor.random":
+        seeds = [operands[name] for name in SEEDS]
+        return [], make_call("random", *seeds, span=call.span, shape=shape, dtype=dtype,
+                             rounds=call.attr("rounds"))
     if op.category == "fill":
         return [], make_call("full", operands["value"], span=call.span, shape=shape, dtype=dtype)
     if op.category == "gather_tensor":  # the table stays in global memory

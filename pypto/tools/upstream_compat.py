@@ -98,7 +98,7 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create",
                    "mscatter", "prelu", "read", "relu", "rem", "rems", "rsqrt", "sel", "store",
                    "subc", "subsc", "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "gather",
-                     "get_block_idx", "get_block_num", "no_dep", "read")
+                     "get_block_idx", "get_block_num", "no_dep", "random", "read")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -115,7 +115,7 @@ _ABSENT = {
     "op": ("batch_matmul", "create_l1", "fillpad_expand", "matmul_mx", "part_add", "part_max",
            "part_min", "part_mul", "prefetch", "tensor.ci",
            "tensor.create_l1", "tensor.expand_clone", "tensor.gather_row",
-           "tensor.mrgsort", "tensor.paged_gather", "tensor.random", "tensor.scatter",
+           "tensor.mrgsort", "tensor.paged_gather", "tensor.scatter",
            "tensor.scatter_update", "tensor.sort32", "tile.matmul_bias",
            "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program",
            "InlineFunction"),

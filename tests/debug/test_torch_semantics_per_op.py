@@ -124,6 +124,7 @@ UNCHECKED = {
     "create_tensor": "orchestration only: allocates, computes nothing",
     "tensor.full": "computed as `full` tiles (TensorToTile); checked through `full`",
     "tensor.gather": "computed as `tile.mgather` (TensorToTile); checked through it",
+    "tensor.random": "computed as `random` tiles (TensorToTile); checked through `random`",
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
     "array.update_element": "orchestration only: task ids, no data",
@@ -208,6 +209,17 @@ MOVEMENT = {
 }
 
 
+# The operators of one backend (A5: TRANDOM), one kernel on a5sim: (operators, output shape,
+# statements ending in the lane's INT32 tile `r`).
+A5_PLATFORM = "a5sim"
+A5_ONLY = {
+    "random": (("random",), [R, C], ["r = pl.tile.random(5, 6, 7, 8, 9, 10, [16, 32], "
+                                      "dtype=pl.INT32)"]),
+    # Two passes over a row (300 > 256 columns), 7 rounds, part of the tile valid.
+    "random_passes": (("random",), [9, 300],
+                      ["r = pl.tile.random(-1, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 3, "
+                       "[9, 304], valid_shape=[9, 300], dtype=pl.INT32, rounds=7)"]),
+}
 def special_values(dtype: str, seed: int) -> torch.Tensor:
     """A [R, C] input: random values with the special ones of `dtype` at fixed places."""
     g = torch.Generator().manual_seed(seed)
@@ -262,7 +274,8 @@ def differences(got: torch.Tensor, want: torch.Tensor) -> str | None:
 def test_every_operator_has_a_lane():
     checked = {op for table in (COMMON, FLOAT_ONLY, INT_ONLY, ISA_REDUCE_LANES, COL_ARG_LANES)
                for ops, _ in table.values() for op in ops}
-    checked |= {op for ops, _, _ in MOVEMENT.values() for op in ops}
+    checked |= {op for table in (MOVEMENT, A5_ONLY) for ops, _, _ in table.values()
+                for op in ops}
     assert sorted(set(all_ops()) - checked - set(UNCHECKED)) == []
     assert not {name for name in UNCHECKED if all_ops()[name].isa}
 
@@ -316,4 +329,18 @@ def test_the_movement_and_matmul_operators_agree_with_the_simulator(tmp_path):
     sim, host = sim_and_torch(kernel, args, PLATFORM)
     found = {lane: differences(s, h)
              for lane, s, h in zip(MOVEMENT, sim[3:], host[3:], strict=True)}
+    assert {lane: d for lane, d in found.items() if d is not None} == {}
+
+
+def test_the_operators_of_one_backend_agree_with_its_simulator(tmp_path):
+    body = []
+    for lane, (_, _, stmts) in A5_ONLY.items():
+        body += [re.sub(r"\br\b", f"r_{lane}", s) for s in stmts]
+        body.append(f"o_{lane} = pl.store(r_{lane}, [0, 0], o_{lane})")
+    outputs = [(f"o_{lane}", f"pl.Tensor[{shape}, pl.INT32]")
+               for lane, (_, shape, _) in A5_ONLY.items()]
+    kernel = load_kernel(kernel_text("per_op_a5", [], outputs, body), "per_op_a5", tmp_path)
+    args = [torch.zeros(*shape, dtype=torch.int32) for _, shape, _ in A5_ONLY.values()]
+    sim, host = sim_and_torch(kernel, args, A5_PLATFORM)
+    found = {lane: differences(s, h) for lane, s, h in zip(A5_ONLY, sim, host, strict=True)}
     assert {lane: d for lane, d in found.items() if d is not None} == {}
