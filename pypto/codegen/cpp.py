@@ -270,6 +270,20 @@ class _KernelBuilder(_StatementModels):
                 "args": [self.tile(a) if isinstance(a.type, TileType) else expr_model(a)
                          for a in operands]}
 
+    def _form_sort(self, op, call, dst, s):
+        """pl.tile.sort32 (src, idx[, tmp]) and pl.tile.mrgsort: (src0, block_len), or
+        (tmp, src0, src1[, src2[, src3]]) as sort.hpp takes them."""
+        operands = op.operands(call.args, dict(call.attrs))
+        if op.name == "sort32":
+            tiles = [operands[n] for n in ("src", "idx", "tmp")]
+            args = [self.tile(t) for t in tiles if t is not None]
+        elif call.attr("block_len") is not None:
+            args = [self.tile(operands["src0"]), call.attr("block_len")]
+        else:
+            tiles = [operands[n] for n in ("tmp", "src0", "src1", "src2", "src3")]
+            args = [self.tile(t) for t in tiles if t is not None]
+        return {"kind": "ternary", "fn": op.isa, "dst": self.tile(dst), "args": args}
+
     def _form_fill(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
         value = operands.get("scalar", operands.get("value"))

@@ -78,6 +78,7 @@ _NO_DEVICE_CODE = {
              "which pto-isa's CPU model does not model, so no device code for it can be "
              "proven here",
 }
+_SORT_BLOCK = 32  # TSORT32 sorts blocks of 32 values
 # The first instruction of pl.addc / subc / addsc / subsc (the second adds rhs2).
 _SUM3_FIRST = {"addc": "TADD", "subc": "TSUB", "addsc": "TADDS", "subsc": "TSUBS"}
 
@@ -135,6 +136,7 @@ class _DeviceKernelBuilder:
         self.windows = 0
         self.saturates = False  # does a scalar operand need `saturate<T>`?
         self.col_sum_tree = False  # does a col_sum with a tmp tile need `col_sum_tree`?
+        self.mrgsort_lists = False  # does a merge of tiles need `mrgsort_lists`?
         self.transposed = _transposed_operands(fn.body)
 
     # -- names and tiles
@@ -594,6 +596,52 @@ class _DeviceKernelBuilder:
                                 [_Ref(f"decltype({x.ident})"), _Ref(f"decltype({t.ident})")])]
         return [self._instr(name, [d, x, t], [x, t], [d, t], "PIPE_V")]
 
+    def _form_sort(self, op, call, dst, s):
+        operands = op.operands(call.args, dict(call.attrs))
+        d = self.valid_view(dst)
+        if op.name == "sort32":
+            return [self._sort32(operands, d, s)]
+        block_len = call.attr("block_len")
+        if block_len is not None:  # TMRGSORT's single-list form
+            x = self.valid_view(operands["src0"])
+            return [self._instr("TMRGSORT", [d, x, _Ref(str(block_len))], [x], [d], "PIPE_V")]
+        # The list form takes the count of merged pairs it reports by reference: a helper
+        # (templates/device_ops.cpp.j2) holds it.
+        self.mrgsort_lists = True
+        srcs = [self.valid_view(operands[f"src{i}"]) for i in range(4)
+                if operands[f"src{i}"] is not None]
+        t = self.tile(operands["tmp"])
+        return [self._instr("mrgsort_lists", [d, t, *srcs], srcs, [d, t], "PIPE_V")]
+
+    def _sort32(self, operands, d: _Tile, s) -> Instr:
+        """TSORT32 (dst, src, idx), with a tmp tile (the user's, else scratch UB) where the
+        last block of a row is partial: the NPU pads it to 32 with -inf there and writes 32
+        pairs, so the tile's columns must hold whole blocks."""
+        src = operands["src"]
+        x, i = self.valid_view(src), self.valid_view(operands["idx"])
+        cols, whole = src.type.valid[1], src.type.shape[1]
+        if src.type.dtype is DataType.FP16 and cols > _SORT_BLOCK:
+            raise LoweringError(
+                "pl.sort32 of FP16 rows of more than 32 values has no device code: pto-isa's "
+                "CPU model writes FP16 block b at column 64 * b, where its 128 columns of "
+                "pairs overlap the next block's, so no device code for it can be proven here",
+                s.span, hint="sort FP16 rows 32 values at a time, or use a simulator platform")
+        args, reads, writes = [d, x, i], [x, i], [d]
+        if cols % _SORT_BLOCK or operands["tmp"] is not None:
+            if whole % _SORT_BLOCK:
+                raise LoweringError(
+                    f"pl.sort32 of rows of {cols} values on device platforms needs tiles of "
+                    "whole blocks of 32 columns (the NPU sorts a partial last block padded to "
+                    f"32), got {whole}", s.span,
+                    hint="load into a tile of a multiple of 32 columns with a valid region")
+            need = -(-cols // _SORT_BLOCK) * _SORT_BLOCK
+            tmp = operands["tmp"]
+            t = self.tile(tmp) if tmp is not None else self._scratch(
+                "sort32_tmp", TileType((1, need), src.type.dtype, memory=MemorySpace.Vec),
+                "pl.sort32", s)
+            args, reads, writes = args + [t], reads + [t], writes + [t]
+        return self._instr("TSORT32", args, reads, writes, "PIPE_V")
+
     def _form_matmul(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
         # A transposed operand's tiles are declared transposed (`_transposed_operands`):
@@ -887,6 +935,7 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
         "body": template_models(body),
         "saturates": builder.saturates,
         "col_sum_tree": builder.col_sum_tree,
+        "mrgsort_lists": builder.mrgsort_lists,
     }
     on_chip = dict.fromkeys((m.name for m in MemorySpace if m is not MemorySpace.DDR), 0)
     for tile in builder.tiles.values():

@@ -183,12 +183,13 @@ class _Builder(IRVisitor):
                                 "pypto.debug.torch_runtime")
         attrs = [(k, _attr(v)) for k, v in e.attrs] + _type_facts(e)
         args = [self.expr(a) for a in e.args]
-        # An operand declared after an attribute (pl.slice's offsets follow its shape)
-        # is passed by name, so it cannot land in the attribute's place.
+        # An operand declared after an attribute (pl.slice's offsets follow its shape) or
+        # after a left-out operand (pl.mrgsort's tmp after src2) is passed by name, so it
+        # cannot land in their place.
         op = get_op(e.op)
         operands = [p for p in op.params if p.kind != "attr" and p.name not in dict(e.attrs)]
-        first_attr = next((i for i, p in enumerate(op.params) if p.kind == "attr"),
-                          len(op.params))
+        first_attr = next((i for i, p in enumerate(op.params)
+                           if p.kind == "attr" or p.name in dict(e.attrs)), len(op.params))
         named = [(p.name, a) for p, a in zip(operands, args, strict=True)
                  if op.params.index(p) > first_attr]
         args = args[:len(args) - len(named)]

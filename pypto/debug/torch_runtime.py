@@ -584,6 +584,156 @@ def tile_gemv_acc(acc, lhs, rhs):
     return _matmul(acc, lhs, rhs, acc.dtype, False, False)
 
 
+# ----------------------------------------------------------------------------- sorting
+# A value-index pair is 8 bytes of the value's dtype: FP32 [value, index bits], FP16
+# [value, 0, index bits low, index bits high] (pypto/sim/include/pto/sort.hpp).
+
+# dtype -> (its bits as numpy unsigned, as numpy signed, as torch)
+_PAIR_BITS = {torch.float32: (np.uint32, np.int32, torch.int32),
+              torch.float16: (np.uint16, np.int16, torch.int16)}
+
+
+def _sorts_before(a, b) -> bool:
+    """pto-isa's CPU-model comparison of (value, index, ...) items: the greater value first,
+    equal values by the smaller index (a NaN is equal to everything)."""
+    if a[0] != b[0]:
+        return a[0] > b[0]
+    return a[1] < b[1]
+
+
+def _move_merge(x: list, y: list) -> list:
+    out, i, j = [], 0, 0
+    while i < len(x) and j < len(y):
+        if _sorts_before(y[j], x[i]):
+            out.append(y[j])
+            j += 1
+        else:
+            out.append(x[i])
+            i += 1
+    return out + x[i:] + y[j:]
+
+
+def _insertion_sort(a: list) -> list:
+    a = list(a)
+    for i in range(1, len(a)):
+        v = a[i]
+        if _sorts_before(v, a[0]):
+            a[1:i + 1] = a[:i]
+            a[0] = v
+            continue
+        j = i
+        while _sorts_before(v, a[j - 1]):
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = v
+    return a
+
+
+def _merge_pass(a: list, step: int) -> list:
+    out, i = [], 0
+    while len(a) - i >= 2 * step:
+        out += _move_merge(a[i:i + step], a[i + step:i + 2 * step])
+        i += 2 * step
+    s = builtins.min(len(a) - i, step)
+    return out + _move_merge(a[i:i + s], a[i + s:])
+
+
+def _merge_sort_with_buffer(a: list) -> list:
+    a = [x for c in range(0, len(a), 7) for x in _insertion_sort(a[c:c + 7])]
+    step = 7
+    while step < len(a):
+        a = _merge_pass(_merge_pass(a, step), 2 * step)
+        step *= 4
+    return a
+
+
+def _stable_sort(a: list) -> list:
+    """libstdc++'s std::stable_sort of a block (at most 32 items: its buffer always fits),
+    step for step, so a NaN lands where pto-isa's CPU model puts it: each half merge-sorted
+    (insertion-sorted chunks of 7, then merge passes), then the halves merged, forward when
+    they are equal, backward (from the ends) when the first is longer."""
+    half = (len(a) + 1) // 2
+    x, y = _merge_sort_with_buffer(a[:half]), _merge_sort_with_buffer(a[half:])
+    if len(x) <= len(y):
+        return _move_merge(x, y)
+    out = []
+    while x and y:  # backward: the second's last wins unless it sorts before the first's
+        out.append(x.pop() if _sorts_before(y[-1], x[-1]) else y.pop())
+    return x + y + out[::-1]
+
+
+def sort32(src, idx, tmp=None):
+    """Each row of src (FP16 / FP32) sorted in blocks of 32 columns (a shorter last block
+    alone), descending, as value-index pairs with idx's UINT32 values: [R, 2C] for FP32,
+    [R, 4C] for FP16.  Equal values (-0.0 and +0.0 too) by the smaller index; the order is
+    libstdc++'s std::stable_sort with that comparison, as in pto-isa's CPU model (which
+    decides where a NaN, equal to everything, lands)."""
+    bits_np, signed, bits_torch = _PAIR_BITS[src.dtype]
+    per = 8 // src.element_size()
+    rows, cols = src.shape
+    keys = src.float().tolist()
+    bits = src.contiguous().view(bits_torch).numpy().view(bits_np)
+    ids = idx.contiguous().view(torch.int32).numpy().view(np.uint32)
+    out = np.zeros((rows, per * cols), dtype=bits_np)
+    for r in range(rows):
+        for j in range(0, cols, 32):
+            block = [(keys[r][c], int(ids[r, c]), c) for c in range(j, builtins.min(j + 32, cols))]
+            for pos, (_, index, c) in enumerate(_stable_sort(block), j):
+                out[r, per * pos] = bits[r, c]
+                halves = [index] if per == 2 else [0, index & 0xFFFF, index >> 16]
+                out[r, per * pos + 1:per * (pos + 1)] = halves
+    return torch.from_numpy(out.view(signed)).view(src.dtype)
+
+
+def _merge_runs(runs: list, count: int) -> list:
+    """Up to `count` pairs of `runs` (lists of (key, bits)) merged: the first run whose head
+    is greater than the best head so far is taken."""
+    heads, out = [0] * len(runs), []
+    while len(out) < count:
+        pick = -1
+        for k, run in enumerate(runs):
+            if heads[k] < len(run) and (pick < 0 or run[heads[k]][0] > runs[pick][heads[pick]][0]):
+                pick = k
+        if pick < 0:
+            break
+        out.append(runs[pick][heads[pick]][1])
+        heads[pick] += 1
+    return out
+
+
+def _pairs(x, start: int, stop: int) -> list:
+    """The (value, bits) pairs of row 0 of x between element columns start and stop."""
+    bits_np, _, bits_torch = _PAIR_BITS[x.dtype]
+    per = 8 // x.element_size()
+    bits = x.contiguous().view(bits_torch).numpy().view(bits_np)[0]
+    keys = x[0].float().tolist()
+    return [(keys[c], bits[c:c + per]) for c in range(start, stop - per + 1, per)]
+
+
+def mrgsort(src0, src1=None, src2=None, src3=None, tmp=None, exhausted=False, block_len=None):
+    """Runs of value-index pairs sorted descending, merged (TMRGSORT).  block_len: every
+    group of 4 consecutive runs of block_len elements in src0's row merged in place.  Else
+    src0 .. src3 merged into one row of tmp's shape (its columns past the sources' are 0).
+    The first run whose head is greater than the best head so far is taken: ties from the
+    earlier run, and a NaN head taken as the best is not beaten."""
+    bits_np, signed, _ = _PAIR_BITS[src0.dtype]
+    per = 8 // src0.element_size()
+    if block_len is not None:
+        out = np.zeros(src0.shape, dtype=bits_np)
+        group = 4 * block_len
+        for c in range(0, src0.shape[1] - group + 1, group):
+            runs = [_pairs(src0, c + b * block_len, c + (b + 1) * block_len) for b in range(4)]
+            merged = _merge_runs(runs, group // per)
+            out[0, c:c + group] = np.concatenate(merged)
+    else:
+        srcs = [s for s in (src0, src1, src2, src3) if s is not None]
+        out = np.zeros(tmp.shape, dtype=bits_np)
+        total = sum(s.shape[1] for s in srcs)
+        merged = _merge_runs([_pairs(s, 0, s.shape[1]) for s in srcs], total // per)
+        out[0, :total] = np.concatenate(merged)
+    return torch.from_numpy(out.view(signed)).view(src0.dtype)
+
+
 # ----------------------------------------------------------------------------- tiles
 
 

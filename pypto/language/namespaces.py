@@ -23,7 +23,7 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_va
               "get_block_num",
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc", "max",
               "min", "random", "tile.mgather", "tile.mscatter", "tile.gather",
-              "tile.gatherb")
+              "tile.gatherb", "sort32", "mrgsort")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag", "tensor.gather")
 # Other spellings of a registry operator, per level.

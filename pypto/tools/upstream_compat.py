@@ -60,6 +60,8 @@ WHY = {
     "tri": "the upstream snapshot gives pl.tile.tri no signature (its catalog names upper= "
            "and diagonal= only), so its operands cannot be given upstream's meaning; build "
            "the mask from pl.cmp of index tiles or load it from a tensor",
+    "sort_tensor": "the sorts run on tiles here (pl.tile.sort32 / pl.tile.mrgsort, or pl.sort32 "
+                   "/ pl.mrgsort of tiles), not yet on tensors: pl.load the rows into tiles",
     "trig": "the PTO ISA has no sine or cosine instruction (no TSIN / TCOS in pto-isa), and "
             "upstream does not say how it approximates them, so no bit-exact model exists; "
             "compute them on the host or load a table",
@@ -73,12 +75,12 @@ _OPS_SUPPORTED = (
     "col_expand_min", "col_expand_mul", "col_expand_sub", "col_max", "col_min", "col_prod",
     "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp", "expands",
     "fillpad", "fmod", "fmods", "full", "get_block_idx", "load", "log", "matmul", "matmul_acc",
-    "max", "maximum", "min", "minimum", "move", "mul", "neg", "not_", "or_", "ors", "read", "recip",
-    "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
-    "row_expand_add", "row_expand_div",
+    "max", "maximum", "min", "minimum", "move", "mrgsort", "mul", "neg", "not_", "or_", "ors",
+    "read", "recip", "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin",
+    "row_expand", "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
     "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "set_validshape", "shl", "shls", "shr",
-    "shrs", "slice", "sqrt", "store", "sub", "transpose", "xor", "xors")
+    "shrs", "slice", "sort32", "sqrt", "store", "sub", "transpose", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.DDR", "Mem.Left", "Mem.Mat", "Mem.Right", "Mem.Vec",
@@ -95,8 +97,8 @@ _LANGUAGE_SUPPORTED = (
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "get_block_idx", "get_block_num",
                    "load", "lrelu", "max", "maximums", "mgather", "min", "minimums", "move",
-                   "mscatter", "prelu", "read", "relu", "rem", "rems", "rsqrt", "sel", "store",
-                   "subc", "subsc", "transpose_view")
+                   "mrgsort", "mscatter", "prelu", "read", "relu", "rem", "rems", "rsqrt", "sel",
+                   "sort32", "store", "subc", "subsc", "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "gather",
                      "get_block_idx", "get_block_num", "no_dep", "random", "read")
 
@@ -115,13 +117,14 @@ _ABSENT = {
     "op": ("batch_matmul", "create_l1", "fillpad_expand", "matmul_mx", "part_add", "part_max",
            "part_min", "part_mul", "prefetch", "tensor.ci",
            "tensor.create_l1", "tensor.expand_clone", "tensor.gather_row",
-           "tensor.mrgsort", "tensor.paged_gather", "tensor.scatter",
-           "tensor.scatter_update", "tensor.sort32", "tile.matmul_bias",
+           "tensor.paged_gather", "tensor.scatter", "tensor.scatter_update",
+           "tile.matmul_bias",
            "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program",
            "InlineFunction"),
     "sels": ("tile.sels",),
     "tri": ("tile.tri",),
     "trig": ("tensor.sin", "tensor.cos"),
+    "sort_tensor": ("tensor.sort32", "tensor.mrgsort"),
     "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
     "bias": ("Mem.Bias", "tile.gemv_bias"),

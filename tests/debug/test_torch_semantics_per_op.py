@@ -199,6 +199,18 @@ MOVEMENT = {
     "gatherb": (("tile.gatherb",), [R, 2 * C],
                 ["r = pl.tile.gatherb(pl.load(b, [0, 0], [16, 32]), "
                  "pl.full([16, 8], pl.UINT32, 38))"]),
+    # Indices all 3: equal values keep their order; NaN lands where libstdc++'s
+    # std::stable_sort puts it (docs/numerics.md).
+    "sort32": (("sort32",), [R, 2 * C],
+               ["t = pl.load(a, [0, 0], [16, 32])",
+                "r = pl.tile.sort32(t, pl.full([16, 32], pl.UINT32, 3))"]),
+    "mrgsort": (("mrgsort",), [1, 12 * C],
+                ["t = pl.load(b, [0, 0], [1, 32])",
+                 "u = pl.load(b, [1, 0], [1, 32])",
+                 "p = pl.tile.sort32(pl.concat(t, u), pl.full([1, 64], pl.UINT32, 9))",
+                 "m = pl.tile.mrgsort(p[0:1, 0:64], p[0:1, 64:128], "
+                 "tmp=pl.create_tile([1, 128], pl.FP32))",
+                 "r = pl.concat(m, pl.tile.mrgsort(pl.concat(p, p), block_len=64))"]),
     "matmul": (("matmul", "matmul_acc", "move", "tile.transpose_view"), [R, R],
                ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
                 "acc = pl.matmul(pl.move(m, pl.Mem.Left), pl.move(m, pl.Mem.Right), "

@@ -758,6 +758,7 @@ template <class T> inline void tconcat(Tile<T> dst, Tile<T> a, Tile<T> b) {
 #include "reduce.hpp"
 #include "matmul.hpp"
 #include "gather.hpp"
+#include "sort.hpp"  // tsort32, tmrgsort
 #include "scalar.hpp"  // tgetval: pl.read of one element
 #include "random.hpp"  // trandom: pl.tile.random
 
