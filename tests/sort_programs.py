@@ -60,6 +60,20 @@ def merge_groups(pairs: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit
+def tensor_sorts(x: pl.Tensor, ids: pl.Tensor, pairs: pl.Out[pl.Tensor],
+                 groups: pl.Out[pl.Tensor], merged: pl.Out[pl.Tensor]):
+    """The tensor forms: pl.tensor.sort32 of [R, C] x, then pl.mrgsort of row 0's pairs
+    (groups of 4 runs of 64 elements) and of its first two runs (no tmp: lowering makes
+    it)."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        pairs[:] = pl.tensor.sort32(x, ids)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        groups[:] = pl.mrgsort(pairs[0:1, 0:256], block_len=64)
+        merged[:] = pl.tensor.mrgsort(pairs[0:1, 0:64], pairs[0:1, 64:128])
+    return pairs, groups, merged
+
+
 def edge_values(dtype: torch.dtype, rows: int, cols: int, nan: bool = True) -> torch.Tensor:
     """[rows, cols] values with ties (within and across blocks), signed zeros, infinities
     and, with `nan`, two NaN in row 0."""

@@ -713,7 +713,8 @@ def _pairs(x, start: int, stop: int) -> list:
 def mrgsort(src0, src1=None, src2=None, src3=None, tmp=None, exhausted=False, block_len=None):
     """Runs of value-index pairs sorted descending, merged (TMRGSORT).  block_len: every
     group of 4 consecutive runs of block_len elements in src0's row merged in place.  Else
-    src0 .. src3 merged into one row of tmp's shape (its columns past the sources' are 0).
+    src0 .. src3 merged into one row of tmp's shape (its columns past the sources' are 0;
+    the tensor form, without tmp, is as long as the sources together).
     The first run whose head is greater than the best head so far is taken: ties from the
     earlier run, and a NaN head taken as the best is not beaten."""
     bits_np, signed, _ = _PAIR_BITS[src0.dtype]
@@ -727,8 +728,8 @@ def mrgsort(src0, src1=None, src2=None, src3=None, tmp=None, exhausted=False, bl
             out[0, c:c + group] = np.concatenate(merged)
     else:
         srcs = [s for s in (src0, src1, src2, src3) if s is not None]
-        out = np.zeros(tmp.shape, dtype=bits_np)
         total = sum(s.shape[1] for s in srcs)
+        out = np.zeros(tmp.shape if tmp is not None else (1, total), dtype=bits_np)
         merged = _merge_runs([_pairs(s, 0, s.shape[1]) for s in srcs], total // per)
         out[0, :total] = np.concatenate(merged)
     return torch.from_numpy(out.view(signed)).view(src0.dtype)

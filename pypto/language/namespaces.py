@@ -16,14 +16,14 @@ from .stubs import DslBuiltin, OpStub
 
 # Registry categories that exist on tiles and on tensors alike.
 _BOTH = ("binary", "unary", "cast", "select", "ternary", "expands", "reduce_row", "reduce_col",
-         "expand_row", "expand_col", "matmul", "element")
+         "expand_row", "expand_col", "matmul", "element", "sort")
 # Operators of other categories, per level.
 _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_validshape",
               "reshape", "reinterpret_view", "transpose", "concat", "slice", "get_block_idx",
               "get_block_num",
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc", "max",
               "min", "random", "tile.mgather", "tile.mscatter", "tile.gather",
-              "tile.gatherb", "sort32", "mrgsort")
+              "tile.gatherb")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag", "tensor.gather")
 # Other spellings of a registry operator, per level.

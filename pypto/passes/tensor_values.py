@@ -9,7 +9,9 @@ value instead, statement for statement:
   `acc = pl.matmul_acc(acc, ...)` on the others);
 - a tensor value computed in a loop and read after it;
 - `pl.reshape` of a tensor value, and a slice of a computed value (not of a tensor passed
-  to the kernel).
+  to the kernel);
+- a sort (`pl.sort32`, `pl.mrgsort`): its result is not of its operands' shape, so no
+  one frame of chunks covers them.
 Each such value is one tile of its whole shape, under the value's own name, so a value
 rebound in a loop is the loop-carried tile (AllocateMemoryAddr keeps it in one buffer).
 A tensor passed to the kernel (or a view of it) is loaded where an operator reads it:
@@ -61,9 +63,17 @@ def tile_form(call: Call, operand, shape, names: NameSupply, target: str) -> tup
         table, index = tensor_gather_operands(call)
         return [], make_call("tile.mgather", table, operand(index), span=call.span,
                              coalesce="elem")
-    args = [operand(a) if isinstance(a, Var) and isinstance(a.type, TensorType) else a
-            for a in (v for v in operands.values() if v is not None)]
+    # Operands in the operator's order, a left-out one None.
+    given = [operand(v) if isinstance(v, Var) and isinstance(v.type, TensorType) else v
+             for v in operands.values()]
+    args = [a for a in given if a is not None]
     before: list = []
+    if op.name == "mrgsort" and call.attr("block_len") is None:
+        # The list form's staging tile, a row as long as the sources together.
+        scratch = make_call("create_tile", span=call.span, shape=shape, dtype=dtype)
+        tmp = Var(names.fresh(f"{target}_tmp"), scratch.type, call.span)
+        before.append(Assign((tmp,), scratch, call.span))
+        return before, make_call(call.op, *given[:4], tmp, span=call.span, **real_attrs)
     if needs_scratch(op.name):
         x = args[0]
         if not isinstance(x.type, TileType):
@@ -91,6 +101,10 @@ def require_table_in_memory(call: Call, computed) -> None:
 def needs_whole_values(fn, params: set[str]) -> bool:
     """Whether a kernel keeps tensor values beyond one straight run of statements (see the
     module docstring), so that it is lowered value by value."""
+    if any(isinstance(s, Assign) and isinstance(s.value, Call)
+           and isinstance(s.value.type, TensorType) and get_op(s.value.op).category == "sort"
+           for s in statements(fn.body)):
+        return True
     finder = _LongLivedValues(params)
     finder.visit_function(fn)
     return finder.found

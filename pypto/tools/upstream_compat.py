@@ -60,8 +60,6 @@ WHY = {
     "tri": "the upstream snapshot gives pl.tile.tri no signature (its catalog names upper= "
            "and diagonal= only), so its operands cannot be given upstream's meaning; build "
            "the mask from pl.cmp of index tiles or load it from a tensor",
-    "sort_tensor": "the sorts run on tiles here (pl.tile.sort32 / pl.tile.mrgsort, or pl.sort32 "
-                   "/ pl.mrgsort of tiles), not yet on tensors: pl.load the rows into tiles",
     "trig": "the PTO ISA has no sine or cosine instruction (no TSIN / TCOS in pto-isa), and "
             "upstream does not say how it approximates them, so no bit-exact model exists; "
             "compute them on the host or load a table",
@@ -100,7 +98,8 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create",
                    "mrgsort", "mscatter", "prelu", "read", "relu", "rem", "rems", "rsqrt", "sel",
                    "sort32", "store", "subc", "subsc", "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "gather",
-                     "get_block_idx", "get_block_num", "no_dep", "random", "read")
+                     "get_block_idx", "get_block_num", "mrgsort", "no_dep", "random", "read",
+                     "sort32")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -124,7 +123,6 @@ _ABSENT = {
     "sels": ("tile.sels",),
     "tri": ("tile.tri",),
     "trig": ("tensor.sin", "tensor.cos"),
-    "sort_tensor": ("tensor.sort32", "tensor.mrgsort"),
     "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
     "bias": ("Mem.Bias", "tile.gemv_bias"),

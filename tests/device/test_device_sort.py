@@ -18,6 +18,7 @@ from sort_programs import (
     sort_valid_columns,
     sort_whole_row,
     sorted_runs,
+    tensor_sorts,
 )
 
 from pypto.codegen.device import device_kernel
@@ -103,3 +104,15 @@ def test_merges_on_the_cpu_model_are_the_simulators(platform):
     runs = [pairs[:, k:k + 64] for k in (0, 64, 128, 192)]
     for got, n in ((two, 2), (three, 3), (four, 4)):
         assert same_bits(got, torch_runtime.mrgsort(*runs[:n], tmp=torch.zeros(1, 64 * n)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_tensor_forms_on_the_cpu_model_are_the_simulators(platform):
+    x, ids = edge_values(torch.float32, 4, 128, nan=False), indices(4, 128)
+    pairs, groups, merged = outputs_agreeing_with_the_simulator(
+        tensor_sorts, lambda: [x, ids, torch.zeros(4, 256), torch.zeros(1, 256),
+                               torch.zeros(1, 128)], 2, platform)
+    assert same_bits(pairs, torch_runtime.sort32(x, ids))
+    assert same_bits(groups, torch_runtime.mrgsort(pairs[:1], block_len=64))
+    assert same_bits(merged, torch_runtime.mrgsort(pairs[:1, :64], pairs[:1, 64:128]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 from located_errors import raised_by
+from sim_and_torch import sim_and_torch
 from sort_programs import (
     edge_values,
     indices,
@@ -19,6 +20,7 @@ from sort_programs import (
     sort_whole_row,
     sorted_runs,
     split_pairs,
+    tensor_sorts,
 )
 
 from pypto.debug import torch_runtime
@@ -131,6 +133,19 @@ def test_mrgsort_without_nan_is_torch_sort_of_the_runs_together():
     assert torch.equal(carried.view(torch.int32), order.to(torch.int32))
 
 
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_tensor_forms_compute_as_the_tile_forms(platform):
+    x, ids = edge_values(torch.float32, 4, 128), indices(4, 128)
+    args = [x, ids, torch.zeros(4, 256), torch.zeros(1, 256), torch.zeros(1, 128)]
+    sim, host = sim_and_torch(tensor_sorts, args, platform)
+    pairs = torch_runtime.sort32(x, ids)
+    assert same_bits(sim[2], pairs)
+    assert same_bits(sim[3], torch_runtime.mrgsort(pairs[:1], block_len=64))
+    assert same_bits(sim[4], torch_runtime.mrgsort(pairs[:1, :64], pairs[:1, 64:128]))
+    for got, want in zip(sim[2:], host[2:], strict=True):
+        assert same_bits(got, want)
+
+
 _KERNEL = """
 import pypto.language as pl
 
@@ -146,7 +161,9 @@ def kernel(x: pl.Tensor[[2, 256], pl.FP32], ids: pl.Tensor[[2, 256], pl.UINT32],
 _REFUSED = {
     "idx of another dtype": (
         "pl.tile.sort32(t, pl.full([1, 64], pl.INT32, 0))", "idx must be a UINT32 tile"),
-    "a tensor operand": ("pl.sort32(x, ids)", "the tensor form of pl.sort32"),
+    "a tensor and a tile": ("pl.sort32(x, i)", "mixes a tensor and a tile"),
+    "tmp of a tensor form": ("pl.tensor.mrgsort(x[0:1, 0:64], x[1:2, 0:64], tmp=t)",
+                             "takes no tmp"),
     "an integer src": ("pl.tile.sort32(i, i)", "does not support dtype UINT32"),
     "exhausted": ("pl.tile.mrgsort(t, t, tmp=pl.create_tile([1, 128], pl.FP32), "
                   "exhausted=True)", "exhausted=True"),
