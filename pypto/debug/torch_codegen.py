@@ -84,8 +84,8 @@ def _attr(value):
 
 def _type_facts(call: Call) -> list:
     """What a runtime function needs from the IR's types: a tile's valid region (stores,
-    fillpad) and whether a slice views a tensor."""
-    if call.op in ("store", "assemble", "tile.assemble", "fillpad"):
+    fillpad, sort32) and whether a slice views a tensor."""
+    if call.op in ("store", "assemble", "tile.assemble", "fillpad", "sort32"):
         value = call.args[1] if call.op in ("assemble", "tile.assemble") else call.args[0]
         t = value.type
         if isinstance(t, TileType) and t.valid_shape is not None:

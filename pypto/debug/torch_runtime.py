@@ -662,19 +662,20 @@ def _stable_sort(a: list) -> list:
     return x + y + out[::-1]
 
 
-def sort32(src, idx, tmp=None):
+def sort32(src, idx, tmp=None, valid=None):
     """Each row of src (FP16 / FP32) sorted in blocks of 32 columns (a shorter last block
     alone), descending, as value-index pairs with idx's UINT32 values: [R, 2C] for FP32,
-    [R, 4C] for FP16.  Equal values (-0.0 and +0.0 too) by the smaller index; the order is
-    libstdc++'s std::stable_sort with that comparison, as in pto-isa's CPU model (which
-    decides where a NaN, equal to everything, lands)."""
+    [R, 4C] for FP16; of a tile valid over `valid` ([rows, cols]), only that region (the
+    rest of the result is 0).  Equal values (-0.0 and +0.0 too) by the smaller index; the
+    order is libstdc++'s std::stable_sort with that comparison, as in pto-isa's CPU model
+    (which decides where a NaN, equal to everything, lands)."""
     bits_np, signed, bits_torch = _PAIR_BITS[src.dtype]
     per = 8 // src.element_size()
-    rows, cols = src.shape
+    rows, cols = valid if valid is not None else src.shape
     keys = src.float().tolist()
     bits = src.contiguous().view(bits_torch).numpy().view(bits_np)
     ids = idx.contiguous().view(torch.int32).numpy().view(np.uint32)
-    out = np.zeros((rows, per * cols), dtype=bits_np)
+    out = np.zeros((src.shape[0], per * src.shape[1]), dtype=bits_np)
     for r in range(rows):
         for j in range(0, cols, 32):
             block = [(keys[r][c], int(ids[r, c]), c) for c in range(j, builtins.min(j + 32, cols))]

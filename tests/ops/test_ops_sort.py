@@ -74,9 +74,10 @@ def test_signed_zeros_are_equal_values_kept_in_index_order(platform):
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_a_partial_last_block_of_the_valid_region_is_sorted_alone(platform):
     x, ids = edge_values(torch.float32, 2, 48, nan=False), indices(2, 48)
-    out = torch.zeros(2, 96)
-    sort_valid_columns(x, ids, out, config=RunConfig(platform=platform))
+    (*_, out), (*_, host) = sim_and_torch(sort_valid_columns, [x, ids, torch.zeros(2, 96)],
+                                          platform)
     assert same_bits(out, torch_runtime.sort32(x, ids))
+    assert same_bits(host, out)  # torch_codegen sorts the valid region alone too
     values, _ = split_pairs(out)
     assert same_bits(values[:, 32:], torch.sort(x[:, 32:], dim=1, descending=True,
                                                 stable=True).values)
@@ -176,6 +177,8 @@ _REFUSED = {
                         "at least the sources' 128 columns"),
     "several rows": ("pl.tile.mrgsort(pl.load(x, [0, 0], [2, 256]), block_len=64)",
                      "must be one row"),
+    "a partly valid run": ("pl.tile.mrgsort(t, pl.load(x, [0, 0], [1, 64], valid_shape=[1, 32]), "
+                           "tmp=pl.create_tile([1, 128], pl.FP32))", "must be fully valid"),
 }
 
 

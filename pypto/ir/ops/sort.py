@@ -126,11 +126,20 @@ def _infer_mrgsort(args, attrs, span):
     return _multi_list(src0, lists, ops["tmp"], attrs, span)
 
 
+def _whole(name: str, ts, span) -> None:
+    """Refuses a run tile with a valid region: merges read whole rows of pairs."""
+    if any(_valid(t) != tuple(t.shape) for t in ts):
+        raise TypeCheckError(f"pl.{name} merges whole rows: its sources must be fully valid",
+                             span, hint="pl.fillpad the tile and pl.set_validshape it to its "
+                                        "whole shape, or load a window of whole pairs")
+
+
 def _single_list(src0, lists, tmp, attrs, span):
     if any(v is not None for v in lists) or tmp is not None or attrs.get("exhausted"):
         raise TypeCheckError(
             "pl.mrgsort: block_len= (one row of runs) and src1 ... / tmp / exhausted (several "
             "rows) are two forms; do not mix them", span)
+    _whole("mrgsort", [src0], span)
     block_len = attrs["block_len"]
     if not isinstance(block_len, int) or isinstance(block_len, bool):
         raise TypeCheckError("pl.mrgsort: block_len must be an int known at compile time",
@@ -144,7 +153,7 @@ def _single_list(src0, lists, tmp, attrs, span):
             f"tile src0's {cols} valid columns 1 to 255 times (TMRGSORT's single-list form)",
             span, hint="block_len counts elements of the runs, values and index bits: 64 is "
                        "32 FP32 or 16 FP16 pairs")
-    return like(src0, valid=_valid(src0))
+    return like(src0)
 
 
 def _multi_list(src0, lists, tmp, attrs, span):
@@ -160,6 +169,7 @@ def _multi_list(src0, lists, tmp, attrs, span):
             "merged): it is not supported", span, hint="merge with exhausted=False")
     srcs = [src0] + [_block("mrgsort", f"src{i}", v, type(src0), span)
                      for i, v in enumerate(lists, 1) if v is not None]
+    _whole("mrgsort", srcs, span)
     k = _PAIR[src0.dtype]
     for i, t in enumerate(srcs):
         _one_row("mrgsort", f"src{i}", t, span)
