@@ -38,6 +38,18 @@ def sort_whole_row(x: pl.Tensor, ids: pl.Tensor, out: pl.Out[pl.Tensor]):
 
 
 @pl.jit.incore
+def sort_fp16_row(x: pl.Tensor, ids: pl.Tensor, whole: pl.Out[pl.Tensor],
+                  halves: pl.Out[pl.Tensor]):
+    """A [1, 128] FP16 row sorted whole (runs of 32 pairs are 128 FP16 elements:
+    block_len=128), and its two halves' runs merged by the list form."""
+    s = pl.tile.sort32(pl.load(x, [0, 0], [1, 128]), pl.load(ids, [0, 0], [1, 128]))
+    whole = pl.store(pl.tile.mrgsort(s, block_len=128), [0, 0], whole)
+    halves = pl.store(pl.tile.mrgsort(s[0:1, 0:128], s[0:1, 128:256],
+                                      tmp=pl.create_tile([1, 256], pl.FP16)), [0, 0], halves)
+    return whole, halves
+
+
+@pl.jit.incore
 def merge_lists(pairs: pl.Tensor, two: pl.Out[pl.Tensor], three: pl.Out[pl.Tensor],
                 four: pl.Out[pl.Tensor]):
     """The four sorted runs of 32 FP32 pairs (64 elements each) of a [1, 256] row merged 2,

@@ -15,6 +15,7 @@ from sort_programs import (
     merge_groups,
     merge_lists,
     same_bits,
+    sort_fp16_row,
     sort_rows,
     sort_valid_columns,
     sort_whole_row,
@@ -107,6 +108,22 @@ def test_sort32_then_mrgsort_sort_a_row_whole(platform):
     values, carried = split_pairs(out)
     want, order = torch.sort(x, dim=1, descending=True, stable=True)
     assert same_bits(values, want)  # a tie across runs comes from the earlier run
+    assert torch.equal(carried.view(torch.int32), order.to(torch.int32))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_fp16_pairs_sort_and_merge_as_fp32_ones(platform):
+    x, ids = edge_values(torch.float16, 1, 128, nan=False), indices(1, 128)
+    whole, halves = torch.zeros(1, 512, dtype=torch.float16), torch.zeros(1, 256,
+                                                                          dtype=torch.float16)
+    sort_fp16_row(x, ids, whole, halves, config=RunConfig(platform=platform))
+    pairs = torch_runtime.sort32(x, ids)
+    assert same_bits(whole, torch_runtime.mrgsort(pairs, block_len=128))
+    assert same_bits(halves, torch_runtime.mrgsort(pairs[:, :128], pairs[:, 128:256],
+                                                   tmp=torch.zeros(1, 256)))
+    values, carried = split_pairs(whole)
+    want, order = torch.sort(x, dim=1, descending=True, stable=True)
+    assert same_bits(values, want)
     assert torch.equal(carried.view(torch.int32), order.to(torch.int32))
 
 
