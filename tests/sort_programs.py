@@ -50,6 +50,18 @@ def sort_fp16_row(x: pl.Tensor, ids: pl.Tensor, whole: pl.Out[pl.Tensor],
 
 
 @pl.jit.incore
+def split_in_kernel(x: pl.Tensor, ids: pl.Tensor, values: pl.Out[pl.Tensor],
+                    carried: pl.Out[pl.Tensor]):
+    """A [1, 32] FP32 row sorted and its pairs split in the kernel: the [1, 64] pairs
+    reshaped to [32, 2], column 0 the values, column 1 the index bits seen as UINT32."""
+    s = pl.tile.sort32(pl.load(x, [0, 0], [1, 32]), pl.load(ids, [0, 0], [1, 32]))
+    p = pl.reshape(s, [32, 2])
+    values = pl.store(p[0:32, 0:1], [0, 0], values)
+    carried = pl.store(pl.reinterpret_view(p[0:32, 1:2], pl.UINT32), [0, 0], carried)
+    return values, carried
+
+
+@pl.jit.incore
 def merge_lists(pairs: pl.Tensor, two: pl.Out[pl.Tensor], three: pl.Out[pl.Tensor],
                 four: pl.Out[pl.Tensor]):
     """The four sorted runs of 32 FP32 pairs (64 elements each) of a [1, 256] row merged 2,

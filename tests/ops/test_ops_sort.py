@@ -20,6 +20,7 @@ from sort_programs import (
     sort_valid_columns,
     sort_whole_row,
     sorted_runs,
+    split_in_kernel,
     split_pairs,
     tensor_sorts,
 )
@@ -109,6 +110,17 @@ def test_sort32_then_mrgsort_sort_a_row_whole(platform):
     want, order = torch.sort(x, dim=1, descending=True, stable=True)
     assert same_bits(values, want)  # a tie across runs comes from the earlier run
     assert torch.equal(carried.view(torch.int32), order.to(torch.int32))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_pairs_split_in_a_kernel_by_reshape_slice_and_reinterpret_view(platform):
+    x, ids = edge_values(torch.float32, 1, 32, nan=False), indices(1, 32, start=2**31 - 8)
+    values, carried = torch.zeros(32, 1), torch.zeros(32, 1, dtype=torch.int32)
+    split_in_kernel(x, ids, values, carried.view(torch.uint32),
+                    config=RunConfig(platform=platform))
+    want, order = torch.sort(x[0], descending=True, stable=True)
+    assert same_bits(values[:, 0], want)
+    assert torch.equal(carried[:, 0], ids[0].view(torch.int32)[order])
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
