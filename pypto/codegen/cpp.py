@@ -271,8 +271,8 @@ class _KernelBuilder(_StatementModels):
                          for a in operands]}
 
     def _form_sort(self, op, call, dst, s):
-        """pl.tile.sort32 (src, idx[, tmp]) and pl.tile.mrgsort: (src0, block_len), or
-        (tmp, src0, src1[, src2[, src3]]) as sort.hpp takes them."""
+        """pl.sort32 (src, idx[, tmp]) and pl.mrgsort: (src0, block_len), or (tmp, src0,
+        src1[, src2[, src3]]) as sort.hpp takes them (the `ternary` macro's form)."""
         operands = op.operands(call.args, dict(call.attrs))
         if op.name == "sort32":
             tiles = [operands[n] for n in ("src", "idx", "tmp")]
@@ -282,7 +282,7 @@ class _KernelBuilder(_StatementModels):
         else:
             tiles = [operands[n] for n in ("tmp", "src0", "src1", "src2", "src3")]
             args = [self.tile(t) for t in tiles if t is not None]
-        return {"kind": "ternary", "fn": op.isa, "dst": self.tile(dst), "args": args}
+        return {"kind": "sort", "fn": op.isa, "dst": self.tile(dst), "args": args}
 
     def _form_fill(self, op, call, dst, s):
         operands = op.operands(call.args, dict(call.attrs))
