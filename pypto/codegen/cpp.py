@@ -60,7 +60,8 @@ if TYPE_CHECKING:
 
 _ROUND = {"none": "None", "rint": "Rint", "round": "Round", "floor": "Floor", "ceil": "Ceil",
           "trunc": "Trunc", "odd": "Odd"}
-_SPACE = {"Vec": "vec", "Mat": "mat", "Left": "left", "Right": "right", "Acc": "acc"}
+_SPACE = {"Vec": "vec", "Mat": "mat", "Left": "left", "Right": "right", "Acc": "acc",
+          "Bias": "bias"}
 _DIRECTION = {Direction.In: "PTO_IN", Direction.Out: "PTO_OUT", Direction.InOut: "PTO_INOUT"}
 
 
@@ -308,6 +309,7 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "matmul", "fn": op.isa, "dst": self.tile(dst),
                 "acc": self.tile(acc) if acc is not None else None,
                 "a": self.tile(operands["lhs"]), "b": self.tile(operands["rhs"]),
+                "bias": self.tile(bias) if (bias := operands.get("bias")) is not None else None,
                 "a_trans": call.attr("a_trans"), "b_trans": call.attr("b_trans")}
 
     def _form_read(self, op, call, dst, s):
@@ -389,7 +391,9 @@ def _refuse_transfers(fn: Function, platform: Platform) -> None:
 
 
 # pto-isa's NPUMemoryModel names each on-chip space by its buffer.
-_POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C"}
+# Its CPU model has no bias table: a Bias tile resolves into UB (NPUMemoryModel::GetPointer).
+_POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C",
+                "Bias": "UB"}
 
 
 def _on_chip_high_water(builder: _KernelBuilder) -> dict[str, int]:

@@ -573,8 +573,8 @@ def matmul_acc(acc, lhs, rhs, a_trans=False, b_trans=False):
 
 
 def tile_gemv(lhs, rhs):
-    """lhs @ rhs for a [1, K] lhs: matmul's sums (FP32 in K order; INT8 in wrapping
-    INT32)."""
+    """lhs @ rhs for a [1, K] lhs (any M, for tile_matmul_bias): matmul's sums (FP32 in K
+    order; INT8 in wrapping INT32)."""
     return _matmul(None, lhs, rhs, torch.int32 if not lhs.is_floating_point() else
                    torch.float32, False, False)
 
@@ -582,6 +582,21 @@ def tile_gemv(lhs, rhs):
 def tile_gemv_acc(acc, lhs, rhs):
     """acc + lhs @ rhs for a [1, K] lhs, as matmul_acc."""
     return _matmul(acc, lhs, rhs, acc.dtype, False, False)
+
+
+def tile_matmul_bias(lhs, rhs, bias):
+    """lhs @ rhs + bias: matmul's sums (from zero, in K order), then the [1, N] bias row
+    added to every row after the last K step: one more FP32 rounding (INT8: wrapping
+    INT32)."""
+    product = tile_gemv(lhs, rhs)
+    if product.is_floating_point():
+        return product + bias.float()
+    return (product.to(torch.int64) + bias.to(torch.int64)).to(torch.int32)
+
+
+def tile_gemv_bias(lhs, rhs, bias):
+    """lhs @ rhs + bias for a [1, K] lhs, as tile_matmul_bias."""
+    return tile_matmul_bias(lhs, rhs, bias)
 
 
 # ----------------------------------------------------------------------------- tiles
