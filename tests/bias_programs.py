@@ -31,17 +31,23 @@ def product_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.int32 if dtype == torch.int8 else torch.float32
 
 
-def bias_arguments(dtype: torch.dtype, m: int, k: int, n: int,
-                   seed: int = 11) -> list[torch.Tensor]:
+def bias_arguments(dtype: torch.dtype, m: int, k: int, n: int, seed: int = 11,
+                   exact: bool = False) -> list[torch.Tensor]:
     """Random [m, k], [k, n] operands of `dtype`, a [1, n] bias and a [1, k] vector, and the
     three outputs ([m, n], [1, n], [m, n]).  INT8 spans its whole range and the INT32 bias
-    reaches past 2**31 - 1 when added (the sum wraps)."""
+    reaches past 2**31 - 1 when added (the sum wraps).  `exact`: float operands are small
+    integers, so every K sum is exact in any order (pto-isa's CPU model sums with fma) and
+    only the bias add rounds."""
     g = torch.Generator().manual_seed(seed)
     out = product_dtype(dtype)
     if dtype == torch.int8:
         a, b, v = (torch.randint(-128, 128, s, generator=g, dtype=torch.int8)
                    for s in ((m, k), (k, n), (1, k)))
         bias = torch.randint(-2**31, 2**31, (1, n), generator=g, dtype=torch.int64).int()
+    elif exact:
+        a, b, v = (torch.randint(-8, 9, s, generator=g).to(dtype)
+                   for s in ((m, k), (k, n), (1, k)))
+        bias = torch.randn(1, n, generator=g)
     else:
         a, b, v = (torch.randn(*s, generator=g).to(dtype) for s in ((m, k), (k, n), (1, k)))
         bias = torch.randn(1, n, generator=g)

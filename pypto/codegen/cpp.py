@@ -367,6 +367,7 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     kernel = device_kernel(fn, platform.backend.capacities["Vec"], platform.backend.name)
     launch = ""
     if platform.kind == "cpu_model":
+        _refuse_bias_beside_vec(fn, platform, kernel.on_chip)
         model = {"name": symbol(fn.name, device_code=True), "params": _param_models(fn),
                  "arch": platform.cpu_model_arch,
                  "poison": [{"base": _POISON_BASE[space], "bytes": n}
@@ -388,6 +389,21 @@ def _refuse_transfers(fn: Function, platform: Platform) -> None:
                 f"the cube unit to the vector unit, which has no device code on "
                 f"{platform.name} yet", s.span,
                 hint="run it on a simulator platform (a2a3sim, a5sim)")
+
+
+def _refuse_bias_beside_vec(fn: Function, platform: Platform, on_chip: dict[str, int]) -> None:
+    """pto-isa's CPU model has no bias table: it resolves a Bias tile's address into UB, so
+    a kernel with Vec tiles too would have both at the same bytes there."""
+    if not (on_chip["Vec"] and on_chip["Bias"]):
+        return
+    span = next(s.span for s in statements(fn.body) if isinstance(s, Assign)
+                and any(isinstance(t.type, TileType) and t.type.memory is MemorySpace.Bias
+                        for t in s.targets))
+    raise LoweringError(
+        f"a kernel with both Vec and Bias tiles has no device code on {platform.name}: "
+        f"pto-isa's CPU model places a Bias tile in UB, over the kernel's Vec tiles", span,
+        hint="keep the bias forms in a kernel of cube work only (pl.at(level=pl.Level.AIC)), "
+             "or run it on a simulator platform (a2a3sim, a5sim)")
 
 
 # pto-isa's NPUMemoryModel names each on-chip space by its buffer.

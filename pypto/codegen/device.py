@@ -58,6 +58,7 @@ _PAD_BITS = {(DataType.FP16, "Max"): "0x7c00", (DataType.FP16, "Min"): "0xfc00",
 _MOVE_PIPE = {
     (MemorySpace.Mat, MemorySpace.Left): "PIPE_MTE1",
     (MemorySpace.Mat, MemorySpace.Right): "PIPE_MTE1",
+    (MemorySpace.Mat, MemorySpace.Bias): "PIPE_MTE1",
     (MemorySpace.Acc, MemorySpace.Vec): "PIPE_FIX",
     (MemorySpace.Acc, MemorySpace.Mat): "PIPE_FIX",
     (MemorySpace.Vec, MemorySpace.Vec): "PIPE_V",
@@ -600,7 +601,10 @@ class _DeviceKernelBuilder:
         # TMATMUL multiplies them as they are.
         d = self.tile(dst)
         a, b = self.tile(operands["lhs"]), self.tile(operands["rhs"])
-        acc = operands.get("acc")
+        acc, bias = operands.get("acc"), operands.get("bias")
+        if bias is not None:  # TMATMUL_BIAS, TGEMV_BIAS
+            r = self.tile(bias)
+            return [self._instr(op.isa.upper(), [d, a, b, r], [a, b, r], [d], "PIPE_M")]
         if acc is None:  # TMATMUL, TGEMV
             return [self._instr(op.isa.upper(), [d, a, b], [a, b], [d], "PIPE_M")]
         c = self.tile(acc)

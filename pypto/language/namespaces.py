@@ -21,9 +21,9 @@ _BOTH = ("binary", "unary", "cast", "select", "ternary", "expands", "reduce_row"
 _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_validshape",
               "reshape", "reinterpret_view", "transpose", "concat", "slice", "get_block_idx",
               "get_block_num",
-              "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc", "max",
-              "min", "random", "tile.mgather", "tile.mscatter", "tile.gather",
-              "tile.gatherb")
+              "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc",
+              "tile.gemv_bias", "tile.matmul_bias", "max", "min", "random", "tile.mgather",
+              "tile.mscatter", "tile.gather", "tile.gatherb")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag", "tensor.gather")
 # Other spellings of a registry operator, per level.

@@ -48,8 +48,6 @@ WHY = {
                "pl.Scalar[...] is a run-time value already (one artifact for every value), "
                "a bare-dtype one a specialisation constant",
     "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
-    "bias": "the cube's bias buffer is not modelled (no pl.tile.matmul_bias): add the bias "
-            "on the vector unit",
     "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
                   "does not have (values cross through global memory); remove it",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
@@ -81,7 +79,8 @@ _OPS_SUPPORTED = (
     "shrs", "slice", "sqrt", "store", "sub", "transpose", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
-    "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.DDR", "Mem.Left", "Mem.Mat", "Mem.Right", "Mem.Vec",
+    "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.Bias", "Mem.DDR", "Mem.Left", "Mem.Mat",
+    "Mem.Right", "Mem.Vec",
     "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
     "Out", "PadValue.min", "PadValue.zero", "Scalar", "ScopeMode", "ScopeMode.AUTO",
     "ScopeMode.MANUAL", "SplitMode.LEFT_RIGHT", "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID",
@@ -93,10 +92,10 @@ _LANGUAGE_SUPPORTED = (
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
-                   "full", "gatherb", "gemv", "gemv_acc", "get_block_idx", "get_block_num",
-                   "load", "lrelu", "max", "maximums", "mgather", "min", "minimums", "move",
-                   "mscatter", "prelu", "read", "relu", "rem", "rems", "rsqrt", "sel", "store",
-                   "subc", "subsc", "transpose_view")
+                   "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
+                   "get_block_num", "load", "lrelu", "matmul_bias", "max", "maximums", "mgather",
+                   "min", "minimums", "move", "mscatter", "prelu", "read", "relu", "rem", "rems",
+                   "rsqrt", "sel", "store", "subc", "subsc", "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "gather",
                      "get_block_idx", "get_block_num", "no_dep", "random", "read")
 
@@ -116,7 +115,7 @@ _ABSENT = {
            "part_min", "part_mul", "prefetch", "tensor.ci",
            "tensor.create_l1", "tensor.expand_clone", "tensor.gather_row",
            "tensor.mrgsort", "tensor.paged_gather", "tensor.scatter",
-           "tensor.scatter_update", "tensor.sort32", "tile.matmul_bias",
+           "tensor.scatter_update", "tensor.sort32",
            "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program",
            "InlineFunction"),
     "sels": ("tile.sels",),
@@ -124,7 +123,6 @@ _ABSENT = {
     "trig": ("tensor.sin", "tensor.cos"),
     "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
-    "bias": ("Mem.Bias", "tile.gemv_bias"),
     "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }
