@@ -199,6 +199,16 @@ MOVEMENT = {
     "gatherb": (("tile.gatherb",), [R, 2 * C],
                 ["r = pl.tile.gatherb(pl.load(b, [0, 0], [16, 32]), "
                  "pl.full([16, 8], pl.UINT32, 38))"]),
+    # A bias row from `a`, then gemv_bias's result (Acc -> Mat -> Bias) as the next bias.
+    "bias": (("tile.gemv_bias", "tile.matmul_bias"), [R, C],
+             ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
+              "p = pl.move(pl.tile.transpose_view(m), pl.Mem.Right)",
+              "u = pl.load(h, [5, 0], [1, 16], target_memory=pl.Mem.Mat)",
+              "t = pl.move(pl.load(a, [2, 0], [1, 32], target_memory=pl.Mem.Mat), pl.Mem.Bias)",
+              "acc = pl.tile.gemv_bias(pl.move(u, pl.Mem.Left), p, t)",
+              "r = pl.tile.matmul_bias(pl.move(pl.load(h, [0, 0], [16, 16], "
+              "target_memory=pl.Mem.Mat), pl.Mem.Left), p, "
+              "pl.move(pl.move(acc, pl.Mem.Mat), pl.Mem.Bias))"]),
     "matmul": (("matmul", "matmul_acc", "move", "tile.transpose_view"), [R, R],
                ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
                 "acc = pl.matmul(pl.move(m, pl.Mem.Left), pl.move(m, pl.Mem.Right), "
