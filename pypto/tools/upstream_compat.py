@@ -48,6 +48,10 @@ WHY = {
                "pl.Scalar[...] is a run-time value already (one artifact for every value), "
                "a bare-dtype one a specialisation constant",
     "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
+    "batch": "tiles and tensor-level operators are rank 2 here (a rank-3 tile does not "
+             "place, a rank-3 tensor in pl.at is refused), so neither pl.batch_matmul's tiles "
+             "nor pl.matmul's rank > 2 tensors exist: reshape to [B * M, K] on the host and "
+             "pl.matmul each batch's rows in a pl.range loop",
     "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
                   "does not have (values cross through global memory); remove it",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
@@ -111,7 +115,7 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("batch_matmul", "create_l1", "fillpad_expand", "matmul_mx", "part_add", "part_max",
+    "op": ("create_l1", "fillpad_expand", "matmul_mx", "part_add", "part_max",
            "part_min", "part_mul", "prefetch", "tensor.ci",
            "tensor.create_l1", "tensor.expand_clone", "tensor.gather_row",
            "tensor.mrgsort", "tensor.paged_gather", "tensor.scatter",
@@ -123,6 +127,7 @@ _ABSENT = {
     "trig": ("tensor.sin", "tensor.cos"),
     "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
+    "batch": ("batch_matmul",),
     "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }
