@@ -97,6 +97,9 @@ class _Tile:
     # A transposed matmul operand (and the Mat tile it is moved from): declared as the
     # transpose of its IR shape, [cols, rows], its fractals column-major (ZN).
     transposed: bool = False
+    # A Mat tile moved to Bias: one row-major row (TMOV into the bias table takes no
+    # fractals), like the Bias tile it fills.
+    bias_row: bool = False
     span: object = None  # where the tile's variable is first defined (for errors)
 
     def model(self) -> dict:
@@ -105,14 +108,17 @@ class _Tile:
         rows, cols, col_major = layout.rows, layout.cols, layout.col_major
         if self.flat:
             rows, cols, col_major = 1, layout.rows, False
+        if self.bias_row:
+            rows, cols = 1, tile_layout(replace(t, memory=MemorySpace.Bias)).cols
         return {
             "ident": self.ident, "loc": t.memory.name, "elem": _ELEM[t.dtype],
             "rows": rows, "cols": cols,
-            "blayout": "ColMajor" if col_major or t.memory is MemorySpace.Mat else "RowMajor",
+            "blayout": "ColMajor" if col_major or (t.memory is MemorySpace.Mat
+                                                   and not self.bias_row) else "RowMajor",
             "vrows": self.vrows, "vcols": self.vcols, "pad": self.pad,
             "pad_bits": _PAD_BITS.get((t.dtype, self.pad)),
             "alias": _CUBE_ALIAS.get(t.memory), "addr": f"{t.addr:#x}",
-            "fractals": "ZN" if self.transposed else "NZ",
+            "fractals": "ND" if self.bias_row else "ZN" if self.transposed else "NZ",
         }
 
     def access(self) -> Access:
@@ -137,6 +143,7 @@ class _DeviceKernelBuilder:
         self.saturates = False  # does a scalar operand need `saturate<T>`?
         self.col_sum_tree = False  # does a col_sum with a tmp tile need `col_sum_tree`?
         self.transposed = _transposed_operands(fn.body)
+        self.bias_rows = _bias_rows(fn.body)
 
     # -- names and tiles
 
@@ -161,7 +168,8 @@ class _DeviceKernelBuilder:
             if transposed:
                 rows, cols = cols, rows
             self.tiles[key] = _Tile(self._fresh(ident(var.name)), t, rows, cols,
-                                    transposed=transposed, span=var.span)
+                                    transposed=transposed, bias_row=key in self.bias_rows,
+                                    span=var.span)
         return self.tiles[key]
 
     def view(self, base: _Tile, vrows: int, vcols: int, pad: str | None) -> _Tile:
@@ -266,7 +274,9 @@ class _DeviceKernelBuilder:
         full = self.tile(dst)
         pad = _PAD[call.attr("pad_value").name]
         partial = tuple(dst.type.valid) != tuple(dst.type.shape)
-        if dst.type.memory is MemorySpace.Mat:
+        if full.bias_row:  # TMOV copies the valid row: no padding to fill
+            partial = False
+        elif dst.type.memory is MemorySpace.Mat:
             if partial and pad != "Zero":
                 raise LoweringError("a partial load into Mat pads with zeros only", s.span)
             # Zeros in every element outside the valid region, up to whole fractals: the
@@ -844,6 +854,21 @@ def _mark_transposed(s: Assign, marked: set[tuple]) -> None:
                 f"`{dst.name}` is a transposed matmul operand made by pl.{call.op}: device "
                 f"code transposes an operand as TLOAD brings it in, from a tensor",
                 s.span, hint="load the operand from a tensor (and move it to Left / Right)")
+
+
+def _bias_rows(stmts) -> set[tuple]:
+    """The (name, type) keys of the Mat tiles moved to Bias (by pl.move, or one tile
+    variable assigned to another)."""
+    rows = set()
+    for s in statements(stmts):
+        if not (isinstance(s, Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0].type, TileType)
+                and s.targets[0].type.memory is MemorySpace.Bias):
+            continue
+        src = s.value.args[0] if isinstance(s.value, Call) and s.value.op == "move" else s.value
+        if isinstance(src, Var) and src.type.memory is MemorySpace.Mat:
+            rows.add((src.name, src.type))
+    return rows
 
 
 def _check_transposable(operand: Var, s) -> None:

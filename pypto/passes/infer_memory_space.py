@@ -160,8 +160,8 @@ class _Placer(VarRetyper):
             )
         if target is Mem.Bias and tile.type.shape[0] != 1:
             raise LoweringError(
-                f"pl.move to Bias takes one row, but `{tile.name}` is "
-                f"{list(tile.type.shape)}: the bias table holds a [1, N] row",
+                f"pl.move to Bias takes one row, got a {list(tile.type.shape)} tile: the bias "
+                f"table holds a [1, N] row",
                 stmt.span, hint="load the bias as a [1, N] row into pl.Mem.Mat")
         return target
 

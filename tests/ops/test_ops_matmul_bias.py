@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 from bias_programs import bias_arguments, bias_forms
+from located_errors import raised_by
 
-import pypto.language as pl
 from pypto.debug import torch_runtime
 from pypto.ir import CapacityError, LoweringError, TypeCheckError
 from pypto.runtime import RunConfig
@@ -90,89 +90,60 @@ def test_special_bias_values_add_as_ieee_fp32(platform):
 
 # -- placement, capacity and located errors
 
-@pl.jit.incore
-def wide_bias(a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 512], pl.FP16],
-              bias: pl.Tensor[[1, 512], pl.FP32], c: pl.Out[pl.Tensor[[16, 512], pl.FP32]]):
-    x = pl.move(pl.load(a, [0, 0], [16, 32], target_memory=pl.Mem.Mat), pl.Mem.Left)
-    y = pl.move(pl.load(b, [0, 0], [32, 512], target_memory=pl.Mem.Mat), pl.Mem.Right)
-    row = pl.move(pl.load(bias, [0, 0], [1, 512], target_memory=pl.Mem.Mat), pl.Mem.Bias)
-    c = pl.store(pl.tile.matmul_bias(x, y, row), [0, 0], c)
-    return c
-
-
-def _wide_arguments():
-    return (torch.zeros(16, 32).half(), torch.zeros(32, 512).half(), torch.zeros(1, 512),
-            torch.zeros(16, 512))
-
 
 def test_a_bias_row_over_the_bias_table_is_a_capacity_error_at_its_line():
+    # 512 FP32 values are 2 KiB: over A2/A3's 1 KiB.
     with pytest.raises(CapacityError) as info:
-        wide_bias.lower(*_wide_arguments(), config=RunConfig(platform="a2a3sim"))
+        bias_forms.lower(*bias_arguments(torch.float16, 16, 32, 512),
+                         config=RunConfig(platform="a2a3sim"))
     message = str(info.value)
     assert "does not fit the Bias buffer: 1024 bytes" in message, message
-    assert "tile `row`" in message and "test_ops_matmul_bias.py:" in message
+    assert "tile `row`" in message and "bias_programs.py:" in message
 
 
 def test_the_bias_table_is_larger_on_ascend950():
-    # 512 FP32 values are 2 KiB: over A2/A3's 1 KiB, within A5's 4 KiB.
-    c = torch.zeros(16, 512)
-    args = (*_wide_arguments()[:3], c)
-    args[2][0] = torch.arange(512.0)
-    wide_bias(*args, config=RunConfig(platform="a5sim"))
-    assert torch.equal(c, args[2].expand(16, 512))
+    # The same 2 KiB row within A5's 4 KiB.
+    a, b, bias, v, *outputs = bias_arguments(torch.float16, 16, 32, 512)
+    bias_forms(a, b, bias, v, *outputs, config=RunConfig(platform="a5sim"))
+    assert torch.equal(outputs[0], torch_runtime.tile_matmul_bias(a, b, bias))
+
+
+# A kernel whose bias row is made by `{row}` (the line the error names).
+_BIAS_KERNEL = """
+import pypto.language as pl
 
 
 @pl.jit.incore
-def bias_from_mat(a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 32], pl.FP16],
-                  bias: pl.Tensor[[1, 32], pl.FP32], c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
-    x = pl.move(pl.load(a, [0, 0], [16, 32], target_memory=pl.Mem.Mat), pl.Mem.Left)
-    y = pl.move(pl.load(b, [0, 0], [32, 32], target_memory=pl.Mem.Mat), pl.Mem.Right)
-    row = pl.load(bias, [0, 0], [1, 32], target_memory=pl.Mem.Mat)
-    c = pl.store(pl.tile.matmul_bias(x, y, row), [0, 0], c)
+def kernel(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, c: pl.Out[pl.Tensor]):
+    x = pl.move(pl.load(a, [0, 0], a.shape, target_memory=pl.Mem.Mat), pl.Mem.Left)
+    y = pl.move(pl.load(b, [0, 0], b.shape, target_memory=pl.Mem.Mat), pl.Mem.Right)
+    row = {row}
+    c = pl.store(pl.tile.matmul_bias(x, y, pl.tile.slice(row, [1, 32], [0, 0])), [0, 0], c)
     return c
+"""
+_BIAS_ERRORS = {
+    "outside_the_bias_table": (
+        "pl.load(bias, [0, 0], bias.shape, target_memory=pl.Mem.Mat)", 1,
+        "reads `bias`", "pl.tile.matmul_bias"),
+    "of_two_rows": (
+        "pl.move(pl.load(bias, [0, 0], bias.shape, target_memory=pl.Mem.Mat), pl.Mem.Bias)", 2,
+        "pl.move to Bias takes one row, got a [2, 32] tile", "pl.Mem.Bias"),
+    "loaded_from_global_memory": (
+        "pl.load(bias, [0, 0], bias.shape, target_memory=pl.Mem.Bias)", 1,
+        "pl.load cannot reach Bias", "target_memory=pl.Mem.Bias"),
+}
 
 
-@pl.jit.incore
-def bias_of_two_rows(a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 32], pl.FP16],
-                     bias: pl.Tensor[[2, 32], pl.FP32], c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
-    x = pl.move(pl.load(a, [0, 0], [16, 32], target_memory=pl.Mem.Mat), pl.Mem.Left)
-    y = pl.move(pl.load(b, [0, 0], [32, 32], target_memory=pl.Mem.Mat), pl.Mem.Right)
-    rows = pl.move(pl.load(bias, [0, 0], [2, 32], target_memory=pl.Mem.Mat), pl.Mem.Bias)
-    c = pl.store(pl.tile.matmul_bias(x, y, pl.tile.slice(rows, [1, 32], [0, 0])), [0, 0], c)
-    return c
-
-
-@pl.jit.incore
-def bias_into_bias(bias: pl.Tensor[[1, 32], pl.FP32], c: pl.Out[pl.Tensor[[16, 32], pl.FP32]]):
-    row = pl.load(bias, [0, 0], [1, 32], target_memory=pl.Mem.Bias)
-    c = pl.store(pl.move(row, pl.Mem.Vec), [0, 0], c)
-    return c
-
-
-def _h(*shape):
-    return torch.zeros(*shape, dtype=torch.float16)
-
-
-def test_a_bias_outside_the_bias_table_is_refused_naming_pl_move():
-    with pytest.raises(LoweringError) as info:
-        bias_from_mat.lower(_h(16, 32), _h(32, 32), torch.zeros(1, 32), torch.zeros(16, 32))
-    message = str(info.value)
-    assert "reads `bias` (row) from Mat, but it must be in Bias" in message, message
-    assert "pl.move(t, pl.Mem.Bias)" in message and "test_ops_matmul_bias.py:" in message
-
-
-def test_a_bias_tile_of_two_rows_is_refused_at_the_move():
-    with pytest.raises(LoweringError) as info:
-        bias_of_two_rows.lower(_h(16, 32), _h(32, 32), torch.zeros(2, 32), torch.zeros(16, 32))
-    message = str(info.value)
-    assert "pl.move to Bias takes one row" in message and "[2, 32]" in message, message
-    assert "test_ops_matmul_bias.py:" in message
-
-
-def test_global_memory_does_not_reach_the_bias_table():
-    with pytest.raises(LoweringError) as info:
-        bias_into_bias.lower(torch.zeros(1, 32), torch.zeros(16, 32))
-    assert "pl.load cannot reach Bias" in str(info.value)
+@pytest.mark.parametrize("case", list(_BIAS_ERRORS))
+def test_a_bias_not_moved_into_the_bias_table_as_one_row_is_refused_at_its_line(case):
+    row, rows, message, at = _BIAS_ERRORS[case]
+    arguments = (torch.zeros(16, 32).half(), torch.zeros(32, 32).half(), torch.zeros(rows, 32),
+                 torch.zeros(16, 32))
+    error, lines = raised_by(_BIAS_KERNEL.format(row=row),
+                             lambda ns: ns["kernel"].lower(*arguments), LoweringError)
+    assert message in str(error), str(error)
+    assert case != "outside_the_bias_table" or "from Mat, but it must be in Bias" in str(error)
+    assert at in lines[error.span.line - 1]
 
 
 @pytest.mark.parametrize(("bias_dtype", "shape"), [(torch.float16, (1, 32)),
