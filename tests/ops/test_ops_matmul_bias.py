@@ -10,6 +10,7 @@ import torch
 from bias_programs import bias_arguments, bias_forms
 from located_errors import raised_by
 
+import pypto.language as pl
 from pypto.debug import torch_runtime
 from pypto.ir import CapacityError, LoweringError, TypeCheckError
 from pypto.runtime import RunConfig
@@ -89,6 +90,16 @@ def test_special_bias_values_add_as_ieee_fp32(platform):
 
 
 # -- placement, capacity and located errors
+
+
+def test_the_bias_row_is_placed_in_bias_and_round_trips_through_the_printer():
+    arguments = bias_arguments(torch.float16, 16, 32, 64)
+    lowered = bias_forms.lower(*arguments, config=RunConfig(platform="a2a3sim"))
+    text = lowered.as_python()
+    assert "row: pl.Tile[[1, 64], pl.FP32, pl.Mem.Bias, 0x0] = pl.move(" in text, text
+    for program in (bias_forms.frontend(*arguments), lowered):
+        printed = program.as_python()
+        assert pl.parse(printed).as_python() == printed
 
 
 def test_a_bias_row_over_the_bias_table_is_a_capacity_error_at_its_line():
