@@ -218,6 +218,12 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "binary_scalar", "fn": op.isa_rscalar, "dst": self.tile(dst),
                 "a": self.tile(b), "scalar": expr_model(a)}
 
+    def _form_partial(self, op, call, dst, s):
+        """pl.part_add, ...: two tiles, whose valid regions the instruction reads."""
+        a, b = call.args
+        return {"kind": "partial", "fn": op.isa, "dst": self.tile(dst), "a": self.tile(a),
+                "b": self.tile(b)}
+
     def _form_unary(self, op, call, dst, s):
         return {"kind": "unary", "fn": op.isa, "dst": self.tile(dst), "a": self.tile(call.args[0])}
 

@@ -76,6 +76,13 @@ _NO_DEVICE_CODE = {
              "which pto-isa's CPU model does not model, so no device code for it can be "
              "proven here",
 }
+# The element types of TPARTADD ... TPARTMIN that both a backend and pto-isa's CPU model
+# (cpu/TPartOp.hpp) take; with no backend named, those of every backend (A2/A3's).
+_PARTIAL_DTYPES = {
+    "": (DataType.FP16, DataType.FP32, DataType.INT16, DataType.INT32),
+    "Ascend950": (DataType.FP16, DataType.BF16, DataType.FP32, DataType.INT8, DataType.UINT8,
+                  DataType.INT16, DataType.INT32),
+}
 # The first instruction of pl.addc / subc / addsc / subsc (the second adds rhs2).
 _SUM3_FIRST = {"addc": "TADD", "subc": "TSUB", "addsc": "TADDS", "subsc": "TSUBS"}
 
@@ -354,6 +361,26 @@ class _DeviceKernelBuilder:
             first = self._instr(_SUM3_FIRST[op.name], [tmp, x, y], [x], [tmp], "PIPE_V")
         return [first, self._instr("TADD", [d, tmp, z], [tmp, z], [d], "PIPE_V")]
 
+    def _form_partial(self, op, call, dst, s):
+        """pl.part_add, ...: TPARTADD (TPARTMUL, ...) of views holding each operand's and
+        the result's valid region, which the instruction reads to tell which operands hold
+        an element.  It writes the result's region alone (its padding is not computed)."""
+        a, b = call.args
+        dtypes = _PARTIAL_DTYPES.get(self.backend, _PARTIAL_DTYPES[""])
+        if dst.type.dtype not in dtypes:
+            raise LoweringError(
+                f"pl.{call.op} on device platforms: the {self.backend or 'unnamed'} backend's "
+                f"{op.isa.upper()} with pto-isa's CPU model takes "
+                f"{', '.join(d.name for d in dtypes)} tiles, not {dst.type.dtype.name}",
+                s.span, hint="pl.cast the operands first")
+        if tile_layout(dst.type).col_major:
+            raise LoweringError(
+                f"pl.{call.op} on device platforms: a [{dst.type.shape[0]}, 1] column, which "
+                f"device code holds column-major; {op.isa.upper()} takes row-major tiles",
+                s.span, hint="use tiles of rows")
+        d, x, y = (self.valid_view(v) for v in (dst, a, b))
+        return [self._instr(op.isa.upper(), [d, x, y], [x, y], [d], "PIPE_V")]
+
     def _form_unary(self, op, call, dst, s):
         (src,) = call.args[:1]
         if op.name in ("move", "set_validshape"):
@@ -511,10 +538,14 @@ class _DeviceKernelBuilder:
 
     def _form_fillpad(self, op, call, dst, s):
         (src,) = call.args
+        if dst.type.dtype.itemsize not in (1, 2, 4):
+            raise LoweringError(
+                f"pl.{call.op} on device platforms: {op.isa.upper()} takes 1-, 2- and 4-byte "
+                f"elements, not {dst.type.dtype.name}", s.span, hint="pl.cast the tile first")
         pad = _PAD[call.attr("pad_value").name]
         d = self.view(self.tile(dst), *self._full(dst), pad)
         x = self.valid_view(src)
-        return [self._instr("TFILLPAD", [d, x], [x], [d], "PIPE_V")]
+        return [self._instr(op.isa.upper(), [d, x], [x], [d], "PIPE_V")]
 
     def _full(self, var: Var) -> tuple[int, int]:
         t = self.tile(var)

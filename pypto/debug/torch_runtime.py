@@ -662,6 +662,58 @@ def fillpad(x, pad_value="zero", valid=None):
     return out
 
 
+def fillpad_expand(x, shape, pad_value="zero", valid=None):
+    """A new tensor of `shape` holding x's valid region at its origin and the pad value
+    everywhere else."""
+    out = torch.full(tuple(shape), _pad_value(x.dtype, pad_value), dtype=x.dtype)
+    r, c = valid if valid is not None else x.shape
+    out[:r, :c] = x[:r, :c]
+    return out
+
+
+# -- partial (segmented) arithmetic
+
+
+def _partial(lhs, rhs, valids, op):
+    """op(lhs, rhs), but lhs where lhs's valid region alone holds the element and rhs where
+    rhs's alone does (`valids`: the two regions; None, both whole)."""
+    out = op(lhs, rhs)
+    if valids is None:
+        return out
+    inside = []
+    for x, region in zip((lhs, rhs), valids, strict=True):
+        mask = torch.zeros(x.shape, dtype=torch.bool)
+        r, c = region
+        mask[:r, :c] = True
+        inside.append(mask)
+    in_lhs, in_rhs = inside
+    return torch.where(in_lhs & ~in_rhs, lhs, torch.where(in_rhs & ~in_lhs, rhs, out))
+
+
+def part_add(lhs, rhs, valids=None):
+    """lhs + rhs (rounded to the element type; integers wrap) where both valid regions
+    (`valids`) hold the element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, add)
+
+
+def part_mul(lhs, rhs, valids=None):
+    """lhs * rhs (rounded to the element type; integers wrap) where both valid regions
+    (`valids`) hold the element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, mul)
+
+
+def part_max(lhs, rhs, valids=None):
+    """`maximum(lhs, rhs)` (NaN propagates) where both valid regions (`valids`) hold the
+    element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, maximum)
+
+
+def part_min(lhs, rhs, valids=None):
+    """`minimum(lhs, rhs)` (NaN propagates) where both valid regions (`valids`) hold the
+    element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, minimum)
+
+
 _block = {"index": 0}
 
 

@@ -18,9 +18,9 @@ from .stubs import DslBuiltin, OpStub
 _BOTH = ("binary", "unary", "cast", "select", "ternary", "expands", "reduce_row", "reduce_col",
          "expand_row", "expand_col", "matmul", "element")
 # Operators of other categories, per level.
-_TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_validshape",
-              "reshape", "reinterpret_view", "transpose", "concat", "slice", "get_block_idx",
-              "get_block_num",
+_TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpad_expand",
+              "set_validshape", "reshape", "reinterpret_view", "transpose", "concat", "slice",
+              "get_block_idx", "get_block_num",
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc", "max",
               "min")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
