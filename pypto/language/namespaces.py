@@ -29,7 +29,7 @@ _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_bloc
 _ALIASES = {"tile": {"create": "create_tile"},
             "tensor": {"create": "create_tensor", "full": "tensor.full"}}
 # Parser constructs reached through a namespace (`pl.tensor.dim(t, 0)`).
-_BUILTINS = {"tensor": ("dim", "no_dep")}
+_BUILTINS = {"tensor": ("dim", "no_dep", "expand_clone")}
 # The scalar-operand spellings: `adds` is `add` with a scalar second operand.
 SCALAR_SPELLINGS = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div",
                     "maximums": "maximum", "minimums": "minimum", "cmps": "cmp",

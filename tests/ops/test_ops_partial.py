@@ -1,8 +1,9 @@
-"""Upstream's partial (segmented) arithmetic and expanding fill: pl.part_add / part_mul /
+"""Upstream's partial (segmented) arithmetic and expanding fills: pl.part_add / part_mul /
 part_max / part_min (TPARTADD ...) combine two tiles whose valid regions nest, an element
 held by one region alone copied from that operand; pl.fillpad_expand (TFILLPAD_EXPAND)
-copies a tile's valid region into a larger tile and pads the rest.  Bit for bit on both
-simulators against torch, on signed zeros, infinities, NaN and integer wrap-around."""
+copies a tile's valid region into a larger tile and pads the rest; pl.tensor.expand_clone
+broadcasts a tensor's size-1 axis into a target tensor.  Bit for bit on both simulators
+against torch, on signed zeros, infinities, NaN and integer wrap-around."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from reduction_programs import same_bits
 
 import pypto.language as pl
 from pypto.debug.torch_runtime import maximum, minimum, reference
-from pypto.ir import TypeCheckError
+from pypto.ir import PyptoError, TypeCheckError
 from pypto.runtime import RunConfig
 
 pytestmark = [pytest.mark.small_tiles,
@@ -284,3 +285,53 @@ def test_on_tensors_the_partial_operators_are_the_operations():
     out = torch.empty(2 * R, C)
     whole(a, b, out, config=RunConfig(platform="a2a3sim"))
     assert same_bits(out[:R], a + b) and same_bits(out[R:], maximum(a, b))
+
+
+@pl.jit
+def expand_clones(row: pl.Tensor[[1, C], pl.FP32], col: pl.Tensor[[R, 1], pl.INT32],
+                  same: pl.Tensor[[R, C], pl.FP32], o_row: pl.Out[pl.Tensor[[R, C], pl.FP32]],
+                  o_col: pl.Out[pl.Tensor[[R, C], pl.INT32]],
+                  o_same: pl.Out[pl.Tensor[[R, C], pl.FP32]]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        o_row = pl.tensor.expand_clone(row, o_row)
+        written = pl.tensor.expand_clone(src=col, target=o_col)  # `written` names o_col
+        pl.tensor.expand_clone(same, o_same)
+    return o_row, written, o_same
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_expand_clone_broadcasts_the_size_one_axis_into_the_target(platform):
+    g = torch.Generator().manual_seed(45)
+    row, same = torch.randn(1, C, generator=g), torch.randn(R, C, generator=g)
+    row[0, :3] = torch.tensor([-0.0, float("nan"), float("inf")])
+    col = torch.randint(-2**31, 2**31 - 1, (R, 1), generator=g, dtype=torch.int32)
+    outs = [torch.empty(R, C), torch.empty(R, C, dtype=torch.int32), torch.empty(R, C)]
+    expand_clones(row, col, same, *outs, config=RunConfig(platform=platform))
+    assert same_bits(outs[0], row.expand(R, C))
+    assert torch.equal(outs[1], col.expand(R, C))
+    assert same_bits(outs[2], same)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("pl.tensor.expand_clone(pl.tensor.full([1, 1], pl.FP32, 1.0), out)",
+     r"along one axis where it has size 1: \[1, 1\] cannot expand to \[8, 32\]"),
+    ("pl.tensor.expand_clone(pl.tensor.full([2, 32], pl.FP32, 1.0), out)",
+     r"\[2, 32\] cannot expand to \[8, 32\]"),
+    ("pl.tensor.expand_clone(pl.tensor.full([1, 32], pl.FP16, 1.0), out)",
+     r"src FP16 \[1, 32\] and target FP32 \[8, 32\] differ in dtype or rank"),
+    ("pl.tensor.expand_clone(a, out, a)", r"write pl.tensor.expand_clone\(src, target\)"),
+])
+def test_expand_clone_misuse_is_an_error_at_the_line(call, message, tmp_path):
+    path = tmp_path / "clone.py"
+    path.write_text(
+        "import pypto.language as pl\n\n\n@pl.jit\n"
+        f"def clone(a: pl.Tensor[[{R}, {C}], pl.FP32], "
+        f"out: pl.Out[pl.Tensor[[{R}, {C}], pl.FP32]]):\n"
+        "    with pl.at(level=pl.Level.CORE_GROUP):\n"
+        f"        out = {call}\n"
+        "    return out\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    with pytest.raises(PyptoError, match=message) as info:
+        namespace["clone"].frontend(torch.zeros(R, C), torch.zeros(R, C))
+    assert "clone.py:7" in str(info.value)
