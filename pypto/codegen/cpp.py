@@ -262,6 +262,10 @@ class _KernelBuilder(_StatementModels):
         value = operands.get("scalar", operands.get("value"))
         return {"kind": "fill", "fn": op.isa, "dst": self.tile(dst), "value": expr_model(value)}
 
+    def _form_ci(self, op, call, dst, s):
+        return {"kind": "ci", "fn": op.isa, "dst": self.tile(dst),
+                "start": expr_model(call.args[0]), "descending": call.attr("descending")}
+
     def _form_fillpad(self, op, call, dst, s):
         return {"kind": "fillpad", "fn": op.isa, "dst": self.tile(dst),
                 "src": self.tile(call.args[0]), "pad": call.attr("pad_value").name,

@@ -536,6 +536,16 @@ class _DeviceKernelBuilder:
         return [self._instr("TEXPANDS", [d, self._scalar_operand(value, dst.type.dtype)], [], [d],
                             "PIPE_V")]
 
+    def _form_ci(self, op, call, dst, s):
+        """pl.tile.ci: TCI<Tile, T, descending>(dst, start), its scalar form (pto-isa's
+        A2/A3 overload without a tmp tile; A5 has no other)."""
+        d = self.tile(dst)
+        start = self._scalar_operand(call.args[0], dst.type.dtype)
+        descending = _Ref("1" if call.attr("descending") else "0")
+        return [self._instr("TCI", [d, start], [], [d], "PIPE_V",
+                            [_Ref(f"decltype({d.ident})"), _Ref(_ELEM[dst.type.dtype]),
+                             descending])]
+
     def _form_fillpad(self, op, call, dst, s):
         (src,) = call.args
         if dst.type.dtype.itemsize not in (1, 2, 4):

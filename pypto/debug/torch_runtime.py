@@ -599,6 +599,25 @@ def tensor_full(value, shape, dtype):
     return full(value, shape, dtype)
 
 
+def ci(start, shape, dtype="INT32", descending=False):
+    """A new [1, n] tile of `dtype`: start + j in column j (start - j when descending),
+    start converted to `dtype` first (saturating), the sequence wrapping."""
+    out = torch.empty(tuple(shape), dtype=torch_dtype(dtype))
+    first = int(_scalar(start, out))
+    step = -1 if descending else 1
+    bits = torch.iinfo(out.dtype).bits
+    j = torch.arange(out.shape[-1], dtype=torch.int64)
+    wrapped = (first + step * j + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)
+    return wrapped.to(out.dtype).expand(out.shape).clone()
+
+
+def tensor_ci(start, shape, dtype="INT32", descending=False):
+    """A new [1, n] tensor value of `dtype`: start + j in column j (start - j when
+    descending), start converted to `dtype` first (saturating), the sequence wrapping (the
+    tiles TensorToTile computes it as are `ci`)."""
+    return ci(start, shape, dtype, descending)
+
+
 def expands(target, scalar):
     """A value shaped like `target` filled with `scalar` converted to its dtype."""
     return torch.empty_like(target).fill_(_scalar(scalar, target))

@@ -920,9 +920,10 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"{fn.written} builds an array of task ids in a "
                              "@pl.jit (orchestration) function, outside pl.at blocks")
         op = get_op(fn.name)
-        if fn.name == "full" and not fn.spelling and self.in_scope:
-            # `pl.full` in a pl.at block is a tensor, as upstream; `pl.tile.full` the tile.
-            op = get_op("tensor.full")
+        if fn.name in ("full", "ci") and fn.spelling in ("", "arange") and self.in_scope:
+            # `pl.full` (`pl.ci`, `pl.arange`) in a pl.at block is a tensor, as upstream;
+            # `pl.tile.full` the tile.
+            op = get_op(f"tensor.{fn.name}")
         call = self._op_call(op, node)
         if fn.name == "slice":
             self.check_view_valid_shape(call, node)

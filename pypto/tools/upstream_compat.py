@@ -98,8 +98,8 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create",
                    "lrelu", "max", "maximums", "min", "minimums", "move", "prelu", "read",
                    "relu", "rem", "rems", "rsqrt", "sel", "store", "subc", "subsc",
                    "transpose_view")
-_TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "expand_clone", "full",
-                     "get_block_idx", "get_block_num", "no_dep", "read")
+_TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
+                     "full", "get_block_idx", "get_block_num", "no_dep", "read")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -113,9 +113,9 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("batch_matmul", "create_l1", "matmul_mx", "prefetch", "tensor.ci",
-           "tensor.create_l1", "tensor.gather", "tensor.gather_row",
-           "tensor.mrgsort", "tensor.paged_gather", "tensor.random", "tensor.scatter",
+    "op": ("batch_matmul", "create_l1", "matmul_mx", "prefetch", "tensor.create_l1",
+           "tensor.gather", "tensor.gather_row", "tensor.mrgsort", "tensor.paged_gather",
+           "tensor.random", "tensor.scatter",
            "tensor.scatter_update", "tensor.sort32", "tile.gatherb", "tile.matmul_bias",
            "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "tile.mgather",
            "tile.mscatter", "loads_program", "InlineFunction"),

@@ -63,6 +63,8 @@ COMMON = {
     "addc": (("addc",), "pl.tile.addc(ta, tb, ta)"),
     **{op: ((op,), f"pl.{op}(ta, tb)") for op in ("part_add", "part_mul", "part_max",
                                                    "part_min")},
+    "ci": (("ci",), "pl.col_expand(ta, pl.cast(pl.tile.ci(-5, [1, 32], descending=True), "
+                    "pl.{dtype}))"),
     "subc": (("subc",), "pl.tile.subc(ta, tb, ta)"),
     "addsc": (("addsc",), "pl.tile.addsc(ta, 3, tb)"),
     "subsc": (("subsc",), "pl.tile.subsc(ta, 3, tb)"),
@@ -125,6 +127,7 @@ UNCHECKED = {
     "assemble": "lowered to pl.store before code generation",
     "create_tensor": "orchestration only: allocates, computes nothing",
     "tensor.full": "computed as `full` tiles (TensorToTile); checked through `full`",
+    "tensor.ci": "computed as `ci` tiles (TensorToTile); checked through `ci`",
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
     "array.update_element": "orchestration only: task ids, no data",

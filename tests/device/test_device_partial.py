@@ -1,7 +1,8 @@
-"""The partial arithmetic and the expanding fill in device code: pl.part_add / part_mul /
-part_max / part_min are TPARTADD ... TPARTMIN on views holding each operand's valid region,
-pl.fillpad_expand is TFILLPAD_EXPAND; proven on pto-isa's CPU model against the simulators.
-Element types neither the backend nor the CPU model takes are refused at the line."""
+"""The partial arithmetic and the fills in device code: pl.part_add / part_mul / part_max /
+part_min are TPARTADD ... TPARTMIN on views holding each operand's valid region,
+pl.fillpad_expand is TFILLPAD_EXPAND, pl.tile.ci is TCI; proven on pto-isa's CPU model
+against the simulators.  Element types neither the backend nor the CPU model takes are
+refused at the line."""
 
 from __future__ import annotations
 
@@ -143,3 +144,33 @@ def test_the_partial_operators_on_the_cpu_model_are_the_simulators(platform):
     assert torch.equal(nested[:VR], a[:VR] + torch.nn.functional.pad(b[:VR, :VC], (0, C - VC)))
     assert torch.equal(wide[:VR, :VC], b[inner]) and (wide[VR:] == float("-inf")).all()
     assert (wide_i[:, C:] == 2**31 - 1).all() and torch.equal(wide_i[:VR, :C], i[:VR])
+
+
+@pl.jit.incore
+def sequences(start: pl.Scalar[pl.INT32], up: pl.Out[pl.Tensor[[1, C], pl.INT32]],
+              down: pl.Out[pl.Tensor[[1, C], pl.INT32]],
+              short: pl.Out[pl.Tensor[[1, C], pl.INT16]]):
+    up = pl.store(pl.tile.ci(start, [1, C]), [0, 0], up)
+    down = pl.store(pl.tile.ci(start, [1, C], descending=True), [0, 0], down)
+    short = pl.store(pl.tile.ci(32740, [1, C], pl.INT16), [0, 0], short)
+    return up, down, short
+
+
+def _sequence_arguments():
+    return [-9, torch.zeros(1, C, dtype=torch.int32), torch.zeros(1, C, dtype=torch.int32),
+            torch.zeros(1, C, dtype=torch.int16)]
+
+
+def test_a_sequence_is_tci_with_its_direction_as_a_template_argument():
+    source = device_kernel(_incore(sequences.frontend(*_sequence_arguments()), "a5cpu")).cpp
+    assert "int32_t, 0>(" in source and "int32_t, 1>(" in source and "int16_t, 0>(" in source
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
+def test_the_sequences_on_the_cpu_model_are_the_simulators(platform):
+    up, down, short = outputs_agreeing_with_the_simulator(
+        sequences, _sequence_arguments, 1, platform)
+    j = torch.arange(C)
+    assert torch.equal(up[0], (-9 + j).int()) and torch.equal(down[0], (-9 - j).int())
+    assert torch.equal(short[0], ((32740 + j + 2**15) % 2**16 - 2**15).short())  # wraps

@@ -18,7 +18,7 @@ from pypto.sim import INCLUDE_DIR
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
-LOWERED_BEFORE_CODEGEN = {"assemble", "tensor.full"}  # become pl.store / pl.full in TensorToTile
+LOWERED_BEFORE_CODEGEN = {"assemble", "tensor.full", "tensor.ci"}  # pl.store / full / ci tiles
 
 
 def _isa_functions() -> set[str]:

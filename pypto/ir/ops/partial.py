@@ -1,13 +1,16 @@
-"""Operators whose meaning is their operands' valid regions: the partial (segmented)
-arithmetic pl.part_add / part_mul / part_max / part_min (the PTO instructions TPARTADD,
-TPARTMUL, TPARTMAX, TPARTMIN) and the expanding fill pl.fillpad_expand (TFILLPAD_EXPAND)."""
+"""Upstream's partial arithmetic and fills: the partial (segmented) arithmetic
+pl.part_add / part_mul / part_max / part_min (the PTO instructions TPARTADD, TPARTMUL,
+TPARTMAX, TPARTMIN) and the expanding fill pl.fillpad_expand (TFILLPAD_EXPAND), whose
+meaning is their operands' valid regions, and the integer sequence pl.tensor.ci /
+pl.tile.ci (TCI)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..dtypes import DataType
 from ..errors import TypeCheckError
-from ..types import PadValue, TileType
+from ..types import PadValue, ScalarType, TensorType, TileType
 from .inference import alike, check_dtype, fmt_shape, like, require_block, static_shape
 from .movement import pad_value_attr
 from .registry import ANY, NUMERIC, OpDef, OpParam, register
@@ -117,3 +120,42 @@ register(
         isa="tfillpad_expand",
     )
 )
+
+
+# -- the integer sequence (TCI)
+_CI_DTYPES = frozenset({DataType.INT16, DataType.INT32})
+
+
+def _infer_ci(name: str, result: type) -> Callable:
+    def infer(args, attrs, span):
+        (start,) = (a.type for a in args)
+        shape = static_shape(name, attrs["shape"], span)
+        if len(shape) != 2 or shape[0] != 1:
+            raise TypeCheckError(f"pl.{name}: TCI fills one row: the shape must be [1, n], "
+                                 f"got {fmt_shape(shape)}", span,
+                                 hint="make the sequence [1, n] and broadcast it with "
+                                      "pl.col_expand")
+        dtype = attrs["dtype"]
+        if dtype not in _CI_DTYPES:
+            raise TypeCheckError(f"pl.{name}: the sequence is INT16 or INT32, not {dtype!r}",
+                                 span)
+        if not isinstance(start, ScalarType) or not start.dtype.is_int:
+            raise TypeCheckError(f"pl.{name}: start must be an integer scalar", span)
+        if not isinstance(attrs["descending"], bool):
+            raise TypeCheckError(f"pl.{name}: descending must be True or False", span)
+        return result(shape, dtype)
+
+    return infer
+
+
+_CI_DOC = ("[1, n] consecutive integers of `dtype` (INT16 or INT32): start + j in column j, "
+           "start - j when `descending` (numpy's / torch's arange); start is first converted "
+           "to `dtype` as every scalar operand is (saturating), and the sequence wraps.")
+_CI_PARAMS = (OpParam("start", "value"), OpParam("shape", "attr"),
+              OpParam("dtype", "attr", DataType.INT32), OpParam("descending", "attr", False))
+register(OpDef("ci", _CI_PARAMS, _infer_ci("ci", TileType), "tile", "A new Vec tile: " + _CI_DOC,
+               dtypes=_CI_DTYPES, emit="ci", isa="tci"))
+register(OpDef("tensor.ci", _CI_PARAMS, _infer_ci("tensor.ci", TensorType), "fill",
+               "A new tensor value: " + _CI_DOC + "  TensorToTile computes it as `ci` tiles "
+               "(a chunk of columns starting where its first column does).",
+               dtypes=_CI_DTYPES, emit=""))

@@ -697,6 +697,15 @@ template <class T, class S> inline void texpands(Tile<T> dst, S s) {
     detail::for_each(dst, [&](int32_t, int32_t) { return value; });
 }
 
+/* TCI: start + c in column c of every row (start - c when descending), start first rounded
+ * to the element type (saturating, as every scalar operand), the sequence wrapping. */
+template <class T, class S> inline void tci(Tile<T> dst, S start, bool descending) {
+    const T first = convert<T>(start, RoundMode::Rint);
+    detail::for_each(dst, [&](int32_t, int32_t c) {
+        return descending ? detail::OpSub::i(first, T(c)) : detail::OpAdd::i(first, T(c));
+    });
+}
+
 /* dst = src inside src's valid region, pad elsewhere (dst may be src). */
 template <class T> inline void tfillpad(Tile<T> dst, Tile<T> src, T pad) {
     detail::for_each(dst, [&](int32_t r, int32_t c) {
