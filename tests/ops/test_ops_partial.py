@@ -37,11 +37,11 @@ def float_lanes(a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32],
     out = pl.store(pl.part_add(x, y), [0 * R, 0], out)
     out = pl.store(pl.part_mul(x, y), [1 * R, 0], out)
     out = pl.store(pl.part_max(x, y), [2 * R, 0], out)
-    out = pl.store(pl.part_min(x, y), [3 * R, 0], out)
+    out = pl.store(pl.part_min(x, rhs=y), [3 * R, 0], out)
     out = pl.store(pl.tile.part_add(y, x), [4 * R, 0], out)
     out = pl.store(pl.tile.part_mul(y, x), [5 * R, 0], out)
     out = pl.store(pl.tile.part_max(y, x), [6 * R, 0], out)
-    out = pl.store(pl.tile.part_min(y, x), [7 * R, 0], out)
+    out = pl.store(pl.tile.part_min(src0=y, src1=x), [7 * R, 0], out)  # pl.tile's names
     return out
 
 

@@ -72,7 +72,9 @@ for _name, (_both, _isa) in _PARTIAL.items():
     register(
         OpDef(
             _name,
-            (OpParam("lhs", "value"), OpParam("rhs", "value")),
+            # pl.part_add(lhs, rhs), pl.tile.part_add(src0, src1): upstream's two spellings.
+            (OpParam("lhs", "value", aliases=("src0",)),
+             OpParam("rhs", "value", aliases=("src1",))),
             _infer_part(_name),
             "binary",
             f"Partial (segmented) elementwise operation of two tiles of one shape: {_both} "
