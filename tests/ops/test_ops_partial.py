@@ -203,8 +203,8 @@ def expand(a: pl.Tensor[[R, C], pl.FP32], i: pl.Tensor[[R, C], pl.INT16],
     x = pl.load(a, [0, 0], [R, C], valid_shape=[VR, VC])
     k = pl.load(i, [0, 0], [R, C], valid_shape=[R, VC])
     out = pl.store(pl.fillpad_expand(x, [2 * R, 2 * C], pl.PadValue.min), [0, 0], out)
-    low = pl.store(pl.tile.fillpad_expand(k, [R, 2 * C], pad_value=pl.PadValue.max), [0, 0],
-                   low)
+    low = pl.store(pl.tile.fillpad_expand(tile=k, shape=[R, 2 * C], pad_value=pl.PadValue.max),
+                   [0, 0], low)
     whole = pl.store(pl.fillpad_expand(pl.load(a, [0, 0], [R, C]), [2 * R, C]), [0, 0], whole)
     return out, low, whole
 

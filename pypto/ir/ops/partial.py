@@ -110,7 +110,8 @@ def _infer_fillpad_expand(args, attrs, span):
 register(
     OpDef(
         "fillpad_expand",
-        (OpParam("x", "value"), OpParam("shape", "attr"),
+        # x is upstream's `value` (pl.fillpad_expand) and `tile` (pl.tile.fillpad_expand).
+        (OpParam("x", "value", aliases=("value", "tile")), OpParam("shape", "attr"),
          OpParam("pad_value", "attr", PadValue.zero)),
         _infer_fillpad_expand,
         "movement",
