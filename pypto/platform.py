@@ -69,6 +69,7 @@ class Backend:
     device_arch: dict[str, str]  # core type -> AI Core ISA name for the device compiler
     tile_moves: dict[str, tuple[str, ...]]  # on-chip buffer -> buffers pl.move can copy it to
     tile_inserts: dict[str, tuple[str, ...]]  # source buffer -> pl.tile.assemble targets
+    missing_instructions: tuple[str, ...] = ()  # PTO instructions it lacks ("TRANDOM")
 
     # The dict fields would make the generated hash raise; the name identifies a backend.
     def __hash__(self) -> int:
@@ -529,6 +530,7 @@ def _load_backend(rules: Path, name: str) -> Backend:
         device_arch={core: arch.text(core) for core in CORE_TYPES},
         tile_moves={src: moves.texts(src) for src in moves.data},
         tile_inserts={src: inserts.texts(src) for src in inserts.data},
+        missing_instructions=rule.texts("missing_instructions", ()),
     )
 
 

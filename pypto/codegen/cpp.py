@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
+from ..ir.layout import tile_layout
 from ..ir.nodes import (
     Assign,
     Call,
@@ -26,6 +27,8 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.ops import get_op
+from ..ir.ops.gather import mgather_policies
+from ..ir.ops.random import SEEDS
 from ..ir.types import (
     INDEX,
     Direction,
@@ -205,6 +208,22 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "store", "fn": fn, "dst": ident(tensor.name), "src": self.tile(tile),
                 "r0": expr_model(r0), "c0": expr_model(c0)}
 
+    def _form_mgather(self, op, call, dst, s):
+        mem, idx = call.args
+        coalesce, oob = mgather_policies(dict(call.attrs))
+        return {"kind": "mgather", "fn": op.isa, "dst": self.tile(dst), "src": ident(mem.name),
+                "idx": self.tile(idx), "coalesce": coalesce.capitalize(),
+                "oob": oob.capitalize()}
+
+    def _form_mscatter(self, op, call, dst, s):
+        src, idx, tensor = call.args
+        return {"kind": "mscatter", "fn": op.isa, "dst": ident(tensor.name),
+                "src": self.tile(src), "idx": self.tile(idx)}
+
+    def _form_index_gather(self, op, call, dst, s):
+        return {"kind": "index_gather", "fn": op.isa, "dst": self.tile(dst),
+                "args": [self.tile(a) for a in call.args]}
+
     def _form_binary(self, op, call, dst, s):
         a, b = call.args
         if isinstance(a.type, TileType) and isinstance(b.type, TileType):
@@ -265,6 +284,14 @@ class _KernelBuilder(_StatementModels):
     def _form_ci(self, op, call, dst, s):
         return {"kind": "ci", "fn": op.isa, "dst": self.tile(dst),
                 "start": expr_model(call.args[0]), "descending": call.attr("descending")}
+
+    def _form_random(self, op, call, dst, s):
+        """TRANDOM's words, with the row stride the instruction steps the counter by (the
+        tile's on-chip rows: pypto/sim/include/pto/random.hpp)."""
+        operands = op.operands(call.args, dict(call.attrs))
+        seeds = [expr_model(operands[name]) for name in SEEDS]
+        return {"kind": "random", "fn": op.isa, "rounds": call.attr("rounds"),
+                "dst": self.tile(dst), "seeds": seeds, "row_stride": tile_layout(dst.type).cols}
 
     def _form_fillpad(self, op, call, dst, s):
         return {"kind": "fillpad", "fn": op.isa, "dst": self.tile(dst),

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field, replace
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
-from ..ir.nodes import Assign, Call, Const, For, Function, Var, While
+from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, Var, While
 from ..ir.ops import get_op
+from ..ir.ops.gather import mgather_policies
+from ..ir.ops.random import SEEDS
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import statements
 from .environment import render
@@ -302,6 +304,47 @@ class _DeviceKernelBuilder:
         return [decl, self._instr("TSTORE", [_Ref(window), src], [src], [], pipe, template,
                                   gm_writes=[tensor.name])]
 
+    def _table(self, tensor: Var, s) -> tuple[dict, str]:
+        """A GlobalTensor of the whole tensor parameter a gather reads or a scatter writes."""
+        rows, cols = tensor.type.shape
+        origin = ExprList((Const(0, INDEX), Const(0, INDEX)))
+        return self._window(tensor, origin, rows, cols, s)
+
+    def _zero_padding(self, dst: Var) -> tuple[list, _Tile]:
+        """The gathers write their result's valid region only: a partial result's tile is
+        zeroed first (the simulators' padding holds 0).  Returns (that, the valid view)."""
+        full, target = self.tile(dst), self.valid_view(dst)
+        if (target.vrows, target.vcols) == (full.vrows, full.vcols):
+            return [], target
+        return [self._instr("TEXPANDS", [full, _Ref("0")], [], [full], "PIPE_V")], target
+
+    def _form_mgather(self, op, call, dst, s):
+        mem, idx = call.args
+        coalesce, oob = mgather_policies(dict(call.attrs))
+        out, target = self._zero_padding(dst)
+        index = self.valid_view(idx)
+        decl, table = self._table(mem, s)
+        template = [_Ref(f"Coalesce::{coalesce.capitalize()}"),
+                    _Ref(f"GatherOOB::{oob.capitalize()}")]
+        return out + [decl, self._instr("MGATHER", [target, _Ref(table), index], [index],
+                                        [target], "PIPE_MTE2", template, gm_reads=[mem.name])]
+
+    def _form_index_gather(self, op, call, dst, s):
+        """TGATHER (src, indices, tmp) / TGATHERB (src, offsets) within Vec."""
+        out, target = self._zero_padding(dst)
+        src, *rest = call.args
+        operands = [self.tile(src), *(self.valid_view(a) for a in rest)]
+        # TGATHER's tmp (the third operand) is A2/A3's scratch: written too.
+        return out + [self._instr(op.isa.upper(), [target, *operands], operands,
+                                  [target, *operands[2:]], "PIPE_V")]
+
+    def _form_mscatter(self, op, call, dst, s):
+        src, idx, tensor = call.args
+        values, index = self.valid_view(src), self.valid_view(idx)
+        decl, table = self._table(tensor, s)
+        return [decl, self._instr("MSCATTER", [_Ref(table), values, index], [values, index], [],
+                                  "PIPE_MTE3", gm_writes=[tensor.name])]
+
     def _form_binary(self, op, call, dst, s):
         a, b = call.args
         d = self.tile(dst)
@@ -545,6 +588,20 @@ class _DeviceKernelBuilder:
         return [self._instr("TCI", [d, start], [], [d], "PIPE_V",
                             [_Ref(f"decltype({d.ident})"), _Ref(_ELEM[dst.type.dtype]),
                              descending])]
+
+    def _form_random(self, op, call, dst, s):
+        """pl.tile.random: `TRANDOM<rounds>` of the tile's valid region, its key and counter
+        words in local arrays (TRandomKey, TRandomCounter) of the scalars' low 32 bits."""
+        operands = op.operands(call.args, dict(call.attrs))
+        seeds = [_expr(operands[name]) for name in SEEDS]
+        d = self.valid_view(dst)
+        key, counter = self._fresh(f"{d.ident}_key"), self._fresh(f"{d.ident}_counter")
+        return [_statement({"kind": "words", "type": "TRandomKey", "ident": key,
+                            "values": seeds[:2]}),
+                _statement({"kind": "words", "type": "TRandomCounter", "ident": counter,
+                            "values": seeds[2:]}),
+                self._instr("TRANDOM", [d, _Ref(key), _Ref(counter)], [], [d], "PIPE_V",
+                            template=[_Ref(str(call.attr("rounds")))])]
 
     def _form_fillpad(self, op, call, dst, s):
         (src,) = call.args

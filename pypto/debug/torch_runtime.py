@@ -21,6 +21,7 @@ import torch
 from ..golden import fp64
 from ..ir.dtypes import DataType
 from ..ir.ops import all_ops
+from ..ir.ops.gather import COALESCE, GATHER_OOB, policy
 from . import rounding
 
 
@@ -618,6 +619,77 @@ def tensor_ci(start, shape, dtype="INT32", descending=False):
     return ci(start, shape, dtype, descending)
 
 
+# pl.tile.random (TRANDOM): a Philox-style counter-based generator, as pto-isa defines it
+# (docs/isa/TRANDOM.md; the CPU model's cpu/TRandom.hpp is the reference of its details).
+_PHILOX_MUL = (0xD2511F53, 0xCD9E8D57)
+_PHILOX_KEY_STEP = (0x9E3779B9, 0xBB67AE85)
+_RANDOM_LANES = 64  # 256-byte repeats of 4-byte elements: lanes per repeat
+_RANDOM_REPEATS = 4  # each lane's four output words go to four repeats
+
+
+def _philox(counters: np.ndarray, key: tuple[int, int], rounds: int) -> np.ndarray:
+    """The `rounds`-round Philox-4x32 block of each row of `counters` ([n, 4] uint64 words)."""
+    c = counters.astype(np.uint64)
+    k0, k1 = key
+    mask = np.uint64(0xFFFFFFFF)
+    for _ in range(rounds):
+        m0 = c[:, 0] * np.uint64(_PHILOX_MUL[0])
+        m1 = c[:, 2] * np.uint64(_PHILOX_MUL[1])
+        c = np.stack([(m1 >> np.uint64(32)) ^ c[:, 1] ^ np.uint64(k0), m1 & mask,
+                      (m0 >> np.uint64(32)) ^ c[:, 3] ^ np.uint64(k1), m0 & mask], axis=1)
+        k0, k1 = (k0 + _PHILOX_KEY_STEP[0]) & 0xFFFFFFFF, (k1 + _PHILOX_KEY_STEP[1]) & 0xFFFFFFFF
+    return c
+
+
+def random_words(shape, valid_shape, row_stride: int, key, counter, rounds: int) -> np.ndarray:
+    """TRANDOM's uint32 words for a [rows, cols] tile whose rows are `row_stride` elements
+    apart: zeros outside the valid region.  Each pass over 256 columns of a row gives lane
+    l (0..63) the 128-bit counter c + l and writes its four words at columns l, l + 64,
+    l + 128 and l + 192 of the pass; c then steps by row_stride / 4."""
+    rows, cols = shape
+    vrows, vcols = valid_shape
+    out = np.zeros((rows, cols), dtype=np.uint32)
+    base = sum((int(w) & 0xFFFFFFFF) << (32 * i) for i, w in enumerate(counter))
+    key_words = (int(key[0]) & 0xFFFFFFFF, int(key[1]) & 0xFFFFFFFF)
+    span = _RANDOM_LANES * _RANDOM_REPEATS
+    passes = -(-vcols // span)
+    for r in range(vrows):
+        for p in range(passes):
+            lanes = [(base + lane) % (1 << 128) for lane in range(_RANDOM_LANES)]
+            words = np.array([[(c >> (32 * i)) & 0xFFFFFFFF for i in range(4)] for c in lanes],
+                             dtype=np.uint64)
+            block = _philox(words, key_words, rounds)  # [lanes, 4]
+            for repeat in range(_RANDOM_REPEATS):
+                first = p * span + repeat * _RANDOM_LANES
+                n = max(0, min(_RANDOM_LANES, vcols - first))
+                out[r, first:first + n] = block[:n, repeat].astype(np.uint32)
+            base = (base + row_stride // _RANDOM_REPEATS) % (1 << 128)
+    return out
+
+
+def random(key0, key1, counter0, counter1, counter2, counter3, shape, valid_shape=None,
+           dtype="UINT32", rounds=10):
+    """A [shape] tile of TRANDOM's words (`rounds`-round Philox of key and counter, see
+    `random_words`; the row stride is the tile's on-chip one), as `dtype` (INT32 or
+    UINT32); zeros outside `valid_shape`."""
+    from ..ir.layout import tile_layout
+    from ..ir.types import TileType
+
+    rows, cols = shape
+    stride = tile_layout(TileType((rows, cols), DataType[dtype])).cols
+    words = random_words((rows, cols), valid_shape or (rows, cols), stride, (key0, key1),
+                         (counter0, counter1, counter2, counter3), rounds)
+    return torch.from_numpy(words.view(np.int32).copy()).view(torch_dtype(dtype))
+
+
+def tensor_random(key0, key1, counter0, counter1, counter2, counter3, shape, dtype="UINT32",
+                  rounds=10):
+    """A new [shape] tensor value of TRANDOM's words (the tile TensorToTile computes it as
+    is `random`)."""
+    return random(key0, key1, counter0, counter1, counter2, counter3, shape, dtype=dtype,
+                  rounds=rounds)
+
+
 def expands(target, scalar):
     """A value shaped like `target` filled with `scalar` converted to its dtype."""
     return torch.empty_like(target).fill_(_scalar(scalar, target))
@@ -886,6 +958,106 @@ def assemble(dst: torch.Tensor, src: torch.Tensor, offset, atomic="None_",
 def tile_assemble(dst: torch.Tensor, src: torch.Tensor, offset, valid=None) -> torch.Tensor:
     """`pl.tile.assemble`: a copy of dst with src's valid region written at `offset`."""
     return store(src, offset, dst.clone(), valid=valid)
+
+
+def _table_indices(op: str, idx: torch.Tensor, capacity: int, oob: str):
+    """(indices in [0, capacity), which of them read) for the index tile `idx` under the
+    out-of-range policy `oob`: an index is the unsigned 64-bit number pto-isa's CPU model
+    makes of it (a negative INT32 is 2**64 + i)."""
+    i = idx.long()
+    inside = (i >= 0) & (i < capacity)
+    if oob == "clamp":
+        return torch.where(inside, i, capacity - 1), torch.ones_like(inside)
+    if oob == "wrap":
+        unsigned = torch.where(i < 0, (i % capacity + 2 ** 64 % capacity) % capacity,
+                               i % capacity)
+        return unsigned, torch.ones_like(inside)
+    if oob != "zero" and not bool(inside.all()):
+        bad = int(i[~inside][0])
+        raise IndexError(f"pl.{op}: index {bad} lies outside [0, {capacity})")
+    return torch.where(inside, i, 0), inside
+
+
+def _valid_part(t: torch.Tensor, valid) -> tuple:
+    return tuple(builtins.slice(0, v) for v in (valid if valid is not None else t.shape))
+
+
+def tile_mgather(mem: torch.Tensor, idx: torch.Tensor, coalesce="row", gather_oob="undefined",
+                 target_memory="Vec", scratch=None, valid_shape=None, valid=None) -> torch.Tensor:
+    """A tile of mem's rows (coalesce='row': row r is mem[idx[0, r]]) or elements
+    (coalesce='elem': [r, c] is mem.flatten()[idx[r, c]]) over valid_shape, else the region
+    idx's valid part indexes, 0 in the padding; an index past the end reads by gather_oob:
+    'clamp' the last, 'wrap' index % capacity, 'zero' 0, 'undefined' is an error
+    (IndexError)."""
+    coalesce, oob = policy(coalesce, COALESCE), policy(gather_oob, GATHER_OOB)
+    region = _valid_part(idx, valid)
+    if coalesce == "row":
+        rows, cols = valid_shape or (region[1].stop, mem.shape[1])
+        at, reads = _table_indices("tile.mgather", idx[0, :rows], mem.shape[0], oob)
+        out = torch.zeros((idx.shape[1], mem.shape[1]), dtype=mem.dtype)
+        picked = mem[at, :cols]
+        out[:rows, :cols] = torch.where(reads.unsqueeze(1), picked, torch.zeros_like(picked))
+        return out
+    if valid_shape is not None:
+        region = _valid_part(idx, valid_shape)
+    at, reads = _table_indices("tile.mgather", idx[region], mem.numel(), oob)
+    flat = mem.reshape(-1)
+    out = torch.zeros(idx.shape, dtype=mem.dtype)
+    out[region] = torch.where(reads, flat[at], torch.zeros_like(flat[at]))
+    return out
+
+
+def tensor_gather(input: torch.Tensor, dim=None, index=None, mask_pattern=None,  # noqa: A002
+                  output_dtype=None, kvalue=None, cmp_mode=None, out_cols=None, count_dtype=None,
+                  offset=0) -> torch.Tensor:
+    """input.reshape(-1)[index] (the flat form; `pl.tensor.gather(input, idx)` passes the
+    index as `dim`); an index outside input is an error (IndexError)."""
+    index = dim if index is None else index
+    at, _ = _table_indices("tensor.gather", index, input.numel(), "undefined")
+    return input.reshape(-1)[at]
+
+
+def tile_mscatter(src: torch.Tensor, idx: torch.Tensor, output_tensor: torch.Tensor,
+                  valid=None) -> torch.Tensor:
+    """output_tensor.flatten()[idx[r, c]] = src[r, c] over src's valid region, in row-major
+    order (of two with one index the later stays), in place; an index past the end is an
+    error (IndexError)."""
+    region = _valid_part(src, valid)
+    at, _ = _table_indices("tile.mscatter", idx[region], output_tensor.numel(), "undefined")
+    flat = output_tensor.view(-1)
+    for k, v in zip(at.reshape(-1).tolist(), src[region].reshape(-1), strict=True):
+        flat[k] = v
+    return output_tensor
+
+
+def tile_gather(src: torch.Tensor, indices: torch.Tensor, tmp=None, valid=None) -> torch.Tensor:
+    """A tile of indices' shape: [r, c] is src.flatten()[indices[r, c]] over indices' valid
+    region, 0 for an index outside src and in the padding."""
+    region = _valid_part(indices, valid)
+    flat, i = src.reshape(-1), indices[region].long()
+    inside = (i >= 0) & (i < flat.numel())
+    out = torch.zeros(indices.shape, dtype=src.dtype)
+    picked = flat[torch.where(inside, i, 0)]
+    out[region] = torch.where(inside, picked, torch.zeros_like(picked))
+    return out
+
+
+def tile_gatherb(src: torch.Tensor, offsets: torch.Tensor, valid=None) -> torch.Tensor:
+    """Block c of row r is the 32 bytes of src's row-major storage from byte offsets[r, c]
+    (each offset column 32 / itemsize result columns), over offsets' valid region, 0 in the
+    padding; a block past src's end is an error (IndexError)."""
+    storage = src.contiguous().view(torch.uint8).reshape(-1)
+    rows, cols = offsets.shape
+    out = torch.zeros((rows, cols * 32), dtype=torch.uint8)
+    region = _valid_part(offsets, valid)
+    for r in range(region[0].stop):
+        for c in range(region[1].stop):
+            start = int(offsets[r, c].item())
+            if start + 32 > storage.numel():
+                raise IndexError(f"pl.tile.gatherb: a block at byte {start} reaches past the "
+                                 f"tile's {storage.numel()} bytes")
+            out[r, c * 32:(c + 1) * 32] = storage[start:start + 32]
+    return out.view(src.dtype)
 
 
 def tile_transpose_view(x: torch.Tensor) -> torch.Tensor:

@@ -38,7 +38,7 @@ from ..ir.nodes import (
     Return,
     Var,
 )
-from ..ir.ops import REQUIRED, OpDef, get_op, make_call
+from ..ir.ops import REQUIRED, OpDef, get_op, make_call, write_destination
 from ..ir.types import (
     INDEX,
     Direction,
@@ -97,8 +97,6 @@ MAX_EXPRESSION_DEPTH = 100
 per operator): the parser and every pass walk expressions recursively."""
 # Categories of operators that may appear in an orchestration body outside `pl.at`.
 _ORCHESTRATION_OK = {"index", "orchestration"}
-# Operators that write into a tensor, and which operand is that tensor.
-_WRITE_DESTINATION = {"store": 2, "assemble": 0, "tile.assemble": 0}
 
 
 @dataclass
@@ -467,7 +465,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             if callee is not None:
                 return self.inline_call(callee, node.value, None, node)
         value = self.expr(node.value)
-        if isinstance(value, Call) and value.op in _WRITE_DESTINATION:
+        if isinstance(value, Call) and write_destination(value) is not None:
             return self._bind_write(value, node)
         return ExprStmt(value, self.source.span(node))
 
@@ -511,7 +509,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         """A bare `pl.store(tile, offsets, out)` / `pl.assemble(out, x, offsets)` statement:
         the write's result is the updated tensor, so the statement rebinds `out` to it, as
         `out = pl.store(...)` does."""
-        dst = call.args[_WRITE_DESTINATION[call.op]]
+        dst = write_destination(call)
         if not isinstance(dst, Var):
             raise self.error(node, f"pl.{call.op} writes into `{ast.unparse(node.value)}`, "
                              "which is not a tensor variable",
@@ -920,9 +918,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"{fn.written} builds an array of task ids in a "
                              "@pl.jit (orchestration) function, outside pl.at blocks")
         op = get_op(fn.name)
-        if fn.name in ("full", "ci") and fn.spelling in ("", "arange") and self.in_scope:
-            # `pl.full` (`pl.ci`, `pl.arange`) in a pl.at block is a tensor, as upstream;
-            # `pl.tile.full` the tile.
+        if fn.name in ("full", "ci", "random") and fn.spelling in ("", "arange") and self.in_scope:
+            # `pl.full` (`pl.ci`, `pl.arange`, `pl.random`) in a pl.at block is a tensor, as
+            # upstream; `pl.tile.full` the tile.
             op = get_op(f"tensor.{fn.name}")
         call = self._op_call(op, node)
         if fn.name == "slice":
@@ -1376,8 +1374,8 @@ def _scalar_widens(arg, param) -> bool:
 
 def _write_destination(value) -> Var | None:
     """The tensor variable a `pl.store` / `pl.assemble` call writes into, else None."""
-    if isinstance(value, Call) and value.op in _WRITE_DESTINATION:
-        dst = value.args[_WRITE_DESTINATION[value.op]]
+    if isinstance(value, Call):
+        dst = write_destination(value)
         if isinstance(dst, Var) and isinstance(dst.type, TensorType):
             return dst
     return None

@@ -26,7 +26,7 @@ CUBE = "cube"
 VECTOR = "vector"
 # Operator categories (ops.py) of the tensor-level operators the vector unit computes.
 VECTOR_CATEGORIES = ("binary", "unary", "cast", "select", "ternary", "expands", "fill",
-                     "reduce_row", "reduce_col", "expand_row", "expand_col")
+                     "reduce_row", "reduce_col", "expand_row", "expand_col", "gather_tensor")
 
 
 def unit_of(call) -> str | None:

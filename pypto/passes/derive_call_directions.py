@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from ..ir.errors import Span, TypeCheckError
 from ..ir.nodes import Assign, Call, FuncCall, Function, Program, Var
+from ..ir.ops import write_destination
 from ..ir.types import AtomicType, Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
 from .manager import Pass
@@ -72,9 +73,9 @@ class _Access(IRVisitor):
         if expr.op in WRITE_OPS and expr.attr("atomic", AtomicType.None_) is not AtomicType.None_:
             self.atomic.append(expr)
         if expr.op in WRITE_OPS:
-            dst_index = 0 if expr.op == "assemble" else 2
-            for i, arg in enumerate(expr.args):
-                if i == dst_index and isinstance(arg, Var):
+            dst = write_destination(expr)
+            for arg in expr.args:
+                if arg is dst and isinstance(arg, Var):
                     self._write(arg.name, expr.span)
                 else:
                     self.visit_expr(arg)

@@ -99,6 +99,13 @@ class _Placer(VarRetyper):
         op = get_op(call.op)
         operands = {name: arg for name, arg in op.operands(call.args, dict(call.attrs)).items()
                     if isinstance(getattr(arg, "type", None), TileType)}
+        if op.isa and op.isa.upper() in self.backend.missing_instructions:
+            raise LoweringError(
+                f"pl.{call.op} is {op.isa.upper()}, an instruction {self.backend.name} does "
+                "not have (build_rules/backends/*.toml: missing_instructions)", stmt.span,
+                hint="build for a platform of a backend that has it (docs/operators.md names "
+                     "the operators of one generation), or compute the values on the host "
+                     "and pass them in")
         if call.op in ("load", "create_tile"):
             return _target_memory(call, stmt)
         if call.op == "store":

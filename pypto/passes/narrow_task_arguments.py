@@ -38,7 +38,7 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.ops import make_call
+from ..ir.ops import make_call, write_destination
 from ..ir.types import INDEX, FunctionType, ScalarType, TensorType, TileType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor, defs, statements
 from .names import NameSupply
@@ -209,8 +209,8 @@ def _writes_into(stmt: Assign, name: str) -> bool:
     call = stmt.value
     if len(stmt.targets) != 1 or not isinstance(call, Call):
         return False
-    dst = {"store": 2, "assemble": 0}.get(call.op)
-    return dst is not None and isinstance(call.args[dst], Var) and call.args[dst].name == name
+    dst = write_destination(call) if call.op != "tile.assemble" else None
+    return isinstance(dst, Var) and dst.name == name
 
 
 def _invariant(e, scalars: set[str]) -> bool:

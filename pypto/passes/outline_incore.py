@@ -32,7 +32,7 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.ops import make_call
+from ..ir.ops import make_call, write_destination
 from ..ir.types import INDEX, TASK_ID, Direction, FunctionType, Level, TensorType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor, defs, exposed_uses, uses
 from .cube_vector import crossing_values, unit_of
@@ -41,7 +41,8 @@ from .names import NameSupply
 from .narrow_task_arguments import narrow_task_arguments
 from .properties import IRProperty
 
-WRITE_OPS = ("assemble", "store")
+# The operators that write into a tensor (`write_destination` names which argument).
+WRITE_OPS = ("assemble", "store", "tile.mscatter")
 
 
 def written_tensor(stmt) -> str | None:
@@ -51,7 +52,7 @@ def written_tensor(stmt) -> str | None:
     call = stmt.value
     if call.op not in WRITE_OPS:
         return None
-    dst = call.args[0] if call.op == "assemble" else call.args[2]
+    dst = write_destination(call)
     target = stmt.targets[0].name
     return target if isinstance(dst, Var) and dst.name == target else None
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 
 from ..ir.errors import CapacityError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var, While
-from ..ir.ops import get_op, make_call
+from ..ir.ops import get_op, make_call, write_destination
+from ..ir.ops.gather import tensor_gather_operands
 from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
 from ..ir.visitor import IRMutator, defs, statements, uses
@@ -33,7 +34,7 @@ from .names import NameSupply
 from .outline_incore import written_tensor, written_tensors
 from .properties import IRProperty
 from .tensor_matmul import lower_matmul_run
-from .tensor_values import WholeValues, needs_whole_values, tile_form
+from .tensor_values import WholeValues, needs_whole_values, require_table_in_memory, tile_form
 from .tensor_views import call_of, fold_views, index_add, is_view, tensor_type_of
 
 _LOWERED = VECTOR_CATEGORIES + ("matmul",)
@@ -381,7 +382,7 @@ def _reject_unlowered(stmt) -> None:
     """A tensor-level operator this pass does not tile (pl.transpose of a tensor)."""
     value = getattr(stmt, "value", None)
     if (isinstance(stmt, Assign) and isinstance(value, Call) and isinstance(value.type, TensorType)
-            and value.op not in ("slice", "store", "assemble", "create_tensor")):
+            and value.op not in ("slice", "create_tensor") and write_destination(value) is None):
         raise LoweringError(f"tensor-level pl.{value.op} is not supported in a kernel",
                             stmt.span, hint=f"load tiles and pl.{value.op} them")
 
@@ -434,13 +435,7 @@ class _VectorRun:
         defined = {s.targets[0].name for s in computed}
         self.inputs: dict[str, Var] = {}
         for stmt in computed + writes:
-            call = call_of(stmt)
-            operands = call.args
-            if call.op == "assemble":
-                operands = (call.args[1],)
-            elif get_op(call.op).category == "expands":
-                operands = call.args[1:]  # the target gives only the shape
-            for a in operands:
+            for a in _chunk_operands(call_of(stmt), defined):
                 if isinstance(a, Var) and isinstance(a.type, TensorType) and a.name not in defined:
                     self.inputs.setdefault(a.name, a)
         values = [tensor_type_of(v) for v in [s.targets[0] for s in computed]
@@ -591,6 +586,21 @@ class _VectorRun:
         tile = Var(self.names.fresh(f"{target}_tile"), tile_call.type, stmt.span)
         tiles[target] = tile
         return before + [Assign((tile,), tile_call, stmt.span)]
+
+
+def _chunk_operands(call: Call, defined: set[str]) -> tuple:
+    """The operands of a run's statement that are read chunk by chunk (`defined`: the run's
+    values): an assemble's source; not the target that gives a broadcast only its shape,
+    nor a gather's table, which stays in global memory."""
+    category = get_op(call.op).category
+    if call.op == "assemble":
+        return (call.args[1],)
+    if category == "expands":
+        return call.args[1:]
+    if category == "gather_tensor":
+        require_table_in_memory(call, defined)
+        return (tensor_gather_operands(call)[1],)
+    return call.args
 
 
 def _aligned(shape, itemsize: int) -> int:

@@ -27,6 +27,8 @@ from dataclasses import replace
 from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Var, While
 from ..ir.ops import get_op, make_call
+from ..ir.ops.gather import tensor_gather_operands
+from ..ir.ops.random import SEEDS
 from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, MemorySpace, TensorType, TileType
 from ..ir.visitor import IRMutator, IRVisitor, exposed_uses, statements
@@ -58,8 +60,16 @@ def tile_form(call: Call, operand, shape, names: NameSupply, target: str,
                               span=call.span)
         return [], make_call("ci", start, span=call.span, shape=shape, dtype=dtype,
                              descending=call.attr("descending"))
+    if op.name == "tensor.random":
+        seeds = [operands[name] for name in SEEDS]
+        return [], make_call("random", *seeds, span=call.span, shape=shape, dtype=dtype,
+                             rounds=call.attr("rounds"))
     if op.category == "fill":
         return [], make_call("full", operands["value"], span=call.span, shape=shape, dtype=dtype)
+    if op.category == "gather_tensor":  # the table stays in global memory
+        table, index = tensor_gather_operands(call)
+        return [], make_call("tile.mgather", table, operand(index), span=call.span,
+                             coalesce="elem")
     args = [operand(a) if isinstance(a, Var) and isinstance(a.type, TensorType) else a
             for a in (v for v in operands.values() if v is not None)]
     before: list = []
@@ -73,6 +83,18 @@ def tile_form(call: Call, operand, shape, names: NameSupply, target: str,
         before.append(Assign((tmp,), scratch, call.span))
         args = [x, tmp]
     return before, make_call(call.op, *args, span=call.span, **real_attrs)
+
+
+def require_table_in_memory(call: Call, computed) -> None:
+    """Refuses a pl.tensor.gather whose table is not a tensor in global memory but a value
+    the kernel computes (`computed`: their names)."""
+    table, _ = tensor_gather_operands(call)
+    if not isinstance(table, Var) or table.name in computed:
+        raise LoweringError(
+            f"pl.tensor.gather reads `{table}` in global memory, and it is a value computed in "
+            "the kernel", call.span,
+            hint="write the table into a tensor in one pl.at block and gather from it in the "
+                 "next")
 
 
 def needs_whole_values(fn, params: set[str]) -> bool:
@@ -187,6 +209,8 @@ class WholeValues(IRMutator):
         if category not in VECTOR_CATEGORIES:
             raise LoweringError(f"tensor-level pl.{call.op} is not supported in a kernel",
                                 call.span, hint=f"load tiles and pl.{call.op} them")
+        if category == "gather_tensor":
+            require_table_in_memory(call, set(self.tiles))
         extra, tile_call = tile_form(
             call, lambda v: self._operand(v, before, MemorySpace.Vec, call),
             value.shape, self.names, target)

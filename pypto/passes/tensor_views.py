@@ -91,6 +91,13 @@ class _ViewFolder(IRMutator):
                                    for a, b in zip(origin, offsets.items, strict=True)),
                              offsets.span)
             return replace(expr, args=(base, moved) + expr.args[2:])
+        if expr.op in ("tile.mgather", "tile.mscatter"):
+            table = expr.args[0 if expr.op == "tile.mgather" else 2]
+            if isinstance(table, Var) and table.name in self.views:
+                raise LoweringError(
+                    f"pl.{expr.op} indexes the whole of a tensor, and `{table.name}` is a view",
+                    expr.span, hint="gather from (scatter into) the tensor itself and offset "
+                                    "the indices")
         if expr.op == "store" and isinstance(expr.args[2], Var) and \
                 expr.args[2].name in self.views:
             raise LoweringError(

@@ -94,12 +94,13 @@ _LANGUAGE_SUPPORTED = (
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
-                   "full", "gemv", "gemv_acc", "get_block_idx", "get_block_num", "load",
-                   "lrelu", "max", "maximums", "min", "minimums", "move", "prelu", "read",
-                   "relu", "rem", "rems", "rsqrt", "sel", "store", "subc", "subsc",
-                   "transpose_view")
+                   "full", "gatherb", "gemv", "gemv_acc", "get_block_idx", "get_block_num",
+                   "load", "lrelu", "max", "maximums", "mgather", "min", "minimums", "move",
+                   "mscatter", "prelu", "read", "relu", "rem", "rems", "rsqrt", "sel", "store",
+                   "subc", "subsc", "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
-                     "full", "get_block_idx", "get_block_num", "no_dep", "read")
+                     "full", "gather", "get_block_idx", "get_block_num", "no_dep", "random",
+                     "read")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -114,11 +115,9 @@ _ABSENT = {
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
     "op": ("batch_matmul", "create_l1", "matmul_mx", "prefetch", "tensor.create_l1",
-           "tensor.gather", "tensor.gather_row", "tensor.mrgsort", "tensor.paged_gather",
-           "tensor.random", "tensor.scatter",
-           "tensor.scatter_update", "tensor.sort32", "tile.gatherb", "tile.matmul_bias",
-           "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "tile.mgather",
-           "tile.mscatter", "loads_program", "InlineFunction"),
+           "tensor.gather_row", "tensor.mrgsort", "tensor.paged_gather", "tensor.scatter",
+           "tensor.scatter_update", "tensor.sort32", "tile.matmul_bias", "tile.matmul_mx",
+           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program", "InlineFunction"),
     "sels": ("tile.sels",),
     "tri": ("tile.tri",),
     "trig": ("tensor.sin", "tensor.cos"),

@@ -128,6 +128,8 @@ UNCHECKED = {
     "create_tensor": "orchestration only: allocates, computes nothing",
     "tensor.full": "computed as `full` tiles (TensorToTile); checked through `full`",
     "tensor.ci": "computed as `ci` tiles (TensorToTile); checked through `ci`",
+    "tensor.gather": "computed as `tile.mgather` (TensorToTile); checked through it",
+    "tensor.random": "computed as `random` tiles (TensorToTile); checked through `random`",
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
     "array.update_element": "orchestration only: task ids, no data",
@@ -186,6 +188,32 @@ MOVEMENT = {
               "p = pl.move(pl.tile.transpose_view(m), pl.Mem.Right)",
               "acc = pl.tile.gemv(pl.move(u, pl.Mem.Left), p)",
               "r = pl.tile.gemv_acc(acc, pl.move(u, pl.Mem.Left), p)"]),
+    # Indices past either end (a's values times 8, saturated to INT32), clamped and wrapped.
+    "mgather_row": (("tile.mgather",), [R, C],
+                    ["t = pl.load(a, [0, 0], [16, 32])",
+                     "u = pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc')",
+                     "r = pl.tile.mgather(b, u[0:1, 0:16], gather_oob='clamp')"]),
+    "mgather_elem": (("tile.mgather",), [R, C],
+                     ["t = pl.load(a, [0, 0], [16, 32])",
+                      "u = pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc')",
+                      "r = pl.tile.mgather(b, u, coalesce='elem', gather_oob='wrap')"]),
+    # Indices in range, some repeated: the later of two writes stays (into zeros: an Out
+    # tensor's other elements are undefined).
+    "mscatter": (("tile.mscatter",), [R, C],
+                 ["o_mscatter = pl.store(pl.full([16, 32], pl.FP32, 0.0), [0, 0], o_mscatter)",
+                  "t = pl.load(a, [0, 0], [16, 32])",
+                  "u = pl.ands(pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc'), 511)",
+                  "o_mscatter = pl.tile.mscatter(pl.load(b, [0, 0], [16, 32]), u, o_mscatter)",
+                  "r = pl.load(o_mscatter, [0, 0], [16, 32])"]),
+    "gather": (("tile.gather",), [R, C],
+               ["t = pl.load(a, [0, 0], [16, 32])",
+                "u = pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc')",
+                "r = pl.tile.gather(pl.load(b, [0, 0], [16, 32]), u, "
+                "pl.create_tile([16, 32], pl.INT32))"]),
+    # One byte offset, not a multiple of 4 (no cast makes UINT32 offsets from the inputs).
+    "gatherb": (("tile.gatherb",), [R, 2 * C],
+                ["r = pl.tile.gatherb(pl.load(b, [0, 0], [16, 32]), "
+                 "pl.full([16, 8], pl.UINT32, 38))"]),
     "matmul": (("matmul", "matmul_acc", "move", "tile.transpose_view"), [R, R],
                ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
                 "acc = pl.matmul(pl.move(m, pl.Mem.Left), pl.move(m, pl.Mem.Right), "
@@ -196,6 +224,17 @@ MOVEMENT = {
 }
 
 
+# The operators of one backend (A5: TRANDOM), one kernel on a5sim: (operators, output shape,
+# statements ending in the lane's INT32 tile `r`).
+A5_PLATFORM = "a5sim"
+A5_ONLY = {
+    "random": (("random",), [R, C], ["r = pl.tile.random(5, 6, 7, 8, 9, 10, [16, 32], "
+                                      "dtype=pl.INT32)"]),
+    # Two passes over a row (300 > 256 columns), 7 rounds, part of the tile valid.
+    "random_passes": (("random",), [9, 300],
+                      ["r = pl.tile.random(-1, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 3, "
+                       "[9, 304], valid_shape=[9, 300], dtype=pl.INT32, rounds=7)"]),
+}
 def special_values(dtype: str, seed: int) -> torch.Tensor:
     """A [R, C] input: random values with the special ones of `dtype` at fixed places."""
     g = torch.Generator().manual_seed(seed)
@@ -250,7 +289,8 @@ def differences(got: torch.Tensor, want: torch.Tensor) -> str | None:
 def test_every_operator_has_a_lane():
     checked = {op for table in (COMMON, FLOAT_ONLY, INT_ONLY, ISA_REDUCE_LANES, COL_ARG_LANES)
                for ops, _ in table.values() for op in ops}
-    checked |= {op for ops, _, _ in MOVEMENT.values() for op in ops}
+    checked |= {op for table in (MOVEMENT, A5_ONLY) for ops, _, _ in table.values()
+                for op in ops}
     assert sorted(set(all_ops()) - checked - set(UNCHECKED)) == []
     assert not {name for name in UNCHECKED if all_ops()[name].isa}
 
@@ -304,4 +344,18 @@ def test_the_movement_and_matmul_operators_agree_with_the_simulator(tmp_path):
     sim, host = sim_and_torch(kernel, args, PLATFORM)
     found = {lane: differences(s, h)
              for lane, s, h in zip(MOVEMENT, sim[3:], host[3:], strict=True)}
+    assert {lane: d for lane, d in found.items() if d is not None} == {}
+
+
+def test_the_operators_of_one_backend_agree_with_its_simulator(tmp_path):
+    body = []
+    for lane, (_, _, stmts) in A5_ONLY.items():
+        body += [re.sub(r"\br\b", f"r_{lane}", s) for s in stmts]
+        body.append(f"o_{lane} = pl.store(r_{lane}, [0, 0], o_{lane})")
+    outputs = [(f"o_{lane}", f"pl.Tensor[{shape}, pl.INT32]")
+               for lane, (_, shape, _) in A5_ONLY.items()]
+    kernel = load_kernel(kernel_text("per_op_a5", [], outputs, body), "per_op_a5", tmp_path)
+    args = [torch.zeros(*shape, dtype=torch.int32) for _, shape, _ in A5_ONLY.values()]
+    sim, host = sim_and_torch(kernel, args, A5_PLATFORM)
+    found = {lane: differences(s, h) for lane, s, h in zip(A5_ONLY, sim, host, strict=True)}
     assert {lane: d for lane, d in found.items() if d is not None} == {}

@@ -16,7 +16,8 @@ where it makes sense, a Python number or scalar as one operand (the "scalar form
 The registry and its lookups live in `registry`; the operators are declared by family,
 each module with its own type inference (`inference` holds the checks they share):
 `elementwise`, `reduction`, `matmul`, `movement`, `partial`, `orchestration`,
-`task_arrays`.  Importing this package declares them all, in that order.
+`task_arrays`, `gather`, `random`.  Importing this package declares them all, in
+that order.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .registry import (
     get_op,
     make_call,
     register,
+    write_destination,
 )
 
 # Declares the operators, family by family, in this order (the registry's).
@@ -43,9 +45,10 @@ from .registry import (
 from . import (  # noqa: F401
     elementwise, reduction, matmul, movement, partial, orchestration, task_arrays,
 )
+from . import gather, random  # noqa: F401
 # isort: on
 
 __all__ = [
     "ANY", "CAST_MODES", "CMP_TYPES", "FLOATS", "INTS", "MATMUL_INPUTS", "NUMERIC", "REQUIRED",
-    "OpDef", "OpParam", "all_ops", "get_op", "make_call", "register",
+    "OpDef", "OpParam", "all_ops", "get_op", "make_call", "register", "write_destination",
 ]

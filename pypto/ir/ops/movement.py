@@ -373,6 +373,7 @@ register(
         dtypes=ANY,
         emit="store",
         isa="tstore",
+        writes=2,
     )
 )
 register(
@@ -388,6 +389,7 @@ register(
         "movement",
         "Write a tensor or tile into `dst` at `offset`; `out[...] = x` is sugar for it.",
         dtypes=ANY,
+        writes=0,
     )
 )
 register(
@@ -522,6 +524,7 @@ register(
         dtypes=ANY,
         emit="insert",
         isa="tinsert",
+        writes=0,
     )
 )
 register(

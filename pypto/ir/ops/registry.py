@@ -55,10 +55,13 @@ class OpDef:
 
     category: what passes do with it ("binary", "unary", "cast", "select", "ternary", "expands",
     "fill", "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "movement",
-    "element", "tile", "index", "orchestration").
+    "element", "gather", "tile", "index", "orchestration").
     emit: the templates/ops.cpp.j2 macro (operator form) that emits it in a kernel.
     isa: the simulator instruction (pypto/sim/include/pto/*.hpp) of its tile form;
     isa_scalar / isa_rscalar: of its scalar forms (tile op scalar, scalar op tile).
+    writes: the position among the call's arguments of the tensor (or tile) it writes into
+    and returns (`pl.store(tile, offsets, out)`: 2), None for an operator that makes a new
+    value.
     """
 
     name: str
@@ -71,6 +74,7 @@ class OpDef:
     isa: str = ""
     isa_scalar: str = ""
     isa_rscalar: str = ""
+    writes: int | None = None
 
     @property
     def operand_names(self) -> tuple[str, ...]:
@@ -106,6 +110,13 @@ def get_op(name: str) -> OpDef:
 def all_ops() -> dict[str, OpDef]:
     """Every operator by name, in the order they were declared."""
     return dict(_REGISTRY)
+
+
+def write_destination(call: Call):
+    """The argument `call` writes into and returns (`out` of `pl.store(t, offsets, out)`),
+    None for an operator that makes a new value."""
+    index = _REGISTRY[call.op].writes if call.op in _REGISTRY else None
+    return None if index is None else call.args[index]
 
 
 def make_call(name: str, *operands, span: Span | None = None, **attrs) -> Call:

@@ -787,6 +787,8 @@ template <class T> inline void tconcat(Tile<T> dst, Tile<T> a, Tile<T> b) {
 
 #include "reduce.hpp"
 #include "matmul.hpp"
+#include "gather.hpp"
 #include "scalar.hpp"  // tgetval: pl.read of one element
+#include "random.hpp"  // trandom: pl.tile.random
 
 #endif /* PTO_ISA_HPP */
