@@ -199,6 +199,14 @@ class _DeviceKernelBuilder:
     def valid_view(self, var: Var, pad: str | None = None) -> _Tile:
         base = self.tile(var)
         vrows, vcols = (tuple(var.type.valid) + (1,))[:2]
+        if not (isinstance(vrows, int) and isinstance(vcols, int)):
+            raise LoweringError(
+                f"`{var.name}`'s valid region [{', '.join(_extent(v) for v in var.type.valid)}] "
+                "is known only at run "
+                "time, which device code does not declare yet (pto-isa's DYNAMIC valid "
+                "extents)", var.span,
+                hint="give valid_shape constant extents on device platforms, or run on a "
+                     "simulator platform (a2a3sim, a5sim)")
         if base.transposed:
             vrows, vcols = vcols, vrows
         return self.view(base, vrows, vcols, pad)
@@ -838,6 +846,11 @@ def _check_dense(what: str, role: str, t: TileType, s) -> None:
             f"in row-major order on the device (its rows are padded to whole 32-byte blocks "
             f"or it is a column), so its bytes are not the reshape's", s.span,
             hint=f"reshape tiles whose columns are a multiple of {per_block}")
+
+
+def _extent(v) -> str:
+    """An extent for a message: its value, or its variable's name ('?' for an expression)."""
+    return str(v) if isinstance(v, int) else getattr(v, "name", "?")
 
 
 def _transpose(t: TileType) -> TileType:
