@@ -238,6 +238,12 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "binary_scalar", "fn": op.isa_rscalar, "dst": self.tile(dst),
                 "a": self.tile(b), "scalar": expr_model(a)}
 
+    def _form_partial(self, op, call, dst, s):
+        """pl.part_add, ...: two tiles, whose valid regions the instruction reads."""
+        a, b = call.args
+        return {"kind": "partial", "fn": op.isa, "dst": self.tile(dst), "a": self.tile(a),
+                "b": self.tile(b)}
+
     def _form_unary(self, op, call, dst, s):
         return {"kind": "unary", "fn": op.isa, "dst": self.tile(dst), "a": self.tile(call.args[0])}
 
@@ -275,6 +281,10 @@ class _KernelBuilder(_StatementModels):
         operands = op.operands(call.args, dict(call.attrs))
         value = operands.get("scalar", operands.get("value"))
         return {"kind": "fill", "fn": op.isa, "dst": self.tile(dst), "value": expr_model(value)}
+
+    def _form_ci(self, op, call, dst, s):
+        return {"kind": "ci", "fn": op.isa, "dst": self.tile(dst),
+                "start": expr_model(call.args[0]), "descending": call.attr("descending")}
 
     def _form_random(self, op, call, dst, s):
         """TRANDOM's words, with the row stride the instruction steps the counter by (the

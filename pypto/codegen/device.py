@@ -79,6 +79,13 @@ _NO_DEVICE_CODE = {
              "which pto-isa's CPU model does not model, so no device code for it can be "
              "proven here",
 }
+# The element types of TPARTADD ... TPARTMIN that both a backend and pto-isa's CPU model
+# (cpu/TPartOp.hpp) take; with no backend named, those of every backend (A2/A3's).
+_PARTIAL_DTYPES = {
+    "": (DataType.FP16, DataType.FP32, DataType.INT16, DataType.INT32),
+    "Ascend950": (DataType.FP16, DataType.BF16, DataType.FP32, DataType.INT8, DataType.UINT8,
+                  DataType.INT16, DataType.INT32),
+}
 # The first instruction of pl.addc / subc / addsc / subsc (the second adds rhs2).
 _SUM3_FIRST = {"addc": "TADD", "subc": "TSUB", "addsc": "TADDS", "subsc": "TSUBS"}
 
@@ -201,6 +208,14 @@ class _DeviceKernelBuilder:
     def valid_view(self, var: Var, pad: str | None = None) -> _Tile:
         base = self.tile(var)
         vrows, vcols = (tuple(var.type.valid) + (1,))[:2]
+        if not (isinstance(vrows, int) and isinstance(vcols, int)):
+            raise LoweringError(
+                f"`{var.name}`'s valid region [{', '.join(_extent(v) for v in var.type.valid)}] "
+                "is known only at run "
+                "time, which device code does not declare yet (pto-isa's DYNAMIC valid "
+                "extents)", var.span,
+                hint="give valid_shape constant extents on device platforms, or run on a "
+                     "simulator platform (a2a3sim, a5sim)")
         if base.transposed:
             vrows, vcols = vcols, vrows
         return self.view(base, vrows, vcols, pad)
@@ -408,6 +423,26 @@ class _DeviceKernelBuilder:
             first = self._instr(_SUM3_FIRST[op.name], [tmp, x, y], [x], [tmp], "PIPE_V")
         return [first, self._instr("TADD", [d, tmp, z], [tmp, z], [d], "PIPE_V")]
 
+    def _form_partial(self, op, call, dst, s):
+        """pl.part_add, ...: TPARTADD (TPARTMUL, ...) of views holding each operand's and
+        the result's valid region, which the instruction reads to tell which operands hold
+        an element.  It writes the result's region alone (its padding is not computed)."""
+        a, b = call.args
+        dtypes = _PARTIAL_DTYPES.get(self.backend, _PARTIAL_DTYPES[""])
+        if dst.type.dtype not in dtypes:
+            raise LoweringError(
+                f"pl.{call.op} on device platforms: the {self.backend or 'unnamed'} backend's "
+                f"{op.isa.upper()} with pto-isa's CPU model takes "
+                f"{', '.join(d.name for d in dtypes)} tiles, not {dst.type.dtype.name}",
+                s.span, hint="pl.cast the operands first")
+        if tile_layout(dst.type).col_major:
+            raise LoweringError(
+                f"pl.{call.op} on device platforms: a [{dst.type.shape[0]}, 1] column, which "
+                f"device code holds column-major; {op.isa.upper()} takes row-major tiles",
+                s.span, hint="use tiles of rows")
+        d, x, y = (self.valid_view(v) for v in (dst, a, b))
+        return [self._instr(op.isa.upper(), [d, x, y], [x, y], [d], "PIPE_V")]
+
     def _form_unary(self, op, call, dst, s):
         (src,) = call.args[:1]
         if op.name in ("move", "set_validshape"):
@@ -563,6 +598,16 @@ class _DeviceKernelBuilder:
         return [self._instr("TEXPANDS", [d, self._scalar_operand(value, dst.type.dtype)], [], [d],
                             "PIPE_V")]
 
+    def _form_ci(self, op, call, dst, s):
+        """pl.tile.ci: TCI<Tile, T, descending>(dst, start), its scalar form (pto-isa's
+        A2/A3 overload without a tmp tile; A5 has no other)."""
+        d = self.tile(dst)
+        start = self._scalar_operand(call.args[0], dst.type.dtype)
+        descending = _Ref("1" if call.attr("descending") else "0")
+        return [self._instr("TCI", [d, start], [], [d], "PIPE_V",
+                            [_Ref(f"decltype({d.ident})"), _Ref(_ELEM[dst.type.dtype]),
+                             descending])]
+
     def _form_random(self, op, call, dst, s):
         """pl.tile.random: `TRANDOM<rounds>` of the tile's valid region, its key and counter
         words in local arrays (TRandomKey, TRandomCounter) of the scalars' low 32 bits."""
@@ -579,10 +624,14 @@ class _DeviceKernelBuilder:
 
     def _form_fillpad(self, op, call, dst, s):
         (src,) = call.args
+        if dst.type.dtype.itemsize not in (1, 2, 4):
+            raise LoweringError(
+                f"pl.{call.op} on device platforms: {op.isa.upper()} takes 1-, 2- and 4-byte "
+                f"elements, not {dst.type.dtype.name}", s.span, hint="pl.cast the tile first")
         pad = _PAD[call.attr("pad_value").name]
         d = self.view(self.tile(dst), *self._full(dst), pad)
         x = self.valid_view(src)
-        return [self._instr("TFILLPAD", [d, x], [x], [d], "PIPE_V")]
+        return [self._instr(op.isa.upper(), [d, x], [x], [d], "PIPE_V")]
 
     def _full(self, var: Var) -> tuple[int, int]:
         t = self.tile(var)
@@ -811,6 +860,11 @@ def _check_dense(what: str, role: str, t: TileType, s) -> None:
             f"in row-major order on the device (its rows are padded to whole 32-byte blocks "
             f"or it is a column), so its bytes are not the reshape's", s.span,
             hint=f"reshape tiles whose columns are a multiple of {per_block}")
+
+
+def _extent(v) -> str:
+    """An extent for a message: its value, or its variable's name ('?' for an expression)."""
+    return str(v) if isinstance(v, int) else getattr(v, "name", "?")
 
 
 def _transpose(t: TileType) -> TileType:

@@ -615,6 +615,25 @@ def tensor_full(value, shape, dtype):
     return full(value, shape, dtype)
 
 
+def ci(start, shape, dtype="INT32", descending=False):
+    """A new [1, n] tile of `dtype`: start + j in column j (start - j when descending),
+    start converted to `dtype` first (saturating), the sequence wrapping."""
+    out = torch.empty(tuple(shape), dtype=torch_dtype(dtype))
+    first = int(_scalar(start, out))
+    step = -1 if descending else 1
+    bits = torch.iinfo(out.dtype).bits
+    j = torch.arange(out.shape[-1], dtype=torch.int64)
+    wrapped = (first + step * j + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)
+    return wrapped.to(out.dtype).expand(out.shape).clone()
+
+
+def tensor_ci(start, shape, dtype="INT32", descending=False):
+    """A new [1, n] tensor value of `dtype`: start + j in column j (start - j when
+    descending), start converted to `dtype` first (saturating), the sequence wrapping (the
+    tiles TensorToTile computes it as are `ci`)."""
+    return ci(start, shape, dtype, descending)
+
+
 # pl.tile.random (TRANDOM): a Philox-style counter-based generator, as pto-isa defines it
 # (docs/isa/TRANDOM.md; the CPU model's cpu/TRandom.hpp is the reference of its details).
 _PHILOX_MUL = (0xD2511F53, 0xCD9E8D57)
@@ -747,6 +766,58 @@ def fillpad(x, pad_value="zero", valid=None):
     out[r:, :] = value
     out[:, c:] = value
     return out
+
+
+def fillpad_expand(x, shape, pad_value="zero", valid=None):
+    """A new tensor of `shape` holding x's valid region at its origin and the pad value
+    everywhere else."""
+    out = torch.full(tuple(shape), _pad_value(x.dtype, pad_value), dtype=x.dtype)
+    r, c = valid if valid is not None else x.shape
+    out[:r, :c] = x[:r, :c]
+    return out
+
+
+# -- partial (segmented) arithmetic
+
+
+def _partial(lhs, rhs, valids, op):
+    """op(lhs, rhs), but lhs where lhs's valid region alone holds the element and rhs where
+    rhs's alone does (`valids`: the two regions; None, both whole)."""
+    out = op(lhs, rhs)
+    if valids is None:
+        return out
+    inside = []
+    for x, region in zip((lhs, rhs), valids, strict=True):
+        mask = torch.zeros(x.shape, dtype=torch.bool)
+        r, c = region
+        mask[:r, :c] = True
+        inside.append(mask)
+    in_lhs, in_rhs = inside
+    return torch.where(in_lhs & ~in_rhs, lhs, torch.where(in_rhs & ~in_lhs, rhs, out))
+
+
+def part_add(lhs, rhs, valids=None):
+    """lhs + rhs (rounded to the element type; integers wrap) where both valid regions
+    (`valids`) hold the element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, add)
+
+
+def part_mul(lhs, rhs, valids=None):
+    """lhs * rhs (rounded to the element type; integers wrap) where both valid regions
+    (`valids`) hold the element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, mul)
+
+
+def part_max(lhs, rhs, valids=None):
+    """`maximum(lhs, rhs)` (NaN propagates) where both valid regions (`valids`) hold the
+    element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, maximum)
+
+
+def part_min(lhs, rhs, valids=None):
+    """`minimum(lhs, rhs)` (NaN propagates) where both valid regions (`valids`) hold the
+    element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, minimum)
 
 
 _block = {"index": 0}

@@ -61,6 +61,10 @@ COMMON = {
     "rem": (("rem",), "pl.tile.rem(ta, tb)"),
     "rems": (("rem",), "pl.tile.rems(ta, -3)"),
     "addc": (("addc",), "pl.tile.addc(ta, tb, ta)"),
+    **{op: ((op,), f"pl.{op}(ta, tb)") for op in ("part_add", "part_mul", "part_max",
+                                                   "part_min")},
+    "ci": (("ci",), "pl.col_expand(ta, pl.cast(pl.tile.ci(-5, [1, 32], descending=True), "
+                    "pl.{dtype}))"),
     "subc": (("subc",), "pl.tile.subc(ta, tb, ta)"),
     "addsc": (("addsc",), "pl.tile.addsc(ta, 3, tb)"),
     "subsc": (("subsc",), "pl.tile.subsc(ta, 3, tb)"),
@@ -123,6 +127,7 @@ UNCHECKED = {
     "assemble": "lowered to pl.store before code generation",
     "create_tensor": "orchestration only: allocates, computes nothing",
     "tensor.full": "computed as `full` tiles (TensorToTile); checked through `full`",
+    "tensor.ci": "computed as `ci` tiles (TensorToTile); checked through `ci`",
     "tensor.gather": "computed as `tile.mgather` (TensorToTile); checked through it",
     "tensor.random": "computed as `random` tiles (TensorToTile); checked through `random`",
     "dump_tag": "orchestration only: computes nothing",
@@ -150,6 +155,16 @@ MOVEMENT = {
     "fillpad": (("fillpad", "set_validshape"), [R, C],
                 ["p = pl.load(a, [0, 0], [16, 32], valid_shape=[12, 30])",
                  "r = pl.set_validshape(pl.fillpad(p, pl.PadValue.max), 16, 32)"]),
+    # The partial operators on operands whose valid regions nest, each way round.
+    **{f"{op}_{order}": ((op,), [R, C],
+                         ["t = pl.load(a, [0, 0], [16, 32], valid_shape=[16, 30])",
+                          "p = pl.load(b, [0, 0], [16, 32], valid_shape=[12, 20])",
+                          f"r = pl.set_validshape(pl.{op}({operands}), 16, 32)"])
+       for op in ("part_add", "part_mul", "part_max", "part_min")
+       for order, operands in (("tp", "t, p"), ("pt", "p, t"))},
+    "fillpad_expand": (("fillpad_expand",), [R, C],
+                       ["p = pl.load(a, [0, 0], [8, 16], valid_shape=[6, 10])",
+                        "r = pl.fillpad_expand(p, [16, 32], pl.PadValue.max)"]),
     "slice_concat": (("slice", "concat"), [R, C],
                      ["t = pl.load(a, [0, 0], [16, 32])",
                       "r = pl.concat(t[0:16, 16:32], t[0:16, 0:16])"]),
