@@ -26,7 +26,7 @@ from pypto.resources import BUILD_RULES_ENV, build_rules_dir
 PLATFORM_ENV = "PYPTO_PLATFORM"
 DEFAULT_PLATFORM = "a2a3sim"
 SIMULATE_DEVICE_ENV = "PYPTO_SIMULATE_DEVICE"
-SPACES = ("Vec", "Mat", "Left", "Right", "Acc")
+SPACES = ("Vec", "Mat", "Left", "Right", "Acc", "Bias")
 CORE_TYPES = ("vector", "cube")
 # sim: our bit-exact ISA model; device: an NPU; cpu_model: the device sources on pto-isa's
 # own CPU model of the instructions (CPU_SIM).  sim and cpu_model run on this host.

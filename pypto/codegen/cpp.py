@@ -60,7 +60,8 @@ if TYPE_CHECKING:
 
 _ROUND = {"none": "None", "rint": "Rint", "round": "Round", "floor": "Floor", "ceil": "Ceil",
           "trunc": "Trunc", "odd": "Odd"}
-_SPACE = {"Vec": "vec", "Mat": "mat", "Left": "left", "Right": "right", "Acc": "acc"}
+_SPACE = {"Vec": "vec", "Mat": "mat", "Left": "left", "Right": "right", "Acc": "acc",
+          "Bias": "bias"}
 _DIRECTION = {Direction.In: "PTO_IN", Direction.Out: "PTO_OUT", Direction.InOut: "PTO_INOUT"}
 
 
@@ -237,6 +238,12 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "binary_scalar", "fn": op.isa_rscalar, "dst": self.tile(dst),
                 "a": self.tile(b), "scalar": expr_model(a)}
 
+    def _form_partial(self, op, call, dst, s):
+        """pl.part_add, ...: two tiles, whose valid regions the instruction reads."""
+        a, b = call.args
+        return {"kind": "partial", "fn": op.isa, "dst": self.tile(dst), "a": self.tile(a),
+                "b": self.tile(b)}
+
     def _form_unary(self, op, call, dst, s):
         return {"kind": "unary", "fn": op.isa, "dst": self.tile(dst), "a": self.tile(call.args[0])}
 
@@ -289,6 +296,10 @@ class _KernelBuilder(_StatementModels):
         value = operands.get("scalar", operands.get("value"))
         return {"kind": "fill", "fn": op.isa, "dst": self.tile(dst), "value": expr_model(value)}
 
+    def _form_ci(self, op, call, dst, s):
+        return {"kind": "ci", "fn": op.isa, "dst": self.tile(dst),
+                "start": expr_model(call.args[0]), "descending": call.attr("descending")}
+
     def _form_random(self, op, call, dst, s):
         """TRANDOM's words, with the row stride the instruction steps the counter by (the
         tile's on-chip rows: pypto/sim/include/pto/random.hpp)."""
@@ -322,6 +333,7 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "matmul", "fn": op.isa, "dst": self.tile(dst),
                 "acc": self.tile(acc) if acc is not None else None,
                 "a": self.tile(operands["lhs"]), "b": self.tile(operands["rhs"]),
+                "bias": self.tile(bias) if (bias := operands.get("bias")) is not None else None,
                 "a_trans": call.attr("a_trans"), "b_trans": call.attr("b_trans")}
 
     def _form_read(self, op, call, dst, s):
@@ -379,6 +391,7 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     kernel = device_kernel(fn, platform.backend.capacities["Vec"], platform.backend.name)
     launch = ""
     if platform.kind == "cpu_model":
+        _refuse_bias_beside_vec(fn, platform, kernel.on_chip)
         model = {"name": symbol(fn.name, device_code=True), "params": _param_models(fn),
                  "arch": platform.cpu_model_arch,
                  "poison": [{"base": _POISON_BASE[space], "bytes": n}
@@ -402,8 +415,25 @@ def _refuse_transfers(fn: Function, platform: Platform) -> None:
                 hint="run it on a simulator platform (a2a3sim, a5sim)")
 
 
+def _refuse_bias_beside_vec(fn: Function, platform: Platform, on_chip: dict[str, int]) -> None:
+    """pto-isa's CPU model has no bias table: it resolves a Bias tile's address into UB, so
+    a kernel with Vec tiles too would have both at the same bytes there."""
+    if not (on_chip["Vec"] and on_chip["Bias"]):
+        return
+    span = next(s.span for s in statements(fn.body) if isinstance(s, Assign)
+                and any(isinstance(t.type, TileType) and t.type.memory is MemorySpace.Bias
+                        for t in s.targets))
+    raise LoweringError(
+        f"a kernel with both Vec and Bias tiles has no device code on {platform.name}: "
+        f"pto-isa's CPU model places a Bias tile in UB, over the kernel's Vec tiles", span,
+        hint="keep the bias forms in a kernel of cube work only (pl.at(level=pl.Level.AIC)), "
+             "or run it on a simulator platform (a2a3sim, a5sim)")
+
+
 # pto-isa's NPUMemoryModel names each on-chip space by its buffer.
-_POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C"}
+# Its CPU model has no bias table: a Bias tile resolves into UB (NPUMemoryModel::GetPointer).
+_POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C",
+                "Bias": "UB"}
 
 
 def _on_chip_high_water(builder: _KernelBuilder) -> dict[str, int]:

@@ -58,6 +58,7 @@ _PAD_BITS = {(DataType.FP16, "Max"): "0x7c00", (DataType.FP16, "Min"): "0xfc00",
 _MOVE_PIPE = {
     (MemorySpace.Mat, MemorySpace.Left): "PIPE_MTE1",
     (MemorySpace.Mat, MemorySpace.Right): "PIPE_MTE1",
+    (MemorySpace.Mat, MemorySpace.Bias): "PIPE_MTE1",
     (MemorySpace.Acc, MemorySpace.Vec): "PIPE_FIX",
     (MemorySpace.Acc, MemorySpace.Mat): "PIPE_FIX",
     (MemorySpace.Vec, MemorySpace.Vec): "PIPE_V",
@@ -79,6 +80,13 @@ _NO_DEVICE_CODE = {
              "proven here",
 }
 _SORT_BLOCK = 32  # TSORT32 sorts blocks of 32 values
+# The element types of TPARTADD ... TPARTMIN that both a backend and pto-isa's CPU model
+# (cpu/TPartOp.hpp) take; with no backend named, those of every backend (A2/A3's).
+_PARTIAL_DTYPES = {
+    "": (DataType.FP16, DataType.FP32, DataType.INT16, DataType.INT32),
+    "Ascend950": (DataType.FP16, DataType.BF16, DataType.FP32, DataType.INT8, DataType.UINT8,
+                  DataType.INT16, DataType.INT32),
+}
 # The first instruction of pl.addc / subc / addsc / subsc (the second adds rhs2).
 _SUM3_FIRST = {"addc": "TADD", "subc": "TSUB", "addsc": "TADDS", "subsc": "TSUBS"}
 
@@ -97,6 +105,9 @@ class _Tile:
     # A transposed matmul operand (and the Mat tile it is moved from): declared as the
     # transpose of its IR shape, [cols, rows], its fractals column-major (ZN).
     transposed: bool = False
+    # A Mat tile moved to Bias: one row-major row (TMOV into the bias table takes no
+    # fractals), like the Bias tile it fills.
+    bias_row: bool = False
     span: object = None  # where the tile's variable is first defined (for errors)
 
     def model(self) -> dict:
@@ -105,14 +116,17 @@ class _Tile:
         rows, cols, col_major = layout.rows, layout.cols, layout.col_major
         if self.flat:
             rows, cols, col_major = 1, layout.rows, False
+        if self.bias_row:
+            rows, cols = 1, tile_layout(replace(t, memory=MemorySpace.Bias)).cols
         return {
             "ident": self.ident, "loc": t.memory.name, "elem": _ELEM[t.dtype],
             "rows": rows, "cols": cols,
-            "blayout": "ColMajor" if col_major or t.memory is MemorySpace.Mat else "RowMajor",
+            "blayout": "ColMajor" if col_major or (t.memory is MemorySpace.Mat
+                                                   and not self.bias_row) else "RowMajor",
             "vrows": self.vrows, "vcols": self.vcols, "pad": self.pad,
             "pad_bits": _PAD_BITS.get((t.dtype, self.pad)),
             "alias": _CUBE_ALIAS.get(t.memory), "addr": f"{t.addr:#x}",
-            "fractals": "ZN" if self.transposed else "NZ",
+            "fractals": "ND" if self.bias_row else "ZN" if self.transposed else "NZ",
         }
 
     def access(self) -> Access:
@@ -138,6 +152,7 @@ class _DeviceKernelBuilder:
         self.col_sum_tree = False  # does a col_sum with a tmp tile need `col_sum_tree`?
         self.mrgsort_lists = False  # does a merge of tiles need `mrgsort_lists`?
         self.transposed = _transposed_operands(fn.body)
+        self.bias_rows = _bias_rows(fn.body)
 
     # -- names and tiles
 
@@ -162,7 +177,8 @@ class _DeviceKernelBuilder:
             if transposed:
                 rows, cols = cols, rows
             self.tiles[key] = _Tile(self._fresh(ident(var.name)), t, rows, cols,
-                                    transposed=transposed, span=var.span)
+                                    transposed=transposed, bias_row=key in self.bias_rows,
+                                    span=var.span)
         return self.tiles[key]
 
     def view(self, base: _Tile, vrows: int, vcols: int, pad: str | None) -> _Tile:
@@ -194,6 +210,14 @@ class _DeviceKernelBuilder:
     def valid_view(self, var: Var, pad: str | None = None) -> _Tile:
         base = self.tile(var)
         vrows, vcols = (tuple(var.type.valid) + (1,))[:2]
+        if not (isinstance(vrows, int) and isinstance(vcols, int)):
+            raise LoweringError(
+                f"`{var.name}`'s valid region [{', '.join(_extent(v) for v in var.type.valid)}] "
+                "is known only at run "
+                "time, which device code does not declare yet (pto-isa's DYNAMIC valid "
+                "extents)", var.span,
+                hint="give valid_shape constant extents on device platforms, or run on a "
+                     "simulator platform (a2a3sim, a5sim)")
         if base.transposed:
             vrows, vcols = vcols, vrows
         return self.view(base, vrows, vcols, pad)
@@ -267,7 +291,9 @@ class _DeviceKernelBuilder:
         full = self.tile(dst)
         pad = _PAD[call.attr("pad_value").name]
         partial = tuple(dst.type.valid) != tuple(dst.type.shape)
-        if dst.type.memory is MemorySpace.Mat:
+        if full.bias_row:  # TMOV copies the valid row: no padding to fill
+            partial = False
+        elif dst.type.memory is MemorySpace.Mat:
             if partial and pad != "Zero":
                 raise LoweringError("a partial load into Mat pads with zeros only", s.span)
             # Zeros in every element outside the valid region, up to whole fractals: the
@@ -398,6 +424,26 @@ class _DeviceKernelBuilder:
             y = self._scalar_operand(b, dst.type.dtype)
             first = self._instr(_SUM3_FIRST[op.name], [tmp, x, y], [x], [tmp], "PIPE_V")
         return [first, self._instr("TADD", [d, tmp, z], [tmp, z], [d], "PIPE_V")]
+
+    def _form_partial(self, op, call, dst, s):
+        """pl.part_add, ...: TPARTADD (TPARTMUL, ...) of views holding each operand's and
+        the result's valid region, which the instruction reads to tell which operands hold
+        an element.  It writes the result's region alone (its padding is not computed)."""
+        a, b = call.args
+        dtypes = _PARTIAL_DTYPES.get(self.backend, _PARTIAL_DTYPES[""])
+        if dst.type.dtype not in dtypes:
+            raise LoweringError(
+                f"pl.{call.op} on device platforms: the {self.backend or 'unnamed'} backend's "
+                f"{op.isa.upper()} with pto-isa's CPU model takes "
+                f"{', '.join(d.name for d in dtypes)} tiles, not {dst.type.dtype.name}",
+                s.span, hint="pl.cast the operands first")
+        if tile_layout(dst.type).col_major:
+            raise LoweringError(
+                f"pl.{call.op} on device platforms: a [{dst.type.shape[0]}, 1] column, which "
+                f"device code holds column-major; {op.isa.upper()} takes row-major tiles",
+                s.span, hint="use tiles of rows")
+        d, x, y = (self.valid_view(v) for v in (dst, a, b))
+        return [self._instr(op.isa.upper(), [d, x, y], [x, y], [d], "PIPE_V")]
 
     def _form_unary(self, op, call, dst, s):
         (src,) = call.args[:1]
@@ -554,6 +600,16 @@ class _DeviceKernelBuilder:
         return [self._instr("TEXPANDS", [d, self._scalar_operand(value, dst.type.dtype)], [], [d],
                             "PIPE_V")]
 
+    def _form_ci(self, op, call, dst, s):
+        """pl.tile.ci: TCI<Tile, T, descending>(dst, start), its scalar form (pto-isa's
+        A2/A3 overload without a tmp tile; A5 has no other)."""
+        d = self.tile(dst)
+        start = self._scalar_operand(call.args[0], dst.type.dtype)
+        descending = _Ref("1" if call.attr("descending") else "0")
+        return [self._instr("TCI", [d, start], [], [d], "PIPE_V",
+                            [_Ref(f"decltype({d.ident})"), _Ref(_ELEM[dst.type.dtype]),
+                             descending])]
+
     def _form_random(self, op, call, dst, s):
         """pl.tile.random: `TRANDOM<rounds>` of the tile's valid region, its key and counter
         words in local arrays (TRandomKey, TRandomCounter) of the scalars' low 32 bits."""
@@ -570,10 +626,14 @@ class _DeviceKernelBuilder:
 
     def _form_fillpad(self, op, call, dst, s):
         (src,) = call.args
+        if dst.type.dtype.itemsize not in (1, 2, 4):
+            raise LoweringError(
+                f"pl.{call.op} on device platforms: {op.isa.upper()} takes 1-, 2- and 4-byte "
+                f"elements, not {dst.type.dtype.name}", s.span, hint="pl.cast the tile first")
         pad = _PAD[call.attr("pad_value").name]
         d = self.view(self.tile(dst), *self._full(dst), pad)
         x = self.valid_view(src)
-        return [self._instr("TFILLPAD", [d, x], [x], [d], "PIPE_V")]
+        return [self._instr(op.isa.upper(), [d, x], [x], [d], "PIPE_V")]
 
     def _full(self, var: Var) -> tuple[int, int]:
         t = self.tile(var)
@@ -648,7 +708,10 @@ class _DeviceKernelBuilder:
         # TMATMUL multiplies them as they are.
         d = self.tile(dst)
         a, b = self.tile(operands["lhs"]), self.tile(operands["rhs"])
-        acc = operands.get("acc")
+        acc, bias = operands.get("acc"), operands.get("bias")
+        if bias is not None:  # TMATMUL_BIAS, TGEMV_BIAS
+            r = self.tile(bias)
+            return [self._instr(op.isa.upper(), [d, a, b, r], [a, b, r], [d], "PIPE_M")]
         if acc is None:  # TMATMUL, TGEMV
             return [self._instr(op.isa.upper(), [d, a, b], [a, b], [d], "PIPE_M")]
         c = self.tile(acc)
@@ -847,6 +910,11 @@ def _check_dense(what: str, role: str, t: TileType, s) -> None:
             hint=f"reshape tiles whose columns are a multiple of {per_block}")
 
 
+def _extent(v) -> str:
+    """An extent for a message: its value, or its variable's name ('?' for an expression)."""
+    return str(v) if isinstance(v, int) else getattr(v, "name", "?")
+
+
 def _transpose(t: TileType) -> TileType:
     valid = tuple(reversed(t.valid_shape)) if t.valid_shape is not None else None
     return replace(t, shape=tuple(reversed(t.shape)), valid_shape=valid)
@@ -888,6 +956,21 @@ def _mark_transposed(s: Assign, marked: set[tuple]) -> None:
                 f"`{dst.name}` is a transposed matmul operand made by pl.{call.op}: device "
                 f"code transposes an operand as TLOAD brings it in, from a tensor",
                 s.span, hint="load the operand from a tensor (and move it to Left / Right)")
+
+
+def _bias_rows(stmts) -> set[tuple]:
+    """The (name, type) keys of the Mat tiles moved to Bias (by pl.move, or one tile
+    variable assigned to another)."""
+    rows = set()
+    for s in statements(stmts):
+        if not (isinstance(s, Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0].type, TileType)
+                and s.targets[0].type.memory is MemorySpace.Bias):
+            continue
+        src = s.value.args[0] if isinstance(s.value, Call) and s.value.op == "move" else s.value
+        if isinstance(src, Var) and src.type.memory is MemorySpace.Mat:
+            rows.add((src.name, src.type))
+    return rows
 
 
 def _check_transposable(operand: Var, s) -> None:

@@ -41,7 +41,8 @@ _KEYWORDS = frozenset("""
 
 # Names the templates give their own things, or use unqualified, in the scopes the user's
 # names live in: the ABI's parameters, namespaces and integer types, the device sources'
-# helpers and entry point, and the pto-isa names they reach through `using namespace pto`.
+# helpers and entry point, and the pto-isa names they reach through `using namespace pto`
+# (element types the device sources spell: `half`, `bfloat16_t`, ...).
 _GENERATED = frozenset("""
     api args core params pto std main NULL
     int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t ptrdiff_t
@@ -49,6 +50,7 @@ _GENERATED = frozenset("""
     kernel_entry row_stride col_stride tensor_at scalar_f64 saturate col_sum_tree
     Tile TileType TileConfig GlobalTensor Shape Stride Layout BLayout SLayout PadValue
     RoundMode CmpMode DYNAMIC set_flag wait_flag pipe_barrier get_block_idx get_block_num
+    half bfloat16_t float8_e4m3_t float8_e5m2_t TRandomKey TRandomCounter
     """.split())
 
 # Prefixes of generated names: the templates' helpers and locals (`pypto_`), the ABI's

@@ -30,6 +30,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.ops import get_op
+from ..ir.ops.partial import PARTIAL_OPS
 from ..ir.printer import scalar_operator
 from ..ir.types import TaskIdType, TensorType, TileType
 from ..ir.visitor import IRVisitor
@@ -84,12 +85,17 @@ def _attr(value):
 
 def _type_facts(call: Call) -> list:
     """What a runtime function needs from the IR's types: a tile's valid region (stores,
-    fillpad, sort32) and whether a slice views a tensor."""
-    if call.op in ("store", "assemble", "tile.assemble", "fillpad", "sort32"):
+    fills, sort32), both operands' (the partial operators) and whether a slice views a tensor."""
+    if call.op in ("store", "assemble", "tile.assemble", "fillpad", "fillpad_expand",
+                   "sort32"):
         value = call.args[1] if call.op in ("assemble", "tile.assemble") else call.args[0]
         t = value.type
         if isinstance(t, TileType) and t.valid_shape is not None:
             return [("valid", list(t.valid_shape))]
+    if call.op in PARTIAL_OPS:
+        types = [a.type for a in call.args]
+        if any(isinstance(t, TileType) and t.valid_shape is not None for t in types):
+            return [("valids", [list(t.valid) for t in types])]
     if call.op == "slice" and isinstance(call.args[0].type, TensorType):
         return [("tensor", True)]
     if call.op in ("tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb") and \

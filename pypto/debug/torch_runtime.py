@@ -573,8 +573,8 @@ def matmul_acc(acc, lhs, rhs, a_trans=False, b_trans=False):
 
 
 def tile_gemv(lhs, rhs):
-    """lhs @ rhs for a [1, K] lhs: matmul's sums (FP32 in K order; INT8 in wrapping
-    INT32)."""
+    """lhs @ rhs for a [1, K] lhs (any M, for tile_matmul_bias): matmul's sums (FP32 in K
+    order; INT8 in wrapping INT32)."""
     return _matmul(None, lhs, rhs, torch.int32 if not lhs.is_floating_point() else
                    torch.float32, False, False)
 
@@ -736,6 +736,21 @@ def mrgsort(src0, src1=None, src2=None, src3=None, tmp=None, exhausted=False, bl
     return torch.from_numpy(out.view(signed)).view(src0.dtype)
 
 
+def tile_matmul_bias(lhs, rhs, bias):
+    """lhs @ rhs + bias: matmul's sums (from zero, in K order), then the [1, N] bias row
+    added to every row after the last K step: one more FP32 rounding (INT8: wrapping
+    INT32)."""
+    product = tile_gemv(lhs, rhs)
+    if product.is_floating_point():
+        return product + bias.float()
+    return (product.to(torch.int64) + bias.to(torch.int64)).to(torch.int32)
+
+
+def tile_gemv_bias(lhs, rhs, bias):
+    """lhs @ rhs + bias for a [1, K] lhs, as tile_matmul_bias."""
+    return tile_matmul_bias(lhs, rhs, bias)
+
+
 # ----------------------------------------------------------------------------- tiles
 
 
@@ -750,6 +765,25 @@ def tensor_full(value, shape, dtype):
     """A new [shape] tensor value of `dtype` filled with `value` converted to `dtype` (the
     tiles TensorToTile computes it as are `full`)."""
     return full(value, shape, dtype)
+
+
+def ci(start, shape, dtype="INT32", descending=False):
+    """A new [1, n] tile of `dtype`: start + j in column j (start - j when descending),
+    start converted to `dtype` first (saturating), the sequence wrapping."""
+    out = torch.empty(tuple(shape), dtype=torch_dtype(dtype))
+    first = int(_scalar(start, out))
+    step = -1 if descending else 1
+    bits = torch.iinfo(out.dtype).bits
+    j = torch.arange(out.shape[-1], dtype=torch.int64)
+    wrapped = (first + step * j + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)
+    return wrapped.to(out.dtype).expand(out.shape).clone()
+
+
+def tensor_ci(start, shape, dtype="INT32", descending=False):
+    """A new [1, n] tensor value of `dtype`: start + j in column j (start - j when
+    descending), start converted to `dtype` first (saturating), the sequence wrapping (the
+    tiles TensorToTile computes it as are `ci`)."""
+    return ci(start, shape, dtype, descending)
 
 
 # pl.tile.random (TRANDOM): a Philox-style counter-based generator, as pto-isa defines it
@@ -884,6 +918,58 @@ def fillpad(x, pad_value="zero", valid=None):
     out[r:, :] = value
     out[:, c:] = value
     return out
+
+
+def fillpad_expand(x, shape, pad_value="zero", valid=None):
+    """A new tensor of `shape` holding x's valid region at its origin and the pad value
+    everywhere else."""
+    out = torch.full(tuple(shape), _pad_value(x.dtype, pad_value), dtype=x.dtype)
+    r, c = valid if valid is not None else x.shape
+    out[:r, :c] = x[:r, :c]
+    return out
+
+
+# -- partial (segmented) arithmetic
+
+
+def _partial(lhs, rhs, valids, op):
+    """op(lhs, rhs), but lhs where lhs's valid region alone holds the element and rhs where
+    rhs's alone does (`valids`: the two regions; None, both whole)."""
+    out = op(lhs, rhs)
+    if valids is None:
+        return out
+    inside = []
+    for x, region in zip((lhs, rhs), valids, strict=True):
+        mask = torch.zeros(x.shape, dtype=torch.bool)
+        r, c = region
+        mask[:r, :c] = True
+        inside.append(mask)
+    in_lhs, in_rhs = inside
+    return torch.where(in_lhs & ~in_rhs, lhs, torch.where(in_rhs & ~in_lhs, rhs, out))
+
+
+def part_add(lhs, rhs, valids=None):
+    """lhs + rhs (rounded to the element type; integers wrap) where both valid regions
+    (`valids`) hold the element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, add)
+
+
+def part_mul(lhs, rhs, valids=None):
+    """lhs * rhs (rounded to the element type; integers wrap) where both valid regions
+    (`valids`) hold the element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, mul)
+
+
+def part_max(lhs, rhs, valids=None):
+    """`maximum(lhs, rhs)` (NaN propagates) where both valid regions (`valids`) hold the
+    element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, maximum)
+
+
+def part_min(lhs, rhs, valids=None):
+    """`minimum(lhs, rhs)` (NaN propagates) where both valid regions (`valids`) hold the
+    element or neither does, else the operand whose region holds it."""
+    return _partial(lhs, rhs, valids, minimum)
 
 
 _block = {"index": 0}

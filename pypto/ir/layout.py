@@ -43,11 +43,15 @@ def tile_layout(t: TileType) -> TileLayout:
     pads its rows to a block and to 16 and its columns to 16, every other cube tile its rows
     to 16 and its columns to a block and to 16.  (The two agree but for 1-byte elements: an
     INT8 Right tile of [16, 16] is [32, 16], the K of the [16, 32] Left tile it meets, and
-    its N is the 16 of the Acc tile.)
+    its N is the 16 of the Acc tile.)  Bias holds one row-major row padded to 64 bytes
+    (pto-isa's bias tiles have Rows == 1, and TMOV into the bias table moves whole
+    64-byte bursts).
     """
     rows = t.shape[0]
     cols = t.shape[1] if len(t.shape) > 1 else 1
     per_block = max(1, BLOCK_BYTES // t.dtype.itemsize)
+    if t.memory is MemorySpace.Bias:
+        return TileLayout(rows, _round_up(cols, 2 * per_block), False)
     if t.memory not in (None, MemorySpace.Vec):
         along_k = max(per_block, FRACTAL_ROWS)
         if t.memory is MemorySpace.Right:

@@ -24,6 +24,7 @@ class MemorySpace(enum.Enum):
     Left = "Left"  # L0A
     Right = "Right"  # L0B
     Acc = "Acc"  # L0C
+    Bias = "Bias"  # BT: the cube's bias table, read by matmul_bias / gemv_bias
 
     def __repr__(self) -> str:
         return f"pl.Mem.{self.name}"

@@ -18,20 +18,20 @@ from .stubs import DslBuiltin, OpStub
 _BOTH = ("binary", "unary", "cast", "select", "ternary", "expands", "reduce_row", "reduce_col",
          "expand_row", "expand_col", "matmul", "element", "sort")
 # Operators of other categories, per level.
-_TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "set_validshape",
-              "reshape", "reinterpret_view", "transpose", "concat", "slice", "get_block_idx",
-              "get_block_num",
-              "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc", "max",
-              "min", "random", "tile.mgather", "tile.mscatter", "tile.gather",
-              "tile.gatherb")
+_TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpad_expand",
+              "set_validshape", "reshape", "reinterpret_view", "transpose", "concat", "slice",
+              "get_block_idx", "get_block_num",
+              "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc",
+              "tile.gemv_bias", "tile.matmul_bias", "max", "min", "ci", "random",
+              "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag", "tensor.gather")
 # Other spellings of a registry operator, per level.
 _ALIASES = {"tile": {"create": "create_tile"},
-            "tensor": {"create": "create_tensor", "full": "tensor.full",
-                       "random": "tensor.random"}}
+            "tensor": {"create": "create_tensor", "full": "tensor.full", "ci": "tensor.ci",
+                       "arange": "tensor.ci", "random": "tensor.random"}}
 # Parser constructs reached through a namespace (`pl.tensor.dim(t, 0)`).
-_BUILTINS = {"tensor": ("dim", "no_dep")}
+_BUILTINS = {"tensor": ("dim", "no_dep", "expand_clone")}
 # The scalar-operand spellings: `adds` is `add` with a scalar second operand.
 SCALAR_SPELLINGS = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div",
                     "maximums": "maximum", "minimums": "minimum", "cmps": "cmp",

@@ -918,8 +918,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"{fn.written} builds an array of task ids in a "
                              "@pl.jit (orchestration) function, outside pl.at blocks")
         op = get_op(fn.name)
-        if fn.name in ("full", "random") and not fn.spelling and self.in_scope:
-            # `pl.full` in a pl.at block is a tensor, as upstream; `pl.tile.full` the tile.
+        if fn.name in ("full", "ci", "random") and fn.spelling in ("", "arange") and self.in_scope:
+            # `pl.full` (`pl.ci`, `pl.arange`, `pl.random`) in a pl.at block is a tensor, as
+            # upstream; `pl.tile.full` the tile.
             op = get_op(f"tensor.{fn.name}")
         call = self._op_call(op, node)
         if fn.name == "slice":
@@ -939,6 +940,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             return self._dim(node)
         if fn.name == "task_dummy":
             return self.task_dummy(node)
+        if fn.name == "expand_clone":
+            return self._expand_clone(node)
         if fn.name == "write":
             raise self.error(node, "pl.write(t, [i, j], value) is a statement of its own: it "
                              "rebinds `t` to the written value",
@@ -986,6 +989,39 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if not isinstance(value, int):
             raise self.error(node, "pl.tensor.dim(t, axis) takes one axis")
         return self._const(value, node)
+
+    def _expand_clone(self, node: ast.Call):
+        """`pl.tensor.expand_clone(src, target)` (upstream's): src broadcast along the one
+        axis where it has size 1 and target does not, written into target, which is the
+        result: `pl.assemble(target, pl.col_expand(target, src), [0, 0])` for a [1, C]
+        src (pl.row_expand for [R, 1]; src itself when the shapes are equal)."""
+        args = dict(zip(("src", "target"), node.args, strict=False))
+        args.update((kw.arg, kw.value) for kw in node.keywords)
+        if set(args) != {"src", "target"} or len(node.args) + len(node.keywords) != 2:
+            raise self.error(node, "write pl.tensor.expand_clone(src, target)")
+        src, target = self.expr(args["src"]), self.expr(args["target"])
+        for what, t in (("src", src.type), ("target", target.type)):
+            if not isinstance(t, TensorType):
+                raise self.error(node, f"pl.tensor.expand_clone: {what} must be a tensor",
+                                 cls=TypeCheckError)
+        s, t = src.type, target.type
+        if s.dtype != t.dtype or len(s.shape) != len(t.shape):
+            raise self.error(node, f"pl.tensor.expand_clone: src {s.dtype.name} "
+                             f"{list(s.shape)} and target {t.dtype.name} {list(t.shape)} differ "
+                             "in dtype or rank", cls=TypeCheckError)
+        axes = [i for i, (a, b) in enumerate(zip(s.shape, t.shape, strict=True)) if a != b]
+        if any(s.shape[i] != 1 for i in axes) or len(axes) > 1:
+            raise self.error(node, f"pl.tensor.expand_clone broadcasts src along one axis "
+                             f"where it has size 1: {list(s.shape)} cannot expand to "
+                             f"{list(t.shape)}", cls=TypeCheckError,
+                             hint="pl.expands fills a tensor with one value")
+        value = src
+        if axes:  # [1, C] -> [R, C] is a column broadcast, [R, 1] -> [R, C] a row broadcast
+            value = self._call_op(("col_expand", "row_expand")[axes[0]], [target, src], {},
+                                  node)
+        span = self.source.span(node)
+        zeros = ExprList(tuple(Const(0, INDEX, span) for _ in t.shape), span)
+        return self._call_op("assemble", [target, value, zeros], {}, node)
 
     def _pl_const(self, node: ast.Call):
         value, dtype = (self.static(a) for a in node.args)

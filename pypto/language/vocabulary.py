@@ -101,6 +101,9 @@ for _name in _OPERATORS:
 for _name, _op in namespaces.SCALAR_SPELLINGS.items():
     globals()[_name] = OpStub(_op, None, True, _name)
 del _name, _op
+arange = OpStub("ci", spelling="arange")
+"""`pl.arange(start, [1, n])`: upstream's name of the integer sequence `pl.ci` (a tensor in a
+`pl.at` block, a tile in a kernel)."""
 tile = namespaces.tile
 tensor = namespaces.tensor
 array = namespaces.array
@@ -134,7 +137,7 @@ __all__ = [
     "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "submit",
     "spmd_submit",
     "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",
-    "system",
+    "system", "arange",
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
 ]

@@ -6,8 +6,9 @@ The operator that defines a tile decides its buffer:
   of build_rules/backends/*.toml), or when it moves a tile across the cube/vector
   boundary (Mat or Acc to Vec, Vec to Mat, Left or Right): a transfer between the units,
   which TransferCubeToVector lowers;
-- `pl.matmul` / `pl.matmul_acc`: Acc, reading lhs from Left, rhs from Right (and acc
-  from Acc);
+- `pl.matmul` / `pl.matmul_acc` (and the gemv and bias forms): Acc, reading lhs from
+  Left, rhs from Right, acc from Acc and bias from Bias (a one-row tile, reached only by
+  `pl.move` from Mat);
 - `pl.slice`, `pl.reshape`, `pl.fillpad`, `pl.set_validshape`, `pl.tile.transpose_view`:
   their source's buffer;
 - `pl.tile.assemble`: its target's buffer, when the backend inserts the source's buffer
@@ -35,7 +36,7 @@ _LOAD_TARGETS = (Mem.Vec, Mem.Mat)
 _STORE_SOURCES = (Mem.Vec, Mem.Acc)
 _FROM_SOURCE = ("slice", "reshape", "reinterpret_view", "fillpad", "set_validshape",
                 "tile.transpose_view")
-_MATMUL_OPERANDS = {"lhs": Mem.Left, "rhs": Mem.Right, "acc": Mem.Acc}
+_MATMUL_OPERANDS = {"lhs": Mem.Left, "rhs": Mem.Right, "acc": Mem.Acc, "bias": Mem.Bias}
 
 
 class InferMemorySpace(FunctionPass):
@@ -157,6 +158,11 @@ class _Placer(VarRetyper):
                     if source in (Mem.Vec, Mem.Mat, Mem.Acc) else
                     f"; a {source.name} tile is a matmul operand: move the tile it came from"),
             )
+        if target is Mem.Bias and tile.type.shape[0] != 1:
+            raise LoweringError(
+                f"pl.move to Bias takes one row, got a {list(tile.type.shape)} tile: the bias "
+                f"table holds a [1, N] row",
+                stmt.span, hint="load the bias as a [1, N] row into pl.Mem.Mat")
         return target
 
     def _insert(self, src, dst, stmt) -> MemorySpace:
@@ -184,6 +190,9 @@ class _Placer(VarRetyper):
 def _matmul_hint(name: str) -> str:
     if name == "acc":
         return "the accumulator is the result of a pl.matmul (it lives in Acc)"
+    if name == "bias":
+        return ("load the [1, N] bias row with target_memory=pl.Mem.Mat and "
+                "pl.move(t, pl.Mem.Bias)")
     space = _MATMUL_OPERANDS[name].name
     return (f"load the operand with target_memory=pl.Mem.Mat and pl.move(t, pl.Mem.{space}); "
             "or use pl.matmul on tensors inside pl.at, which places everything itself")

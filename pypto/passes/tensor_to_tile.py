@@ -559,8 +559,9 @@ class _VectorRun:
             tiles[name] = Var(names.fresh(f"{name}_tile"), load.type, span)
             out.append(Assign((tiles[name],), load, span))
         for stmt in self.computed:
-            shape = self._tile_shape(tensor_type_of(call_of(stmt)).shape, r, c)
-            out.extend(self._compute(stmt, tiles, shape))
+            full = tensor_type_of(call_of(stmt)).shape
+            first_col = col if col is not None and full[1] == self.cols else None
+            out.extend(self._compute(stmt, tiles, self._tile_shape(full, r, c), first_col))
         for stmt in self.writes:
             call = call_of(stmt)
             dst, src, offsets = call.args
@@ -578,10 +579,10 @@ class _VectorRun:
             body = (For(row, Const(0, INDEX), Const(self.rows, INDEX), Const(r, INDEX), body),)
         return list(body)
 
-    def _compute(self, stmt: Assign, tiles: dict[str, Var], shape) -> list:
+    def _compute(self, stmt: Assign, tiles: dict[str, Var], shape, first_col) -> list:
         target = stmt.targets[0].name
         before, tile_call = tile_form(call_of(stmt), lambda a: tiles.get(a.name, a), shape,
-                                      self.names, target)
+                                      self.names, target, first_col)
         tile = Var(self.names.fresh(f"{target}_tile"), tile_call.type, stmt.span)
         tiles[target] = tile
         return before + [Assign((tile,), tile_call, stmt.span)]

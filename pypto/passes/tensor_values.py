@@ -42,10 +42,12 @@ from .tensor_views import call_of, is_view, tensor_type_of
 _MATMUL_SIDES = {"lhs": MemorySpace.Left, "rhs": MemorySpace.Right}
 
 
-def tile_form(call: Call, operand, shape, names: NameSupply, target: str) -> tuple[list, Call]:
+def tile_form(call: Call, operand, shape, names: NameSupply, target: str,
+              first_col=None) -> tuple[list, Call]:
     """The tile-level call computing the tensor-level vector operator `call`, with the
     statements it needs first (a reduction's scratch tile).  `operand(var)` is the
-    tile standing for a tensor operand; `shape` the result tile's shape."""
+    tile standing for a tensor operand; `shape` the result tile's shape; `first_col` the
+    index of its first column in the value (None: 0), where a sequence starts."""
     op = get_op(call.op)
     attrs = dict(call.attrs)
     operands = op.operands(call.args, attrs)
@@ -53,6 +55,13 @@ def tile_form(call: Call, operand, shape, names: NameSupply, target: str) -> tup
     dtype = call.type.dtype if isinstance(call.type, TensorType) else None
     if op.category == "expands":  # the target gives only the shape
         return [], make_call("full", operands["scalar"], span=call.span, shape=shape, dtype=dtype)
+    if call.op == "tensor.ci":  # a chunk of columns continues the sequence where it starts
+        start = operands["start"]
+        if first_col is not None:
+            start = make_call("sub" if call.attr("descending") else "add", start, first_col,
+                              span=call.span)
+        return [], make_call("ci", start, span=call.span, shape=shape, dtype=dtype,
+                             descending=call.attr("descending"))
     if op.name == "tensor.random":
         seeds = [operands[name] for name in SEEDS]
         return [], make_call("random", *seeds, span=call.span, shape=shape, dtype=dtype,

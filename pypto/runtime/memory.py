@@ -218,7 +218,7 @@ class SimCore:
         self._storage = mmap.mmap(-1, size)
         base = ctypes.addressof(ctypes.c_uint8.from_buffer(self._storage))
         self.struct = PtoCore()
-        # The five buffer pointers then core_id, block_idx, block_num, in one write.
+        # The buffer pointers (ON_CHIP_SPACES order), core_id, block_idx, block_num: one write.
         self._buffers = tuple(base + o for o in offsets)
         _CORE_FIELDS.pack_into(self.struct, 0, *self._buffers, core_id, 0, 1)
         self.pointer = ctypes.pointer(self.struct)

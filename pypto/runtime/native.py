@@ -32,6 +32,7 @@ from pypto.ir.diagnostics import PyptoWarning
 from pypto.resources import native_scheduler, scheduler_digest, scheduler_sources
 from pypto.runtime.abi import MAX_RANK, PtoArg, PtoKernelFn, PtoOrchestrateFn
 from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
+from pypto.runtime.manifest import ON_CHIP_SPACES
 
 if TYPE_CHECKING:
     from pypto.runtime.loader import LoadedProgram
@@ -97,7 +98,7 @@ class PnrCall(ctypes.Structure):
                 ("copy_in", ctypes.c_void_p), ("fill", ctypes.c_void_p),
                 ("copy_out", ctypes.c_void_p), ("cores", ctypes.c_void_p),
                 ("ranges", ctypes.c_void_p), ("nranges", ctypes.c_int64),
-                ("run", ctypes.c_void_p), ("on_chip", ctypes.c_uint64 * 5)]
+                ("run", ctypes.c_void_p), ("on_chip", ctypes.c_uint64 * len(ON_CHIP_SPACES))]
 
 
 _lock = threading.Lock()

@@ -48,8 +48,10 @@ WHY = {
                "pl.Scalar[...] is a run-time value already (one artifact for every value), "
                "a bare-dtype one a specialisation constant",
     "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
-    "bias": "the cube's bias buffer is not modelled (no pl.tile.matmul_bias): add the bias "
-            "on the vector unit",
+    "batch": "tiles and tensor-level operators are rank 2 here (a rank-3 tile does not "
+             "place, a rank-3 tensor in pl.at is refused), so neither pl.batch_matmul's tiles "
+             "nor pl.matmul's rank > 2 tensors exist: reshape to [B * M, K] on the host and "
+             "pl.matmul each batch's rows in a pl.range loop",
     "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
                   "does not have (values cross through global memory); remove it",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
@@ -72,16 +74,18 @@ _OPS_SUPPORTED = (
     "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif", "col_expand_max",
     "col_expand_min", "col_expand_mul", "col_expand_sub", "col_max", "col_min", "col_prod",
     "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp", "expands",
-    "fillpad", "fmod", "fmods", "full", "get_block_idx", "load", "log", "matmul", "matmul_acc",
-    "max", "maximum", "min", "minimum", "move", "mrgsort", "mul", "neg", "not_", "or_", "ors",
-    "read", "recip", "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin",
-    "row_expand", "row_expand_add", "row_expand_div",
+    "fillpad", "fillpad_expand", "fmod", "fmods", "full", "get_block_idx", "load", "log",
+    "matmul", "matmul_acc", "max", "maximum", "min", "minimum", "move", "mrgsort", "mul", "neg",
+    "not_", "or_", "ors", "part_add", "part_max", "part_min", "part_mul", "read", "recip",
+    "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
+    "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
     "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "set_validshape", "shl", "shls", "shr",
     "shrs", "slice", "sort32", "sqrt", "store", "sub", "transpose", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
-    "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.DDR", "Mem.Left", "Mem.Mat", "Mem.Right", "Mem.Vec",
+    "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.Bias", "Mem.DDR", "Mem.Left", "Mem.Mat",
+    "Mem.Right", "Mem.Vec",
     "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
     "Out", "PadValue.min", "PadValue.zero", "Scalar", "ScopeMode", "ScopeMode.AUTO",
     "ScopeMode.MANUAL", "SplitMode.LEFT_RIGHT", "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID",
@@ -93,13 +97,14 @@ _LANGUAGE_SUPPORTED = (
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
-                   "full", "gatherb", "gemv", "gemv_acc", "get_block_idx", "get_block_num",
-                   "load", "lrelu", "max", "maximums", "mgather", "min", "minimums", "move",
-                   "mrgsort", "mscatter", "prelu", "read", "relu", "rem", "rems", "rsqrt", "sel",
-                   "sort32", "store", "subc", "subsc", "transpose_view")
-_TENSOR_SUPPORTED = ("add", "assemble", "create", "dim", "dump_tag", "full", "gather",
-                     "get_block_idx", "get_block_num", "mrgsort", "no_dep", "random", "read",
-                     "sort32")
+                   "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
+                   "get_block_num", "load", "lrelu", "matmul_bias", "max", "maximums", "mgather",
+                   "min", "minimums", "move", "mrgsort", "mscatter", "prelu", "read", "relu",
+                   "rem", "rems", "rsqrt", "sel", "sort32", "store", "subc", "subsc",
+                   "transpose_view")
+_TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
+                     "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
+                     "random", "read", "sort32")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -113,19 +118,16 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("batch_matmul", "create_l1", "fillpad_expand", "matmul_mx", "part_add", "part_max",
-           "part_min", "part_mul", "prefetch", "tensor.ci",
-           "tensor.create_l1", "tensor.expand_clone", "tensor.gather_row",
-           "tensor.paged_gather", "tensor.scatter", "tensor.scatter_update",
-           "tile.matmul_bias",
-           "tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program",
-           "InlineFunction"),
+    "op": ("create_l1", "matmul_mx", "prefetch", "tensor.create_l1",
+           "tensor.gather_row", "tensor.paged_gather", "tensor.scatter",
+           "tensor.scatter_update", "tile.matmul_mx",
+           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program", "InlineFunction"),
     "sels": ("tile.sels",),
     "tri": ("tile.tri",),
     "trig": ("tensor.sin", "tensor.cos"),
     "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
-    "bias": ("Mem.Bias", "tile.gemv_bias"),
+    "batch": ("batch_matmul",),
     "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }

@@ -28,8 +28,9 @@ N = [16, 128]
 class Reserved:
     """Kernels `double` and `exp` (a C library function of the CPU models' headers), an
     orchestration `main`, parameters `int`, `new`,
-    `args` and `PtoTensor`, tiles `this` and `pypto_view`, a scalar `INT64_C` and a loop
-    variable `core`: C++ keywords, names of the generated code and of the C library."""
+    `args` and `PtoTensor`, tiles `this`, `half` and `pypto_view`, a scalar `INT64_C` and a
+    loop variable `core`: C++ keywords, names of the generated code, of pto-isa's element
+    types and of the C library."""
 
     @pl.function(type=pl.FunctionType.InCore)
     def double(self, int: pl.Tensor[N, pl.FP32],
@@ -45,7 +46,9 @@ class Reserved:
         for core in pl.range(2):
             INT64_C = core * 8
             this = pl.load(args, [INT64_C, 0], [8, 128])
-            PtoTensor = pl.store(pl.mul(this, this), [INT64_C, 0], PtoTensor)
+            half = pl.cast(this, pl.FP16)  # an FP16 tile named after pto-isa's FP16 type
+            PtoTensor = pl.store(pl.cast(pl.mul(half, half), pl.FP32), [INT64_C, 0],
+                                 PtoTensor)
         return PtoTensor
 
     @pl.function(type=pl.FunctionType.Orchestration)
@@ -67,7 +70,8 @@ def _run(platform: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 def test_names_of_cpp_keywords_and_generated_code_build_and_run_on_the_simulators(platform):
     x, doubled, out = _run(platform)
     assert torch.equal(doubled, x + x)
-    assert torch.equal(out, (x + x) * (x + x))
+    twice = (x + x).half()
+    assert torch.equal(out, (twice * twice).float())
 
 
 @pytest.mark.slow
@@ -94,7 +98,8 @@ def test_ordinary_names_are_their_own_identifiers():
 
 @pytest.mark.parametrize("name", ["double", "new", "main", "args", "core", "pto", "int64_t",
                                   "pypto_view", "PtoTensor", "PTO_IN", "TADD", "INT64_C",
-                                  "kernel_entry", "row_stride", "a__b", "_Upper"])
+                                  "kernel_entry", "row_stride", "a__b", "_Upper", "half",
+                                  "bfloat16_t"])
 def test_a_reserved_name_takes_a_suffix(name):
     assert ident(name) == name + "_"
 

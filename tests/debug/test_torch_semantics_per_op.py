@@ -61,6 +61,10 @@ COMMON = {
     "rem": (("rem",), "pl.tile.rem(ta, tb)"),
     "rems": (("rem",), "pl.tile.rems(ta, -3)"),
     "addc": (("addc",), "pl.tile.addc(ta, tb, ta)"),
+    **{op: ((op,), f"pl.{op}(ta, tb)") for op in ("part_add", "part_mul", "part_max",
+                                                   "part_min")},
+    "ci": (("ci",), "pl.col_expand(ta, pl.cast(pl.tile.ci(-5, [1, 32], descending=True), "
+                    "pl.{dtype}))"),
     "subc": (("subc",), "pl.tile.subc(ta, tb, ta)"),
     "addsc": (("addsc",), "pl.tile.addsc(ta, 3, tb)"),
     "subsc": (("subsc",), "pl.tile.subsc(ta, 3, tb)"),
@@ -123,6 +127,7 @@ UNCHECKED = {
     "assemble": "lowered to pl.store before code generation",
     "create_tensor": "orchestration only: allocates, computes nothing",
     "tensor.full": "computed as `full` tiles (TensorToTile); checked through `full`",
+    "tensor.ci": "computed as `ci` tiles (TensorToTile); checked through `ci`",
     "tensor.gather": "computed as `tile.mgather` (TensorToTile); checked through it",
     "tensor.random": "computed as `random` tiles (TensorToTile); checked through `random`",
     "dump_tag": "orchestration only: computes nothing",
@@ -150,6 +155,16 @@ MOVEMENT = {
     "fillpad": (("fillpad", "set_validshape"), [R, C],
                 ["p = pl.load(a, [0, 0], [16, 32], valid_shape=[12, 30])",
                  "r = pl.set_validshape(pl.fillpad(p, pl.PadValue.max), 16, 32)"]),
+    # The partial operators on operands whose valid regions nest, each way round.
+    **{f"{op}_{order}": ((op,), [R, C],
+                         ["t = pl.load(a, [0, 0], [16, 32], valid_shape=[16, 30])",
+                          "p = pl.load(b, [0, 0], [16, 32], valid_shape=[12, 20])",
+                          f"r = pl.set_validshape(pl.{op}({operands}), 16, 32)"])
+       for op in ("part_add", "part_mul", "part_max", "part_min")
+       for order, operands in (("tp", "t, p"), ("pt", "p, t"))},
+    "fillpad_expand": (("fillpad_expand",), [R, C],
+                       ["p = pl.load(a, [0, 0], [8, 16], valid_shape=[6, 10])",
+                        "r = pl.fillpad_expand(p, [16, 32], pl.PadValue.max)"]),
     "slice_concat": (("slice", "concat"), [R, C],
                      ["t = pl.load(a, [0, 0], [16, 32])",
                       "r = pl.concat(t[0:16, 16:32], t[0:16, 0:16])"]),
@@ -211,6 +226,16 @@ MOVEMENT = {
                  "m = pl.tile.mrgsort(p[0:1, 0:64], p[0:1, 64:128], "
                  "tmp=pl.create_tile([1, 128], pl.FP32))",
                  "r = pl.concat(m, pl.tile.mrgsort(pl.concat(p, p), block_len=64))"]),
+    # A bias row from `a`, then gemv_bias's result (Acc -> Mat -> Bias) as the next bias.
+    "bias": (("tile.gemv_bias", "tile.matmul_bias"), [R, C],
+             ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
+              "p = pl.move(pl.tile.transpose_view(m), pl.Mem.Right)",
+              "u = pl.load(h, [5, 0], [1, 16], target_memory=pl.Mem.Mat)",
+              "t = pl.move(pl.load(a, [2, 0], [1, 32], target_memory=pl.Mem.Mat), pl.Mem.Bias)",
+              "acc = pl.tile.gemv_bias(pl.move(u, pl.Mem.Left), p, t)",
+              "r = pl.tile.matmul_bias(pl.move(pl.load(h, [0, 0], [16, 16], "
+              "target_memory=pl.Mem.Mat), pl.Mem.Left), p, "
+              "pl.move(pl.move(acc, pl.Mem.Mat), pl.Mem.Bias))"]),
     "matmul": (("matmul", "matmul_acc", "move", "tile.transpose_view"), [R, R],
                ["m = pl.load(h, [0, 0], [32, 16], target_memory=pl.Mem.Mat)",
                 "acc = pl.matmul(pl.move(m, pl.Mem.Left), pl.move(m, pl.Mem.Right), "

@@ -15,6 +15,7 @@ from catalogue import artifact, assert_user_facing, copy, edit_manifest, zeros
 
 import pypto.language as pl
 from pypto.runtime import ArtifactError, load_artifact, loader, verify_artifact
+from pypto.runtime.manifest import ON_CHIP_SPACES
 from pypto.toolchain import (
     ArtifactCache,
     CacheStorageError,
@@ -24,8 +25,7 @@ from pypto.toolchain import (
 
 
 def _capacities_of_16_bytes(raw):
-    raw["core"] = {**{space: 16 for space in ("Vec", "Mat", "Left", "Right", "Acc")},
-                   "cores": raw["core"]["cores"]}
+    raw["core"] = {**dict.fromkeys(ON_CHIP_SPACES, 16), "cores": raw["core"]["cores"]}
 
 
 def _mark_over_capacity(raw):

@@ -134,6 +134,7 @@ def test_manifest_records_the_artifact(artifact, sim):
             "Left": 65536,
             "Right": 65536,
             "Acc": 131072,
+            "Bias": 1024,
             "cores": 48,
         },
         "toolchain": {"id": toolchain.version(), "flags_digest": toolchain.flags_digest()},

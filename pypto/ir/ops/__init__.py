@@ -15,8 +15,9 @@ where it makes sense, a Python number or scalar as one operand (the "scalar form
 
 The registry and its lookups live in `registry`; the operators are declared by family,
 each module with its own type inference (`inference` holds the checks they share):
-`elementwise`, `reduction`, `matmul`, `movement`, `orchestration`, `task_arrays`, `gather`,
-`random`, `sort`.  Importing this package declares them all, in that order.
+`elementwise`, `reduction`, `matmul`, `movement`, `partial`, `orchestration`,
+`task_arrays`, `gather`, `random`, `sort`.  Importing this package declares them
+all, in that order.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ from .registry import (
 
 # Declares the operators, family by family, in this order (the registry's).
 # isort: off
-from . import elementwise, reduction, matmul, movement, orchestration, task_arrays  # noqa: F401
+from . import (  # noqa: F401
+    elementwise, reduction, matmul, movement, partial, orchestration, task_arrays,
+)
 from . import gather, random, sort  # noqa: F401
 # isort: on
 

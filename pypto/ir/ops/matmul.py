@@ -1,5 +1,6 @@
-"""The cube's matrix products: `matmul`, `matmul_acc` and the matrix-vector forms
-`tile.gemv`, `tile.gemv_acc`."""
+"""The cube's matrix products: `matmul`, `matmul_acc`, the matrix-vector forms
+`tile.gemv`, `tile.gemv_acc`, and the bias forms `tile.matmul_bias`, `tile.gemv_bias`
+(the bias row read from the cube's bias table, pl.Mem.Bias)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,10 @@ def _matmul_dims(name, lhs, rhs, a_trans, b_trans, span):
     return m, n, valid
 
 
+def _product_dtype(inputs: DataType) -> DataType:
+    return DataType.INT32 if inputs is DataType.INT8 else DataType.FP32
+
+
 def _acc_dtypes(inputs: DataType) -> frozenset:
     return frozenset({DataType.INT32}) if inputs is DataType.INT8 else FLOATS
 
@@ -64,7 +69,7 @@ def _infer_matmul(args, attrs, span):
     m, n, valid = _matmul_dims("matmul", lhs, rhs, attrs["a_trans"], attrs["b_trans"], span)
     out = attrs["out_dtype"]
     if out is None:
-        out = DataType.INT32 if lhs.dtype is DataType.INT8 else DataType.FP32
+        out = _product_dtype(lhs.dtype)
     legal = _acc_dtypes(lhs.dtype)
     if out not in legal:
         raise TypeCheckError(f"pl.matmul of {lhs.dtype.name} cannot produce {out!r}", span,
@@ -99,7 +104,9 @@ _GEMV_MAX = 4095
 
 def _infer_gemv(name: str):
     def infer(args, attrs, span):
-        *acc, lhs, rhs = (a.type for a in args)
+        types = [a.type for a in args]
+        bias = types.pop() if name == "tile.gemv_bias" else None
+        *acc, lhs, rhs = types
         for what, t in (("lhs", lhs), ("rhs", rhs), *(("acc", a) for a in acc)):
             if not isinstance(t, TileType):
                 raise TypeCheckError(f"pl.{name} multiplies tiles; {what} is {describe(t)}",
@@ -113,7 +120,9 @@ def _infer_gemv(name: str):
                 span,
                 hint="pl.matmul multiplies [M, K] tiles of any M",
             )
-        out = DataType.INT32 if lhs.dtype is DataType.INT8 else DataType.FP32
+        out = _product_dtype(lhs.dtype)
+        if bias is not None:
+            _check_bias(name, bias, n, out, span)
         if acc and (tuple(acc[0].shape) != (1, n) or acc[0].dtype is not out):
             raise TypeCheckError(f"pl.{name}: acc must be a [1, {n}] {out.name} tile, got "
                                  f"{describe(acc[0])}", span)
@@ -122,6 +131,34 @@ def _infer_gemv(name: str):
         return TileType((1, n), out, valid_shape=valid)
 
     return infer
+
+
+def _check_bias(name: str, bias, n: int, out: DataType, span) -> None:
+    """A bias is one [1, N] row of the product's dtype (pto-isa's bias tiles have Rows == 1
+    and the accumulator's DType: FP32, INT32 for INT8 inputs)."""
+    if not isinstance(bias, TileType):
+        raise TypeCheckError(f"pl.{name} adds a bias tile; bias is {describe(bias)}", span,
+                             hint="load the bias row into pl.Mem.Mat and pl.move it to "
+                                  "pl.Mem.Bias")
+    if tuple(bias.shape) != (1, n) or bias.dtype is not out:
+        raise TypeCheckError(
+            f"pl.{name}: bias must be a [1, {n}] {out.name} tile (one row of the product's "
+            f"dtype), got {describe(bias)}", span,
+            hint=f"the bias table holds the accumulator's dtype: pl.cast the row to "
+                 f"{out.name} before loading it into Mat")
+
+
+def _infer_matmul_bias(args, attrs, span):
+    lhs, rhs, bias = (a.type for a in args)
+    for what, t in (("lhs", lhs), ("rhs", rhs)):
+        if not isinstance(t, TileType):
+            raise TypeCheckError(f"pl.tile.matmul_bias multiplies tiles; {what} is "
+                                 f"{describe(t)}", span,
+                                 hint="on tensors, pl.matmul then pl.add of the bias row")
+    m, n, valid = _matmul_dims("tile.matmul_bias", lhs, rhs, False, False, span)
+    out = _product_dtype(lhs.dtype)
+    _check_bias("tile.matmul_bias", bias, n, out, span)
+    return like(lhs, shape=(m, n), dtype=out, valid=valid)
 
 
 # -- matmul
@@ -195,5 +232,35 @@ register(
         dtypes=MATMUL_INPUTS,
         emit="matmul",
         isa="tgemv_acc",
+    )
+)
+register(
+    OpDef(
+        "tile.matmul_bias",
+        (OpParam("lhs", "value"), OpParam("rhs", "value"), OpParam("bias", "value")),
+        _infer_matmul_bias,
+        "matmul",
+        "lhs @ rhs + bias (TMATMUL_BIAS): lhs in pl.Mem.Left, rhs in pl.Mem.Right, bias a "
+        "[1, N] row in pl.Mem.Bias (FP32, INT32 for INT8 inputs: the accumulator's dtype) "
+        "added to every row.  The product is summed as pl.matmul sums it (from zero, in K "
+        "order) and the bias is added after the last K step, in FP32 (wrapping INT32), as "
+        "pto-isa's CPU model does; the result is in pl.Mem.Acc.",
+        dtypes=MATMUL_INPUTS,
+        emit="matmul",
+        isa="tmatmul_bias",
+    )
+)
+register(
+    OpDef(
+        "tile.gemv_bias",
+        (OpParam("lhs", "value"), OpParam("rhs", "value"), OpParam("bias", "value")),
+        _infer_gemv("tile.gemv_bias"),
+        "matmul",
+        "lhs @ rhs + bias for a [1, K] lhs (TGEMV_BIAS): pl.tile.matmul_bias with M = 1 "
+        "(K and N at most 4095); bias is a [1, N] FP32 row (INT32 for INT8 inputs) in "
+        "pl.Mem.Bias, added after the K sum.",
+        dtypes=MATMUL_INPUTS,
+        emit="matmul",
+        isa="tgemv_bias",
     )
 )

@@ -260,10 +260,15 @@ def _infer_concat(args, attrs, span):
 def _infer_fillpad(args, attrs, span):
     (x,) = (a.type for a in args)
     _need(TileType, x, "fills the padding of a tile", "fillpad", span)
-    pad = attrs["pad_value"]
-    if not isinstance(pad, PadValue) or pad is PadValue.null:
-        raise TypeCheckError("pl.fillpad needs pad_value pl.PadValue.zero, .max or .min", span)
+    pad_value_attr("fillpad", attrs["pad_value"], span)
     return TileType(x.shape, x.dtype, valid_shape=x.valid_shape)
+
+
+def pad_value_attr(op: str, pad, span) -> PadValue:
+    """`pad`, refused unless it is a value a fill writes (zero, max or min)."""
+    if not isinstance(pad, PadValue) or pad is PadValue.null:
+        raise TypeCheckError(f"pl.{op} needs pad_value pl.PadValue.zero, .max or .min", span)
+    return pad
 
 
 def _infer_set_validshape(args, attrs, span):

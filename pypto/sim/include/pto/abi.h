@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define PTO_ABI_VERSION 3
+#define PTO_ABI_VERSION 4
 #define PTO_MAX_RANK 4
 
 /* Element type codes; pypto/ir/dtypes.py holds the same numbering. */
@@ -68,6 +68,7 @@ typedef struct PtoCore {
     uint8_t *left;
     uint8_t *right;
     uint8_t *acc;
+    uint8_t *bias;
     int32_t core_id;
     int32_t block_idx;
     int32_t block_num;

@@ -697,12 +697,42 @@ template <class T, class S> inline void texpands(Tile<T> dst, S s) {
     detail::for_each(dst, [&](int32_t, int32_t) { return value; });
 }
 
+/* TCI: start + c in column c of every row (start - c when descending), start first rounded
+ * to the element type (saturating, as every scalar operand), the sequence wrapping. */
+template <class T, class S> inline void tci(Tile<T> dst, S start, bool descending) {
+    const T first = convert<T>(start, RoundMode::Rint);
+    detail::for_each(dst, [&](int32_t, int32_t c) {
+        return descending ? detail::OpSub::i(first, T(c)) : detail::OpAdd::i(first, T(c));
+    });
+}
+
 /* dst = src inside src's valid region, pad elsewhere (dst may be src). */
 template <class T> inline void tfillpad(Tile<T> dst, Tile<T> src, T pad) {
     detail::for_each(dst, [&](int32_t r, int32_t c) {
         return (r < src.vrows && c < src.vcols) ? detail::at(src, r, c) : pad;
     });
 }
+
+/* TFILLPAD_EXPAND: dst (at least src's shape) = src's valid region at its origin, pad
+ * everywhere else (tfillpad reads src at its own row stride). */
+template <class T> inline void tfillpad_expand(Tile<T> dst, Tile<T> src, T pad) { tfillpad(dst, src, pad); }
+
+/* Partial (segmented) arithmetic (TPARTADD, TPARTMUL, TPARTMAX, TPARTMIN) of two tiles of
+ * one shape: where exactly one source's valid region holds an element, a copy of that
+ * source's; elsewhere (both regions, or neither: padding) the operation. */
+namespace detail {
+template <class Op, class T> inline void part(Tile<T> d, Tile<T> a, Tile<T> b) {
+    for_each(d, [&](int32_t r, int32_t c) {
+        const bool in_a = r < a.vrows && c < a.vcols, in_b = r < b.vrows && c < b.vcols;
+        if (in_a != in_b) return in_a ? at(a, r, c) : at(b, r, c);
+        return elem<Op>(at(a, r, c), at(b, r, c));
+    });
+}
+}  // namespace detail
+template <class T> inline void tpartadd(Tile<T> d, Tile<T> a, Tile<T> b) { detail::part<detail::OpAdd>(d, a, b); }
+template <class T> inline void tpartmul(Tile<T> d, Tile<T> a, Tile<T> b) { detail::part<detail::OpMul>(d, a, b); }
+template <class T> inline void tpartmax(Tile<T> d, Tile<T> a, Tile<T> b) { detail::part<detail::OpMax>(d, a, b); }
+template <class T> inline void tpartmin(Tile<T> d, Tile<T> a, Tile<T> b) { detail::part<detail::OpMin>(d, a, b); }
 
 /* Copies a tile into another of the same shape (any two buffers: TMOV). */
 template <class T> inline void tmov(Tile<T> dst, Tile<T> src) {

@@ -215,6 +215,15 @@ inline void matmul(Tile<D> c, const Tile<D> *acc, Tile<T> a, Tile<T> b, bool ta,
     }
 }
 
+// c[i][j] += bias[0][j] after the K sum: one float add, or a wrapping int32 add.
+template <class D> inline void add_bias(Tile<D> c, Tile<D> bias) {
+    for (int32_t i = 0; i < c.rows; ++i)
+        for (int32_t j = 0; j < c.cols; ++j) {
+            if constexpr (Num<D>::is_float) ref(c, i, j) = at(c, i, j) + at(bias, 0, j);
+            else ref(c, i, j) = D(int32_t(uint32_t(at(c, i, j)) + uint32_t(at(bias, 0, j))));
+        }
+}
+
 }  // namespace detail
 
 /* c = a @ b (TMATMUL): a in Left, b in Right, c in Acc. */
@@ -234,6 +243,17 @@ template <class D, class T> inline void tgemv(Tile<D> c, Tile<T> a, Tile<T> b, b
 }
 template <class D, class T> inline void tgemv_acc(Tile<D> c, Tile<D> acc, Tile<T> a, Tile<T> b, bool, bool) {
     detail::matmul<D, T>(c, &acc, a, b, false, false);
+}
+
+/* c = a @ b + bias (TMATMUL_BIAS, TGEMV_BIAS): the sum from zero as tmatmul forms it, then
+ * the one-row bias (in the Bias buffer, of c's type) added to every row after the last K
+ * step, one float add (int32: wrapping), as pto-isa's CPU model adds it. */
+template <class D, class T> inline void tmatmul_bias(Tile<D> c, Tile<T> a, Tile<T> b, Tile<D> bias, bool ta, bool tb) {
+    detail::matmul<D, T>(c, nullptr, a, b, ta, tb);
+    detail::add_bias<D>(c, bias);
+}
+template <class D, class T> inline void tgemv_bias(Tile<D> c, Tile<T> a, Tile<T> b, Tile<D> bias, bool, bool) {
+    tmatmul_bias<D, T>(c, a, b, bias, false, false);
 }
 
 }  // namespace pto
