@@ -20,8 +20,10 @@ import torch
 
 from ..golden import fp64
 from ..ir.dtypes import DataType
+from ..ir.layout import tile_layout
 from ..ir.ops import all_ops
 from ..ir.ops.gather import COALESCE, GATHER_OOB, policy
+from ..ir.types import TileType
 from . import rounding
 
 
@@ -839,9 +841,6 @@ def random(key0, key1, counter0, counter1, counter2, counter3, shape, valid_shap
     """A [shape] tile of TRANDOM's words (`rounds`-round Philox of key and counter, see
     `random_words`; the row stride is the tile's on-chip one), as `dtype` (INT32 or
     UINT32); zeros outside `valid_shape`."""
-    from ..ir.layout import tile_layout
-    from ..ir.types import TileType
-
     rows, cols = shape
     stride = tile_layout(TileType((rows, cols), DataType[dtype])).cols
     words = random_words((rows, cols), valid_shape or (rows, cols), stride, (key0, key1),
