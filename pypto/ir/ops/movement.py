@@ -184,12 +184,18 @@ def _infer_reshape(args, attrs, span):
     if _numel(shape) != _numel(x.shape):
         raise TypeCheckError(f"pl.reshape: {fmt_shape(x.shape)} has {_numel(x.shape)} elements, "
                              f"{fmt_shape(shape)} has {_numel(shape)}", span)
+    return _whole_value_as("reshape", x, shape, x.dtype, span)
+
+
+def _whole_value_as(op: str, x, shape, dtype, span):
+    """`x`'s bytes as a value of `shape` and `dtype` (pl.reshape, pl.reinterpret_view): a
+    tensor, or a tile, which must be fully valid."""
     if isinstance(x, TensorType):
-        return TensorType(shape, x.dtype)
+        return TensorType(shape, dtype)
     if x.valid_shape is not None:
-        raise TypeCheckError("pl.reshape of a partially valid tile", span,
+        raise TypeCheckError(f"pl.{op} of a partially valid tile", span,
                              hint="pl.fillpad it first and pl.set_validshape it to the full tile")
-    return TileType(shape, x.dtype)
+    return TileType(shape, dtype)
 
 
 def _infer_reinterpret_view(args, attrs, span):
@@ -216,12 +222,7 @@ def _infer_reinterpret_view(args, attrs, span):
             raise TypeCheckError(
                 f"pl.reinterpret_view: {fmt_shape(x.shape)} {x.dtype.name} is {nbytes} bytes, "
                 f"{fmt_shape(shape)} {dtype.name} is {_numel(shape) * dtype.itemsize}", span)
-    if isinstance(x, TensorType):
-        return TensorType(shape, dtype)
-    if x.valid_shape is not None:
-        raise TypeCheckError("pl.reinterpret_view of a partially valid tile", span,
-                             hint="pl.fillpad it first and pl.set_validshape it to the full tile")
-    return TileType(shape, dtype)
+    return _whole_value_as("reinterpret_view", x, shape, dtype, span)
 
 
 def _infer_transpose(args, attrs, span):
