@@ -270,6 +270,13 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "select", "fn": op.isa, "dst": self.tile(dst), "mask": self.tile(mask),
                 "a": self.tile(a), "b": self.tile(b)}
 
+    def _form_select_scalar(self, op, call, dst, s):
+        """pl.tile.sels: the mask, src and the scalar (its tmp operand is not used)."""
+        operands = op.operands(call.args, dict(call.attrs))
+        return {"kind": "select_scalar", "fn": op.isa, "dst": self.tile(dst),
+                "mask": self.tile(operands["mask"]), "a": self.tile(operands["src"]),
+                "scalar": expr_model(operands["scalar"])}
+
     def _form_ternary(self, op, call, dst, s):
         """Three operands (pl.addc, pl.subsc, pl.prelu with its tmp), tiles or a scalar."""
         operands = [a for a in op.operands(call.args, dict(call.attrs)).values() if a is not None]
@@ -299,6 +306,10 @@ class _KernelBuilder(_StatementModels):
     def _form_ci(self, op, call, dst, s):
         return {"kind": "ci", "fn": op.isa, "dst": self.tile(dst),
                 "start": expr_model(call.args[0]), "descending": call.attr("descending")}
+
+    def _form_tri(self, op, call, dst, s):
+        return {"kind": "tri", "fn": op.isa, "dst": self.tile(dst),
+                "upper": call.attr("upper"), "diagonal": expr_model(call.args[0])}
 
     def _form_random(self, op, call, dst, s):
         """TRANDOM's words, with the row stride the instruction steps the counter by (the

@@ -610,6 +610,25 @@ class _DeviceKernelBuilder:
                             [_Ref(f"decltype({d.ident})"), _Ref(_ELEM[dst.type.dtype]),
                              descending])]
 
+    def _form_tri(self, op, call, dst, s):
+        """pl.tile.tri: `TTRI<Tile, upper>` of the tile's valid region.  TTRI takes an
+        `int` diagonal and pto-isa's CPU model adds the row to it, so the diagonal is first
+        clamped to [-rows, cols], where every mask the tile can hold is already reached."""
+        d = self.valid_view(dst)
+        rows, cols = dst.type.shape
+        diagonal = call.args[0]
+        if isinstance(diagonal, Const):
+            clamped = {"kind": "int", "value": max(-rows, min(cols, int(diagonal.value)))}
+        else:
+            low = {"kind": "select", "op": ">", "lhs": _expr(diagonal),
+                   "rhs": {"kind": "int", "value": -rows}}
+            clamped = {"kind": "select", "op": "<", "lhs": low,
+                       "rhs": {"kind": "int", "value": cols}}
+        upper = _Ref("1" if call.attr("upper") else "0")
+        return [self._instr("TTRI", [d, {"kind": "cast", "ctype": "int", "fn": "",
+                                          "operand": clamped}], [], [d], "PIPE_V",
+                            template=[_Ref(f"decltype({d.ident})"), upper])]
+
     def _form_random(self, op, call, dst, s):
         """pl.tile.random: `TRANDOM<rounds>` of the tile's valid region, its key and counter
         words in local arrays (TRandomKey, TRandomCounter) of the scalars' low 32 bits."""
@@ -806,6 +825,29 @@ class _DeviceKernelBuilder:
                             [mask], v),
                 self._instr("TSEL", [d, mask, x, y, tmp], [mask, x, y], [d, tmp], v)]
 
+    def _form_select_scalar(self, op, call, dst, s):
+        """pl.tile.sels by a BOOL tile of bytes: the bit mask as pl.sel makes it (`TCVT` to
+        FP16, `TCMPS` != 0), then `TSELS`, whose tmp (scratch of the element type: A2/A3
+        keeps the scalar there) is not the user's tmp operand."""
+        operands = op.operands(call.args, dict(call.attrs))
+        t = dst.type
+        if t.dtype.itemsize not in (2, 4):
+            raise LoweringError(f"pl.tile.sels on device platforms: A2/A3's TSELS selects "
+                                f"16- and 32-bit elements, not {t.dtype.name}", s.span,
+                                hint="pl.cast the operands first")
+        self._check_mask("pl.tile.sels", t, s, 128 if t.dtype.itemsize == 2 else 64)
+        m, x, d = self.tile(operands["mask"]), self.tile(operands["src"]), self.tile(dst)
+        mask, tmp = self._mask_scratch("sels", t, s, TileType((1, 64 // t.dtype.itemsize),
+                                                               t.dtype, MemorySpace.Vec))
+        half = self._scratch("sels_half", replace(t, dtype=DataType.FP16, valid_shape=None),
+                             "pl.tile.sels", s, above=tmp.access().end)
+        value = self._scalar_operand(operands["scalar"], t.dtype)
+        v = "PIPE_V"
+        return [self._instr("TCVT", [half, m, _Ref("RoundMode::CAST_RINT")], [m], [half], v),
+                self._instr("TCMPS", [mask, half, _Ref("0"), _Ref("CmpMode::NE")], [half],
+                            [mask], v),
+                self._instr("TSELS", [d, mask, x, tmp, value], [mask, x], [d, tmp], v)]
+
     def _check_mask(self, what: str, t: TileType, s, most: int) -> None:
         """Refuses, at `s`, a mask device code cannot make or read on this backend: on any
         but A2/A3, and of rows not whole bytes or longer than `most` bits (what A2/A3's
@@ -825,16 +867,17 @@ class _DeviceKernelBuilder:
                 f"mask of whole bytes, at most {most} bits a row here", s.span,
                 hint=f"use tiles of 8, 16, ..., {most} columns")
 
-    def _mask_scratch(self, what: str, t: TileType, s) -> tuple[_Tile, _Tile]:
+    def _mask_scratch(self, what: str, t: TileType, s,
+                      tmp_type: TileType | None = None) -> tuple[_Tile, _Tile]:
         """Scratch for a bit mask of the [rows, cols] tile type `t` (a 32-byte row each,
-        `cols / 8` bytes of it valid) and the uint32 tmp tile A2/A3's TSEL copies a row's
-        mask into."""
+        `cols / 8` bytes of it valid) and the tmp tile of the select: by default the uint32
+        one A2/A3's TSEL copies a row's mask into."""
         rows, cols = t.shape
         mask_type = TileType((rows, 32), DataType.UINT8, MemorySpace.Vec)
         mask = self.view(self._scratch(f"{what}_mask", mask_type, f"pl.{what}", s), rows,
                          cols // 8, None)
-        tmp = self._scratch(f"{what}_tmp", TileType((1, 16), DataType.UINT32, MemorySpace.Vec),
-                            f"pl.{what}", s, above=mask.access().end)
+        tmp_type = tmp_type or TileType((1, 16), DataType.UINT32, MemorySpace.Vec)
+        tmp = self._scratch(f"{what}_tmp", tmp_type, f"pl.{what}", s, above=mask.access().end)
         return mask, tmp
 
 

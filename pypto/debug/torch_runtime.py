@@ -338,6 +338,12 @@ def sel(mask, lhs, rhs):
     return torch.where(mask, lhs, rhs)
 
 
+def sels(mask, src, tmp=None, scalar=None):
+    """torch.where(mask, src, scalar), the scalar first converted to src's element type
+    (saturating); tmp, upstream's scratch tile, is not used."""
+    return torch.where(mask, src, _scalar(scalar, src))
+
+
 def and_(lhs, rhs):
     """lhs & rhs elementwise."""
     return _binary(lhs, rhs, torch.bitwise_and)
@@ -786,6 +792,19 @@ def tensor_ci(start, shape, dtype="INT32", descending=False):
     descending), start converted to `dtype` first (saturating), the sequence wrapping (the
     tiles TensorToTile computes it as are `ci`)."""
     return ci(start, shape, dtype, descending)
+
+
+def tri(diagonal, shape, valid_shape=None, dtype="INT32", upper=False):
+    """A new [shape] tile of `dtype`: over `valid_shape`, torch.triu (upper) or torch.tril
+    of ones with `diagonal` (one where column - row >= diagonal, or <= diagonal); zeros
+    outside `valid_shape`."""
+    out = torch.zeros(tuple(shape), dtype=torch_dtype(dtype))
+    rows, cols = valid_shape or shape
+    # Clamped to the extents (the same mask): torch takes no diagonal beyond int64.
+    d = builtins.max(-rows, builtins.min(cols, int(diagonal)))
+    ones = torch.ones(rows, cols, dtype=torch.bool)
+    out[:rows, :cols] = (torch.triu(ones, d) if upper else torch.tril(ones, d)).to(out.dtype)
+    return out
 
 
 # pl.tile.random (TRANDOM): a Philox-style counter-based generator, as pto-isa defines it

@@ -23,7 +23,7 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpa
               "get_block_idx", "get_block_num",
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc",
               "tile.gemv_bias", "tile.matmul_bias", "max", "min", "ci", "random",
-              "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb")
+              "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb", "tri", "sels")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag", "tensor.gather")
 # Other spellings of a registry operator, per level.

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from ..dtypes import DataType
 from ..errors import TypeCheckError
+from ..layout import tile_layout
 from ..types import (
     ScalarType,
     TensorType,
@@ -128,6 +130,33 @@ def scalar_operand(op: str, s, block, span) -> None:
             span,
             hint="use an integer constant, or pl.cast the operand to a float type",
         )
+
+
+def row_major_tile(op: str, shape: tuple, dtype: DataType, instr: str, span) -> TileType:
+    """A new Vec tile of `shape` and `dtype` that the instruction `instr` writes, refused
+    where it lies column-major on chip (a [R, 1] column): `instr` writes row-major tiles."""
+    tile = TileType(shape, dtype)
+    if tile_layout(tile).col_major:
+        raise TypeCheckError(
+            f"pl.{op}: a {fmt_shape(shape)} column lies column-major on chip, and {instr} "
+            "writes row-major tiles", span, hint=f"make it [1, {shape[0]}] and pl.reshape it")
+    return tile
+
+
+def written_region(op: str, tile: TileType, valid, span) -> TileType:
+    """`tile` whose valid region is `valid` (valid_shape= of an operator that writes only
+    that part): None or the whole shape leave it fully valid; anything but constant extents
+    that fit in the tile is refused."""
+    if valid is None:
+        return tile
+    if not isinstance(valid, tuple) or len(valid) != len(tile.shape) or any(
+            not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= s
+            for v, s in zip(valid, tile.shape, strict=True)):
+        given = fmt_shape(v if isinstance(v, int) else getattr(v, "name", "<run-time value>")
+                          for v in valid) if isinstance(valid, tuple) else repr(valid)
+        raise TypeCheckError(f"pl.{op}: valid_shape {given} must be constant extents that "
+                             f"fit in the tile {fmt_shape(tile.shape)}", span)
+    return TileType(tile.shape, tile.dtype, valid_shape=None if valid == tile.shape else valid)
 
 
 def static_shape(op: str, shape, span) -> tuple:

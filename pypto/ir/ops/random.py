@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from ..dtypes import DataType
 from ..errors import TypeCheckError
-from ..layout import tile_layout
 from ..types import ScalarType, TensorType, TileType
-from .inference import fmt_shape, static_shape
+from .inference import fmt_shape, row_major_tile, static_shape, written_region
 from .registry import OpDef, OpParam, register
 
 SEEDS = ("key0", "key1", "counter0", "counter1", "counter2", "counter3")
@@ -36,25 +35,12 @@ def _seeded_tile(op: str, args, attrs, span) -> TileType:
                              f"32-bit words), got {getattr(dtype, 'name', dtype)!r}", span)
     if attrs["rounds"] not in _ROUNDS:
         raise TypeCheckError(f"pl.{op}: rounds must be 7 or 10, got {attrs['rounds']!r}", span)
-    tile = TileType(shape, dtype)
-    if tile_layout(tile).col_major:
-        raise TypeCheckError(
-            f"pl.{op}: a {fmt_shape(shape)} column lies column-major on chip, and TRANDOM "
-            "writes row-major tiles", span, hint=f"make it [1, {shape[0]}] and pl.reshape it")
-    return tile
+    return row_major_tile(op, shape, dtype, "TRANDOM", span)
 
 
 def _infer_random(args, attrs, span):
     tile = _seeded_tile("tile.random", args, attrs, span)
-    valid = attrs["valid_shape"]
-    if valid is None:
-        return tile
-    if not isinstance(valid, tuple) or len(valid) != 2 or any(
-            not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= s
-            for v, s in zip(valid, tile.shape, strict=True)):
-        raise TypeCheckError(f"pl.tile.random: valid_shape {valid!r} must be constant extents "
-                             f"that fit in the tile {fmt_shape(tile.shape)}", span)
-    return TileType(tile.shape, tile.dtype, valid_shape=None if valid == tile.shape else valid)
+    return written_region("tile.random", tile, attrs["valid_shape"], span)
 
 
 def _infer_tensor_random(args, attrs, span):

@@ -791,5 +791,6 @@ template <class T> inline void tconcat(Tile<T> dst, Tile<T> a, Tile<T> b) {
 #include "sort.hpp"  // tsort32, tmrgsort
 #include "scalar.hpp"  // tgetval: pl.read of one element
 #include "random.hpp"  // trandom: pl.tile.random
+#include "mask.hpp"  // ttri, tsels: pl.tile.tri, pl.tile.sels
 
 #endif /* PTO_ISA_HPP */
