@@ -56,12 +56,6 @@ WHY = {
                   "does not have (values cross through global memory); remove it",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
     "task_dummy": "spelled pl.system.task_dummy(deps=[...]) (a join of task ids)",
-    "sels": "upstream's pl.tile.sels(lhs, rhs, select_mode) leaves select_mode's values "
-            "target-defined, and the PTO ISA's TSELS is another instruction (a mask, a tile and "
-            "a scalar): there is no one meaning to model; use pl.sel with a mask from pl.cmp",
-    "tri": "the upstream snapshot gives pl.tile.tri no signature (its catalog names upper= "
-           "and diagonal= only), so its operands cannot be given upstream's meaning; build "
-           "the mask from pl.cmp of index tiles or load it from a tensor",
     "trig": "the PTO ISA has no sine or cosine instruction (no TSIN / TCOS in pto-isa), and "
             "upstream does not say how it approximates them, so no bit-exact model exists; "
             "compute them on the host or load a table",
@@ -80,8 +74,8 @@ _OPS_SUPPORTED = (
     "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
     "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
-    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "set_validshape", "shl", "shls", "shr",
-    "shrs", "slice", "sort32", "sqrt", "store", "sub", "transpose", "xor", "xors")
+    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "sels", "set_validshape", "shl", "shls",
+    "shr", "shrs", "slice", "sort32", "sqrt", "store", "sub", "transpose", "tri", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.Bias", "Mem.DDR", "Mem.Left", "Mem.Mat",
@@ -100,8 +94,8 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
                    "get_block_num", "load", "lrelu", "matmul_bias", "max", "maximums", "mgather",
                    "min", "minimums", "move", "mrgsort", "mscatter", "prelu", "read", "relu",
-                   "rem", "rems", "rsqrt", "sel", "sort32", "store", "subc", "subsc",
-                   "transpose_view")
+                   "rem", "rems", "rsqrt", "sel", "sels", "sort32", "store", "subc", "subsc",
+                   "transpose_view", "tri")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
                      "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
                      "random", "read", "sort32")
@@ -122,8 +116,6 @@ _ABSENT = {
            "tensor.gather_row", "tensor.paged_gather", "tensor.scatter",
            "tensor.scatter_update", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program", "InlineFunction"),
-    "sels": ("tile.sels",),
-    "tri": ("tile.tri",),
     "trig": ("tensor.sin", "tensor.cos"),
     "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
@@ -248,6 +240,10 @@ CONSTRUCTS = (
      "accepted with a located OutParamWriteDropped warning (step 3 of the precision "
      "workflow: the compiler warned), where upstream stops with an error; the output keeps "
      "the device's poison. Programs written for upstream never contain it"),
+    ("upstream's older `pl.tile.sels(lhs, rhs, select_mode)`", REFUSED,
+     "select_mode's values are target-defined; refused at its line, which names the mask "
+     "form `pl.tile.sels(mask, src, tmp, scalar)` (the newest upstream's, TSELS), which is "
+     "supported"),
     ("`RunConfig(enable_chip_swimlane=, device_id=, strategy=, backend_type=, "
      "compile_profiling=)`", SUPPORTED, "see docs/running.md"),
     ("`RunConfig(distributed_config=)`, `DistributedWorker`, `@pl.jit.host`", REFUSED,

@@ -66,6 +66,10 @@ COMMON = {
     "ci": (("ci",), "pl.col_expand(ta, pl.cast(pl.tile.ci(-5, [1, 32], descending=True), "
                     "pl.{dtype}))"),
     "subc": (("subc",), "pl.tile.subc(ta, tb, ta)"),
+    "tri": (("tri",), "pl.cast(pl.tile.tri(3, [16, 32], dtype=pl.FP16), pl.{dtype})"),
+    "tri_upper": (("tri",), "pl.cast(pl.tri(-5, [16, 32], upper=True), pl.{dtype})"),
+    "sels": (("sels",), "pl.tile.sels(pl.cmp(ta, tb, cmp_type=2), ta, tmp, 7)"),
+    "sels_read": (("sels",), "pl.sels(pl.cmp(ta, tb, cmp_type=1), tb, tmp, ta[0, 5])"),
     "addsc": (("addsc",), "pl.tile.addsc(ta, 3, tb)"),
     "subsc": (("subsc",), "pl.tile.subsc(ta, 3, tb)"),
     **{f"{axis}_expand{s}": ((f"{axis}_expand{s}", f"{axis}_{red}"),
@@ -84,6 +88,7 @@ FLOAT_ONLY = {
     "lrelu": (("lrelu",), "pl.tile.lrelu(ta, 0.1)"),
     "prelu": (("prelu",), "pl.tile.prelu(ta, tb, tmp)"),
     "rems_half": (("rem",), "pl.tile.rems(ta, 0.75)"),
+    "sels_round": (("sels",), "pl.tile.sels(pl.cmp(ta, 0, cmp_type=4), ta, tmp, 0.1)"),
     "full_negative_zero": (("full",), "pl.full([16, 32], pl.{dtype}, -0.0)"),
     **{f"cast_{mode}": (("cast",), f"pl.cast(pl.cast(ta, pl.INT16, mode='{mode}'), "
                                    "pl.{dtype})")
@@ -97,6 +102,7 @@ INT_ONLY = {
     "xor_rscalar": (("xor",), "pl.xor(86, ta)"),
     "not_": (("not_",), "pl.not_(ta)"),
     "full": (("full",), "pl.full([16, 32], pl.{dtype}, -7)"),
+    "sels_saturate": (("sels",), "pl.tile.sels(pl.cmp(ta, tb, cmp_type=4), tb, tmp, 100000)"),
     "cast_wide": (("cast",), "pl.cast(pl.cast(ta, pl.FP16), pl.{dtype})"),
     # Index arithmetic on elements read as scalars (8 and -7: floor and trunc differ).
     "floordiv": (("floordiv", "read"), "pl.expands(ta, pl.floordiv(ta[0, 7], ta[0, 6]))"),
@@ -162,6 +168,10 @@ MOVEMENT = {
                           f"r = pl.set_validshape(pl.{op}({operands}), 16, 32)"])
        for op in ("part_add", "part_mul", "part_max", "part_min")
        for order, operands in (("tp", "t, p"), ("pt", "p, t"))},
+    # Only the valid region is written: fillpad makes the rest +inf before the store.
+    "tri_valid": (("tri",), [R, C],
+                  ["p = pl.tile.tri(2, [16, 32], valid_shape=[12, 20], dtype=pl.FP32, "
+                   "upper=True)", "r = pl.set_validshape(pl.fillpad(p, pl.PadValue.max), 16, 32)"]),
     "fillpad_expand": (("fillpad_expand",), [R, C],
                        ["p = pl.load(a, [0, 0], [8, 16], valid_shape=[6, 10])",
                         "r = pl.fillpad_expand(p, [16, 32], pl.PadValue.max)"]),

@@ -120,7 +120,8 @@ register(
         "select_scalar",
         "Elementwise mask ? src : scalar (TSELS), with a BOOL mask from pl.cmp of src's "
         "shape (pl.sel's encoding); the scalar is converted once to src's dtype, as every "
-        "scalar operand is.  `tmp` is upstream's scratch tile (required; A2/A3 keeps the "
+        "scalar operand is.  `tmp` and `scalar` are required (their None defaults only let "
+        "the older form be recognised); `tmp` is upstream's scratch tile (A2/A3 keeps the "
         "scalar in it): it is neither read nor written here.  Upstream's older form "
         "sels(lhs, rhs, select_mode), whose modes are target-defined, is refused at its "
         "line.",
