@@ -805,48 +805,48 @@ class _DeviceKernelBuilder:
                 self._instr("TCVT", [d, ones, _Ref("RoundMode::CAST_RINT")], [ones], [d], v)]
 
     def _form_select(self, op, call, dst, s):
-        """pl.sel by a BOOL tile of bytes: on A2/A3 `TCVT` makes the bytes FP16 0 / 1,
-        `TCMPS` (NE 0) the bit mask `TSEL` reads, and `TSEL` picks (A2/A3's `vsel` reads
-        up to 128 bits a row for 16-bit elements, 64 for 32-bit ones)."""
+        """pl.sel by a BOOL tile of bytes: the bit mask `_selecting_mask` makes, and `TSEL`
+        picks (A2/A3's `vsel` reads up to 128 bits a row for 16-bit elements, 64 for 32-bit
+        ones)."""
         mask_var, a, b = call.args
-        t = a.type
-        if t.dtype.itemsize not in (2, 4):
-            raise LoweringError(f"pl.sel on device platforms: A2/A3's TSEL selects 16- and "
-                                f"32-bit elements, not {t.dtype.name}", s.span,
-                                hint="pl.cast the operands first")
-        self._check_mask("pl.sel", t, s, 128 if t.dtype.itemsize == 2 else 64)
-        m, x, y, d = (self.tile(var) for var in (mask_var, a, b, dst))
-        mask, tmp = self._mask_scratch("sel", dst.type, s)
-        half = self._scratch("sel_half", replace(dst.type, dtype=DataType.FP16, valid_shape=None),
-                             "pl.sel", s, above=tmp.access().end)
-        v = "PIPE_V"
-        return [self._instr("TCVT", [half, m, _Ref("RoundMode::CAST_RINT")], [m], [half], v),
-                self._instr("TCMPS", [mask, half, _Ref("0"), _Ref("CmpMode::NE")], [half],
-                            [mask], v),
-                self._instr("TSEL", [d, mask, x, y, tmp], [mask, x, y], [d, tmp], v)]
+        x, y, d = self.tile(a), self.tile(b), self.tile(dst)
+        mask, tmp, instrs = self._selecting_mask("sel", "pl.sel", "TSEL", mask_var, dst.type, s)
+        return instrs + [self._instr("TSEL", [d, mask, x, y, tmp], [mask, x, y], [d, tmp],
+                                     "PIPE_V")]
 
     def _form_select_scalar(self, op, call, dst, s):
-        """pl.tile.sels by a BOOL tile of bytes: the bit mask as pl.sel makes it (`TCVT` to
-        FP16, `TCMPS` != 0), then `TSELS`, whose tmp (scratch of the element type: A2/A3
-        keeps the scalar there) is not the user's tmp operand."""
+        """pl.tile.sels by a BOOL tile of bytes: the bit mask as pl.sel makes it, then
+        `TSELS`, whose tmp (scratch of the element type: A2/A3 keeps the scalar there) is
+        not the user's tmp operand."""
         operands = op.operands(call.args, dict(call.attrs))
         t = dst.type
-        if t.dtype.itemsize not in (2, 4):
-            raise LoweringError(f"pl.tile.sels on device platforms: A2/A3's TSELS selects "
-                                f"16- and 32-bit elements, not {t.dtype.name}", s.span,
-                                hint="pl.cast the operands first")
-        self._check_mask("pl.tile.sels", t, s, 128 if t.dtype.itemsize == 2 else 64)
-        m, x, d = self.tile(operands["mask"]), self.tile(operands["src"]), self.tile(dst)
-        mask, tmp = self._mask_scratch("sels", t, s, TileType((1, 64 // t.dtype.itemsize),
-                                                               t.dtype, MemorySpace.Vec))
-        half = self._scratch("sels_half", replace(t, dtype=DataType.FP16, valid_shape=None),
-                             "pl.tile.sels", s, above=tmp.access().end)
+        x, d = self.tile(operands["src"]), self.tile(dst)
+        mask, tmp, instrs = self._selecting_mask(
+            "sels", "pl.tile.sels", "TSELS", operands["mask"], t, s,
+            TileType((1, 64 // t.dtype.itemsize), t.dtype, MemorySpace.Vec))
         value = self._scalar_operand(operands["scalar"], t.dtype)
+        return instrs + [self._instr("TSELS", [d, mask, x, tmp, value], [mask, x], [d, tmp],
+                                     "PIPE_V")]
+
+    def _selecting_mask(self, what: str, written: str, instr: str, mask_var: Var,
+                        t: TileType, s, tmp_type: TileType | None = None):
+        """(mask, tmp, instructions): the bit mask A2/A3's `instr` (TSEL, TSELS) reads, made
+        from the BOOL tile of bytes `mask_var` (`TCVT` to FP16 0 / 1, `TCMPS` != 0), for a
+        select of `t` elements (16- or 32-bit; else refused at `s`), and its tmp tile."""
+        if t.dtype.itemsize not in (2, 4):
+            raise LoweringError(f"{written} on device platforms: A2/A3's {instr} selects 16- "
+                                f"and 32-bit elements, not {t.dtype.name}", s.span,
+                                hint="pl.cast the operands first")
+        self._check_mask(written, t, s, 128 if t.dtype.itemsize == 2 else 64)
+        m = self.tile(mask_var)
+        mask, tmp = self._mask_scratch(what, t, s, tmp_type)
+        half = self._scratch(f"{what}_half", replace(t, dtype=DataType.FP16, valid_shape=None),
+                             written, s, above=tmp.access().end)
         v = "PIPE_V"
-        return [self._instr("TCVT", [half, m, _Ref("RoundMode::CAST_RINT")], [m], [half], v),
-                self._instr("TCMPS", [mask, half, _Ref("0"), _Ref("CmpMode::NE")], [half],
-                            [mask], v),
-                self._instr("TSELS", [d, mask, x, tmp, value], [mask, x], [d, tmp], v)]
+        return mask, tmp, [
+            self._instr("TCVT", [half, m, _Ref("RoundMode::CAST_RINT")], [m], [half], v),
+            self._instr("TCMPS", [mask, half, _Ref("0"), _Ref("CmpMode::NE")], [half], [mask],
+                        v)]
 
     def _check_mask(self, what: str, t: TileType, s, most: int) -> None:
         """Refuses, at `s`, a mask device code cannot make or read on this backend: on any
