@@ -27,7 +27,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.ops import get_op
-from ..ir.ops.gather import mgather_policies
+from ..ir.ops.gather import mgather_policies, mscatter_coalesce
 from ..ir.ops.random import SEEDS
 from ..ir.types import (
     INDEX,
@@ -219,7 +219,8 @@ class _KernelBuilder(_StatementModels):
     def _form_mscatter(self, op, call, dst, s):
         src, idx, tensor = call.args
         return {"kind": "mscatter", "fn": op.isa, "dst": ident(tensor.name),
-                "src": self.tile(src), "idx": self.tile(idx)}
+                "src": self.tile(src), "idx": self.tile(idx),
+                "coalesce": mscatter_coalesce(dict(call.attrs)).capitalize()}
 
     def _form_index_gather(self, op, call, dst, s):
         return {"kind": "index_gather", "fn": op.isa, "dst": self.tile(dst),

@@ -25,7 +25,7 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpa
               "tile.gemv_bias", "tile.matmul_bias", "max", "min", "ci", "random",
               "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
-                "dump_tag", "tensor.gather")
+                "dump_tag", "tensor.gather", "scatter_update")
 # Other spellings of a registry operator, per level.
 _ALIASES = {"tile": {"create": "create_tile"},
             "tensor": {"create": "create_tensor", "full": "tensor.full", "ci": "tensor.ci",

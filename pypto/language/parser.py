@@ -1133,6 +1133,10 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         positional = list(zip(names, node.args, strict=False))
         if op.name == "store" and len(node.args) == 4 and isinstance(node.args[3], ast.List):
             positional[3] = ("shapes", node.args[3])  # upstream's pl.store(t, offsets, out, shape)
+        if op.name == "scatter_update" and len(node.args) == 3 and any(
+                kw.arg == "dim" for kw in node.keywords):
+            positional = [("input", node.args[0]), ("index", node.args[1]),
+                          ("src", node.args[2])]  # upstream's (input, index, src, dim=-2)
         for name, arg in positional:
             bound[name] = arg
         aliases = {a: p.name for p in op.params for a in p.aliases}
