@@ -60,7 +60,7 @@ from . import vocabulary
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
 from .inline import InlineSyntax
-from .stubs import DslBuiltin, OpStub
+from .stubs import DslBuiltin, OpStub, RefusedName
 from .tasks import TaskSyntax
 from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
 
@@ -932,6 +932,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
     def _builtin_call(self, fn: DslBuiltin, node: ast.Call):
         """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim,
         pl.system.task_dummy."""
+        if isinstance(fn, RefusedName):
+            raise self.error(node, f"pl.{fn.name} is not supported here: {fn.why}",
+                             cls=TypeCheckError)
         if fn.name == "const":
             return self._pl_const(node)
         if fn.name in ("submit", "spmd_submit"):

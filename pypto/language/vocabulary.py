@@ -22,7 +22,7 @@ from ..ir.types import (
     SplitMode,
 )
 from . import namespaces
-from .stubs import DslBuiltin, OpStub
+from .stubs import DslBuiltin, OpStub, RefusedName
 from .typing import (
     Array,
     DynamicDim,
@@ -101,6 +101,9 @@ for _name in _OPERATORS:
 for _name, _op in namespaces.SCALAR_SPELLINGS.items():
     globals()[_name] = OpStub(_op, None, True, _name)
 del _name, _op
+for _name, _why in namespaces.REFUSED.items():
+    globals()[_name] = RefusedName(_name, _why)  # `pl.create_l1`: refused at its line
+del _name, _why
 arange = OpStub("ci", spelling="arange")
 """`pl.arange(start, [1, n])`: upstream's name of the integer sequence `pl.ci` (a tensor in a
 `pl.at` block, a tile in a kernel)."""
@@ -140,4 +143,5 @@ __all__ = [
     "system", "arange",
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
+    *namespaces.REFUSED,
 ]

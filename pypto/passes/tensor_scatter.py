@@ -21,7 +21,7 @@ from ..ir.ops.scatter import scatter_update_operands
 from ..ir.types import INDEX
 from ..ir.visitor import IRMutator
 from .names import NameSupply
-from .tensor_views import is_view
+from .tensor_views import call_of, is_view
 
 _ALIGN = 32
 
@@ -35,7 +35,7 @@ class LowerTensorScatters(IRMutator):
         self.views: set[str] = set()  # slices of the parameters (src may be one)
 
     def mutate_Assign(self, stmt: Assign):
-        if is_view(stmt) and stmt.value.args[0].name in self.params | self.views:
+        if is_view(stmt) and call_of(stmt).args[0].name in self.params | self.views:
             self.views.add(stmt.targets[0].name)
             return stmt
         for t in stmt.targets:
@@ -55,7 +55,7 @@ class LowerTensorScatters(IRMutator):
             hint="write the value into a tensor in one pl.at block and scatter in the next")
 
     def _scatter_update(self, stmt: Assign) -> list:
-        call = stmt.value
+        call = call_of(stmt)
         table, index, src = scatter_update_operands(call.args, dict(call.attrs))
         self._in_memory(table, "writes", False, stmt)
         self._in_memory(index, "reads its indices from", False, stmt)

@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..language import namespaces
+
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "upstream-compat.md"
 SNAPSHOT_ENV = "PYPTO_UPSTREAM_ROOT"
 
@@ -27,12 +29,16 @@ def snapshot_root() -> Path:
         return Path(explicit)
     return Path(__file__).resolve().parents[3] / "shared" / "third_party" / "pypto-upstream"
 
+# Upstream operators the parser refuses at their line, saying why (language/namespaces.py).
+REFUSED_OPS = namespaces.REFUSED
+
 SUPPORTED = "supported"
 REFUSED = "refused"  # resolves, and is refused at the line that uses it, saying why
 ABSENT = "absent"  # does not resolve: the parser reports `pl.X` does not exist at its line
 
 # Why a group of names is refused or absent, and what to do instead.
 WHY = {
+    **REFUSED_OPS,
     "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-32, FP16, "
              "BF16, FP32, FP8E4M3FN, FP8E5M2)",
     "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
@@ -80,7 +86,8 @@ _OPS_SUPPORTED = (
     "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
     "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
-    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "set_validshape", "shl", "shls", "shr",
+    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "scatter_update", "set_validshape",
+    "shl", "shls", "shr",
     "shrs", "slice", "sort32", "sqrt", "store", "sub", "transpose", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
@@ -104,7 +111,7 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create",
                    "transpose_view")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
                      "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
-                     "random", "read", "sort32")
+                     "random", "read", "scatter_update", "sort32")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -118,9 +125,7 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("create_l1", "matmul_mx", "prefetch", "tensor.create_l1",
-           "tensor.gather_row", "tensor.paged_gather", "tensor.scatter",
-           "tensor.scatter_update", "tile.matmul_mx",
+    "op": ("matmul_mx", "prefetch", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program", "InlineFunction"),
     "sels": ("tile.sels",),
     "tri": ("tile.tri",),
@@ -132,6 +137,7 @@ _ABSENT = {
     "task_dummy": ("task_dummy",),
 }
 _REFUSED = {
+    **{name: (name, f"tensor.{name}") for name in REFUSED_OPS},
     "host": ("jit.host", "Level.HOST", "Role.Orchestrator", "Role.SubWorker"),
     "split_ring": ("cross_core_slot",),
 }

@@ -247,3 +247,33 @@ def entry(s: pl.Tensor[[8, 32], pl.FP32], e: pl.Tensor[[8, 32], pl.INT32],
             torch.zeros(1, 8, dtype=torch.int32), torch.zeros(64, 32))
     error, lines = raised_by(source, lambda ns: ns["entry"].lower(*args), TypeCheckError)
     assert lines[error.span.line - 1].strip() == statement and message in str(error)
+
+
+# -- upstream's L1 gathers and pl.tensor.scatter: refused at their line, saying why
+
+
+@pytest.mark.parametrize(("statement", "why"), [
+    ("kv = pl.create_l1([16, 32], pl.FP32)", "does not exist here"),
+    ("kv = pl.tensor.create_l1([16, 32], pl.FP32)", "does not exist here"),
+    ("kv = pl.gather_row(c, c, [0, 0], [1, 0], [1, 32])", "pl.create_l1"),
+    ("kv = pl.tensor.gather_row(c, c, [0, 0], [1, 0], [1, 32])", "pl.create_l1"),
+    ("kv = pl.paged_gather(c, i, i, 16, 32, 8)", "pl.tile.mgather"),
+    ("kv = pl.tensor.paged_gather(c, i, i, 16, 32, 8)", "pl.tile.mgather"),
+    ("c = pl.scatter(c, -1, i, s)", "TSCATTER"),
+    ("c = pl.tensor.scatter(c, mask_pattern=1, dst=c)", "TSCATTER"),
+])
+def test_upstreams_l1_gathers_and_scatter_are_refused_at_their_line_saying_why(statement, why):
+    source = f'''
+import pypto.language as pl
+
+@pl.jit
+def entry(c: pl.InOut[pl.Tensor[[64, 32], pl.FP32]], i: pl.Tensor[[2, 4], pl.INT32],
+          s: pl.Tensor[[8, 32], pl.FP32]):
+    with pl.at(level=pl.Level.CORE_GROUP):
+        {statement}
+    return c
+'''
+    args = (torch.zeros(64, 32), torch.zeros(2, 4, dtype=torch.int32), torch.zeros(8, 32))
+    error, lines = raised_by(source, lambda ns: ns["entry"].lower(*args), TypeCheckError)
+    assert lines[error.span.line - 1].strip() == statement
+    assert "is not supported here" in str(error) and why in str(error)

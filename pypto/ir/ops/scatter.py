@@ -28,8 +28,7 @@ def scatter_update_operands(args, attrs) -> tuple:
 
 def _infer_scatter_update(args, attrs, span):
     op = "scatter_update"
-    table, index, src = (a.type if a is not None else None
-                         for a in scatter_update_operands(args, attrs))
+    table, index, src = (a.type for a in scatter_update_operands(args, attrs))
     if attrs["dim"] != -2:
         raise TypeCheckError(f"pl.scatter_update: only dim=-2 (whole rows) is supported, as "
                              f"upstream, got dim={attrs['dim']!r}", span)
