@@ -84,9 +84,35 @@ def loads(source_or_path):
 
     text = str(source_or_path)
     if "\n" not in text and os.path.isfile(text):
-        with open(text, encoding="utf-8") as f:
-            return parse_program(f.read(), text)
+        return _parse_file(text)
     return parse_program(text)
+
+
+def loads_program(path):
+    """Upstream's `pl.loads_program(path)`: the `@pl.program` class in a file (such as
+    `Program.as_python()` wrote) read back into a Program; errors name the file's lines.
+    A file holding a standalone `@pl.function` is refused (`pl.loads` reads either)."""
+    import os
+
+    from ..ir.errors import ParseContentError, Span
+    from ..ir.nodes import Program
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"pl.loads_program: no file {path!r}; pass the path of a file "
+                                "holding a @pl.program class (pl.parse_program reads text)")
+    result = _parse_file(path)
+    if not isinstance(result, Program):
+        raise ParseContentError(
+            f"{path} holds a standalone @pl.function, not a @pl.program class",
+            result.span or Span(path, 1),
+            hint="read it with pl.loads(path), which takes either")
+    return result
+
+
+def _parse_file(path: str):
+    with open(path, encoding="utf-8") as f:
+        return parse_program(f.read(), path)
 
 __all__ = [
     "jit",
@@ -96,6 +122,7 @@ __all__ = [
     "function",
     "parse",
     "loads",
+    "loads_program",
     "Tensor",
     "Tuple",
     "Tile",
