@@ -464,6 +464,9 @@ class _OrchestrationBuilder(_StatementModels):
         self.dump_slots: dict[str, int] = {}
         # Views the orchestration takes (`v = pl.slice(t, ...)`) → the tensor they view.
         self.view_base: dict[str, str] = {}
+        # Tensors made by `pl.create_tensor(..., manual_dep=True)`, and the names tasks
+        # rebind them to: every access to them is untracked (PTO_NO_DEP), for their life.
+        self.untracked: set[str] = set()
         for name in _dump_tagged(fn.body):
             self.dump_slots.setdefault(name, len(self.dump_slots))
         _check_orchestration_reads(fn)
@@ -490,6 +493,8 @@ class _OrchestrationBuilder(_StatementModels):
             return self.submit(value, s.targets)
         if isinstance(value, Call) and value.op == "create_tensor":
             t = dst.type
+            if value.attr("manual_dep"):
+                self.untracked.add(dst.name)
             return {"kind": "alloc", "dst": self.local(dst), "name": dst.name,
                     "dtype_code": t.dtype.code, "shape": list(t.shape)}
         if isinstance(value, Call) and value.op == "slice" and isinstance(dst.type, TensorType):
@@ -598,9 +603,10 @@ class _OrchestrationBuilder(_StatementModels):
         """The flags OR-ed into a tensor argument's direction: no dependence tracking,
         a dump of this task, or the dump flag of a tagged tensor it views."""
         flags = ""
-        if call.manual or arg.name in {v.name for v in call.no_dep_args}:
-            flags += " | PTO_NO_DEP"
         base = self.view_base.get(arg.name, arg.name)
+        if (call.manual or arg.name in {v.name for v in call.no_dep_args}
+                or base in self.untracked):
+            flags += " | PTO_NO_DEP"
         if arg.name in {v.name for v in call.dumps}:
             flags += " | PTO_DUMP"
         elif base in self.dump_slots:
@@ -618,6 +624,8 @@ class _OrchestrationBuilder(_StatementModels):
         for target, param_index in zip(targets, returns, strict=False):
             src = call.args[param_index]
             dst = self.local(target)
+            if self.view_base.get(src.name, src.name) in self.untracked:
+                self.untracked.add(target.name)
             if src.name != target.name:
                 results.append({"dst": dst, "src": ident(src.name)})
         return results

@@ -37,6 +37,11 @@ WHY = {
              "BF16, FP32, FP8E4M3FN, FP8E5M2)",
     "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
               "with a_trans= / b_trans= or pl.tile.transpose_view",
+    "layout_marker": "a tensor in global memory is row-major (pl.ND) here: naming pl.DN or "
+                     "pl.NZ for a tensor (a pl.Tensor marker, pl.TensorView(layout=), "
+                     "pl.create_tensor(layout=)) or a pl.Tile is refused at that line (upstream "
+                     "refuses the DN shorthand too); transpose at the use with a_trans= / "
+                     "b_trans= or pl.transpose",
     "pipe": "the cross-core pipe (TPUSH/TPOP, AIV lanes) is not modelled: write mixed "
             "kernels with pl.at(optimizations=[pl.split(...)]), which hands values through "
             "global memory",
@@ -93,7 +98,8 @@ _LANGUAGE_SUPPORTED = (
     "array.create", "array.get_element", "array.update_element", "at", "cluster", "cond", "const",
     "dim",
     "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
-    "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program", "pipeline", "program",
+    "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse",
+    "parse_program", "pipeline", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
@@ -108,7 +114,7 @@ _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expa
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
-    "layout": ("DN", "ND", "NZ", "MX_A_ZZ", "MX_B_NN", "TileView"),
+    "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
     "pipe": ("aic_gather", "aic_initialize_pipe", "aiv_initialize_pipe", "aiv_shard",
              "split_aiv", "system.aic_initialize_pipe", "system.aiv_initialize_pipe",
              "system.available_aiv_count", "system.available_cluster_count",
@@ -121,7 +127,7 @@ _ABSENT = {
     "op": ("create_l1", "matmul_mx", "prefetch", "tensor.create_l1",
            "tensor.gather_row", "tensor.paged_gather", "tensor.scatter",
            "tensor.scatter_update", "tile.matmul_mx",
-           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program", "InlineFunction"),
+           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "InlineFunction"),
     "sels": ("tile.sels",),
     "tri": ("tile.tri",),
     "trig": ("tensor.sin", "tensor.cos"),
@@ -134,6 +140,7 @@ _ABSENT = {
 _REFUSED = {
     "host": ("jit.host", "Level.HOST", "Role.Orchestrator", "Role.SubWorker"),
     "split_ring": ("cross_core_slot",),
+    "layout_marker": ("DN", "NZ"),
 }
 
 
@@ -198,6 +205,17 @@ CONSTRUCTS = (
     ("a standalone `@pl.function` called from a program, `pl.parse` / `pl.loads` of one",
      SUPPORTED, "added to the program, parsed for the call's argument types; "
      "`ir.serialize` / `ir.deserialize` go through the printed form"),
+    ("`pl.create_tensor(shape, dtype, manual_dep=True)`", SUPPORTED,
+     "every access to the tensor, for its life (its views, the names tasks rebind it to), "
+     "is left out of dependency inference (PTO_NO_DEP): order its readers with deps=; "
+     "`layout=pl.ND` is accepted (the only layout), other layouts and `init_value=` "
+     "(removed upstream) are refused at the line"),
+    ("`pl.Tensor[[...], dtype, pl.ND]`", SUPPORTED,
+     "row-major, what every tensor is here; `pl.DN` / `pl.NZ` there are refused at the "
+     "annotation (upstream refuses the DN shorthand)"),
+    ("`pl.loads_program(path)` of a file `Program.as_python()` wrote", SUPPORTED,
+     "errors name the file's lines; a file holding a standalone function is refused "
+     "(pl.loads reads either)"),
     ("`pl.dynamic` dimensions in a `@pl.program`", SUPPORTED,
      "a class whose entry has them is a `ProgramTemplate`, parsed per call's tensor shapes "
      "by `run(program, *args)`: `pl.tensor.dim` reads that call's sizes (what upstream "
