@@ -41,6 +41,7 @@ from ..ir.types import (
     TileType,
 )
 from ..ir.visitor import IRVisitor, statements
+from ..runtime.errors import SPECIALISED_PARAM_STATUS
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -517,8 +518,14 @@ class _OrchestrationBuilder(_StatementModels):
         if isinstance(s.value, FuncCall):
             return self.submit(s.value, ())
         if isinstance(s.value, Call) and s.value.op == "expect_value":
-            return {"kind": "expect", "x": expr_model(s.value.args[0]),
-                    "value": expr_model(Const(s.value.attr("value"), s.value.args[0].type))}
+            x = s.value.args[0]
+            # A specialised scalar parameter returns SPECIALISED_PARAM_STATUS + its index;
+            # an element read from an input tensor, 5 (runtime/errors.py says which).
+            names = [p.var.name for p in self.fn.params]
+            status = (SPECIALISED_PARAM_STATUS + names.index(x.name)
+                      if getattr(x, "name", None) in names else 5)
+            return {"kind": "expect", "x": expr_model(x), "status": status,
+                    "value": expr_model(Const(s.value.attr("value"), x.type))}
         if _is_dump_tag(s):
             return {"kind": "dump_tag", "slot": self.dump_slots[s.value.args[0].name]}
         return self._refuse(s)

@@ -177,6 +177,24 @@ class Tile:
         return TileType(shape, item[1], memory, addr, valid)
 
 
+class _RuntimeValue:
+    """`pl.RUNTIME`: a scalar parameter left unspecialised, its value passed at each run
+    (`kernel.compile(n=pl.RUNTIME)`, or `n: pl.INDEX = pl.RUNTIME` in the signature)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "pl.RUNTIME"
+
+
+RUNTIME = _RuntimeValue()
+
+
 class Scalar:
     """`pl.Scalar[dtype]`: a scalar value."""
 

@@ -25,6 +25,7 @@ from ..ir.types import (
 from . import namespaces
 from .stubs import DslBuiltin, OpStub
 from .typing import (
+    RUNTIME,
     Array,
     DynamicDim,
     InOut,
@@ -132,7 +133,7 @@ __all__ = [
     "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "FP16", "BF16",
     "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
     "Tensor", "Tile", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
-    "TensorView", "TensorLayout", "ND", "DN", "NZ",
+    "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
     "SplitMode",
     "Role", "TaskId", "TASK_ID",

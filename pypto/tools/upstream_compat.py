@@ -49,9 +49,6 @@ WHY = {
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
-    "runtime": "compile()'s keyword scalars are not supported here: a parameter annotated "
-               "pl.Scalar[...] is a run-time value already (one artifact for every value), "
-               "a bare-dtype one a specialisation constant",
     "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
     "batch": "tiles and tensor-level operators are rank 2 here (a rank-3 tile does not "
              "place, a rank-3 tensor in pl.at is refused), so neither pl.batch_matmul's tiles "
@@ -98,7 +95,7 @@ _LANGUAGE_SUPPORTED = (
     "array.create", "array.get_element", "array.update_element", "at", "cluster", "cond", "const",
     "dim",
     "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
-    "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse",
+    "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse", "RUNTIME",
     "parse_program", "pipeline", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
@@ -131,7 +128,6 @@ _ABSENT = {
     "sels": ("tile.sels",),
     "tri": ("tile.tri",),
     "trig": ("tensor.sin", "tensor.cos"),
-    "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
     "batch": ("batch_matmul",),
     "level": ("FunctionType.AIV",),
@@ -175,6 +171,12 @@ CONSTRUCTS = (
      "the body replicated F times per iteration, then the remaining iterations"),
     ("bare-dtype scalar parameters (`scale: pl.FP32`, `n: pl.INDEX`)", SUPPORTED,
      "specialisation constants of a @pl.jit entry (one program per value); scalars elsewhere"),
+    ("`kernel.compile(n=128)` / `kernel.compile(n=pl.RUNTIME)`, `n: pl.INDEX = pl.RUNTIME`",
+     SUPPORTED, "a value specialises the scalar parameter (the artifact still takes it and "
+     "stops, naming it, when passed another value), pl.RUNTIME leaves it a run-time value; "
+     "also on lower() and frontend(). A `pl.Scalar[...]` parameter is a run-time value unless "
+     "compile() fixes it: an eager call does not re-specialise on its value as upstream's "
+     "does (one artifact serves every value; the results are the same)"),
     ("`valid_shape=[16, n]` with a runtime `n`", SUPPORTED,
      "the tile's valid region is set at run time (load, fillpad, store)"),
     ("tensor-level `pl.matmul` with vector work in one `pl.at`, `pl.split(UP_DOWN|LEFT_RIGHT)`",
