@@ -10,7 +10,7 @@ parser and its vocabulary sit below it.
 from __future__ import annotations
 
 from ..ir.types import FunctionType
-from .jit import JitFunction, jit
+from .jit import InlineFunction, JitFunction, jit
 from .parser import DynamicProgram, parse_program
 from .program_template import ProgramTemplate
 from .vocabulary import *  # noqa: F403 - the DSL's names (`pl.FP32`, `pl.at`, `pl.add`, ...)
@@ -66,9 +66,10 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, level=None,  
 
     frame = sys._getframe(1)
     scope = dict(frame.f_locals) if frame.f_locals is not frame.f_globals else None
+    cls = InlineFunction if type is FunctionType.Inline else JitFunction
     if fn is None:
-        return lambda f: JitFunction(f, type, scope)
-    return JitFunction(fn, type, scope)
+        return lambda f: cls(f, type, scope)
+    return cls(fn, type, scope)
 
 
 def parse(source: str, filename: str = "<pl.parse>"):
@@ -117,6 +118,7 @@ def _parse_file(path: str):
 __all__ = [
     "jit",
     "JitFunction",
+    "InlineFunction",
     "program",
     "ProgramTemplate",
     "function",

@@ -179,17 +179,30 @@ class JitFunction:
             types.append(t)
         return types
 
+    def _check_entry(self) -> None:
+        """Inline and opaque helpers are spliced into their callers: not programs."""
+        if self.func_type in (FunctionType.Inline, FunctionType.Opaque):
+            fndef, info = self._parsed_source()
+            kind = "inline" if self.func_type is FunctionType.Inline else "opaque"
+            raise ParseError(
+                f"`{self.__name__}` is an {kind} helper (@pl.jit.{kind}), spliced into the "
+                "functions that call it: it is not a program to run, compile or lower",
+                info.span(fndef), hint=f"call `{self.__name__}` from a @pl.jit function and "
+                "run that")
+
     def frontend(self, *args, **scalars) -> Program:
         """The parsed (pre-pass) program specialised to these arguments; without
         arguments, a kernel whose parameters are all fully annotated needs none.  Keyword
         scalars specialise a scalar parameter to a value, or leave it a run-time value
         (`n=pl.RUNTIME`): see `_constant_values`."""
+        self._check_entry()
         constants = self._constant_values(args, scalars)
         return build_program(self, self._arg_types(args) if args else None, constants)
 
     def frontend_for_types(self, arg_types) -> Program:
         """The parsed (pre-pass) program for IR argument types (`TensorType`, `ScalarType`)
         instead of argument values: what a kernel spec builds from, without torch."""
+        self._check_entry()
         return build_program(self, list(arg_types))
 
     def lower(self, *args, config=None, **scalars) -> Program:
@@ -383,6 +396,11 @@ def _direct_call(kernel: Function) -> Function:
                     FunctionType.Orchestration, kernel.span)
 
 
+class InlineFunction(JitFunction):
+    """`@pl.jit.inline` / `@pl.inline` (upstream's `pl.InlineFunction`): a helper whose body
+    the parser splices into each function that calls it; not a program of its own."""
+
+
 def _returned(kernel: Function) -> tuple:
     for s in kernel.body:
         if isinstance(s, Return):
@@ -407,8 +425,8 @@ class _JitDecorator:
             return lambda f: JitFunction(f, FunctionType.InCore)
         return JitFunction(fn, FunctionType.InCore)
 
-    def inline(self, fn) -> JitFunction:
-        return JitFunction(fn, FunctionType.Inline)
+    def inline(self, fn) -> InlineFunction:
+        return InlineFunction(fn, FunctionType.Inline)
 
     def opaque(self, fn) -> JitFunction:
         return JitFunction(fn, FunctionType.Opaque)

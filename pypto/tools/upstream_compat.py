@@ -86,6 +86,7 @@ _OPS_SUPPORTED = (
     "shrs", "slice", "sort32", "sqrt", "store", "sub", "transpose", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
+    "InlineFunction",
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.Bias", "Mem.DDR", "Mem.Left", "Mem.Mat",
     "Mem.Right", "Mem.Vec",
     "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
@@ -124,7 +125,7 @@ _ABSENT = {
     "op": ("create_l1", "matmul_mx", "prefetch", "tensor.create_l1",
            "tensor.gather_row", "tensor.paged_gather", "tensor.scatter",
            "tensor.scatter_update", "tile.matmul_mx",
-           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "InlineFunction"),
+           "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "sels": ("tile.sels",),
     "tri": ("tile.tri",),
     "trig": ("tensor.sin", "tensor.cos"),
