@@ -1277,8 +1277,11 @@ def array_get_element(array: list, index):
     return array[int(index)]
 
 
-def create_tensor(shape, dtype: str) -> torch.Tensor:
-    """A scratch buffer holding the device's poison (NaN, or 0xA5 bytes for integers)."""
+def create_tensor(shape, dtype: str, layout: str = "ND", manual_dep: bool = False,
+                  init_value=None) -> torch.Tensor:
+    """A scratch buffer holding the device's poison (NaN, or 0xA5 bytes for integers).
+    `manual_dep` only changes how the runtime orders tasks, which run one after another
+    here; `layout` is always ND and `init_value` None (the type check refuses others)."""
     t = DataType[dtype].to_torch()
     if t.is_floating_point:
         return torch.full(tuple(shape), float("nan"), dtype=t)

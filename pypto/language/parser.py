@@ -62,7 +62,7 @@ from .control_flow import ControlFlowSyntax
 from .inline import InlineSyntax
 from .stubs import DslBuiltin, OpStub, RefusedName
 from .tasks import TaskSyntax
-from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
+from .typing import RUNTIME, DirectedType, DynamicDim, Tensor, TensorSpec
 
 _BINOPS = {
     ast.Add: "add",
@@ -1322,9 +1322,17 @@ def _plain_parameters(fndef: ast.FunctionDef, parser: FunctionParser,
     """The function's parameters, all plain positional ones (`self` first on a method,
     left out)."""
     args = fndef.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
         raise parser.error(fndef, "kernel parameters must be plain positional parameters")
     params_ast = list(args.args)
+    for a, default in zip(params_ast[len(params_ast) - len(args.defaults):], args.defaults,
+                          strict=True):
+        annotation = parser.static(a.annotation) if a.annotation is not None else None
+        if parser.static(default) is not RUNTIME or not isinstance(
+                annotation, (DataType, ScalarType)):
+            raise parser.error(default, f"`{a.arg}` has a default: the only default a kernel "
+                               "parameter takes is pl.RUNTIME, on a scalar (`n: pl.INDEX = "
+                               "pl.RUNTIME`: its value passed at each run)")
     if skip_self:
         if not params_ast or params_ast[0].arg != "self":
             raise parser.error(fndef, "a @pl.function method takes `self` first")

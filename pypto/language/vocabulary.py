@@ -20,17 +20,18 @@ from ..ir.types import (
     Role,
     ScopeMode,
     SplitMode,
+    TensorLayout,
 )
 from . import namespaces
 from .stubs import DslBuiltin, OpStub, RefusedName
 from .typing import (
+    RUNTIME,
     Array,
     DynamicDim,
     InOut,
     Out,
     Scalar,
     Tensor,
-    TensorLayout,
     TensorView,
     Tile,
     Tuple,
@@ -50,6 +51,10 @@ BF16 = DataType.BF16
 FP32 = DataType.FP32
 FP8E4M3FN = DataType.FP8E4M3FN
 FP8E5M2 = DataType.FP8E5M2
+ND = TensorLayout.ND
+"""Row-major, the layout of every tensor here (upstream's default; never needs writing)."""
+DN = TensorLayout.DN
+NZ = TensorLayout.NZ
 INDEX = DataType.INT64
 """Index arithmetic (loop variables, offsets, dimensions): a 64-bit integer, `pl.INT64`."""
 
@@ -131,7 +136,7 @@ __all__ = [
     "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "FP16", "BF16",
     "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
     "Tensor", "Tile", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
-    "TensorView", "TensorLayout",
+    "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
     "SplitMode",
     "Role", "TaskId", "TASK_ID",
