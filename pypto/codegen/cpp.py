@@ -27,7 +27,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.ops import get_op
-from ..ir.ops.gather import mgather_policies
+from ..ir.ops.gather import mgather_policies, mscatter_coalesce
 from ..ir.ops.random import SEEDS
 from ..ir.types import (
     INDEX,
@@ -41,6 +41,7 @@ from ..ir.types import (
     TileType,
 )
 from ..ir.visitor import IRVisitor, statements
+from ..runtime.errors import SPECIALISED_PARAM_STATUS
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -219,7 +220,8 @@ class _KernelBuilder(_StatementModels):
     def _form_mscatter(self, op, call, dst, s):
         src, idx, tensor = call.args
         return {"kind": "mscatter", "fn": op.isa, "dst": ident(tensor.name),
-                "src": self.tile(src), "idx": self.tile(idx)}
+                "src": self.tile(src), "idx": self.tile(idx),
+                "coalesce": mscatter_coalesce(dict(call.attrs)).capitalize()}
 
     def _form_index_gather(self, op, call, dst, s):
         return {"kind": "index_gather", "fn": op.isa, "dst": self.tile(dst),
@@ -475,6 +477,9 @@ class _OrchestrationBuilder(_StatementModels):
         self.dump_slots: dict[str, int] = {}
         # Views the orchestration takes (`v = pl.slice(t, ...)`) → the tensor they view.
         self.view_base: dict[str, str] = {}
+        # Tensors made by `pl.create_tensor(..., manual_dep=True)`, and the names tasks
+        # rebind them to: every access to them is untracked (PTO_NO_DEP), for their life.
+        self.untracked: set[str] = set()
         for name in _dump_tagged(fn.body):
             self.dump_slots.setdefault(name, len(self.dump_slots))
         _check_orchestration_reads(fn)
@@ -501,6 +506,8 @@ class _OrchestrationBuilder(_StatementModels):
             return self.submit(value, s.targets)
         if isinstance(value, Call) and value.op == "create_tensor":
             t = dst.type
+            if value.attr("manual_dep"):
+                self.untracked.add(dst.name)
             return {"kind": "alloc", "dst": self.local(dst), "name": dst.name,
                     "dtype_code": t.dtype.code, "shape": list(t.shape)}
         if isinstance(value, Call) and value.op == "slice" and isinstance(dst.type, TensorType):
@@ -523,8 +530,14 @@ class _OrchestrationBuilder(_StatementModels):
         if isinstance(s.value, FuncCall):
             return self.submit(s.value, ())
         if isinstance(s.value, Call) and s.value.op == "expect_value":
-            return {"kind": "expect", "x": expr_model(s.value.args[0]),
-                    "value": expr_model(Const(s.value.attr("value"), s.value.args[0].type))}
+            x = s.value.args[0]
+            # A specialised scalar parameter returns SPECIALISED_PARAM_STATUS + its index;
+            # an element read from an input tensor, 5 (runtime/errors.py says which).
+            names = [p.var.name for p in self.fn.params]
+            status = (SPECIALISED_PARAM_STATUS + names.index(x.name)
+                      if getattr(x, "name", None) in names else 5)
+            return {"kind": "expect", "x": expr_model(x), "status": status,
+                    "value": expr_model(Const(s.value.attr("value"), x.type))}
         if _is_dump_tag(s):
             return {"kind": "dump_tag", "slot": self.dump_slots[s.value.args[0].name]}
         return self._refuse(s)
@@ -609,9 +622,10 @@ class _OrchestrationBuilder(_StatementModels):
         """The flags OR-ed into a tensor argument's direction: no dependence tracking,
         a dump of this task, or the dump flag of a tagged tensor it views."""
         flags = ""
-        if call.manual or arg.name in {v.name for v in call.no_dep_args}:
-            flags += " | PTO_NO_DEP"
         base = self.view_base.get(arg.name, arg.name)
+        if (call.manual or arg.name in {v.name for v in call.no_dep_args}
+                or base in self.untracked):
+            flags += " | PTO_NO_DEP"
         if arg.name in {v.name for v in call.dumps}:
             flags += " | PTO_DUMP"
         elif base in self.dump_slots:
@@ -629,6 +643,8 @@ class _OrchestrationBuilder(_StatementModels):
         for target, param_index in zip(targets, returns, strict=False):
             src = call.args[param_index]
             dst = self.local(target)
+            if self.view_base.get(src.name, src.name) in self.untracked:
+                self.untracked.add(target.name)
             if src.name != target.name:
                 results.append({"dst": dst, "src": ident(src.name)})
         return results

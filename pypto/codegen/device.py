@@ -21,7 +21,7 @@ from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, Var, While
 from ..ir.ops import get_op
-from ..ir.ops.gather import mgather_policies
+from ..ir.ops.gather import mgather_policies, mscatter_coalesce
 from ..ir.ops.random import SEEDS
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import statements
@@ -363,8 +363,9 @@ class _DeviceKernelBuilder:
         src, idx, tensor = call.args
         values, index = self.valid_view(src), self.valid_view(idx)
         decl, table = self._table(tensor, s)
+        template = [_Ref(f"Coalesce::{mscatter_coalesce(dict(call.attrs)).capitalize()}")]
         return [decl, self._instr("MSCATTER", [_Ref(table), values, index], [values, index], [],
-                                  "PIPE_MTE3", gm_writes=[tensor.name])]
+                                  "PIPE_MTE3", template, gm_writes=[tensor.name])]
 
     def _form_binary(self, op, call, dst, s):
         a, b = call.args

@@ -98,9 +98,11 @@ def _type_facts(call: Call) -> list:
             return [("valids", [list(t.valid) for t in types])]
     if call.op == "slice" and isinstance(call.args[0].type, TensorType):
         return [("tensor", True)]
-    if call.op in ("tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb") and \
+    if call.op in ("tile.mgather", "tile.gather", "tile.gatherb") and \
             call.args[1].type.valid_shape is not None:
         return [("valid", list(call.args[1].type.valid_shape))]  # the indices that take part
+    if call.op == "tile.mscatter" and call.args[0].type.valid_shape is not None:
+        return [("valid", list(call.args[0].type.valid_shape))]  # the values written
     return []
 
 

@@ -1203,16 +1203,34 @@ def tensor_gather(input: torch.Tensor, dim=None, index=None, mask_pattern=None, 
 
 
 def tile_mscatter(src: torch.Tensor, idx: torch.Tensor, output_tensor: torch.Tensor,
-                  valid=None) -> torch.Tensor:
-    """output_tensor.flatten()[idx[r, c]] = src[r, c] over src's valid region, in row-major
+                  coalesce="elem", valid=None) -> torch.Tensor:
+    """coalesce='elem': output_tensor.flatten()[idx[r, c]] = src[r, c]; coalesce='row':
+    output_tensor[idx[0, r], :cols] = src[r, :cols]; over src's valid region, in row-major
     order (of two with one index the later stays), in place; an index past the end is an
     error (IndexError)."""
     region = _valid_part(src, valid)
+    if policy(coalesce, COALESCE) == "row":
+        rows, cols = region
+        at, _ = _table_indices("tile.mscatter", idx[0, rows], output_tensor.shape[0],
+                               "undefined")
+        for k, row in zip(at.tolist(), src[rows, cols], strict=True):
+            output_tensor[k, cols] = row
+        return output_tensor
     at, _ = _table_indices("tile.mscatter", idx[region], output_tensor.numel(), "undefined")
     flat = output_tensor.view(-1)
     for k, v in zip(at.reshape(-1).tolist(), src[region].reshape(-1), strict=True):
         flat[k] = v
     return output_tensor
+
+
+def scatter_update(input: torch.Tensor, index: torch.Tensor, src: torch.Tensor,  # noqa: A002
+                   dim=-2) -> torch.Tensor:
+    """input[index.flatten()[k]] = src[k] for k in order (of two rows with one index the
+    later stays), in place; an index outside input's rows is an error (IndexError)."""
+    at, _ = _table_indices("scatter_update", index.reshape(-1), input.shape[0], "undefined")
+    for k, row in enumerate(at.tolist()):
+        input[row] = src[k]
+    return input
 
 
 def tile_gather(src: torch.Tensor, indices: torch.Tensor, tmp=None, valid=None) -> torch.Tensor:
@@ -1278,8 +1296,11 @@ def array_get_element(array: list, index):
     return array[int(index)]
 
 
-def create_tensor(shape, dtype: str) -> torch.Tensor:
-    """A scratch buffer holding the device's poison (NaN, or 0xA5 bytes for integers)."""
+def create_tensor(shape, dtype: str, layout: str = "ND", manual_dep: bool = False,
+                  init_value=None) -> torch.Tensor:
+    """A scratch buffer holding the device's poison (NaN, or 0xA5 bytes for integers).
+    `manual_dep` only changes how the runtime orders tasks, which run one after another
+    here; `layout` is always ND and `init_value` None (the type check refuses others)."""
     t = DataType[dtype].to_torch()
     if t.is_floating_point:
         return torch.full(tuple(shape), float("nan"), dtype=t)

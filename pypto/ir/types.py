@@ -30,6 +30,16 @@ class MemorySpace(enum.Enum):
         return f"pl.Mem.{self.name}"
 
 
+class TensorLayout(_Spelled):
+    """Upstream's tensor layouts (`pl.ND`, `pl.DN`, `pl.NZ`).  A tensor in global memory is
+    row-major (ND) here; DN (column-major) and NZ (the cube's fractal order) are refused
+    where a program names them for a tensor."""
+
+    ND = "ND"
+    DN = "DN"
+    NZ = "NZ"
+
+
 class Direction(enum.Enum):
     """How a function uses a tensor parameter."""
 

@@ -10,7 +10,7 @@ parser and its vocabulary sit below it.
 from __future__ import annotations
 
 from ..ir.types import FunctionType
-from .jit import JitFunction, jit
+from .jit import InlineFunction, JitFunction, jit
 from .parser import DynamicProgram, parse_program
 from .program_template import ProgramTemplate
 from .vocabulary import *  # noqa: F403 - the DSL's names (`pl.FP32`, `pl.at`, `pl.add`, ...)
@@ -66,9 +66,10 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, level=None,  
 
     frame = sys._getframe(1)
     scope = dict(frame.f_locals) if frame.f_locals is not frame.f_globals else None
+    cls = InlineFunction if type is FunctionType.Inline else JitFunction
     if fn is None:
-        return lambda f: JitFunction(f, type, scope)
-    return JitFunction(fn, type, scope)
+        return lambda f: cls(f, type, scope)
+    return cls(fn, type, scope)
 
 
 def parse(source: str, filename: str = "<pl.parse>"):
@@ -84,18 +85,46 @@ def loads(source_or_path):
 
     text = str(source_or_path)
     if "\n" not in text and os.path.isfile(text):
-        with open(text, encoding="utf-8") as f:
-            return parse_program(f.read(), text)
+        return _parse_file(text)
     return parse_program(text)
+
+
+def loads_program(path):
+    """Upstream's `pl.loads_program(path)`: the `@pl.program` class in a file (such as
+    `Program.as_python()` wrote) read back into a Program; errors name the file's lines.
+    A file holding a standalone `@pl.function` is refused (`pl.loads` reads either)."""
+    import os
+
+    from ..ir.errors import ParseContentError, Span
+    from ..ir.nodes import Program
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"pl.loads_program: no file {path!r}; pass the path of a file "
+                                "holding a @pl.program class (pl.parse_program reads text)")
+    result = _parse_file(path)
+    if not isinstance(result, Program):
+        raise ParseContentError(
+            f"{path} holds a standalone @pl.function, not a @pl.program class",
+            result.span or Span(path, 1),
+            hint="read it with pl.loads(path), which takes either")
+    return result
+
+
+def _parse_file(path: str):
+    with open(path, encoding="utf-8") as f:
+        return parse_program(f.read(), path)
 
 __all__ = [
     "jit",
     "JitFunction",
+    "InlineFunction",
     "program",
     "ProgramTemplate",
     "function",
     "parse",
     "loads",
+    "loads_program",
     "Tensor",
     "Tuple",
     "Tile",

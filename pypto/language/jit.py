@@ -14,8 +14,10 @@ from dataclasses import replace
 from ..ir.dtypes import DataType, from_torch
 from ..ir.errors import ParseError, Span, TypeCheckError
 from ..ir.nodes import Assign, ExprStmt, FuncCall, Function, Param, Program, Return, Var
+from ..ir.ops import make_call
 from ..ir.types import FunctionType, Level, ScalarType, TensorType, TupleType, same_value_type
 from .parser import Callee, FunctionParser, SourceInfo, parse_signature
+from .typing import RUNTIME
 
 _COMPILE_KEYS = ("platform", "dump_passes", "diagnostic_phase", "disabled_diagnostics",
                  "compile_profiling")
@@ -51,6 +53,7 @@ class JitFunction:
         self._scope = scope or {}
         self._source = None
         self._constants = None  # indices of specialisation-constant parameters, once read
+        self._scalars: dict | None = None  # see _scalar_params
         self._loaded: dict = {}
 
     # ------------------------------------------------------------------ source
@@ -89,23 +92,59 @@ class JitFunction:
         sig = parse_signature(fndef, parser, arg_types, skip_self=False)
         return parser.parse(fndef, sig, constants)
 
-    def _constant_params(self) -> tuple[int, ...]:
-        """Indices of the parameters annotated with a bare dtype (`vlen: pl.INDEX`): in an
-        entry they are specialisation constants, as in upstream's @pl.jit (each value
-        compiles its own program; the body reads the value as a constant)."""
-        if self._constants is None:
+    def _scalar_params(self) -> dict[str, tuple[int, bool]]:
+        """The scalar parameters: name -> (index, specialised by default).  One annotated
+        with a bare dtype (`vlen: pl.INDEX`) is a specialisation constant of an entry, as in
+        upstream's @pl.jit (each value compiles its own program; the body reads the value
+        as a constant), unless its default is pl.RUNTIME; a `pl.Scalar[...]` one is a
+        run-time value (one artifact for every value)."""
+        if self._scalars is None:
             fndef, info = self._parsed_source()
             parser = FunctionParser(info, self._namespace(), self.func_type, None)
-            self._constants = tuple(
-                i for i, a in enumerate(fndef.args.args)
-                if a.annotation is not None and isinstance(parser.static(a.annotation),
-                                                           DataType))
+            args = fndef.args.args
+            runtime = {a.arg for a, d in zip(args[len(args) - len(fndef.args.defaults):],
+                                             fndef.args.defaults, strict=True)
+                       if parser.static(d) is RUNTIME}
+            self._scalars = {}
+            for i, a in enumerate(args):
+                annotation = parser.static(a.annotation) if a.annotation is not None else None
+                if isinstance(annotation, (DataType, ScalarType)):
+                    self._scalars[a.arg] = (i, isinstance(annotation, DataType)
+                                            and a.arg not in runtime)
+        return self._scalars
+
+    def _constant_params(self) -> tuple[int, ...]:
+        """Indices of the parameters specialised by default (see `_scalar_params`)."""
+        if self._constants is None:
+            self._constants = tuple(i for i, fixed in self._scalar_params().values() if fixed)
         return self._constants
 
-    def _constant_values(self, args) -> dict:
-        fndef, _ = self._parsed_source()
-        return {fndef.args.args[i].arg: args[i] for i in self._constant_params()
-                if i < len(args)}
+    def _constant_values(self, args, scalars: dict | None = None) -> dict:
+        """The specialisation constants of a call or a compile: the default-specialised
+        parameters among `args`, then `scalars` (upstream's `compile(n=128)`: a value
+        specialises the parameter, pl.RUNTIME leaves it a run-time value)."""
+        fndef, info = self._parsed_source()
+        constants = {fndef.args.args[i].arg: args[i] for i in self._constant_params()
+                     if i < len(args)}
+        params = self._scalar_params()
+        for name, value in (scalars or {}).items():
+            if name not in params:
+                raise TypeCheckError(
+                    f"`{name}=` names no scalar parameter of `{self.__name__}`",
+                    info.span(fndef), hint="scalar parameters: " + (", ".join(params) or "none"))
+            if params[name][0] < len(args):
+                raise TypeCheckError(f"`{name}` is given twice: as an argument and as "
+                                     f"`{name}=`", info.span(fndef.args.args[params[name][0]]))
+            if value is RUNTIME:
+                constants.pop(name, None)
+            elif isinstance(value, (bool, int, float)):
+                constants[name] = value
+            else:
+                raise TypeCheckError(
+                    f"`{name}=` takes a Python number (the value to specialise for) or "
+                    f"pl.RUNTIME, got {type(value).__name__}",
+                    info.span(fndef.args.args[params[name][0]]))
+        return constants
 
     # ------------------------------------------------------------------ IR
     def _arg_types(self, args) -> list:
@@ -140,19 +179,33 @@ class JitFunction:
             types.append(t)
         return types
 
-    def frontend(self, *args) -> Program:
+    def _check_entry(self) -> None:
+        """Inline and opaque helpers are spliced into their callers: not programs."""
+        if self.func_type in (FunctionType.Inline, FunctionType.Opaque):
+            fndef, info = self._parsed_source()
+            kind = "inline" if self.func_type is FunctionType.Inline else "opaque"
+            raise ParseError(
+                f"`{self.__name__}` is an {kind} helper (@pl.jit.{kind}), spliced into the "
+                "functions that call it: it is not a program to run, compile or lower",
+                info.span(fndef), hint=f"call `{self.__name__}` from a @pl.jit function and "
+                "run that")
+
+    def frontend(self, *args, **scalars) -> Program:
         """The parsed (pre-pass) program specialised to these arguments; without
-        arguments, a kernel whose parameters are all fully annotated needs none."""
-        if not args:
-            return build_program(self, None)
-        return build_program(self, self._arg_types(args), self._constant_values(args))
+        arguments, a kernel whose parameters are all fully annotated needs none.  Keyword
+        scalars specialise a scalar parameter to a value, or leave it a run-time value
+        (`n=pl.RUNTIME`): see `_constant_values`."""
+        self._check_entry()
+        constants = self._constant_values(args, scalars)
+        return build_program(self, self._arg_types(args) if args else None, constants)
 
     def frontend_for_types(self, arg_types) -> Program:
         """The parsed (pre-pass) program for IR argument types (`TensorType`, `ScalarType`)
         instead of argument values: what a kernel spec builds from, without torch."""
+        self._check_entry()
         return build_program(self, list(arg_types))
 
-    def lower(self, *args, config=None) -> Program:
+    def lower(self, *args, config=None, **scalars) -> Program:
         """The program after every pass, for the config's platform (no artifacts); the
         compiler's diagnostics are reported as a compile reports them."""
         from ..compiler import run_pipeline
@@ -160,17 +213,21 @@ class JitFunction:
         from ..platform import get_platform
 
         options = _options(_config(config))
-        lowered = run_pipeline(self.frontend(*args), get_platform(options.platform), options)
+        lowered = run_pipeline(self.frontend(*args, **scalars), get_platform(options.platform),
+                               options)
         emit(lowered.diagnostics)
         return lowered.program
 
-    def compile(self, *args, config=None):
-        """Build (or fetch from the cache) the artifact for these arguments."""
+    def compile(self, *args, config=None, **scalars):
+        """Build (or fetch from the cache) the artifact for these arguments; keyword
+        scalars as upstream's: `compile(n=128)` specialises `n` (the artifact checks, when
+        it runs, that it is passed 128), `compile(n=pl.RUNTIME)` leaves it a run-time
+        value."""
         from ..compiled import CompiledProgram
         from ..compiler import build_program as build
 
         config = _config(config)
-        return CompiledProgram(build(self.frontend(*args), _options(config)))
+        return CompiledProgram(build(self.frontend(*args, **scalars), _options(config)))
 
     def __call__(self, *args, config=None):
         """Run on the config's platform; outputs land in the caller's tensors.
@@ -286,10 +343,21 @@ def build_program(entry: JitFunction, arg_types: list, constants: dict | None = 
 
     if entry.func_type is FunctionType.InCore:
         kernel = entry._parse(arg_types, resolve, constants)
-        orchestration = _direct_call(kernel)
+        orchestration = _guarded(_direct_call(kernel), constants)
         return Program(entry.__name__, (kernel, orchestration), orchestration.name)
-    fn = entry._parse(arg_types, resolve, constants)
+    fn = _guarded(entry._parse(arg_types, resolve, constants), constants)
     return Program(entry.__name__, tuple(callees.values()) + (fn,), fn.name)
+
+
+def _guarded(fn: Function, constants: dict | None) -> Function:
+    """`fn` starting with a check of each scalar parameter it was specialised for
+    (`pl.expect_value(n, 128)`): an artifact called with another value stops, naming the
+    parameter, instead of computing with the value it was built for."""
+    guards = tuple(
+        ExprStmt(make_call("expect_value", p.var, span=p.var.span,
+                           value=int(value) if isinstance(value, bool) else value), p.var.span)
+        for p in fn.params if (value := (constants or {}).get(p.var.name)) is not None)
+    return replace(fn, body=guards + fn.body) if guards else fn
 
 
 def _check_kernel_call(ref, types: list, span: Span) -> None:
@@ -328,6 +396,11 @@ def _direct_call(kernel: Function) -> Function:
                     FunctionType.Orchestration, kernel.span)
 
 
+class InlineFunction(JitFunction):
+    """`@pl.jit.inline` / `@pl.inline` (upstream's `pl.InlineFunction`): a helper whose body
+    the parser splices into each function that calls it; not a program of its own."""
+
+
 def _returned(kernel: Function) -> tuple:
     for s in kernel.body:
         if isinstance(s, Return):
@@ -352,8 +425,8 @@ class _JitDecorator:
             return lambda f: JitFunction(f, FunctionType.InCore)
         return JitFunction(fn, FunctionType.InCore)
 
-    def inline(self, fn) -> JitFunction:
-        return JitFunction(fn, FunctionType.Inline)
+    def inline(self, fn) -> InlineFunction:
+        return InlineFunction(fn, FunctionType.Inline)
 
     def opaque(self, fn) -> JitFunction:
         return JitFunction(fn, FunctionType.Opaque)

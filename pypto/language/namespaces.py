@@ -12,7 +12,7 @@ reports at the user's line.
 from __future__ import annotations
 
 from ..ir.ops import all_ops
-from .stubs import DslBuiltin, OpStub
+from .stubs import DslBuiltin, OpStub, RefusedName
 
 # Registry categories that exist on tiles and on tensors alike.
 _BOTH = ("binary", "unary", "cast", "select", "ternary", "expands", "reduce_row", "reduce_col",
@@ -25,11 +25,31 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpa
               "tile.gemv_bias", "tile.matmul_bias", "max", "min", "ci", "random",
               "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb", "tri", "sels")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
-                "dump_tag", "tensor.gather")
+                "dump_tag", "tensor.gather", "scatter_update")
 # Other spellings of a registry operator, per level.
 _ALIASES = {"tile": {"create": "create_tile"},
             "tensor": {"create": "create_tensor", "full": "tensor.full", "ci": "tensor.ci",
                        "arange": "tensor.ci", "random": "tensor.random"}}
+# Upstream's operators refused here, by spelling, with why (a call is an error at its line;
+# docs/upstream-compat.md lists them as refused).
+_L1_TENSOR = ("a tensor-level value held in L1 (Mat) for pl.matmul does not exist here: "
+              "tensor values in a pl.at block live in global memory and are computed through "
+              "Vec tiles")
+REFUSED = {
+    "create_l1": f"{_L1_TENSOR}; in an @pl.jit.incore kernel, load the matmul operand with "
+                 "pl.load(t, offsets, shape, target_memory=pl.Mem.Mat)",
+    "gather_row": f"it fills an L1 accumulator from pl.create_l1, and {_L1_TENSOR}; gather "
+                  "the rows with pl.tile.mgather (into Vec) and pl.move the tile to Mat",
+    "paged_gather": f"it gathers into an L1 (Mat) or UB tile held as a tensor, and "
+                    f"{_L1_TENSOR}; compute the physical rows (block_table[idx // block_size] "
+                    "* block_size + idx % block_size) and gather them with pl.tile.mgather",
+    "scatter": "upstream lowers its index form to TSCATTER on a tile of the whole input and "
+               "its mask form to a construct pto-isa has no instruction for; neither is "
+               "modelled yet: scatter rows with pl.scatter_update, elements into a tensor "
+               "with pl.tile.mscatter",
+}
+REFUSED_SPELLINGS = {**{name: why for name, why in REFUSED.items()},
+                     **{f"tensor.{name}": why for name, why in REFUSED.items()}}
 # Parser constructs reached through a namespace (`pl.tensor.dim(t, 0)`).
 _BUILTINS = {"tensor": ("dim", "no_dep", "expand_clone")}
 # The scalar-operand spellings: `adds` is `add` with a scalar second operand.
@@ -54,6 +74,8 @@ class OpNamespace:
             return OpStub(SCALAR_SPELLINGS[name], self._level, True, spelling)
         if name in _BUILTINS.get(self._level, ()):
             return DslBuiltin(name)
+        if spelling in REFUSED_SPELLINGS:
+            return RefusedName(spelling, REFUSED_SPELLINGS[spelling])
         op = self._ops.get(name)
         if op is None:
             raise AttributeError(f"pl.{spelling} is not an operator of this project")
@@ -85,4 +107,5 @@ array = OpNamespace("array", {name.split(".")[-1]: name for name in all_ops()
 """`pl.array.create(n, pl.TASK_ID)`, `pl.array.update_element(a, i, tid)` (ir/ops/task_arrays).
 """
 
-__all__ = ["OpNamespace", "SCALAR_SPELLINGS", "array", "tile", "tensor"]
+__all__ = ["REFUSED", "REFUSED_SPELLINGS", "OpNamespace", "SCALAR_SPELLINGS", "array", "tile",
+           "tensor"]

@@ -60,9 +60,9 @@ from . import vocabulary
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
 from .inline import InlineSyntax
-from .stubs import DslBuiltin, OpStub
+from .stubs import DslBuiltin, OpStub, RefusedName
 from .tasks import TaskSyntax
-from .typing import DirectedType, DynamicDim, Tensor, TensorSpec
+from .typing import RUNTIME, DirectedType, DynamicDim, Tensor, TensorSpec
 
 _BINOPS = {
     ast.Add: "add",
@@ -932,6 +932,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
     def _builtin_call(self, fn: DslBuiltin, node: ast.Call):
         """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim,
         pl.system.task_dummy."""
+        if isinstance(fn, RefusedName):
+            raise self.error(node, f"pl.{fn.name} is not supported here: {fn.why}",
+                             cls=TypeCheckError)
         if fn.name == "const":
             return self._pl_const(node)
         if fn.name in ("submit", "spmd_submit"):
@@ -1133,6 +1136,10 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         positional = list(zip(names, node.args, strict=False))
         if op.name == "store" and len(node.args) == 4 and isinstance(node.args[3], ast.List):
             positional[3] = ("shapes", node.args[3])  # upstream's pl.store(t, offsets, out, shape)
+        if op.name == "scatter_update" and len(node.args) == 3 and any(
+                kw.arg == "dim" for kw in node.keywords):
+            positional = [("input", node.args[0]), ("index", node.args[1]),
+                          ("src", node.args[2])]  # upstream's (input, index, src, dim=-2)
         for name, arg in positional:
             bound[name] = arg
         aliases = {a: p.name for p in op.params for a in p.aliases}
@@ -1315,9 +1322,17 @@ def _plain_parameters(fndef: ast.FunctionDef, parser: FunctionParser,
     """The function's parameters, all plain positional ones (`self` first on a method,
     left out)."""
     args = fndef.args
-    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
         raise parser.error(fndef, "kernel parameters must be plain positional parameters")
     params_ast = list(args.args)
+    for a, default in zip(params_ast[len(params_ast) - len(args.defaults):], args.defaults,
+                          strict=True):
+        annotation = parser.static(a.annotation) if a.annotation is not None else None
+        if parser.static(default) is not RUNTIME or not isinstance(
+                annotation, (DataType, ScalarType)):
+            raise parser.error(default, f"`{a.arg}` has a default: the only default a kernel "
+                               "parameter takes is pl.RUNTIME, on a scalar (`n: pl.INDEX = "
+                               "pl.RUNTIME`: its value passed at each run)")
     if skip_self:
         if not params_ast or params_ast[0].arg != "self":
             raise parser.error(fndef, "a @pl.function method takes `self` first")

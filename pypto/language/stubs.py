@@ -45,3 +45,11 @@ class DslBuiltin:
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"pl.{self.name} is only meaningful inside a pypto kernel body")
+
+
+@dataclass(frozen=True)
+class RefusedName(DslBuiltin):
+    """An upstream operator this project refuses (language/namespaces.py REFUSED): a call
+    of it is an error at its line that says why."""
+
+    why: str = ""

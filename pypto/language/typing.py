@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import sys
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ from ..ir.types import (
     ScalarType,
     TaskIdArrayType,
     TaskIdType,
+    TensorLayout,
     TensorType,
     TileType,
 )
@@ -60,18 +60,6 @@ def _shape(items, what: str) -> tuple:
     return tuple(items)
 
 
-class TensorLayout(enum.Enum):
-    """Upstream's tensor layouts.  Tensors are row-major (ND) here; DN and NZ are refused
-    where a pl.TensorView names them."""
-
-    ND = "ND"
-    DN = "DN"
-    NZ = "NZ"
-
-    def __repr__(self) -> str:
-        return f"pl.TensorLayout.{self.name}"
-
-
 @dataclass(frozen=True)
 class TensorView:
     """`pl.TensorView(valid_shape=[r, n], layout=pl.TensorLayout.ND)`, the third element of
@@ -116,6 +104,23 @@ class TensorView:
                                         f"the shape {list(shape)}", "one extent per dimension")
 
 
+def _check_layout_marker(layout: TensorLayout) -> None:
+    """`pl.Tensor[shape, dtype, pl.ND]` says what every tensor is here (row-major); DN and NZ
+    markers are refused as upstream refuses the DN shorthand (ParserTypeError there)."""
+    if layout is TensorLayout.DN:
+        raise _annotation_error(
+            "pl.Tensor[..., pl.DN]: the layout-only DN shorthand is not supported (upstream "
+            "removed it too: it puts two coordinate systems on one annotation)",
+            "write the row-major source shape with no marker; for a transposed matmul operand "
+            "pass a_trans=True / b_trans=True, or transpose at the use (pl.transpose, "
+            "pl.tile.transpose_view)")
+    if layout is TensorLayout.NZ:
+        raise _annotation_error(
+            "pl.Tensor[..., pl.NZ]: tensors in global memory are row-major here; NZ (the "
+            "cube's fractal order) is the layout the compiler gives Mat / Left / Right tiles",
+            "pass the tensor in row-major order and drop the marker")
+
+
 class Tensor:
     """`pl.Tensor[[d0, d1], dtype]`: a tensor in global memory.  Bare `pl.Tensor` takes
     its shape and dtype from the argument at call time; a third element
@@ -124,6 +129,9 @@ class Tensor:
     def __class_getitem__(cls, item):
         if isinstance(item, tuple) and len(item) == 3 and isinstance(item[2], TensorView):
             item[2].check(tuple(item[0]) if isinstance(item[0], (list, tuple)) else ())
+            item = item[:2]
+        elif isinstance(item, tuple) and len(item) == 3 and isinstance(item[2], TensorLayout):
+            _check_layout_marker(item[2])
             item = item[:2]
         if not isinstance(item, tuple) or len(item) != 2:
             raise _annotation_error("pl.Tensor takes a shape and a dtype",
@@ -154,6 +162,11 @@ class Tile:
                     v < 0 or v > d for v, d in zip(valid, shape, strict=True)):
                 raise TypeError(f"pl.Tile valid region {list(valid)} must fit in {list(shape)}")
         memory = extras.pop(0) if extras else None
+        if isinstance(memory, TensorLayout):
+            raise _annotation_error(
+                f"pl.Tile[..., {memory!r}]: a tile's layout follows its memory space here "
+                "(row-major in Vec, the cube's fractal order in Mat / Left / Right)",
+                "drop the layout; give the memory space, e.g. pl.Mem.Mat")
         addr = extras.pop(0) if extras else None
         if extras:
             raise TypeError("write pl.Tile[[rows, cols], dtype, [valid rows, valid cols], "
@@ -162,6 +175,24 @@ class Tile:
             raise _annotation_error(f"pl.Tile memory space must be a pl.Mem member, got "
                                     f"{memory!r}", "write e.g. pl.Mem.Vec")
         return TileType(shape, item[1], memory, addr, valid)
+
+
+class _RuntimeValue:
+    """`pl.RUNTIME`: a scalar parameter left unspecialised, its value passed at each run
+    (`kernel.compile(n=pl.RUNTIME)`, or `n: pl.INDEX = pl.RUNTIME` in the signature)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "pl.RUNTIME"
+
+
+RUNTIME = _RuntimeValue()
 
 
 class Scalar:

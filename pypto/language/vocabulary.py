@@ -20,17 +20,18 @@ from ..ir.types import (
     Role,
     ScopeMode,
     SplitMode,
+    TensorLayout,
 )
 from . import namespaces
-from .stubs import DslBuiltin, OpStub
+from .stubs import DslBuiltin, OpStub, RefusedName
 from .typing import (
+    RUNTIME,
     Array,
     DynamicDim,
     InOut,
     Out,
     Scalar,
     Tensor,
-    TensorLayout,
     TensorView,
     Tile,
     Tuple,
@@ -50,6 +51,10 @@ BF16 = DataType.BF16
 FP32 = DataType.FP32
 FP8E4M3FN = DataType.FP8E4M3FN
 FP8E5M2 = DataType.FP8E5M2
+ND = TensorLayout.ND
+"""Row-major, the layout of every tensor here (upstream's default; never needs writing)."""
+DN = TensorLayout.DN
+NZ = TensorLayout.NZ
 INDEX = DataType.INT64
 """Index arithmetic (loop variables, offsets, dimensions): a 64-bit integer, `pl.INT64`."""
 
@@ -101,6 +106,9 @@ for _name in _OPERATORS:
 for _name, _op in namespaces.SCALAR_SPELLINGS.items():
     globals()[_name] = OpStub(_op, None, True, _name)
 del _name, _op
+for _name, _why in namespaces.REFUSED.items():
+    globals()[_name] = RefusedName(_name, _why)  # `pl.create_l1`: refused at its line
+del _name, _why
 arange = OpStub("ci", spelling="arange")
 """`pl.arange(start, [1, n])`: upstream's name of the integer sequence `pl.ci` (a tensor in a
 `pl.at` block, a tile in a kernel)."""
@@ -128,7 +136,7 @@ __all__ = [
     "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "FP16", "BF16",
     "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
     "Tensor", "Tile", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
-    "TensorView", "TensorLayout",
+    "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
     "SplitMode",
     "Role", "TaskId", "TASK_ID",
@@ -140,4 +148,5 @@ __all__ = [
     "system", "arange",
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
+    *namespaces.REFUSED,
 ]

@@ -34,6 +34,7 @@ from .names import NameSupply
 from .outline_incore import written_tensor, written_tensors
 from .properties import IRProperty
 from .tensor_matmul import lower_matmul_run
+from .tensor_scatter import LowerTensorScatters
 from .tensor_values import WholeValues, needs_whole_values, require_table_in_memory, tile_form
 from .tensor_views import call_of, fold_views, index_add, is_view, tensor_type_of
 
@@ -58,6 +59,7 @@ class TensorToTile(FunctionPass):
     def run_function(self, fn, ctx):
         names = NameSupply(fn)
         params = {p.var.name: p.var for p in fn.params}
+        fn = LowerTensorScatters(fn, names, ctx.backend.capacities["Vec"]).mutate_function(fn)
         if needs_whole_values(fn, set(params)):
             fn = WholeValues(fn, names).mutate_function(fn)
             fn = replace(fn, body=tuple(_returned_params(s, params) for s in fn.body))

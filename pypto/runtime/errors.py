@@ -74,9 +74,21 @@ _ORCHESTRATION_STATUS = {
 }
 
 
+SPECIALISED_PARAM_STATUS = 64
+"""An orchestration returns this plus a parameter's index when that scalar parameter is
+not the value the artifact was specialised for (`compile(n=128)`, `scale: pl.FP32`)."""
+
+
 def orchestration_failed(manifest, status: int) -> OrchestrationError:
     """The error for an orchestration entry that returned `status` (non-zero)."""
     what = f"{manifest.orchestration_file}: {manifest.orchestration_entry} returned {status} " \
            f"for {manifest.entry!r}"
     reason = _ORCHESTRATION_STATUS.get(status)
+    index = status - SPECIALISED_PARAM_STATUS
+    if 0 <= index < len(manifest.params):
+        name = manifest.params[index].name
+        reason = (f"argument `{name}` is not the value this artifact was specialised for "
+                  f"(compile({name}=value), or a bare-dtype parameter such as `{name}: "
+                  f"pl.FP32`); compile it for this value, or leave `{name}` a run-time value "
+                  f"(compile({name}=pl.RUNTIME), or annotate it pl.Scalar[...])")
     return OrchestrationError(f"{what}: {reason}" if reason else what)

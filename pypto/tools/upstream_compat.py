@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..language import namespaces
+
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "upstream-compat.md"
 SNAPSHOT_ENV = "PYPTO_UPSTREAM_ROOT"
 
@@ -27,16 +29,25 @@ def snapshot_root() -> Path:
         return Path(explicit)
     return Path(__file__).resolve().parents[3] / "shared" / "third_party" / "pypto-upstream"
 
+# Upstream operators the parser refuses at their line, saying why (language/namespaces.py).
+REFUSED_OPS = namespaces.REFUSED
+
 SUPPORTED = "supported"
 REFUSED = "refused"  # resolves, and is refused at the line that uses it, saying why
 ABSENT = "absent"  # does not resolve: the parser reports `pl.X` does not exist at its line
 
 # Why a group of names is refused or absent, and what to do instead.
 WHY = {
+    **REFUSED_OPS,
     "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-32, FP16, "
              "BF16, FP32, FP8E4M3FN, FP8E5M2)",
     "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
               "with a_trans= / b_trans= or pl.tile.transpose_view",
+    "layout_marker": "a tensor in global memory is row-major (pl.ND) here: naming pl.DN or "
+                     "pl.NZ for a tensor (a pl.Tensor marker, pl.TensorView(layout=), "
+                     "pl.create_tensor(layout=)) or a pl.Tile is refused at that line (upstream "
+                     "refuses the DN shorthand too); transpose at the use with a_trans= / "
+                     "b_trans= or pl.transpose",
     "pipe": "the cross-core pipe (TPUSH/TPOP, AIV lanes) is not modelled: write mixed "
             "kernels with pl.at(optimizations=[pl.split(...)]), which hands values through "
             "global memory",
@@ -44,9 +55,6 @@ WHY = {
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
-    "runtime": "compile()'s keyword scalars are not supported here: a parameter annotated "
-               "pl.Scalar[...] is a run-time value already (one artifact for every value), "
-               "a bare-dtype one a specialisation constant",
     "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
     "batch": "tiles and tensor-level operators are rank 2 here (a rank-3 tile does not "
              "place, a rank-3 tensor in pl.at is refused), so neither pl.batch_matmul's tiles "
@@ -74,10 +82,12 @@ _OPS_SUPPORTED = (
     "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
     "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
-    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "sels", "set_validshape", "shl", "shls",
-    "shr", "shrs", "slice", "sort32", "sqrt", "store", "sub", "transpose", "tri", "xor", "xors")
+    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "scatter_update", "sels",
+    "set_validshape", "shl", "shls", "shr", "shrs", "slice", "sort32", "sqrt", "store", "sub",
+    "transpose", "tri", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
+    "InlineFunction",
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.Bias", "Mem.DDR", "Mem.Left", "Mem.Mat",
     "Mem.Right", "Mem.Vec",
     "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
@@ -87,7 +97,8 @@ _LANGUAGE_SUPPORTED = (
     "array.create", "array.get_element", "array.update_element", "at", "cluster", "cond", "const",
     "dim",
     "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
-    "loads", "manual_scope", "no_dep", "parallel", "parse", "parse_program", "pipeline", "program",
+    "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse", "RUNTIME",
+    "parse_program", "pipeline", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
@@ -98,11 +109,11 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create",
                    "transpose_view", "tri")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
                      "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
-                     "random", "read", "sort32")
+                     "random", "read", "scatter_update", "sort32")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
-    "layout": ("DN", "ND", "NZ", "MX_A_ZZ", "MX_B_NN", "TileView"),
+    "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
     "pipe": ("aic_gather", "aic_initialize_pipe", "aiv_initialize_pipe", "aiv_shard",
              "split_aiv", "system.aic_initialize_pipe", "system.aiv_initialize_pipe",
              "system.available_aiv_count", "system.available_cluster_count",
@@ -112,20 +123,19 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("create_l1", "matmul_mx", "prefetch", "tensor.create_l1",
-           "tensor.gather_row", "tensor.paged_gather", "tensor.scatter",
-           "tensor.scatter_update", "tile.matmul_mx",
-           "tile.matmul_mx_acc", "tile.matmul_mx_bias", "loads_program", "InlineFunction"),
+    "op": ("matmul_mx", "prefetch", "tile.matmul_mx",
+           "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),
-    "runtime": ("RUNTIME",),
     "memref": ("MemRef",),
     "batch": ("batch_matmul",),
     "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }
 _REFUSED = {
+    **{name: (name, f"tensor.{name}") for name in REFUSED_OPS},
     "host": ("jit.host", "Level.HOST", "Role.Orchestrator", "Role.SubWorker"),
     "split_ring": ("cross_core_slot",),
+    "layout_marker": ("DN", "NZ"),
 }
 
 
@@ -160,6 +170,12 @@ CONSTRUCTS = (
      "the body replicated F times per iteration, then the remaining iterations"),
     ("bare-dtype scalar parameters (`scale: pl.FP32`, `n: pl.INDEX`)", SUPPORTED,
      "specialisation constants of a @pl.jit entry (one program per value); scalars elsewhere"),
+    ("`kernel.compile(n=128)` / `kernel.compile(n=pl.RUNTIME)`, `n: pl.INDEX = pl.RUNTIME`",
+     SUPPORTED, "a value specialises the scalar parameter (the artifact still takes it and "
+     "stops, naming it, when passed another value), pl.RUNTIME leaves it a run-time value; "
+     "also on lower() and frontend(). A `pl.Scalar[...]` parameter is a run-time value unless "
+     "compile() fixes it: an eager call does not re-specialise on its value as upstream's "
+     "does (one artifact serves every value; the results are the same)"),
     ("`valid_shape=[16, n]` with a runtime `n`", SUPPORTED,
      "the tile's valid region is set at run time (load, fillpad, store)"),
     ("tensor-level `pl.matmul` with vector work in one `pl.at`, `pl.split(UP_DOWN|LEFT_RIGHT)`",
@@ -190,6 +206,17 @@ CONSTRUCTS = (
     ("a standalone `@pl.function` called from a program, `pl.parse` / `pl.loads` of one",
      SUPPORTED, "added to the program, parsed for the call's argument types; "
      "`ir.serialize` / `ir.deserialize` go through the printed form"),
+    ("`pl.create_tensor(shape, dtype, manual_dep=True)`", SUPPORTED,
+     "every access to the tensor, for its life (its views, the names tasks rebind it to), "
+     "is left out of dependency inference (PTO_NO_DEP): order its readers with deps=; "
+     "`layout=pl.ND` is accepted (the only layout), other layouts and `init_value=` "
+     "(removed upstream) are refused at the line"),
+    ("`pl.Tensor[[...], dtype, pl.ND]`", SUPPORTED,
+     "row-major, what every tensor is here; `pl.DN` / `pl.NZ` there are refused at the "
+     "annotation (upstream refuses the DN shorthand)"),
+    ("`pl.loads_program(path)` of a file `Program.as_python()` wrote", SUPPORTED,
+     "errors name the file's lines; a file holding a standalone function is refused "
+     "(pl.loads reads either)"),
     ("`pl.dynamic` dimensions in a `@pl.program`", SUPPORTED,
      "a class whose entry has them is a `ProgramTemplate`, parsed per call's tensor shapes "
      "by `run(program, *args)`: `pl.tensor.dim` reads that call's sizes (what upstream "

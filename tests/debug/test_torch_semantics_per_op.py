@@ -135,6 +135,8 @@ UNCHECKED = {
     "tensor.full": "computed as `full` tiles (TensorToTile); checked through `full`",
     "tensor.ci": "computed as `ci` tiles (TensorToTile); checked through `ci`",
     "tensor.gather": "computed as `tile.mgather` (TensorToTile); checked through it",
+    "scatter_update": "computed as `tile.mscatter` (coalesce='row', TensorToTile); checked "
+                      "through it (and against torch in tests/ops/test_ops_tensor_scatter.py)",
     "tensor.random": "computed as `random` tiles (TensorToTile); checked through `random`",
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
@@ -215,6 +217,15 @@ MOVEMENT = {
                   "u = pl.ands(pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc'), 511)",
                   "o_mscatter = pl.tile.mscatter(pl.load(b, [0, 0], [16, 32]), u, o_mscatter)",
                   "r = pl.load(o_mscatter, [0, 0], [16, 32])"]),
+    # Rows in range, one repeated (the later row stays).
+    "mscatter_row": (("tile.mscatter",), [R, C],
+                     ["o_mscatter_row = pl.store(pl.full([16, 32], pl.FP32, 0.0), [0, 0], "
+                      "o_mscatter_row)",
+                      "t = pl.load(a, [0, 0], [16, 32])",
+                      "u = pl.ands(pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc'), 15)",
+                      "o_mscatter_row = pl.tile.mscatter(pl.load(b, [0, 0], [16, 32]), "
+                      "u[0:1, 0:16], o_mscatter_row, coalesce='row')",
+                      "r = pl.load(o_mscatter_row, [0, 0], [16, 32])"]),
     "gather": (("tile.gather",), [R, C],
                ["t = pl.load(a, [0, 0], [16, 32])",
                 "u = pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc')",

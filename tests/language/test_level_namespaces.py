@@ -240,6 +240,22 @@ def test_inline_and_opaque_helpers_are_spliced_into_the_caller():
     assert "t__plus_one_" in program.as_python()  # the helper's local, suffixed
 
 
+def test_an_inline_helper_is_upstreams_inline_function():
+    assert isinstance(plus_one, pl.InlineFunction)
+    assert isinstance(pl.inline(plus_one.fn), pl.InlineFunction)
+    assert not isinstance(doubled, pl.InlineFunction)
+
+
+@pytest.mark.parametrize("helper", [plus_one, doubled])
+@pytest.mark.parametrize("use", ["call", "compile", "lower"])
+def test_a_helper_run_on_its_own_is_refused_at_its_definition(helper, use):
+    # It was an InternalError ("the entry of a lowered program must be an orchestration").
+    a, c = torch.randn(32, 128), torch.zeros(32, 128)
+    with pytest.raises(ParseError, match="spliced into the functions that call it") as info:
+        getattr(helper, {"call": "__call__"}.get(use, use))(a, c)
+    assert info.value.span.line == helper.fn.__code__.co_firstlineno + 1  # the def line
+
+
 @pl.jit.host
 def host_entry(a: pl.Tensor, c: pl.Out[pl.Tensor]):
     return composed(a, c)

@@ -16,7 +16,7 @@ where it makes sense, a Python number or scalar as one operand (the "scalar form
 The registry and its lookups live in `registry`; the operators are declared by family,
 each module with its own type inference (`inference` holds the checks they share):
 `elementwise`, `reduction`, `matmul`, `movement`, `partial`, `orchestration`,
-`task_arrays`, `gather`, `random`, `sort`, `masks`.  Importing this package declares them
+`task_arrays`, `gather`, `scatter`, `random`, `sort`, `masks`.  Importing this package declares them
 all, in that order.
 """
 
@@ -45,7 +45,7 @@ from .registry import (
 from . import (  # noqa: F401
     elementwise, reduction, matmul, movement, partial, orchestration, task_arrays,
 )
-from . import gather, random, sort, masks  # noqa: F401
+from . import gather, scatter, random, sort, masks  # noqa: F401
 # isort: on
 
 __all__ = [

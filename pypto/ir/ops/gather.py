@@ -48,6 +48,14 @@ def mgather_policies(attrs: dict) -> tuple[str, str]:
     return coalesce, oob
 
 
+def mscatter_coalesce(attrs: dict) -> str:
+    """The coalesce form of a checked pl.tile.mscatter call's attributes, as a name."""
+    coalesce = policy(attrs["coalesce"], COALESCE)
+    if coalesce is None:
+        raise InternalError(f"an unchecked pl.tile.mscatter reached code generation: {attrs}")
+    return coalesce
+
+
 def _policy(name: str, value, names: tuple[str, ...], span) -> str:
     chosen = policy(value, names)
     if chosen is None:
@@ -127,6 +135,20 @@ def _infer_mscatter(args, attrs, span):
     if src.type.dtype != table.dtype:
         raise TypeCheckError(f"pl.tile.mscatter: a {src.type.dtype.name} tile scattered into a "
                              f"{table.dtype.name} tensor", span, hint="pl.cast the tile first")
+    coalesce = policy(attrs["coalesce"], COALESCE)
+    if coalesce is None:
+        raise TypeCheckError(
+            f"pl.tile.mscatter: coalesce={attrs['coalesce']!r} is not one of "
+            f"{', '.join(repr(n) for n in COALESCE)} (or 0-{len(COALESCE) - 1})", span)
+    if coalesce == "row":
+        rows, cols = src.type.valid
+        if index.shape[0] != 1 or index.valid[1] < rows or src.type.shape[1] > table.shape[1]:
+            raise TypeCheckError(
+                f"pl.tile.mscatter(coalesce='row') writes row r of src ({describe(src.type)}) to "
+                f"row idx[0, r] of the tensor ({describe(table)}): idx must be a [1, R] tile "
+                f"with at least {rows} valid columns, and src no wider than the tensor, got "
+                f"idx {describe(index)}", span)
+        return table
     if index.shape != src.type.shape or index.valid != src.type.valid:
         raise TypeCheckError(
             f"pl.tile.mscatter: idx ({describe(index)}) must have src's shape and valid region "
@@ -167,14 +189,17 @@ register(
 register(
     OpDef(
         "tile.mscatter",
-        (OpParam("src", "value"), OpParam("idx", "value"), OpParam("output_tensor", "value")),
+        (OpParam("src", "value"), OpParam("idx", "value"), OpParam("output_tensor", "value"),
+         OpParam("coalesce", "attr", "elem")),
         _infer_mscatter,
         "gather",
-        "Scatter the Vec tile `src` into the rank-2 tensor `output_tensor`: element "
-        "src[r, c] of the valid region is written to element idx[r, c] of the tensor in "
-        "row-major order (idx an INT32 / UINT32 tile of src's shape; the tensor packed, its "
-        "rows adjacent); returns the tensor, whose other elements keep their values.  The "
-        "elements are written in row-major order of src, so of two with one index the later "
+        "Scatter the Vec tile `src` into the rank-2 tensor `output_tensor`; returns the "
+        "tensor, whose other elements keep their values.  coalesce='elem' (the default): "
+        "element src[r, c] of the valid region is written to element idx[r, c] of the tensor "
+        "in row-major order (idx an INT32 / UINT32 tile of src's shape; the tensor packed, "
+        "its rows adjacent).  coalesce='row': row r of src's valid region is written to row "
+        "idx[0, r] of the tensor (idx [1, R]; src no wider than the tensor).  Elements and "
+        "rows are written in row-major order of src, so of two with one index the later "
         "stays.  An index past the end is refused by the simulators (KernelError).",
         dtypes=GATHER_DTYPES,
         emit="mscatter",

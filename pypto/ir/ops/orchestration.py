@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import TypeCheckError
 from ..types import (
     INDEX,
+    TensorLayout,
     TensorType,
     TupleType,
 )
@@ -17,6 +18,19 @@ from .registry import (
 
 
 def _infer_create_tensor(args, attrs, span):
+    layout = attrs.get("layout", TensorLayout.ND)
+    if layout is not TensorLayout.ND:
+        raise TypeCheckError(f"pl.create_tensor(layout={layout!r}): tensors in global memory "
+                             "are row-major (pl.ND) here", span,
+                             hint="drop layout=; transpose at the use (a_trans= / b_trans= of "
+                                  "pl.matmul, pl.transpose)")
+    if attrs.get("init_value") is not None:
+        raise TypeCheckError("pl.create_tensor(init_value=...) is not supported (upstream "
+                             "removed it: the runtime does not fill a new tensor)", span,
+                             hint="fill it with a kernel (pl.full, or a pl.at block that stores "
+                                  "the value) and order its readers after that task")
+    if not isinstance(attrs.get("manual_dep", False), bool):
+        raise TypeCheckError("pl.create_tensor(manual_dep=) takes True or False", span)
     return TensorType(tuple(attrs["shape"]), attrs["dtype"])
 
 
@@ -57,10 +71,16 @@ register(
 register(
     OpDef(
         "create_tensor",
-        (OpParam("shape", "attr"), OpParam("dtype", "attr")),
+        (OpParam("shape", "attr"), OpParam("dtype", "attr"),
+         OpParam("layout", "attr", TensorLayout.ND), OpParam("manual_dep", "attr", False),
+         OpParam("init_value", "attr", None)),
         _infer_create_tensor,
         "orchestration",
-        "Allocate a scratch tensor in global memory (orchestration only).",
+        "Allocate a scratch tensor in global memory (orchestration only), row-major "
+        "(`layout=pl.ND`, the only layout).  `manual_dep=True` leaves every access to it, "
+        "for its whole life (its views and the names tasks rebind it to), out of dependency "
+        "inference, as `pl.no_dep` does for one argument: order its readers with `deps=`.  "
+        "Its contents start undefined (`init_value=` is refused, as upstream).",
         dtypes=ANY,
     )
 )

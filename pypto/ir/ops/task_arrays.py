@@ -111,8 +111,9 @@ register(
         _infer_expect,
         "orchestration",
         "A statement of an orchestration body: the program was specialised for scalar `x` "
-        "(an element of an input tensor) being `value`; the run stops (the orchestration "
-        "returns 5) when it is not.  Computes nothing.",
+        "being `value` (an element of an input tensor, or a scalar parameter `compile(n=128)` "
+        "or a bare dtype fixed); the run stops when it is not (the orchestration returns 5, "
+        "or 64 + the parameter's index, and the error says which).  Computes nothing.",
         dtypes=frozenset(),
     )
 )

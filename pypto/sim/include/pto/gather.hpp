@@ -114,9 +114,20 @@ inline void tmgather(Tile<T> dst, const PtoTensor &src, Tile<I> idx, Coalesce co
     else detail::mgather_elem(dst, src, idx, oob);
 }
 
-/* pl.tile.mscatter(src, idx, dst): element idx[r][c] of dst is src[r][c], in row-major
+/* pl.tile.mscatter(src, idx, dst, coalesce): coalesce="elem": element idx[r][c] of dst is
+ * src[r][c]; coalesce="row": row idx[0][r] of dst is row r of src.  Written in row-major
  * order of src (the later of two with one index stays). */
-template <class T, class I> inline void tmscatter(const PtoTensor &dst, Tile<T> src, Tile<I> idx) {
+template <class T, class I>
+inline void tmscatter(const PtoTensor &dst, Tile<T> src, Tile<I> idx, Coalesce coalesce) {
+    if (coalesce == Coalesce::Row) {
+        const uint64_t capacity = uint64_t(detail::tensor_rows(dst));
+        for (int32_t r = 0; r < src.vrows; ++r) {
+            uint64_t row;
+            if (!detail::remap("mscatter (row)", idx.data[r], capacity, GatherOob::Undefined, row)) continue;
+            for (int32_t c = 0; c < src.vcols; ++c) detail::table_at<T>(dst, int64_t(row), c) = detail::at(src, r, c);
+        }
+        return;
+    }
     if (!detail::packed("mscatter", dst)) return;
     const int64_t cols = detail::tensor_cols(dst);
     const uint64_t capacity = uint64_t(detail::tensor_rows(dst) * cols);
