@@ -51,6 +51,7 @@ from .expressions import (
     expr_model,
     kernel_statements,
     operator_form,
+    runtime_extent_source,
     scalar_ctype,
 )
 from .identifiers import ident, symbol, value_idents
@@ -184,12 +185,10 @@ class _KernelBuilder(_StatementModels):
         return model
 
     def _runtime_extent(self, extent, axis: int, value) -> dict:
-        if isinstance(value, Call) and value.op != "load":
-            for arg in value.args:
-                t = getattr(arg, "type", None)
-                if isinstance(t, TileType) and len(t.valid) > axis and t.valid[axis] == extent:
-                    field_ = "vrows" if axis == 0 else "vcols"
-                    return {"kind": "var", "name": f"{self.tile(arg)}.{field_}"}
+        source = runtime_extent_source(extent, axis, value)
+        if source is not None:
+            field_ = "vrows" if axis == 0 else "vcols"
+            return {"kind": "var", "name": f"{self.tile(source)}.{field_}"}
         return expr_model(extent)
 
     # -- one builder per operator form (templates/ops.cpp.j2 macro of the same name)

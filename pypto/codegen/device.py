@@ -34,6 +34,7 @@ from .expressions import (
     ident,
     kernel_statements,
     operator_form,
+    runtime_extent_source,
     scalar_ctype,
 )
 from .identifiers import value_idents
@@ -93,12 +94,14 @@ _SUM3_FIRST = {"addc": "TADD", "subc": "TSUB", "addsc": "TADDS", "subsc": "TSUBS
 
 @dataclass
 class _Tile:
-    """One C++ tile object: a view of `rows` x `cols` (physical) elements at `addr`."""
+    """One C++ tile object: a view of `rows` x `cols` (physical) elements at `addr`, valid
+    over `vrows` x `vcols` (None: an extent known only at run time, declared `DYNAMIC` and
+    set by `SetValidRow` / `SetValidCol` where the value is defined)."""
 
     ident: str
     type: TileType
-    vrows: int
-    vcols: int
+    vrows: int | None
+    vcols: int | None
     pad: str | None = None
     views: dict = field(default_factory=dict)  # (vrows, vcols, pad) -> the view's _Tile
     flat: bool = False  # a column [R, 1] seen as the row [1, R] its bytes also are
@@ -123,7 +126,8 @@ class _Tile:
             "rows": rows, "cols": cols,
             "blayout": "ColMajor" if col_major or (t.memory is MemorySpace.Mat
                                                    and not self.bias_row) else "RowMajor",
-            "vrows": self.vrows, "vcols": self.vcols, "pad": self.pad,
+            "vrows": _extent_param(self.vrows), "vcols": _extent_param(self.vcols),
+            "pad": self.pad,
             "pad_bits": _PAD_BITS.get((t.dtype, self.pad)),
             "alias": _CUBE_ALIAS.get(t.memory), "addr": f"{t.addr:#x}",
             "fractals": "ND" if self.bias_row else "ZN" if self.transposed else "NZ",
@@ -153,6 +157,12 @@ class _DeviceKernelBuilder:
         self.mrgsort_lists = False  # does a merge of tiles need `mrgsort_lists`?
         self.transposed = _transposed_operands(fn.body)
         self.bias_rows = _bias_rows(fn.body)
+        # Run-time valid extents: the tiles instructions name (their ids), the statements
+        # setting a DYNAMIC view's extents with the views they read them from, and the
+        # settings of views a statement uses besides a value's own (emitted before it).
+        self.named: set[int] = set()
+        self.extent_sets: list[tuple[Instr, _Tile, tuple[_Tile, ...]]] = []
+        self.pending: list[Instr] = []
 
     # -- names and tiles
 
@@ -181,7 +191,8 @@ class _DeviceKernelBuilder:
                                     span=var.span)
         return self.tiles[key]
 
-    def view(self, base: _Tile, vrows: int, vcols: int, pad: str | None) -> _Tile:
+    def view(self, base: _Tile, vrows: int | None, vcols: int | None,
+             pad: str | None) -> _Tile:
         """`base`'s bytes seen with another valid region or pad value (its own C++ object)."""
         # The value's own tile keeps PadValue::Null: instructions like TADD want their
         # operands of one C++ type, and a pad value is part of the type.
@@ -208,19 +219,69 @@ class _DeviceKernelBuilder:
         return base.views[key]
 
     def valid_view(self, var: Var, pad: str | None = None) -> _Tile:
+        """The view of `var`'s tile valid over its value's region (with `pad`'s PadValue).
+        A run-time extent is DYNAMIC: the value's own view (no pad) is set where the value
+        is defined (`_set_extents`), another view from it just before the statement using
+        it."""
         base = self.tile(var)
-        vrows, vcols = (tuple(var.type.valid) + (1,))[:2]
-        if not (isinstance(vrows, int) and isinstance(vcols, int)):
+        extents = self._extents(var)
+        vrows, vcols = (e if isinstance(e, int) else None for e in extents)
+        if vrows is not None and vcols is not None:
+            return self.view(base, vrows, vcols, pad)
+        if var.type.memory is not MemorySpace.Vec:
             raise LoweringError(
                 f"`{var.name}`'s valid region [{', '.join(_extent(v) for v in var.type.valid)}] "
-                "is known only at run "
-                "time, which device code does not declare yet (pto-isa's DYNAMIC valid "
-                "extents)", var.span,
-                hint="give valid_shape constant extents on device platforms, or run on a "
-                     "simulator platform (a2a3sim, a5sim)")
-        if base.transposed:
-            vrows, vcols = vcols, vrows
-        return self.view(base, vrows, vcols, pad)
+                f"is known only at run time, in {var.type.memory.name}: device code gives "
+                "DYNAMIC valid extents to Vec tiles only so far (a cube tile's run-time region, "
+                "its fractals' zero padding and TSTORE from Acc, is not yet built and proven "
+                "on pto-isa's CPU model)", var.span,
+                hint="load a Vec tile with the run-time region and pl.fillpad it, or give "
+                     "valid_shape constant extents")
+        own = self.view(base, vrows, vcols, None)
+        if pad is None:
+            return own
+        view = self.view(base, vrows, vcols, pad)
+        self.pending.append(self._extent_set(view, [None if v is not None else
+                                                   _getter(own, axis)
+                                                   for axis, v in enumerate((vrows, vcols))],
+                                             (own,)))
+        return view
+
+    def _extents(self, var: Var) -> tuple:
+        """`var`'s valid extents as its device tile's (rows, cols): ints, or the index
+        expressions of extents known only at run time."""
+        vrows, vcols = (tuple(var.type.valid) + (1,))[:2]
+        return (vcols, vrows) if self.tile(var).transposed else (vrows, vcols)
+
+    def _set_extents(self, dst: Var, value) -> list:
+        """Where a value whose valid region is known only at run time is defined: its own
+        view's DYNAMIC extents set, as the simulators set the region (pypto.codegen.cpp):
+        a load's from its index expressions, a value computed from such a tile from that
+        tile's view (its extents when it was defined)."""
+        extents = self._extents(dst)
+        if all(isinstance(e, int) for e in extents):
+            return []
+        own = self.valid_view(dst)  # a Vec tile (valid_view refuses others): not transposed
+        values, sources = [], []
+        for axis, extent in enumerate(extents):
+            source = None if isinstance(extent, int) else \
+                runtime_extent_source(extent, axis, value)
+            if source is None:
+                values.append(None if isinstance(extent, int) else _expr(extent))
+                continue
+            view = self.valid_view(source)
+            sources.append(view)
+            values.append(_getter(view, axis))
+        return [self._extent_set(own, values, tuple(sources))]
+
+    def _extent_set(self, view: _Tile, values: list, sources: tuple) -> Instr:
+        """`view.SetValidRow / SetValidCol / SetValidShape(...)` of the values given (None:
+        a static extent), reading `sources`' extents."""
+        model = {"kind": "set_valid", "tile": view.ident, "rows": values[0],
+                 "cols": values[1]}
+        instr = _statement(model)
+        self.extent_sets.append((instr, view, sources))
+        return instr
 
     # -- statements
 
@@ -249,17 +310,21 @@ class _DeviceKernelBuilder:
             return [_statement({"kind": "scalar_assign", "dst": ident(dst.name),
                                 "value": _expr(call)})]
         if isinstance(call, Var) and isinstance(call.type, TileType):
-            return [self._move(dst, call, s)]
+            return self._set_extents(dst, call) + [self._move(dst, call, s)]
         if isinstance(call, Call) and call.op in _NO_DEVICE_CODE:
             raise LoweringError(f"pl.{call.op} has no device code: {_NO_DEVICE_CODE[call.op]}",
                                 s.span, hint="use a simulator platform (a2a3sim, a5sim)")
         op, form = operator_form(self, call, s)
-        return form(op, call, dst, s)
+        extents = self._set_extents(dst, call) if isinstance(dst.type, TileType) else []
+        out = form(op, call, dst, s)
+        views, self.pending = self.pending, []
+        return extents + views + out
 
     def _instr(self, name: str, args: list, reads: list, writes: list, pipe: str,
                template: list | None = None, gm_reads=(), gm_writes=()) -> Instr:
         """One instruction: `name<template>(args)` on `pipe`, reading and writing tiles."""
         rendered = [_arg(a) for a in args]
+        self.named.update(id(a) for a in args if isinstance(a, _Tile))
         model = {"kind": "instr", "op": name, "args": rendered,
                  "template": [_arg(a) for a in template] if template else []}
         accesses_r = tuple(t.access() for t in reads) + tuple(Access(f"GM:{g}") for g in gm_reads)
@@ -270,10 +335,11 @@ class _DeviceKernelBuilder:
 
     # -- one builder per operator form (the `emit` field of the op registry)
 
-    def _window(self, tensor: Var, offsets, vrows: int, vcols: int, s,
-                transposed: bool = False) -> tuple[dict, str]:
+    def _window(self, tensor: Var, offsets, vrows: int | None, vcols: int | None, s,
+                transposed: bool = False, view: _Tile | None = None) -> tuple[dict, str]:
         """A GlobalTensor view of the window at `offsets` as the tile sees it: `vrows` x
-        `vcols`; a transposed tile sees the window's columns as its rows (Layout::DN)."""
+        `vcols`, an extent known only at run time (None) DYNAMIC and given by `view`'s;
+        a transposed tile sees the window's columns as its rows (Layout::DN)."""
         if tensor.name not in self.params or not isinstance(tensor.type, TensorType):
             raise LoweringError("device kernels load and store only tensor parameters", s.span)
         if len(offsets.items) != 2:
@@ -283,7 +349,10 @@ class _DeviceKernelBuilder:
         self.windows += 1
         return _statement({
             "kind": "window", "ident": name, "tensor": ident(tensor.name),
-            "elem": _ELEM[tensor.type.dtype], "rows": vrows, "cols": vcols,
+            "elem": _ELEM[tensor.type.dtype], "rows": _extent_param(vrows),
+            "cols": _extent_param(vcols),
+            "shape": [_getter(view, axis)["name"] for axis, v in enumerate((vrows, vcols))
+                      if v is None],
             "r0": _expr(r0), "c0": _expr(c0), "transposed": transposed}), name
 
     def _form_load(self, op, call, dst, s):
@@ -302,7 +371,7 @@ class _DeviceKernelBuilder:
             partial = partial or (whole.rows, whole.cols) != tuple(dst.type.shape)
         target = self.valid_view(dst, pad if partial else None)
         decl, window = self._window(tensor, offsets, target.vrows, target.vcols, s,
-                                    full.transposed)
+                                    full.transposed, target)
         out = [decl, self._instr("TLOAD", [target, _Ref(window)], [], [target], "PIPE_MTE2",
                                  gm_reads=[tensor.name])]
         if dst.type.memory is MemorySpace.Mat:
@@ -316,7 +385,7 @@ class _DeviceKernelBuilder:
     def _form_store(self, op, call, dst, s):
         tile, offsets, tensor = call.args
         src = self.valid_view(tile)
-        decl, window = self._window(tensor, offsets, src.vrows, src.vcols, s)
+        decl, window = self._window(tensor, offsets, src.vrows, src.vcols, s, view=src)
         pipe = "PIPE_FIX" if tile.type.memory is MemorySpace.Acc else "PIPE_MTE3"
         template = None
         if call.attr("atomic").name == "Add":
@@ -698,8 +767,8 @@ class _DeviceKernelBuilder:
         last block of a row is partial: the NPU pads it to 32 with -inf there and writes 32
         pairs, so the tile's columns must hold whole blocks."""
         src = operands["src"]
-        x, i = self.valid_view(src), self.valid_view(operands["idx"])
         cols, whole = src.type.valid[1], src.type.shape[1]
+        x, i = self.valid_view(src), self.valid_view(operands["idx"])
         if src.type.dtype is DataType.FP16 and cols > _SORT_BLOCK:
             raise LoweringError(
                 "pl.sort32 of FP16 rows of more than 32 values has no device code: pto-isa's "
@@ -954,6 +1023,17 @@ def _check_dense(what: str, role: str, t: TileType, s) -> None:
             hint=f"reshape tiles whose columns are a multiple of {per_block}")
 
 
+def _extent_param(v: int | None) -> int | str:
+    """A tile's or window's extent as its C++ template argument."""
+    return "DYNAMIC" if v is None else v
+
+
+def _getter(view: _Tile, axis: int) -> dict:
+    """The expression model of `view`'s run-time valid extent on `axis` (0: rows)."""
+    getter = "GetValidRow" if axis == 0 else "GetValidCol"
+    return {"kind": "var", "name": f"{view.ident}.{getter}()"}
+
+
 def _extent(v) -> str:
     """An extent for a message: its value, or its variable's name ('?' for an expression)."""
     return str(v) if isinstance(v, int) else getattr(v, "name", "?")
@@ -1026,6 +1106,34 @@ def _check_transposable(operand: Var, s) -> None:
             hint="use FP16, BF16 or FP32 operands, or transpose the tensor before loading it")
 
 
+def _extents_read(builder: _DeviceKernelBuilder) -> tuple[set[int], set[int]]:
+    """(The ids of the tiles an instruction names, and of the DYNAMIC views whose extents
+    theirs are set from; the ids of the statements setting the extents of views nothing
+    reads, which are left out with those views.)"""
+    named = set(builder.named)
+    grown = True
+    while grown:
+        grown = False
+        for _, view, sources in builder.extent_sets:
+            if id(view) in named and any(id(v) not in named for v in sources):
+                named.update(id(v) for v in sources)
+                grown = True
+    unread = {id(instr) for instr, view, _ in builder.extent_sets if id(view) not in named}
+    return named, unread
+
+
+def _without(nodes: list, dropped: set[int]) -> list:
+    """`nodes` (and their loops' bodies) without the statements whose ids are `dropped`."""
+    kept = []
+    for node in nodes:
+        if isinstance(node, Loop):
+            node.body = _without(node.body, dropped)
+        elif id(node) in dropped:
+            continue
+        kept.append(node)
+    return kept
+
+
 @dataclass(frozen=True)
 class DeviceKernel:
     """A kernel's device source and the synchronised body it was rendered from (for the
@@ -1045,11 +1153,14 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
     NaN guard, ...), and `backend` (its name) says which form an instruction takes where
     backends differ (pl.cmp)."""
     builder = _DeviceKernelBuilder(fn, vec_capacity, backend)
-    body = insert_pipe_sync(builder.body(fn.body))
+    stmts = builder.body(fn.body)
+    named, unread = _extents_read(builder)
+    body = insert_pipe_sync(_without(stmts, unread))
     tiles = []
     for tile in sorted(builder.tiles.values(), key=lambda t: t.ident):
         tiles.append(tile.model())
-        tiles += [v.model() for _, v in sorted(tile.views.items(), key=lambda kv: kv[1].ident)]
+        tiles += [v.model() for _, v in sorted(tile.views.items(), key=lambda kv: kv[1].ident)
+                  if v.vrows is not None and v.vcols is not None or id(v) in named]
     cube = any(t.type.memory not in (MemorySpace.Vec,) for t in builder.tiles.values())
     model = {
         "name": fn.name,

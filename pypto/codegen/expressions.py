@@ -9,7 +9,7 @@ from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, For, If, Return, Var, While
 from ..ir.ops import OpDef, get_op
 from ..ir.printer import CMP_SYMBOLS
-from ..ir.types import ScalarType, TensorType
+from ..ir.types import ScalarType, TensorType, TileType
 from ..ir.visitor import IRVisitor
 from .identifiers import ident
 
@@ -161,6 +161,19 @@ def declare_scalar(scalars: dict[str, dict], params, dst: Var) -> None:
     if dst.name not in params:
         scalars.setdefault(dst.name, {"ident": ident(dst.name),
                                       "ctype": scalar_ctype(dst.type.dtype)})
+
+
+def runtime_extent_source(extent, axis: int, value) -> Var | None:
+    """The tile operand of `value` whose valid extent on `axis` is `extent`, a run-time
+    extent of the tile `value` defines (None: a load's, or one no operand has, which is
+    its index expression).  A value computed from such a tile keeps that tile's extent as
+    it was when the tile was defined, whatever its scalar holds by now."""
+    if isinstance(value, Call) and value.op != "load":
+        for arg in value.args:
+            t = getattr(arg, "type", None)
+            if isinstance(t, TileType) and len(t.valid) > axis and t.valid[axis] == extent:
+                return arg
+    return None
 
 
 def operator_form(builder, call, stmt) -> tuple[OpDef, Callable]:

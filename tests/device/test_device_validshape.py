@@ -48,23 +48,3 @@ def test_set_validshape_on_the_cpu_model_is_the_simulators(platform):
     x = _arguments()[0]
     assert torch.equal(maxima, x.amax(dim=1, keepdim=True))
     assert torch.equal(whole[:, :48], x) and (whole[:, 48:] == float("-inf")).all()
-
-
-@pl.jit.incore
-def runtime_region(x: pl.Tensor[[16, 64], pl.FP32], n: pl.Scalar[pl.INDEX],
-                   out: pl.Out[pl.Tensor[[16, 64], pl.FP32]]):
-    t = pl.load(x, [0, 0], [16, 64], valid_shape=[16, n])
-    out = pl.store(pl.add(t, 1.0), [0, 0], out)
-    return out
-
-
-def test_a_valid_region_known_only_at_run_time_is_refused_at_its_line():
-    from pypto.ir import LoweringError
-
-    program = runtime_region.frontend(torch.zeros(16, 64), 40, torch.zeros(16, 64))
-    (fn,) = [f for f in lower(program, get_platform("a2a3cpu")).functions
-             if f.func_type is FunctionType.InCore]
-    with pytest.raises(LoweringError, match=r"valid region \[16, n\] is known only at run") \
-            as info:
-        device_kernel(fn)
-    assert "test_device_validshape.py" in str(info.value)
