@@ -196,19 +196,20 @@ class _KernelBuilder(_StatementModels):
 
     def _form_load(self, op, call, dst, s):
         tensor, offsets = call.args
-        r0, c0 = _window_origin(offsets, s)
+        b0, (r0, c0) = _batch_window(offsets, s)
         return {"kind": "load", "dst": self.tile(dst), "src": ident(tensor.name),
-                "r0": expr_model(r0), "c0": expr_model(c0),
+                "b0": b0, "r0": expr_model(r0), "c0": expr_model(c0),
                 "pad": call.attr("pad_value").name.replace("null", "zero"),
                 "elem": dst.type.dtype.cpp_type}
 
     def _form_store(self, op, call, dst, s):
         tile, offsets, tensor = call.args
-        r0, c0 = _window_origin(offsets, s)
+        b0, (r0, c0) = _batch_window(offsets, s)
         # The backend's atomic dtypes were checked by DeriveCallDirections.
         fn = "tstore_atomic_add" if call.attr("atomic").name == "Add" else "tstore"
         return {"kind": "store", "fn": fn, "dst": ident(tensor.name), "src": self.tile(tile),
-                "r0": expr_model(r0), "c0": expr_model(c0)}
+                "b0": b0, "r0": expr_model(r0), "c0": expr_model(c0),
+                "elem": tile.type.dtype.cpp_type}
 
     def _form_mgather(self, op, call, dst, s):
         mem, idx = call.args
@@ -380,6 +381,16 @@ def _window_origin(offsets, stmt):
     if len(offsets.items) != 2:
         raise LoweringError("tile loads and stores need rank-1 or rank-2 tensors", stmt.span)
     return offsets.items
+
+
+def _batch_window(offsets, stmt):
+    """(the batch's expression model or None, (row, column)) of a load or store window:
+    offsets [b, r, c] address a [rows, cols] tile of batch b of a [B, rows, cols] tensor
+    (a rank-3 tile is one such tile per batch by then: passes/flatten_batch.py)."""
+    if len(offsets.items) == 3:
+        b0, *rest = offsets.items
+        return expr_model(b0), tuple(rest)
+    return None, _window_origin(offsets, stmt)
 
 
 def kernel_source(fn: Function) -> KernelSource:

@@ -276,14 +276,16 @@ class _DeviceKernelBuilder:
         `vcols`; a transposed tile sees the window's columns as its rows (Layout::DN)."""
         if tensor.name not in self.params or not isinstance(tensor.type, TensorType):
             raise LoweringError("device kernels load and store only tensor parameters", s.span)
-        if len(offsets.items) != 2:
-            raise LoweringError("tile loads and stores need rank-2 tensors for now", s.span)
-        r0, c0 = offsets.items
+        if len(offsets.items) not in (2, 3):
+            raise LoweringError("tile loads and stores need rank-2 or rank-3 tensors", s.span)
+        # Offsets [b, r, c]: a tile of batch b of a [B, rows, cols] tensor.
+        *batch, r0, c0 = offsets.items
         name = self._fresh(f"{ident(tensor.name)}_window")
         self.windows += 1
         return _statement({
             "kind": "window", "ident": name, "tensor": ident(tensor.name),
             "elem": _ELEM[tensor.type.dtype], "rows": vrows, "cols": vcols,
+            "b0": _expr(batch[0]) if batch else None,
             "r0": _expr(r0), "c0": _expr(c0), "transposed": transposed}), name
 
     def _form_load(self, op, call, dst, s):

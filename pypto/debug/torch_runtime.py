@@ -580,6 +580,20 @@ def matmul_acc(acc, lhs, rhs, a_trans=False, b_trans=False):
     return _matmul(acc, lhs, rhs, acc.dtype, a_trans, b_trans)
 
 
+def batch_matmul(lhs, rhs):
+    """torch.matmul of [B, M, K] and [B, K, N] tiles (a batch of 1, or an [M, K] / [K, N]
+    tile, used for every batch): batch b is matmul(lhs[b], rhs[b]), FP32 sums in K order
+    (wrapping INT32 for INT8)."""
+    batches = builtins.max(t.shape[0] for t in (lhs, rhs) if t.dim() == 3)
+
+    def one(t, b):
+        return t if t.dim() == 2 else t[b if t.shape[0] > 1 else 0]
+
+    target = torch.float32 if lhs.is_floating_point() else torch.int32
+    return torch.stack([_matmul(None, one(lhs, b), one(rhs, b), target, False, False)
+                        for b in range(batches)])
+
+
 def tile_gemv(lhs, rhs):
     """lhs @ rhs for a [1, K] lhs (any M, for tile_matmul_bias): matmul's sums (FP32 in K
     order; INT8 in wrapping INT32)."""
@@ -1113,10 +1127,16 @@ def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory=
     """A tile holding the window at `offsets`; outside `valid_shape` it holds the pad."""
     valid = tuple(valid_shape) if valid_shape is not None else tuple(shapes)
     tile = torch.full(tuple(shapes), _pad_value(tensor.dtype, pad_value), dtype=tensor.dtype)
-    window = tuple(builtins.slice(o, o + v) for o, v in zip(offsets, valid, strict=True))
     region = tuple(builtins.slice(0, v) for v in valid)
-    tile[region] = tensor[window]
+    tile[region] = tensor[_window(offsets, valid)].reshape(valid)
     return tile
+
+
+def _window(offsets, extent) -> tuple:
+    """The slices of a window of `extent` at `offsets`; a [rows, cols] extent with offsets
+    [b, r, c] is the window [1, rows, cols] of batch b of a [B, rows, cols] tensor."""
+    extent = (1,) * (len(offsets) - len(extent)) + tuple(extent)
+    return tuple(builtins.slice(o, o + e) for o, e in zip(offsets, extent, strict=True))
 
 
 def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", shapes=None,
@@ -1124,8 +1144,8 @@ def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", sha
     """Write the tile's valid region into the tensor at `offsets` (in place); `shapes`
     restates the tile's shape (checked by the compiler)."""
     extent = tuple(valid) if valid is not None else tuple(tile.shape)
-    window = tuple(builtins.slice(o, o + e) for o, e in zip(offsets, extent, strict=True))
-    part = tile[tuple(builtins.slice(0, e) for e in extent)]
+    window = _window(offsets, extent)
+    part = tile[tuple(builtins.slice(0, e) for e in extent)].reshape(tensor[window].shape)
     if atomic == "Add":
         # Accumulate in the tensor's dtype, one rounding per add, as the atomic unit does.
         tensor[window] = tensor[window] + part

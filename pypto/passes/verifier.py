@@ -356,6 +356,13 @@ class _TileVars(_Finder):
 _tile_vars = _TileVars.within
 
 
+def check_tiles_flat(program: Program, backend) -> None:
+    for fn in program.functions:
+        for var, stmt in _tile_vars(fn):
+            if len(var.type.shape) > 2:
+                raise _Violation(f"tile `{var.name}` is {list(var.type.shape)}", stmt)
+
+
 def check_memory_spaces(program: Program, backend) -> None:
     for fn in program.functions:
         for var, stmt in _tile_vars(fn):
@@ -401,6 +408,7 @@ CHECKS = {
     IRProperty.DirectionsResolved: check_directions,
     IRProperty.TileLevelKernels: check_tile_level,
     IRProperty.CastsLegal: check_casts,
+    IRProperty.TilesFlat: check_tiles_flat,
     IRProperty.MemorySpacesInferred: check_memory_spaces,
     IRProperty.AddressesAllocated: check_addresses,
 }
