@@ -23,7 +23,8 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpa
               "get_block_idx", "get_block_num",
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc",
               "tile.gemv_bias", "tile.matmul_bias", "max", "min", "ci", "random",
-              "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb", "tri", "sels")
+              "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb", "tri", "sels",
+              "batch_matmul")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag", "tensor.gather", "scatter_update")
 # Other spellings of a registry operator, per level.

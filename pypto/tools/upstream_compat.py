@@ -56,10 +56,6 @@ WHY = {
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
     "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
-    "batch": "tiles and tensor-level operators are rank 2 here (a rank-3 tile does not "
-             "place, a rank-3 tensor in pl.at is refused), so neither pl.batch_matmul's tiles "
-             "nor pl.matmul's rank > 2 tensors exist: reshape to [B * M, K] on the host and "
-             "pl.matmul each batch's rows in a pl.range loop",
     "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
                   "does not have (values cross through global memory); remove it",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
@@ -72,11 +68,11 @@ WHY = {
 _DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "INT8",
                      "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32")
 _OPS_SUPPORTED = (
-    "abs", "add", "and_", "ands", "assemble", "cast", "cmp", "col_argmax", "col_argmin",
-    "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif", "col_expand_max",
-    "col_expand_min", "col_expand_mul", "col_expand_sub", "col_max", "col_min", "col_prod",
-    "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp", "expands",
-    "fillpad", "fillpad_expand", "fmod", "fmods", "full", "get_block_idx", "load", "log",
+    "abs", "add", "and_", "ands", "assemble", "batch_matmul", "cast", "cmp", "col_argmax",
+    "col_argmin", "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif",
+    "col_expand_max", "col_expand_min", "col_expand_mul", "col_expand_sub", "col_max", "col_min",
+    "col_prod", "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp",
+    "expands", "fillpad", "fillpad_expand", "fmod", "fmods", "full", "get_block_idx", "load", "log",
     "matmul", "matmul_acc", "max", "maximum", "min", "minimum", "move", "mrgsort", "mul", "neg",
     "not_", "or_", "ors", "part_add", "part_max", "part_min", "part_mul", "read", "recip",
     "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
@@ -101,7 +97,8 @@ _LANGUAGE_SUPPORTED = (
     "parse_program", "pipeline", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
-_TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
+_TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "cmps", "create",
+                   "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
                    "get_block_num", "load", "lrelu", "matmul_bias", "max", "maximums", "mgather",
                    "min", "minimums", "move", "mrgsort", "mscatter", "prelu", "read", "relu",
@@ -127,7 +124,6 @@ _ABSENT = {
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),
     "memref": ("MemRef",),
-    "batch": ("batch_matmul",),
     "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }
@@ -178,6 +174,11 @@ CONSTRUCTS = (
      "does (one artifact serves every value; the results are the same)"),
     ("`valid_shape=[16, n]` with a runtime `n`", SUPPORTED,
      "the tile's valid region is set at run time (load, fillpad, store)"),
+    ("`pl.matmul` of rank > 2 tensors in a `pl.at` block ([B, M, K] x [B, K, N], a batch "
+     "of 1 or a rank-2 operand broadcast)", SUPPORTED,
+     "lowered whole-K batch by batch (a pl.range over b of the 2-D product); rank 3 at most "
+     "(reshape more leading dimensions into one batch). A [B, M, K] tile "
+     "(`pl.batch_matmul`'s operands) is B [M, K] tiles, each placed as one"),
     ("tensor-level `pl.matmul` with vector work in one `pl.at`, `pl.split(UP_DOWN|LEFT_RIGHT)`",
      SUPPORTED, "the value crosses through a scratch tensor; split halves the vector work"),
     ("`with pl.spmd(n): out = kernel(...)` and `pl.spmd(core_num=, sync_start=)`", SUPPORTED,

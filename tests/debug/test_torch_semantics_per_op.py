@@ -138,6 +138,9 @@ UNCHECKED = {
     "scatter_update": "computed as `tile.mscatter` (coalesce='row', TensorToTile); checked "
                       "through it (and against torch in tests/ops/test_ops_tensor_scatter.py)",
     "tensor.random": "computed as `random` tiles (TensorToTile); checked through `random`",
+    "batch_matmul": "one `matmul` per batch (FlattenBatchTiles), checked through it; "
+                    "torch_runtime.batch_matmul against both simulators in "
+                    "tests/ops/test_ops_batch_matmul.py",
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
     "array.update_element": "orchestration only: task ids, no data",
