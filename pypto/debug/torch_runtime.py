@@ -23,6 +23,7 @@ from ..ir.dtypes import DataType
 from ..ir.layout import tile_layout
 from ..ir.ops import all_ops
 from ..ir.ops.gather import COALESCE, GATHER_OOB, policy
+from ..ir.ops.movement import window_extent
 from ..ir.types import TileType
 from . import rounding
 
@@ -1133,9 +1134,9 @@ def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory=
 
 
 def _window(offsets, extent) -> tuple:
-    """The slices of a window of `extent` at `offsets`; a [rows, cols] extent with offsets
-    [b, r, c] is the window [1, rows, cols] of batch b of a [B, rows, cols] tensor."""
-    extent = (1,) * (len(offsets) - len(extent)) + tuple(extent)
+    """The slices of a window of `extent` at `offsets` (`window_extent`: a [rows, cols]
+    extent with offsets [b, r, c] is the window [1, rows, cols] of batch b)."""
+    extent = window_extent(len(offsets), extent)
     return tuple(builtins.slice(o, o + e) for o, e in zip(offsets, extent, strict=True))
 
 

@@ -116,7 +116,7 @@ def _acc_dtypes(inputs: DataType) -> frozenset:
 def _infer_matmul(args, attrs, span):
     lhs, rhs = (a.type for a in args)
     batch = None
-    if any(len(getattr(t, "shape", ())) == 3 for t in (lhs, rhs)):
+    if any(len(getattr(t, "shape", ())) > 2 for t in (lhs, rhs)):
         if isinstance(lhs, TileType) or isinstance(rhs, TileType):
             raise TypeCheckError(
                 f"pl.matmul multiplies [M, K] tiles; got {describe(lhs)} x {describe(rhs)}",

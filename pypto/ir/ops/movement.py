@@ -42,10 +42,15 @@ def _const_value(e):
     return value if isinstance(value, int) and not hasattr(e, "name") else None
 
 
+def window_extent(rank: int, extent) -> tuple:
+    """The extent of a load's or store's window in a tensor of `rank` dimensions: a
+    [rows, cols] tile of a [B, rows, cols] tensor (offsets [b, r, c]) is the window
+    [1, rows, cols] of one batch."""
+    return (1,) * (rank - len(extent)) + tuple(extent)
+
+
 def _check_window(op, tensor, offsets, shape, span):
     rank = len(tensor.shape)
-    # A [rows, cols] tile of a [B, rows, cols] tensor is the window [1, rows, cols] of
-    # one batch (offsets [b, r, c]).
     batch_slab = rank == 3 and len(shape) == 2
     if (len(shape) != rank and not batch_slab) or len(offsets) != rank:
         raise TypeCheckError(
@@ -55,8 +60,7 @@ def _check_window(op, tensor, offsets, shape, span):
             hint="a [rows, cols] tile of one batch of a [B, rows, cols] tensor takes the "
                  "offsets [b, row, col]" if rank == 3 else None,
         )
-    if batch_slab:
-        shape = (1, *shape)
+    shape = window_extent(rank, shape)
     for off, size, dim in zip(offsets, shape, tensor.shape, strict=True):
         start = _const_value(off)
         if not isinstance(size, int):
