@@ -24,7 +24,7 @@ def tile_batch_matmul(a: pl.Tensor[[2, 16, 32], pl.FP16], b: pl.Tensor[[2, 32, 4
 def tile_broadcasts(a1: pl.Tensor[[1, 16, 32], pl.BF16], b3: pl.Tensor[[3, 32, 16], pl.BF16],
                     w: pl.Tensor[[16, 32], pl.BF16],
                     c1: pl.Out[pl.Tensor[[3, 16, 16], pl.FP32]],
-                    c2: pl.Out[pl.Tensor[[3, 32, 32], pl.FP32]]):
+                    c2: pl.Out[pl.Tensor[[2, 32, 32], pl.FP32]]):
     """A batch of 1 (a1) and a [K, N] tile (w) stand for every batch of the other operand;
     b3's batches 1 and 2 are loaded from offset [1, 0, 0] as a [2, 32, 16] Left tile."""
     a_left = pl.move(pl.load(a1, [0, 0, 0], [1, 16, 32], target_memory=pl.Mem.Mat), pl.Mem.Left)
@@ -34,14 +34,14 @@ def tile_broadcasts(a1: pl.Tensor[[1, 16, 32], pl.BF16], b3: pl.Tensor[[3, 32, 1
     b_left = pl.tile.move(pl.load(b3, [1, 0, 0], [2, 32, 16], target_memory=pl.Mem.Mat),
                           pl.Mem.Left)
     w_right = pl.move(pl.load(w, [0, 0], [16, 32], target_memory=pl.Mem.Mat), pl.Mem.Right)
-    c2 = pl.store(pl.tile.batch_matmul(b_left, w_right), [1, 0, 0], c2)
+    c2 = pl.store(pl.tile.batch_matmul(b_left, w_right), [0, 0, 0], c2)
     return c1, c2
 
 
 @pl.jit.incore
 def batch_elementwise(x: pl.Tensor[[2, 16, 32], pl.FP32], y: pl.Tensor[[2, 16, 32], pl.FP32],
                       out: pl.Out[pl.Tensor[[2, 16, 32], pl.FP32]],
-                      one: pl.Out[pl.Tensor[[2, 16, 32], pl.FP32]]):
+                      one: pl.Out[pl.Tensor[[1, 16, 32], pl.FP32]]):
     """[B, rows, cols] Vec tiles: the operators work batch by batch; a [1, 16, 32] tile
     is one batch."""
     t = pl.load(x, [0, 0, 0], [2, 16, 32])

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.errors import LoweringError, TypeCheckError
+from ..ir.errors import InternalError, LoweringError, TypeCheckError
 from ..ir.nodes import Assign, Call, Const, ExprList, ExprStmt, Var
 from ..ir.ops import get_op, make_call
 from ..ir.ops.inference import fmt_shape
@@ -45,6 +45,13 @@ def batched(t) -> bool:
     return isinstance(t, TileType) and len(t.shape) == 3
 
 
+def _tile(value) -> TileType:
+    """The tile type of a tile value (a statement on tiles reads and writes only those)."""
+    if not isinstance(value.type, TileType):
+        raise InternalError(f"FlattenBatchTiles: {value} is not a tile")
+    return value.type
+
+
 class FlattenBatchTiles(FunctionPass):
     name = "FlattenBatchTiles"
     produces = (IRProperty.TilesFlat,)
@@ -64,15 +71,16 @@ class _Flatten(IRMutator):
 
     def batches(self, var: Var, stmt) -> list[Var]:
         """The [rows, cols] variables of a [B, rows, cols] tile variable's batches."""
-        t = slab(var.type)
+        whole = _tile(var)
+        t = slab(whole)
         if t is None:
             raise LoweringError(
-                f"`{var.name}` is valid in {fmt_shape(var.type.valid)} of "
-                f"{fmt_shape(var.type.shape)}: a [B, rows, cols] tile is valid in every batch",
+                f"`{var.name}` is valid in {fmt_shape(whole.valid)} of "
+                f"{fmt_shape(whole.shape)}: a [B, rows, cols] tile is valid in every batch",
                 stmt.span, hint="give it valid_shape=[B, rows, cols]")
         names = self.batch_names.get(var.name)
         if names is None:
-            names = [self.names.fresh(f"{var.name}_b{i}") for i in range(var.type.shape[0])]
+            names = [self.names.fresh(f"{var.name}_b{i}") for i in range(whole.shape[0])]
             self.batch_names[var.name] = names
         return [Var(n, t, var.span) for n in names]
 
@@ -91,6 +99,8 @@ class _Flatten(IRMutator):
             return [Assign((d,), s, stmt.span) for d, s in
                     zip(self.batches(stmt.targets[0], stmt), self.batches(value, stmt),
                         strict=True)]
+        if not isinstance(value, Call):
+            raise InternalError(f"FlattenBatchTiles: {stmt} binds a tile to no operator call")
         if value.op == "load":
             return self._load(stmt, value)
         if value.op == "store":
@@ -107,8 +117,8 @@ class _Flatten(IRMutator):
         for i, dst in enumerate(self.batches(stmt.targets[0], stmt)):
             at = ExprList((index_add(b, Const(i, INDEX)), r, c))
             load = make_call("load", tensor, at, span=call.span,
-                             **{**attrs, "shapes": dst.type.shape,
-                                "valid_shape": dst.type.valid_shape})
+                             **{**attrs, "shapes": _tile(dst).shape,
+                                "valid_shape": _tile(dst).valid_shape})
             out.append(Assign((dst,), load, stmt.span))
         return out
 
@@ -144,7 +154,7 @@ class _Flatten(IRMutator):
         op = get_op(call.op)
         (target,) = stmt.targets
         tiles = [a for a in call.args if isinstance(getattr(a, "type", None), TileType)]
-        counts = {t.type.shape[0] for t in (target, *tiles) if batched(t.type)}
+        counts = {_tile(t).shape[0] for t in (target, *tiles) if batched(t.type)}
         if not (batched(target.type) and all(batched(t.type) for t in tiles)
                 and len(counts) == 1):
             raise self._refused(call, stmt)
@@ -158,17 +168,18 @@ class _Flatten(IRMutator):
                 one = make_call(call.op, *operands, span=call.span, **dict(call.attrs))
             except TypeCheckError:
                 raise self._refused(call, stmt) from None
+            want = _tile(dst)
             if not isinstance(one.type, TileType) or (one.type.shape, one.type.dtype,
                                                       one.type.valid) != \
-                    (dst.type.shape, dst.type.dtype, dst.type.valid):
+                    (want.shape, want.dtype, want.valid):
                 raise self._refused(call, stmt)
             out.append(Assign((replace(dst, type=one.type),), one, stmt.span))
         return out
 
     @staticmethod
     def _refused(call: Call, stmt) -> LoweringError:
-        shapes = ", ".join(fmt_shape(a.type.shape) for a in call.args
+        shapes = ", ".join(fmt_shape(_tile(a).shape) for a in call.args
                            if isinstance(getattr(a, "type", None), TileType))
+        result = fmt_shape(getattr(call.type, "shape", ()))
         return LoweringError(f"pl.{call.op} does not work batch by batch on these tiles "
-                             f"({shapes or 'none'} -> {fmt_shape(call.type.shape)})",
-                             stmt.span, hint=_HINT)
+                             f"({shapes or 'none'} -> {result})", stmt.span, hint=_HINT)
