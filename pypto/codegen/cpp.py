@@ -227,6 +227,9 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "index_gather", "fn": op.isa, "dst": self.tile(dst),
                 "args": [self.tile(a) for a in call.args]}
 
+    def _form_tile_scatter(self, op, call, dst, s):
+        return self._form_index_gather(op, call, dst, s) | {"kind": "tile_scatter"}
+
     def _form_binary(self, op, call, dst, s):
         a, b = call.args
         if isinstance(a.type, TileType) and isinstance(b.type, TileType):

@@ -1233,6 +1233,39 @@ def scatter_update(input: torch.Tensor, index: torch.Tensor, src: torch.Tensor, 
     return input
 
 
+def _scatter_flat(flat: torch.Tensor, at: torch.Tensor, values: torch.Tensor) -> None:
+    """flat[at[k]] = values[k] in order of k (of two with one index the later stays), in
+    place: each written position takes the value of the largest k naming it."""
+    order = torch.arange(at.numel())
+    last = torch.full((flat.numel(),), -1, dtype=torch.long).scatter_reduce(
+        0, at.reshape(-1), order, "amax")
+    written = last >= 0
+    flat[written] = values.reshape(-1)[last[written]]
+
+
+def tile_scatter(dst: torch.Tensor, src: torch.Tensor, indexes: torch.Tensor,
+                 valid=None) -> torch.Tensor:
+    """A copy of dst with dst.flatten()[indexes[r, c]] = src[r, c] over the index tile's valid
+    region in row-major order (of two with one index the later stays); an index outside
+    dst is an error (IndexError)."""
+    region = _valid_part(indexes, valid)
+    out = dst.clone()
+    at, _ = _table_indices("tile.scatter", indexes[region], out.numel(), "undefined")
+    _scatter_flat(out.view(-1), at, src[region])
+    return out
+
+
+def tensor_scatter(input: torch.Tensor, dim=None, index=None, src=None,  # noqa: A002
+                   mask_pattern=None, dst=None) -> torch.Tensor:
+    """input[b, index[b, k]] = src[b, k] for every row b, in order of k (of two with one index
+    the later stays), in place; an index outside input's row is an error (IndexError)."""
+    width = input.shape[1]
+    at, _ = _table_indices("scatter", index, width, "undefined")
+    rows = torch.arange(input.shape[0]).unsqueeze(1) * width
+    _scatter_flat(input.view(-1), at + rows, src)
+    return input
+
+
 def tile_gather(src: torch.Tensor, indices: torch.Tensor, tmp=None, valid=None) -> torch.Tensor:
     """A tile of indices' shape: [r, c] is src.flatten()[indices[r, c]] over indices' valid
     region, 0 for an index outside src and in the padding."""

@@ -109,6 +109,9 @@ del _name, _op
 for _name, _why in namespaces.REFUSED.items():
     globals()[_name] = RefusedName(_name, _why)  # `pl.create_l1`: refused at its line
 del _name, _why
+scatter = OpStub("tensor.scatter", spelling="scatter")
+"""`pl.scatter(input, -1, index, src)`: upstream's element scatter of tensors in a `pl.at`
+block (pl.tensor.scatter); within a tile it is pl.tile.scatter."""
 arange = OpStub("ci", spelling="arange")
 """`pl.arange(start, [1, n])`: upstream's name of the integer sequence `pl.ci` (a tensor in a
 `pl.at` block, a tile in a kernel)."""
@@ -145,7 +148,7 @@ __all__ = [
     "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "submit",
     "spmd_submit",
     "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",
-    "system", "arange",
+    "system", "arange", "scatter",
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
     *namespaces.REFUSED,

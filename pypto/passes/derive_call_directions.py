@@ -29,6 +29,10 @@ from ..ir.types import AtomicType, Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
 from .manager import Pass
 from .outline_incore import WRITE_OPS
+
+# Writes that read their destination too: pl.scatter loads each row of its input, writes
+# some elements and stores the row back (the task is InOut on it, not Out).
+READS_DESTINATION = ("tensor.scatter",)
 from .properties import IRProperty
 
 
@@ -77,6 +81,8 @@ class _Access(IRVisitor):
             for arg in expr.args:
                 if arg is dst and isinstance(arg, Var):
                     self._write(arg.name, expr.span)
+                    if expr.op in READS_DESTINATION:
+                        self.read.add(arg.name)
                 else:
                     self.visit_expr(arg)
             return

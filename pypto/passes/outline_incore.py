@@ -42,7 +42,7 @@ from .narrow_task_arguments import narrow_task_arguments
 from .properties import IRProperty
 
 # The operators that write into a tensor (`write_destination` names which argument).
-WRITE_OPS = ("assemble", "store", "tile.mscatter", "scatter_update")
+WRITE_OPS = ("assemble", "store", "tile.mscatter", "scatter_update", "tensor.scatter")
 
 
 def written_tensor(stmt) -> str | None:
