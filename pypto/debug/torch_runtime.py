@@ -1235,12 +1235,14 @@ def scatter_update(input: torch.Tensor, index: torch.Tensor, src: torch.Tensor, 
 
 def _scatter_flat(flat: torch.Tensor, at: torch.Tensor, values: torch.Tensor) -> None:
     """flat[at[k]] = values[k] in order of k (of two with one index the later stays), in
-    place: each written position takes the value of the largest k naming it."""
+    place: each written position takes the value of the largest k naming it (moved as
+    signed integers of the element's width, which every dtype's bits fit and torch indexes)."""
+    bits = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[flat.element_size()]
     order = torch.arange(at.numel())
     last = torch.full((flat.numel(),), -1, dtype=torch.long).scatter_reduce(
         0, at.reshape(-1), order, "amax")
     written = last >= 0
-    flat[written] = values.reshape(-1)[last[written]]
+    flat.view(bits)[written] = values.contiguous().view(bits).reshape(-1)[last[written]]
 
 
 def tile_scatter(dst: torch.Tensor, src: torch.Tensor, indexes: torch.Tensor,

@@ -6,7 +6,8 @@ semantics bit for bit, on every dtype the scatter takes; of two rows with one in
 later stays; upstream's three call spellings bind alike; an index out of range is a
 KernelError and bad calls are refused at their line.  The scatter is a write of its input:
 dependency inference orders a later reader after it.  pl.tile.mscatter(coalesce='row') is
-checked here too (tests/ops/test_ops_gather.py has the element form)."""
+checked here too (tests/ops/test_ops_gather.py has the element form).  pl.scatter's index
+form and pl.tile.scatter (TSCATTER) are in tests/ops/test_ops_scatter.py."""
 
 from __future__ import annotations
 
@@ -249,7 +250,7 @@ def entry(s: pl.Tensor[[8, 32], pl.FP32], e: pl.Tensor[[8, 32], pl.INT32],
     assert lines[error.span.line - 1].strip() == statement and message in str(error)
 
 
-# -- upstream's L1 gathers and pl.tensor.scatter: refused at their line, saying why
+# -- upstream's L1 gathers: refused at their line, saying why
 
 
 @pytest.mark.parametrize(("statement", "why"), [
@@ -259,10 +260,8 @@ def entry(s: pl.Tensor[[8, 32], pl.FP32], e: pl.Tensor[[8, 32], pl.INT32],
     ("kv = pl.tensor.gather_row(c, c, [0, 0], [1, 0], [1, 32])", "pl.create_l1"),
     ("kv = pl.paged_gather(c, i, i, 16, 32, 8)", "pl.tile.mgather"),
     ("kv = pl.tensor.paged_gather(c, i, i, 16, 32, 8)", "pl.tile.mgather"),
-    ("c = pl.scatter(c, -1, i, s)", "TSCATTER"),
-    ("c = pl.tensor.scatter(c, mask_pattern=1, dst=c)", "TSCATTER"),
 ])
-def test_upstreams_l1_gathers_and_scatter_are_refused_at_their_line_saying_why(statement, why):
+def test_upstreams_l1_gathers_are_refused_at_their_line_saying_why(statement, why):
     source = f'''
 import pypto.language as pl
 

@@ -129,10 +129,10 @@ def _infer_tile_scatter(args, attrs, span):
             f"pl.tile.scatter: indexes must be an {_index_names(dst.dtype)} tile for "
             f"{dst.dtype.itemsize}-byte {dst.dtype.name} elements (TSCATTER's index width), "
             f"got {describe(idx)}", span,
-            hint=f"pl.cast the indices to pl.{sorted(d.name for d in tscatter_index_dtypes(dst.dtype))[0]}")
-    if tuple(idx.shape) != tuple(src.shape) or tuple(idx.valid) != tuple(src.valid):
+            hint=f"pl.cast the indices to pl.{min(d.name for d in tscatter_index_dtypes(dst.dtype))}")
+    if tuple(idx.shape) != tuple(src.shape):
         raise TypeCheckError(
-            f"pl.tile.scatter: indexes ({describe(idx)}) must have src's shape and valid region "
+            f"pl.tile.scatter: indexes ({describe(idx)}) must have src's shape "
             f"({describe(src)}): one flat index per element", span)
     return TileType(dst.shape, dst.dtype, valid_shape=dst.valid_shape)
 
@@ -147,8 +147,9 @@ register(
         "element indexes[r, c] of its row-major storage (dst.flatten()[k]) set to src[r, c], "
         "for every [r, c] of the index tile's valid region in row-major order, so of two "
         "with one index the later stays.  src has dst's dtype (FP16, BF16, FP32, INT8/16/32, "
-        "UINT8/16/32); indexes has src's shape and valid region, INT32 / UINT32 for 4-byte "
-        "elements, INT16 / UINT16 for 2- and 1-byte ones (TSCATTER's).  dst must be one row "
+        "UINT8/16/32); indexes has src's shape, INT32 / UINT32 for 4-byte "
+        "elements, INT16 / UINT16 for 2- and 1-byte ones (TSCATTER's); the index tile's valid "
+        "region says which elements are written.  dst must be one row "
         "or have rows of whole 32-byte blocks.  An index outside [0, dst's element count) "
         "is refused by the simulators (KernelError).  Returns the new tile (dst's valid "
         "region); `t = pl.tile.scatter(t, src, idx)` updates t in place.",
