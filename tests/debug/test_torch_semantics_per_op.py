@@ -137,6 +137,8 @@ UNCHECKED = {
     "tensor.gather": "computed as `tile.mgather` (TensorToTile); checked through it",
     "scatter_update": "computed as `tile.mscatter` (coalesce='row', TensorToTile); checked "
                       "through it (and against torch in tests/ops/test_ops_tensor_scatter.py)",
+    "tensor.scatter": "computed as `tile.scatter` row by row (TensorToTile); checked through "
+                      "it (and against torch in tests/ops/test_ops_scatter.py)",
     "tensor.random": "computed as `random` tiles (TensorToTile); checked through `random`",
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
@@ -218,6 +220,11 @@ MOVEMENT = {
                   "o_mscatter = pl.tile.mscatter(pl.load(b, [0, 0], [16, 32]), u, o_mscatter)",
                   "r = pl.load(o_mscatter, [0, 0], [16, 32])"]),
     # Rows in range, one repeated (the later row stays).
+    # In-range flat indices, some repeated (the later stays), into b's values.
+    "tile_scatter": (("tile.scatter",), [R, C],
+                     ["t = pl.load(a, [0, 0], [16, 32])",
+                      "u = pl.ands(pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc'), 511)",
+                      "r = pl.tile.scatter(pl.load(b, [0, 0], [16, 32]), t, u)"]),
     "mscatter_row": (("tile.mscatter",), [R, C],
                      ["o_mscatter_row = pl.store(pl.full([16, 32], pl.FP32, 0.0), [0, 0], "
                       "o_mscatter_row)",

@@ -18,9 +18,10 @@ from pypto.sim import INCLUDE_DIR
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
-# They become pl.store / pl.full / pl.tile.ci / pl.tile.mgather / pl.tile.random in TensorToTile.
+# They become pl.store / pl.full / pl.tile.ci / pl.tile.mgather / pl.tile.random /
+# pl.tile.mscatter / pl.tile.scatter in TensorToTile.
 LOWERED_BEFORE_CODEGEN = {"assemble", "tensor.full", "tensor.ci", "tensor.gather", "tensor.random",
-                          "scatter_update"}
+                          "scatter_update", "tensor.scatter"}
 
 
 def _isa_functions() -> set[str]:
