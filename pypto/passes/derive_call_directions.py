@@ -29,11 +29,11 @@ from ..ir.types import AtomicType, Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
 from .manager import Pass
 from .outline_incore import WRITE_OPS
+from .properties import IRProperty
 
 # Writes that read their destination too: pl.scatter loads each row of its input, writes
 # some elements and stores the row back (the task is InOut on it, not Out).
 READS_DESTINATION = ("tensor.scatter",)
-from .properties import IRProperty
 
 
 class _Access(IRVisitor):

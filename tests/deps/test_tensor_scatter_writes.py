@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from scatter_programs import row_scattered
 
 import pypto.language as pl
 from pypto.runtime import RaceError, RunConfig
@@ -19,14 +20,6 @@ ROWS, S, K = 8, 32, 4
 def indices() -> torch.Tensor:
     return torch.randint(0, S, (ROWS, K), generator=torch.Generator().manual_seed(2),
                          dtype=torch.int32)
-
-
-def scattered(t: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-    want = t.clone()
-    for b in range(ROWS):
-        for k in range(K):
-            want[b, int(index[b, k])] = src[b, k]
-    return want
 
 
 @pl.jit
@@ -45,7 +38,7 @@ def test_the_scatter_task_is_ordered_between_the_writer_and_the_reader(read_dfx)
     t, src = torch.randn(ROWS, S), torch.randn(ROWS, K)
     args = [t.clone(), indices(), src, torch.zeros(ROWS, S)]
     fill_scatter_read(*args, config=RunConfig(enable_dep_gen=True))
-    want = scattered(t * 2.0, indices(), src)
+    want = row_scattered(t * 2.0, indices(), src)
     assert torch.equal(args[0], want) and torch.equal(args[3], want + 1.0)
     edges = {(e["src"], e["dst"], e["kind"]) for e in read_dfx("deps.json")["edges"]}
     assert {(0, 1, "RAW"), (1, 2, "RAW")} <= edges

@@ -10,23 +10,10 @@ from __future__ import annotations
 import pytest
 import torch
 from cpu_models import outputs_agreeing_with_the_simulator
-
-import pypto.language as pl
+from scatter_programs import C, K, R, row_scattered, scatter_in_tile, scatter_rows, scattered
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")]
-
-R, C, K = 4, 32, 16  # dst [R, C]; src / indexes [2, K], their valid region [2, 12]
-
-
-@pl.jit.incore
-def scatter_in_tile(d: pl.Tensor, s: pl.Tensor, i: pl.Tensor, out: pl.Out[pl.Tensor]):
-    t = pl.load(d, [0, 0], [R, C])
-    at = pl.load(i, [0, 0], [2, K], valid_shape=[2, 12])
-    t = pl.tile.scatter(t, pl.load(s, [0, 0], [2, K]), at)
-    out = pl.store(t, [0, 0], out)
-    return out
-
 
 CASES = {"FP32": (torch.float32, torch.int32), "BF16": (torch.bfloat16, torch.uint16),
          "INT16": (torch.int16, torch.int16), "INT8": (torch.int8, torch.int16)}
@@ -56,19 +43,10 @@ def test_a_tile_scatter_agrees_with_the_simulator_keeping_dsts_other_elements(ca
     dtype, index_dtype = CASES[case]
     arguments = _arguments(dtype, index_dtype)
     d, s, at, _ = arguments()
-    want = d.clone().reshape(-1)
-    for k, v in zip(at[:, :12].reshape(-1).tolist(), s[:, :12].reshape(-1), strict=True):
-        want[k] = v
+    want = scattered(d, at[:, :12], s[:, :12])
     (got,) = outputs_agreeing_with_the_simulator(scatter_in_tile, arguments, 3, platform)
-    assert torch.equal(got.view(torch.uint8), want.reshape(R, C).view(torch.uint8))
+    assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
     assert torch.equal(got.reshape(-1)[77:78].view(torch.uint8), s[1, 5:6].view(torch.uint8))
-
-
-@pl.jit
-def scatter_rows(t: pl.InOut[pl.Tensor], index: pl.Tensor, src: pl.Tensor):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.scatter(t, -1, index, src)
-    return t
 
 
 def _tensor_arguments():
@@ -81,9 +59,6 @@ def _tensor_arguments():
 @pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
 def test_a_tensor_level_scatter_agrees_with_the_simulator(platform):
     t, index, src = _tensor_arguments()
-    want = t.clone()
-    for b in range(8):
-        for k in range(6):
-            want[b, index[b, k]] = src[b, k]
-    (got,) = outputs_agreeing_with_the_simulator(scatter_rows, _tensor_arguments, 0, platform)
+    want = row_scattered(t, index, src)
+    got = outputs_agreeing_with_the_simulator(scatter_rows, _tensor_arguments, 0, platform)[0]
     assert torch.equal(got, want) and got[2, 9] == src[2, 2]

@@ -12,10 +12,11 @@ from __future__ import annotations
 import pytest
 import torch
 from located_errors import raised_by
+from scatter_programs import C, K, R, row_scattered, scatter_in_tile, scatter_rows, scattered
 from sim_and_torch import sim_and_torch
 
 import pypto.language as pl
-from pypto.ir import CapacityError, LoweringError, TypeCheckError
+from pypto.ir import LoweringError, TypeCheckError
 from pypto.runtime import KernelError, RunConfig
 
 pytestmark = [pytest.mark.small_tiles,
@@ -45,27 +46,7 @@ def same(got: torch.Tensor, want: torch.Tensor) -> bool:
     return got.dtype == want.dtype and torch.equal(got.view(torch.uint8), want.view(torch.uint8))
 
 
-def scattered(dst: torch.Tensor, at: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-    """torch's meaning of the tile form: dst.flatten()[at[k]] = src[k] in order of k."""
-    want = dst.clone().reshape(-1)
-    for k, v in zip(at.reshape(-1).tolist(), src.reshape(-1), strict=True):
-        want[k] = v
-    return want.reshape(dst.shape)
-
-
 # -- pl.tile.scatter
-
-R, C, K = 4, 32, 16  # dst [R, C]; src and indexes [2, K], the indexes' valid region [2, 12]
-
-
-@pl.jit.incore
-def scatter_in_tile(d: pl.Tensor, s: pl.Tensor, i: pl.Tensor, out: pl.Out[pl.Tensor]):
-    t = pl.load(d, [0, 0], [R, C])
-    at = pl.load(i, [0, 0], [2, K], valid_shape=[2, 12])
-    t = pl.tile.scatter(t, pl.load(s, [0, 0], [2, K]), at)
-    out = pl.store(t, [0, 0], out)
-    return out
-
 
 def tile_arguments(dtype: torch.dtype, index_dtype: torch.dtype) -> list:
     at = torch.randint(0, R * C, (2, K), generator=torch.Generator().manual_seed(3))
@@ -151,27 +132,11 @@ def entry(f: pl.Tensor[[4, 32], pl.FP32], h: pl.Tensor[[4, 32], pl.FP16],
 ROWS, S, KS = 8, 48, 6
 
 
-def row_scattered(t: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-    """torch's meaning: t[b, index[b, k]] = src[b, k] in order of k."""
-    want = t.clone()
-    for b in range(t.shape[0]):
-        for k in range(index.shape[1]):
-            want[b, int(index[b, k])] = src[b, k]
-    return want
-
-
 def row_index(index_dtype: torch.dtype) -> torch.Tensor:
     index = torch.randint(0, S, (ROWS, KS), generator=torch.Generator().manual_seed(4))
     index[3, :3] = torch.tensor([9, 9, 9])  # src[3, 2] stays
     index[5, 0], index[5, 5] = 0, S - 1
     return index.to(index_dtype)
-
-
-@pl.jit
-def scatter_rows(t: pl.InOut[pl.Tensor], index: pl.Tensor, src: pl.Tensor):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        t = pl.scatter(t, -1, index, src)
-    return t
 
 
 @pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
@@ -274,19 +239,3 @@ def entry(c: pl.InOut[pl.Tensor[[8, 48], pl.FP32]], i: pl.Tensor[[8, 6], pl.INT3
             torch.zeros(8, 64, dtype=torch.int32))
     error, lines = raised_by(source, lambda ns: ns["entry"].lower(*args), cls)
     assert lines[error.span.line - 1].strip() == statement and message in str(error)
-
-
-def test_a_row_too_long_for_the_vec_buffer_is_a_capacity_error_at_the_line():
-    source = '''
-import pypto.language as pl
-
-@pl.jit
-def entry(c: pl.InOut[pl.Tensor[[2, 131072], pl.FP32]], i: pl.Tensor[[2, 4], pl.INT32],
-          s: pl.Tensor[[2, 4], pl.FP32]):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        c = pl.scatter(c, -1, i, s)
-    return c
-'''
-    args = (torch.zeros(2, 131072), torch.zeros(2, 4, dtype=torch.int32), torch.zeros(2, 4))
-    error, lines = raised_by(source, lambda ns: ns["entry"].lower(*args), CapacityError)
-    assert "c = pl.scatter" in lines[error.span.line - 1] and "Vec" in str(error)

@@ -190,21 +190,27 @@ def entry(c: pl.InOut[pl.Tensor[[64, 32], pl.FP32]], i: pl.Tensor[[2, 4], pl.INT
     assert lines[error.span.line - 1].strip() == statement and message in str(error)
 
 
-def test_a_row_too_long_for_the_vec_buffer_is_a_capacity_error_at_the_line():
-    source = '''
+@pytest.mark.parametrize(("statement", "index_shape", "src_shape"), [
+    ("c = pl.scatter_update(c, -2, i, s)", (1, 2), (2, 131072)),
+    ("c = pl.scatter(c, -1, i, s)", (2, 4), (2, 4)),  # tests/ops/test_ops_scatter.py's op
+])
+def test_a_row_too_long_for_the_vec_buffer_is_a_capacity_error_at_the_line(statement,
+                                                                           index_shape,
+                                                                           src_shape):
+    source = f'''
 import pypto.language as pl
 
 @pl.jit
-def entry(c: pl.InOut[pl.Tensor[[4, 131072], pl.FP32]], i: pl.Tensor[[1, 2], pl.INT32],
-          s: pl.Tensor[[2, 131072], pl.FP32]):
+def entry(c: pl.InOut[pl.Tensor[[2, 131072], pl.FP32]], i: pl.Tensor[{list(index_shape)}, pl.INT32],
+          s: pl.Tensor[{list(src_shape)}, pl.FP32]):
     with pl.at(level=pl.Level.CORE_GROUP):
-        c = pl.scatter_update(c, -2, i, s)
+        {statement}
     return c
 '''
-    args = (torch.zeros(4, 131072), torch.zeros(1, 2, dtype=torch.int32),
-            torch.zeros(2, 131072))
+    args = (torch.zeros(2, 131072), torch.zeros(*index_shape, dtype=torch.int32),
+            torch.zeros(*src_shape))
     error, lines = raised_by(source, lambda ns: ns["entry"].lower(*args), CapacityError)
-    assert "c = pl.scatter_update" in lines[error.span.line - 1] and "Vec" in str(error)
+    assert lines[error.span.line - 1].strip() == statement and "Vec" in str(error)
 
 
 # -- pl.tile.mscatter(coalesce='row'): MSCATTER's row form, which scatter_update lowers to

@@ -129,7 +129,7 @@ def _infer_tile_scatter(args, attrs, span):
             f"pl.tile.scatter: indexes must be an {_index_names(dst.dtype)} tile for "
             f"{dst.dtype.itemsize}-byte {dst.dtype.name} elements (TSCATTER's index width), "
             f"got {describe(idx)}", span,
-            hint=f"pl.cast the indices to pl.{min(d.name for d in tscatter_index_dtypes(dst.dtype))}")
+            hint=f"pl.cast the indices to pl.{min(_index_names(dst.dtype).split(' or '))}")
     if tuple(idx.shape) != tuple(src.shape):
         raise TypeCheckError(
             f"pl.tile.scatter: indexes ({describe(idx)}) must have src's shape "
