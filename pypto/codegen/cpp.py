@@ -28,6 +28,7 @@ from ..ir.nodes import (
 )
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce
+from ..ir.ops.prefetch import without_prefetch_hints
 from ..ir.ops.random import SEEDS
 from ..ir.types import (
     INDEX,
@@ -383,6 +384,7 @@ def _window_origin(offsets, stmt):
 
 
 def kernel_source(fn: Function) -> KernelSource:
+    fn = without_prefetch_hints(fn)  # no L2 here: the cache hints change nothing
     builder = _KernelBuilder(fn)
     body = builder.body(fn.body)
     model = {
