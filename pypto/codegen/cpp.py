@@ -30,6 +30,7 @@ from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce
 from ..ir.ops.prefetch import without_prefetch_hints
 from ..ir.ops.random import SEEDS
+from ..ir.ops.task_arrays import SPECIALISED_PARAM_STATUS
 from ..ir.types import (
     INDEX,
     Direction,
@@ -42,7 +43,6 @@ from ..ir.types import (
     TileType,
 )
 from ..ir.visitor import IRVisitor, statements
-from ..runtime.errors import SPECIALISED_PARAM_STATUS
 from .device import device_kernel
 from .environment import render
 from .expressions import (
