@@ -28,7 +28,9 @@ from ..ir.nodes import (
 )
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce
+from ..ir.ops.prefetch import without_prefetch_hints
 from ..ir.ops.random import SEEDS
+from ..ir.ops.task_arrays import SPECIALISED_PARAM_STATUS
 from ..ir.types import (
     INDEX,
     Direction,
@@ -41,7 +43,6 @@ from ..ir.types import (
     TileType,
 )
 from ..ir.visitor import IRVisitor, statements
-from ..runtime.errors import SPECIALISED_PARAM_STATUS
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -386,6 +387,7 @@ def _window_origin(offsets, stmt):
 
 
 def kernel_source(fn: Function) -> KernelSource:
+    fn = without_prefetch_hints(fn)  # no L2 here: the cache hints change nothing
     builder = _KernelBuilder(fn)
     body = builder.body(fn.body)
     model = {

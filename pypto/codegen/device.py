@@ -22,6 +22,7 @@ from ..ir.layout import tile_footprint, tile_layout
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, Var, While
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce
+from ..ir.ops.prefetch import first_prefetch
 from ..ir.ops.random import SEEDS
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import statements
@@ -1086,6 +1087,13 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
     backend's UB bytes) bounds the scratch instructions take (a float-to-integer cast's
     NaN guard, ...), and `backend` (its name) says which form an instruction takes where
     backends differ (pl.cmp)."""
+    if (hint := first_prefetch(fn)) is not None:
+        raise LoweringError(
+            f"pl.{hint.op} in device code: TPREFETCH_ASYNC needs the SDMA workspace the host "
+            "prepares for the kernel (pto-isa's SdmaWorkspaceManager), which this project's "
+            "runtime does not provide", hint.span,
+            hint="the prefetch changes no value: leave it out for device platforms, or run on "
+                 "a simulator platform (a2a3sim, a5sim)")
     builder = _DeviceKernelBuilder(fn, vec_capacity, backend)
     body = insert_pipe_sync(builder.body(fn.body))
     tiles = []

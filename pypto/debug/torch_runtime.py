@@ -1331,6 +1331,26 @@ def array_get_element(array: list, index):
     return array[int(index)]
 
 
+def prefetch_make_context() -> None:
+    """`pl.prefetch.make_context()`: a prefetch context; no L2 cache here, nothing to hold."""
+    return None
+
+
+def prefetch_async_prefetch(src: torch.Tensor, ctx) -> None:
+    """`pl.prefetch.async_prefetch(src, ctx)`: a cache hint; `src` is unchanged."""
+    return None
+
+
+def prefetch_session(ctx) -> None:
+    """`pl.prefetch.session(ctx)`: the prefetch context's session (nothing to hold)."""
+    return None
+
+
+def prefetch_wait(event, session) -> bool:
+    """`pl.prefetch.wait(event, session)`: the done flag, true (no L2 to wait for)."""
+    return True
+
+
 def create_tensor(shape, dtype: str, layout: str = "ND", manual_dep: bool = False,
                   init_value=None) -> torch.Tensor:
     """A scratch buffer holding the device's poison (NaN, or 0xA5 bytes for integers).

@@ -103,6 +103,10 @@ array = OpNamespace("array", {name.split(".")[-1]: name for name in all_ops()
                               if name.startswith("array.")})
 """`pl.array.create(n, pl.TASK_ID)`, `pl.array.update_element(a, i, tid)` (ir/ops/task_arrays).
 """
+prefetch = OpNamespace("prefetch", {name.split(".")[-1]: name for name in all_ops()
+                                    if name.startswith("prefetch.")})
+"""`pl.prefetch.make_context()`, `async_prefetch(src, ctx)`, `session(ctx)`, `wait(evt, s)`
+(ir/ops/prefetch: an L2 cache hint)."""
 
 __all__ = ["REFUSED", "REFUSED_SPELLINGS", "OpNamespace", "SCALAR_SPELLINGS", "array", "tile",
-           "tensor"]
+           "tensor", "prefetch"]

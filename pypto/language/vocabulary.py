@@ -11,6 +11,9 @@ from __future__ import annotations
 from ..ir.dtypes import DataType
 from ..ir.ops import all_ops
 from ..ir.types import (
+    ASYNC_EVENT,
+    ASYNC_SESSION,
+    PREFETCH_CONTEXT,
     TASK_ID,
     AtomicType,
     FunctionType,
@@ -98,6 +101,10 @@ inference (as `no_dep_args=[t]` on its pl.at block or pl.submit)."""
 func_attr = DslBuiltin("func_attr")
 """`pl.func_attr({"split": pl.SplitMode.UP_DOWN})`: function attributes, first statement."""
 TaskId = TASK_ID
+PrefetchAsyncContext = PREFETCH_CONTEXT
+AsyncEvent = ASYNC_EVENT
+AsyncSession = ASYNC_SESSION
+"""The handles of `pl.prefetch.*` (annotations of the values its calls return)."""
 """The type of a task id (`with pl.at(...) as tid`); only `deps=[...]` consumes one."""
 
 _OPERATORS = [name for name in all_ops() if "." not in name]  # `tile.assemble`: pl.tile
@@ -118,6 +125,7 @@ arange = OpStub("ci", spelling="arange")
 tile = namespaces.tile
 tensor = namespaces.tensor
 array = namespaces.array
+prefetch = namespaces.prefetch
 
 
 class _System:
@@ -142,13 +150,13 @@ __all__ = [
     "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
     "SplitMode",
-    "Role", "TaskId", "TASK_ID",
+    "Role", "TaskId", "TASK_ID", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession",
     "at", "range", "unroll", "parallel", "pipeline", "while_", "cond", "yield_", "const",
     "static_assert",
     "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "submit",
     "spmd_submit",
     "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",
-    "system", "arange", "scatter",
+    "prefetch", "system", "arange", "scatter",
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
     *namespaces.REFUSED,

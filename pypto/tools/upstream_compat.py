@@ -98,7 +98,7 @@ _LANGUAGE_SUPPORTED = (
     "dim",
     "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
     "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse", "RUNTIME",
-    "parse_program", "pipeline", "program",
+    "parse_program", "pipeline", "prefetch", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
@@ -124,7 +124,7 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("matmul_mx", "prefetch", "tile.matmul_mx",
+    "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),
     "memref": ("MemRef",),
@@ -215,6 +215,12 @@ CONSTRUCTS = (
     ("`pl.Tensor[[...], dtype, pl.ND]`", SUPPORTED,
      "row-major, what every tensor is here; `pl.DN` / `pl.NZ` there are refused at the "
      "annotation (upstream refuses the DN shorthand)"),
+    ("`pl.prefetch.make_context()` / `async_prefetch(x, ctx)` / `session(ctx)` / "
+     "`wait(evt, session)` in a kernel", SUPPORTED,
+     "upstream's GM -> L2 cache hint, which changes no value: the simulators model no L2 "
+     "(as pto-isa's CPU model) and leave the calls out, `wait` is true; device code refuses "
+     "them at the line (TPREFETCH_ASYNC needs an SDMA workspace the runtime does not "
+     "provide)"),
     ("`pl.loads_program(path)` of a file `Program.as_python()` wrote", SUPPORTED,
      "errors name the file's lines; a file holding a standalone function is refused "
      "(pl.loads reads either)"),

@@ -22,6 +22,7 @@ from sim_and_torch import sim_and_torch
 
 from pypto.debug.torch_runtime import reference
 from pypto.ir.ops import all_ops
+from pypto.ir.ops.prefetch import PREFETCH_OPS
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
@@ -146,6 +147,8 @@ UNCHECKED = {
     "array.get_element": "orchestration only: task ids, no data",
     "expect_value": "orchestration only: a guard, computes nothing "
                     "(tests/language/test_input_values.py)",
+    **{name: "an L2 cache hint: changes no value (tests/language/test_prefetch.py)"
+       for name in PREFETCH_OPS},
 }
 
 
