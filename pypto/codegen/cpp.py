@@ -28,7 +28,9 @@ from ..ir.nodes import (
 )
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce
+from ..ir.ops.prefetch import without_prefetch_hints
 from ..ir.ops.random import SEEDS
+from ..ir.ops.task_arrays import SPECIALISED_PARAM_STATUS
 from ..ir.types import (
     INDEX,
     Direction,
@@ -41,7 +43,6 @@ from ..ir.types import (
     TileType,
 )
 from ..ir.visitor import IRVisitor, statements
-from ..runtime.errors import SPECIALISED_PARAM_STATUS
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -228,6 +229,9 @@ class _KernelBuilder(_StatementModels):
         return {"kind": "index_gather", "fn": op.isa, "dst": self.tile(dst),
                 "args": [self.tile(a) for a in call.args]}
 
+    def _form_tile_scatter(self, op, call, dst, s):
+        return self._form_index_gather(op, call, dst, s) | {"kind": "tile_scatter"}
+
     def _form_binary(self, op, call, dst, s):
         a, b = call.args
         if isinstance(a.type, TileType) and isinstance(b.type, TileType):
@@ -394,6 +398,7 @@ def _batch_window(offsets, stmt):
 
 
 def kernel_source(fn: Function) -> KernelSource:
+    fn = without_prefetch_hints(fn)  # no L2 here: the cache hints change nothing
     builder = _KernelBuilder(fn)
     body = builder.body(fn.body)
     model = {

@@ -1254,6 +1254,41 @@ def scatter_update(input: torch.Tensor, index: torch.Tensor, src: torch.Tensor, 
     return input
 
 
+def _scatter_flat(flat: torch.Tensor, at: torch.Tensor, values: torch.Tensor) -> None:
+    """flat[at[k]] = values[k] in order of k (of two with one index the later stays), in
+    place: each written position takes the value of the largest k naming it (moved as
+    signed integers of the element's width, which every dtype's bits fit and torch indexes)."""
+    bits = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[flat.element_size()]
+    order = torch.arange(at.numel())
+    last = torch.full((flat.numel(),), -1, dtype=torch.long).scatter_reduce(
+        0, at.reshape(-1), order, "amax")
+    written = last >= 0
+    flat.view(bits)[written] = values.contiguous().view(bits).reshape(-1)[last[written]]
+
+
+def tile_scatter(dst: torch.Tensor, src: torch.Tensor, indexes: torch.Tensor,
+                 valid=None) -> torch.Tensor:
+    """A copy of dst with dst.flatten()[indexes[r, c]] = src[r, c] over the index tile's valid
+    region in row-major order (of two with one index the later stays); an index outside
+    dst is an error (IndexError)."""
+    region = _valid_part(indexes, valid)
+    out = dst.clone()
+    at, _ = _table_indices("tile.scatter", indexes[region], out.numel(), "undefined")
+    _scatter_flat(out.view(-1), at, src[region])
+    return out
+
+
+def tensor_scatter(input: torch.Tensor, dim=None, index=None, src=None,  # noqa: A002
+                   mask_pattern=None, dst=None) -> torch.Tensor:
+    """input[b, index[b, k]] = src[b, k] for every row b, in order of k (of two with one index
+    the later stays), in place; an index outside input's row is an error (IndexError)."""
+    width = input.shape[1]
+    at, _ = _table_indices("scatter", index, width, "undefined")
+    rows = torch.arange(input.shape[0]).unsqueeze(1) * width
+    _scatter_flat(input.view(-1), at + rows, src)
+    return input
+
+
 def tile_gather(src: torch.Tensor, indices: torch.Tensor, tmp=None, valid=None) -> torch.Tensor:
     """A tile of indices' shape: [r, c] is src.flatten()[indices[r, c]] over indices' valid
     region, 0 for an index outside src and in the padding."""
@@ -1315,6 +1350,26 @@ def expect_value(x, value) -> None:
 def array_get_element(array: list, index):
     """`tids[i]`: entry i."""
     return array[int(index)]
+
+
+def prefetch_make_context() -> None:
+    """`pl.prefetch.make_context()`: a prefetch context; no L2 cache here, nothing to hold."""
+    return None
+
+
+def prefetch_async_prefetch(src: torch.Tensor, ctx) -> None:
+    """`pl.prefetch.async_prefetch(src, ctx)`: a cache hint; `src` is unchanged."""
+    return None
+
+
+def prefetch_session(ctx) -> None:
+    """`pl.prefetch.session(ctx)`: the prefetch context's session (nothing to hold)."""
+    return None
+
+
+def prefetch_wait(event, session) -> bool:
+    """`pl.prefetch.wait(event, session)`: the done flag, true (no L2 to wait for)."""
+    return True
 
 
 def create_tensor(shape, dtype: str, layout: str = "ND", manual_dep: bool = False,

@@ -33,7 +33,7 @@ from ..ir.printer import print_statement
 from ..ir.types import Direction, FunctionType, ScalarType, TensorType, TileType, same_value_type
 from ..ir.visitor import IRVisitor, statements
 from .manager import PassInstrument
-from .outline_incore import WRITE_OPS
+from .outline_incore import writes_tensor
 from .properties import IRProperty
 
 # AtomicDtypesLegal is established by DeriveCallDirections, which reports an illegal
@@ -326,7 +326,7 @@ def check_directions(program: Program, backend) -> None:
 
 def check_tile_level(program: Program, backend) -> None:
     for call, stmt in _kernel_calls(program):
-        if call.op in WRITE_OPS:
+        if writes_tensor(call):
             if call.op == "assemble" and isinstance(call.args[1].type, TensorType):
                 raise _Violation("a tensor is assembled inside a kernel", stmt)
             continue

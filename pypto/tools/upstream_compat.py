@@ -78,7 +78,7 @@ _OPS_SUPPORTED = (
     "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
     "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
-    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "scatter_update", "sels",
+    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "scatter", "scatter_update", "sels",
     "set_validshape", "shl", "shls", "shr", "shrs", "slice", "sort32", "sqrt", "store", "sub",
     "transpose", "tri", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
@@ -94,7 +94,7 @@ _LANGUAGE_SUPPORTED = (
     "dim",
     "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
     "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse", "RUNTIME",
-    "parse_program", "pipeline", "program",
+    "parse_program", "pipeline", "prefetch", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "cmps", "create",
@@ -102,11 +102,12 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
                    "get_block_num", "load", "lrelu", "matmul_bias", "max", "maximums", "mgather",
                    "min", "minimums", "move", "mrgsort", "mscatter", "prelu", "read", "relu",
-                   "rem", "rems", "rsqrt", "sel", "sels", "sort32", "store", "subc", "subsc",
+                   "rem", "rems", "rsqrt", "scatter", "sel", "sels", "sort32", "store", "subc",
+                   "subsc",
                    "transpose_view", "tri")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
                      "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
-                     "random", "read", "scatter_update", "sort32")
+                     "random", "read", "scatter", "scatter_update", "sort32")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -120,7 +121,7 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("matmul_mx", "prefetch", "tile.matmul_mx",
+    "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),
     "memref": ("MemRef",),
@@ -215,6 +216,12 @@ CONSTRUCTS = (
     ("`pl.Tensor[[...], dtype, pl.ND]`", SUPPORTED,
      "row-major, what every tensor is here; `pl.DN` / `pl.NZ` there are refused at the "
      "annotation (upstream refuses the DN shorthand)"),
+    ("`pl.prefetch.make_context()` / `async_prefetch(x, ctx)` / `session(ctx)` / "
+     "`wait(evt, session)` in a kernel", SUPPORTED,
+     "upstream's GM -> L2 cache hint, which changes no value: the simulators model no L2 "
+     "(as pto-isa's CPU model) and leave the calls out, `wait` is true; device code refuses "
+     "them at the line (TPREFETCH_ASYNC needs an SDMA workspace the runtime does not "
+     "provide)"),
     ("`pl.loads_program(path)` of a file `Program.as_python()` wrote", SUPPORTED,
      "errors name the file's lines; a file holding a standalone function is refused "
      "(pl.loads reads either)"),
