@@ -22,6 +22,17 @@ def raised_by(source: str, trigger, cls) -> tuple[Exception, list[str]]:
     return info.value, source.splitlines()
 
 
+COPY_KERNEL = """
+@pl.jit.incore
+def k(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+    t = pl.load(x, [0, 0], [16, 128])
+    out = pl.store(t, [0, 0], out)
+    return out
+"""
+"""Module text for entry_error's `before=`: a kernel `k(x, out)` copying a [16, 128] FP32
+tensor, for bodies that call a kernel."""
+
+
 def entry_error(body: str, cls, rows: int = 16, before: str = "") -> tuple[Exception, list[str]]:
     """The `cls` error of a @pl.jit `entry(x, out)` over [rows, 128] FP32 tensors whose body
     is `body` (indented, then `return out`), after the module text `before` (kernels it

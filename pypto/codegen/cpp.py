@@ -28,7 +28,9 @@ from ..ir.nodes import (
 )
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce
+from ..ir.ops.prefetch import without_prefetch_hints
 from ..ir.ops.random import SEEDS
+from ..ir.ops.task_arrays import SPECIALISED_PARAM_STATUS
 from ..ir.types import (
     INDEX,
     Direction,
@@ -41,7 +43,6 @@ from ..ir.types import (
     TileType,
 )
 from ..ir.visitor import IRVisitor, statements
-from ..runtime.errors import SPECIALISED_PARAM_STATUS
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -195,19 +196,20 @@ class _KernelBuilder(_StatementModels):
 
     def _form_load(self, op, call, dst, s):
         tensor, offsets = call.args
-        r0, c0 = _window_origin(offsets, s)
+        b0, (r0, c0) = _batch_window(offsets, s)
         return {"kind": "load", "dst": self.tile(dst), "src": ident(tensor.name),
-                "r0": expr_model(r0), "c0": expr_model(c0),
+                "b0": b0, "r0": expr_model(r0), "c0": expr_model(c0),
                 "pad": call.attr("pad_value").name.replace("null", "zero"),
                 "elem": dst.type.dtype.cpp_type}
 
     def _form_store(self, op, call, dst, s):
         tile, offsets, tensor = call.args
-        r0, c0 = _window_origin(offsets, s)
+        b0, (r0, c0) = _batch_window(offsets, s)
         # The backend's atomic dtypes were checked by DeriveCallDirections.
         fn = "tstore_atomic_add" if call.attr("atomic").name == "Add" else "tstore"
         return {"kind": "store", "fn": fn, "dst": ident(tensor.name), "src": self.tile(tile),
-                "r0": expr_model(r0), "c0": expr_model(c0)}
+                "b0": b0, "r0": expr_model(r0), "c0": expr_model(c0),
+                "elem": tile.type.dtype.cpp_type}
 
     def _form_mgather(self, op, call, dst, s):
         mem, idx = call.args
@@ -225,6 +227,9 @@ class _KernelBuilder(_StatementModels):
     def _form_index_gather(self, op, call, dst, s):
         return {"kind": "index_gather", "fn": op.isa, "dst": self.tile(dst),
                 "args": [self.tile(a) for a in call.args]}
+
+    def _form_tile_scatter(self, op, call, dst, s):
+        return self._form_index_gather(op, call, dst, s) | {"kind": "tile_scatter"}
 
     def _form_binary(self, op, call, dst, s):
         a, b = call.args
@@ -381,7 +386,18 @@ def _window_origin(offsets, stmt):
     return offsets.items
 
 
+def _batch_window(offsets, stmt):
+    """(the batch's expression model or None, (row, column)) of a load or store window:
+    offsets [b, r, c] address a [rows, cols] tile of batch b of a [B, rows, cols] tensor
+    (a rank-3 tile is one such tile per batch by then: passes/flatten_batch.py)."""
+    if len(offsets.items) == 3:
+        b0, *rest = offsets.items
+        return expr_model(b0), tuple(rest)
+    return None, _window_origin(offsets, stmt)
+
+
 def kernel_source(fn: Function) -> KernelSource:
+    fn = without_prefetch_hints(fn)  # no L2 here: the cache hints change nothing
     builder = _KernelBuilder(fn)
     body = builder.body(fn.body)
     model = {

@@ -22,6 +22,7 @@ from ..ir.layout import tile_footprint, tile_layout
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, Var, While
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce
+from ..ir.ops.prefetch import first_prefetch
 from ..ir.ops.random import SEEDS
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import statements
@@ -342,9 +343,10 @@ class _DeviceKernelBuilder:
         a transposed tile sees the window's columns as its rows (Layout::DN)."""
         if tensor.name not in self.params or not isinstance(tensor.type, TensorType):
             raise LoweringError("device kernels load and store only tensor parameters", s.span)
-        if len(offsets.items) != 2:
-            raise LoweringError("tile loads and stores need rank-2 tensors for now", s.span)
-        r0, c0 = offsets.items
+        if len(offsets.items) not in (2, 3):
+            raise LoweringError("tile loads and stores need rank-2 or rank-3 tensors", s.span)
+        # Offsets [b, r, c]: a tile of batch b of a [B, rows, cols] tensor.
+        *batch, r0, c0 = offsets.items
         name = self._fresh(f"{ident(tensor.name)}_window")
         self.windows += 1
         return _statement({
@@ -353,6 +355,7 @@ class _DeviceKernelBuilder:
             "cols": _extent_param(vcols),
             "shape": [_getter(view, axis)["name"] for axis, v in enumerate((vrows, vcols))
                       if v is None],
+            "b0": _expr(batch[0]) if batch else None,
             "r0": _expr(r0), "c0": _expr(c0), "transposed": transposed}), name
 
     def _form_load(self, op, call, dst, s):
@@ -435,6 +438,46 @@ class _DeviceKernelBuilder:
         template = [_Ref(f"Coalesce::{mscatter_coalesce(dict(call.attrs)).capitalize()}")]
         return [decl, self._instr("MSCATTER", [_Ref(table), values, index], [values, index], [],
                                   "PIPE_MTE3", template, gm_writes=[tensor.name])]
+
+    def _form_tile_scatter(self, op, call, dst, s):
+        """pl.tile.scatter.  TSCATTER writes src into its destination's storage at the flat
+        indices; on A2/A3 and A5 it zeroes the whole destination tile first
+        (npu/*/TScatter.hpp, InitUBBuffer), in pto-isa's CPU model it does not.  So the
+        device code scatters only into zeroed scratch tiles, where both agree, and keeps
+        dst's other elements in integer bits of the element's width: V = scatter(src) over
+        zeros, M = scatter(-1) over zeros (every bit set where an element is written), and
+        result = ((dst | M) ^ M) | V."""
+        base, src, idx = call.args
+        for what, var in (("src", src), ("indexes", idx)):
+            if tile_layout(var.type).col_major:
+                raise LoweringError(
+                    f"pl.tile.scatter: {what} is a [{var.type.shape[0]}, 1] column, which "
+                    "device code holds column-major; A2/A3's TSCATTER reads row-major tiles",
+                    s.span, hint="scatter from rows, not [R, 1] columns, on device platforms")
+        bits = _SAME_WIDTH_INT[dst.type.dtype.itemsize]
+        what = "pl.tile.scatter"
+        values = self._scratch("scatter_values", dst.type, what, s)
+        mask = self._scratch("scatter_mask", replace(dst.type, dtype=bits), what, s,
+                             above=values.access().end)
+        ones = self._scratch("scatter_ones", replace(src.type, dtype=bits, valid_shape=None),
+                             what, s, above=mask.access().end)
+        tmp = self._scratch("scatter_tmp", replace(dst.type, dtype=bits), what, s,
+                            above=ones.access().end)
+        x, i = self.tile(src), self.valid_view(idx)
+        as_bits = [self.elementwise(Var(f"{v.name}_bits", replace(v.type, dtype=bits), v.span))
+                   for v in (base, dst)]
+        d, r = as_bits
+        v = self.elementwise(Var("scatter_values_bits", replace(values.type, dtype=bits),
+                                 s.span))
+        p = "PIPE_V"
+        return [self._instr("TEXPANDS", [values, _Ref("0")], [], [values], p),
+                self._instr("TSCATTER", [values, x, i], [x, i], [values], p),
+                self._instr("TEXPANDS", [mask, _Ref("0")], [], [mask], p),
+                self._instr("TEXPANDS", [ones, _Ref("-1")], [], [ones], p),
+                self._instr("TSCATTER", [mask, ones, i], [ones, i], [mask], p),
+                self._instr("TOR", [r, d, mask], [d, mask], [r], p),
+                self._instr("TXOR", [r, r, mask, tmp], [r, mask], [r, tmp], p),
+                self._instr("TOR", [r, r, v], [r, v], [r], p)]
 
     def _form_binary(self, op, call, dst, s):
         a, b = call.args
@@ -952,6 +995,8 @@ class _DeviceKernelBuilder:
 
 
 # A float's bits as an integer: (its type, |x|'s bits mask, +inf's bits).
+# The integer of each element width: pl.tile.scatter merges in bits of it.
+_SAME_WIDTH_INT = {1: DataType.INT8, 2: DataType.INT16, 4: DataType.INT32}
 _FLOAT_BITS = {DataType.FP16: (DataType.INT16, "0x7fff", "0x7c00"),
                DataType.BF16: (DataType.INT16, "0x7fff", "0x7f80"),
                DataType.FP32: (DataType.INT32, "0x7fffffff", "0x7f800000")}
@@ -1152,6 +1197,13 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
     backend's UB bytes) bounds the scratch instructions take (a float-to-integer cast's
     NaN guard, ...), and `backend` (its name) says which form an instruction takes where
     backends differ (pl.cmp)."""
+    if (hint := first_prefetch(fn)) is not None:
+        raise LoweringError(
+            f"pl.{hint.op} in device code: TPREFETCH_ASYNC needs the SDMA workspace the host "
+            "prepares for the kernel (pto-isa's SdmaWorkspaceManager), which this project's "
+            "runtime does not provide", hint.span,
+            hint="the prefetch changes no value: leave it out for device platforms, or run on "
+                 "a simulator platform (a2a3sim, a5sim)")
     builder = _DeviceKernelBuilder(fn, vec_capacity, backend)
     stmts = builder.body(fn.body)
     named, unread = _extents_read(builder)

@@ -103,6 +103,8 @@ def _type_facts(call: Call) -> list:
         return [("valid", list(call.args[1].type.valid_shape))]  # the indices that take part
     if call.op == "tile.mscatter" and call.args[0].type.valid_shape is not None:
         return [("valid", list(call.args[0].type.valid_shape))]  # the values written
+    if call.op == "tile.scatter" and call.args[2].type.valid_shape is not None:
+        return [("valid", list(call.args[2].type.valid_shape))]  # the indices that take part
     return []
 
 

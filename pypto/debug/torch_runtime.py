@@ -23,6 +23,7 @@ from ..ir.dtypes import DataType
 from ..ir.layout import tile_layout
 from ..ir.ops import all_ops
 from ..ir.ops.gather import COALESCE, GATHER_OOB, policy
+from ..ir.ops.movement import window_extent
 from ..ir.types import TileType
 from . import rounding
 
@@ -580,6 +581,20 @@ def matmul_acc(acc, lhs, rhs, a_trans=False, b_trans=False):
     return _matmul(acc, lhs, rhs, acc.dtype, a_trans, b_trans)
 
 
+def batch_matmul(lhs, rhs):
+    """torch.matmul of [B, M, K] and [B, K, N] tiles (a batch of 1, or an [M, K] / [K, N]
+    tile, used for every batch): batch b is matmul(lhs[b], rhs[b]), FP32 sums in K order
+    (wrapping INT32 for INT8)."""
+    batches = builtins.max(t.shape[0] for t in (lhs, rhs) if t.dim() == 3)
+
+    def one(t, b):
+        return t if t.dim() == 2 else t[b if t.shape[0] > 1 else 0]
+
+    target = torch.float32 if lhs.is_floating_point() else torch.int32
+    return torch.stack([_matmul(None, one(lhs, b), one(rhs, b), target, False, False)
+                        for b in range(batches)])
+
+
 def tile_gemv(lhs, rhs):
     """lhs @ rhs for a [1, K] lhs (any M, for tile_matmul_bias): matmul's sums (FP32 in K
     order; INT8 in wrapping INT32)."""
@@ -1113,10 +1128,16 @@ def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory=
     """A tile holding the window at `offsets`; outside `valid_shape` it holds the pad."""
     valid = tuple(valid_shape) if valid_shape is not None else tuple(shapes)
     tile = torch.full(tuple(shapes), _pad_value(tensor.dtype, pad_value), dtype=tensor.dtype)
-    window = tuple(builtins.slice(o, o + v) for o, v in zip(offsets, valid, strict=True))
     region = tuple(builtins.slice(0, v) for v in valid)
-    tile[region] = tensor[window]
+    tile[region] = tensor[_window(offsets, valid)].reshape(valid)
     return tile
+
+
+def _window(offsets, extent) -> tuple:
+    """The slices of a window of `extent` at `offsets` (`window_extent`: a [rows, cols]
+    extent with offsets [b, r, c] is the window [1, rows, cols] of batch b)."""
+    extent = window_extent(len(offsets), extent)
+    return tuple(builtins.slice(o, o + e) for o, e in zip(offsets, extent, strict=True))
 
 
 def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", shapes=None,
@@ -1124,8 +1145,8 @@ def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", sha
     """Write the tile's valid region into the tensor at `offsets` (in place); `shapes`
     restates the tile's shape (checked by the compiler)."""
     extent = tuple(valid) if valid is not None else tuple(tile.shape)
-    window = tuple(builtins.slice(o, o + e) for o, e in zip(offsets, extent, strict=True))
-    part = tile[tuple(builtins.slice(0, e) for e in extent)]
+    window = _window(offsets, extent)
+    part = tile[tuple(builtins.slice(0, e) for e in extent)].reshape(tensor[window].shape)
     if atomic == "Add":
         # Accumulate in the tensor's dtype, one rounding per add, as the atomic unit does.
         tensor[window] = tensor[window] + part
@@ -1233,6 +1254,41 @@ def scatter_update(input: torch.Tensor, index: torch.Tensor, src: torch.Tensor, 
     return input
 
 
+def _scatter_flat(flat: torch.Tensor, at: torch.Tensor, values: torch.Tensor) -> None:
+    """flat[at[k]] = values[k] in order of k (of two with one index the later stays), in
+    place: each written position takes the value of the largest k naming it (moved as
+    signed integers of the element's width, which every dtype's bits fit and torch indexes)."""
+    bits = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[flat.element_size()]
+    order = torch.arange(at.numel())
+    last = torch.full((flat.numel(),), -1, dtype=torch.long).scatter_reduce(
+        0, at.reshape(-1), order, "amax")
+    written = last >= 0
+    flat.view(bits)[written] = values.contiguous().view(bits).reshape(-1)[last[written]]
+
+
+def tile_scatter(dst: torch.Tensor, src: torch.Tensor, indexes: torch.Tensor,
+                 valid=None) -> torch.Tensor:
+    """A copy of dst with dst.flatten()[indexes[r, c]] = src[r, c] over the index tile's valid
+    region in row-major order (of two with one index the later stays); an index outside
+    dst is an error (IndexError)."""
+    region = _valid_part(indexes, valid)
+    out = dst.clone()
+    at, _ = _table_indices("tile.scatter", indexes[region], out.numel(), "undefined")
+    _scatter_flat(out.view(-1), at, src[region])
+    return out
+
+
+def tensor_scatter(input: torch.Tensor, dim=None, index=None, src=None,  # noqa: A002
+                   mask_pattern=None, dst=None) -> torch.Tensor:
+    """input[b, index[b, k]] = src[b, k] for every row b, in order of k (of two with one index
+    the later stays), in place; an index outside input's row is an error (IndexError)."""
+    width = input.shape[1]
+    at, _ = _table_indices("scatter", index, width, "undefined")
+    rows = torch.arange(input.shape[0]).unsqueeze(1) * width
+    _scatter_flat(input.view(-1), at + rows, src)
+    return input
+
+
 def tile_gather(src: torch.Tensor, indices: torch.Tensor, tmp=None, valid=None) -> torch.Tensor:
     """A tile of indices' shape: [r, c] is src.flatten()[indices[r, c]] over indices' valid
     region, 0 for an index outside src and in the padding."""
@@ -1294,6 +1350,26 @@ def expect_value(x, value) -> None:
 def array_get_element(array: list, index):
     """`tids[i]`: entry i."""
     return array[int(index)]
+
+
+def prefetch_make_context() -> None:
+    """`pl.prefetch.make_context()`: a prefetch context; no L2 cache here, nothing to hold."""
+    return None
+
+
+def prefetch_async_prefetch(src: torch.Tensor, ctx) -> None:
+    """`pl.prefetch.async_prefetch(src, ctx)`: a cache hint; `src` is unchanged."""
+    return None
+
+
+def prefetch_session(ctx) -> None:
+    """`pl.prefetch.session(ctx)`: the prefetch context's session (nothing to hold)."""
+    return None
+
+
+def prefetch_wait(event, session) -> bool:
+    """`pl.prefetch.wait(event, session)`: the done flag, true (no L2 to wait for)."""
+    return True
 
 
 def create_tensor(shape, dtype: str, layout: str = "ND", manual_dep: bool = False,

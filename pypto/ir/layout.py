@@ -8,7 +8,7 @@ them, so the addresses it chose hold on the device and on pto-isa's CPU model al
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .types import MemorySpace, TileType
 
@@ -45,8 +45,12 @@ def tile_layout(t: TileType) -> TileLayout:
     INT8 Right tile of [16, 16] is [32, 16], the K of the [16, 32] Left tile it meets, and
     its N is the 16 of the Acc tile.)  Bias holds one row-major row padded to 64 bytes
     (pto-isa's bias tiles have Rows == 1, and TMOV into the bias table moves whole
-    64-byte bursts).
+    64-byte bursts).  A [B, rows, cols] tile is B [rows, cols] tiles one after another
+    (FlattenBatchTiles makes them B tiles, each placed on its own, before allocation).
     """
+    if len(t.shape) == 3:
+        one = tile_layout(replace(t, shape=t.shape[1:], valid_shape=None))
+        return TileLayout(t.shape[0] * one.rows, one.cols, one.col_major)
     rows = t.shape[0]
     cols = t.shape[1] if len(t.shape) > 1 else 1
     per_block = max(1, BLOCK_BYTES // t.dtype.itemsize)

@@ -30,6 +30,7 @@ from .types import (
     INDEX,
     Direction,
     FunctionType,
+    PrefetchHandleType,
     ScalarType,
     TaskIdArrayType,
     TaskIdType,
@@ -107,7 +108,7 @@ class _Printer(IRVisitor):
             return f"pl.Scalar[{t.dtype!r}]"
         if isinstance(t, TupleType):
             return f"tuple[{', '.join(self.type(i) for i in t.items)}]"
-        if isinstance(t, (TaskIdType, TaskIdArrayType)):
+        if isinstance(t, (TaskIdType, TaskIdArrayType, PrefetchHandleType)):
             return repr(t)
         raise TypeError(f"cannot print type {t!r}")
 

@@ -197,7 +197,24 @@ class TaskIdArrayType:
         return f"pl.Array[{self.length}, pl.TASK_ID]"
 
 
-Type = TensorType | TileType | ScalarType | TupleType | TaskIdType | TaskIdArrayType
+@dataclass(frozen=True)
+class PrefetchHandleType:
+    """A handle of upstream's asynchronous GM -> L2 prefetch (`pl.prefetch.*`): the context
+    `make_context()` builds, the event `async_prefetch()` starts and the session `wait()`
+    takes.  A kernel holds it between those calls; it carries no data."""
+
+    kind: str  # "PrefetchAsyncContext" | "AsyncEvent" | "AsyncSession"
+
+    def __repr__(self) -> str:
+        return f"pl.{self.kind}"
+
+
+PREFETCH_CONTEXT = PrefetchHandleType("PrefetchAsyncContext")
+ASYNC_EVENT = PrefetchHandleType("AsyncEvent")
+ASYNC_SESSION = PrefetchHandleType("AsyncSession")
+
+Type = (TensorType | TileType | ScalarType | TupleType | TaskIdType | TaskIdArrayType
+        | PrefetchHandleType)
 
 INDEX = ScalarType(DataType.INT64)
 

@@ -128,10 +128,10 @@ class JitFunction:
                      if i < len(args)}
         params = self._scalar_params()
         for name, value in (scalars or {}).items():
-            if name not in params:
-                raise TypeCheckError(
-                    f"`{name}=` names no scalar parameter of `{self.__name__}`",
-                    info.span(fndef), hint="scalar parameters: " + (", ".join(params) or "none"))
+            if name not in params:  # an unexpected keyword, as Python reports one
+                raise TypeError(f"{info.span(fndef)}: `{name}=` names no scalar parameter of "
+                                f"`{self.__name__}` (its scalar parameters: "
+                                f"{', '.join(params) or 'none'})")
             if params[name][0] < len(args):
                 raise TypeCheckError(f"`{name}` is given twice: as an argument and as "
                                      f"`{name}=`", info.span(fndef.args.args[params[name][0]]))

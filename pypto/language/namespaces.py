@@ -23,9 +23,10 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpa
               "get_block_idx", "get_block_num",
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc",
               "tile.gemv_bias", "tile.matmul_bias", "max", "min", "ci", "random",
-              "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb", "tri", "sels")
+              "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb", "tile.scatter",
+              "tri", "sels", "batch_matmul")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
-                "dump_tag", "tensor.gather", "scatter_update")
+                "dump_tag", "tensor.gather", "scatter_update", "tensor.scatter")
 # Other spellings of a registry operator, per level.
 _ALIASES = {"tile": {"create": "create_tile"},
             "tensor": {"create": "create_tensor", "full": "tensor.full", "ci": "tensor.ci",
@@ -43,10 +44,6 @@ REFUSED = {
     "paged_gather": f"it gathers into an L1 (Mat) or UB tile held as a tensor, and "
                     f"{_L1_TENSOR}; compute the physical rows (block_table[idx // block_size] "
                     "* block_size + idx % block_size) and gather them with pl.tile.mgather",
-    "scatter": "upstream lowers its index form to TSCATTER on a tile of the whole input and "
-               "its mask form to a construct pto-isa has no instruction for; neither is "
-               "modelled yet: scatter rows with pl.scatter_update, elements into a tensor "
-               "with pl.tile.mscatter",
 }
 REFUSED_SPELLINGS = {**{name: why for name, why in REFUSED.items()},
                      **{f"tensor.{name}": why for name, why in REFUSED.items()}}
@@ -106,6 +103,10 @@ array = OpNamespace("array", {name.split(".")[-1]: name for name in all_ops()
                               if name.startswith("array.")})
 """`pl.array.create(n, pl.TASK_ID)`, `pl.array.update_element(a, i, tid)` (ir/ops/task_arrays).
 """
+prefetch = OpNamespace("prefetch", {name.split(".")[-1]: name for name in all_ops()
+                                    if name.startswith("prefetch.")})
+"""`pl.prefetch.make_context()`, `async_prefetch(src, ctx)`, `session(ctx)`, `wait(evt, s)`
+(ir/ops/prefetch: an L2 cache hint)."""
 
 __all__ = ["REFUSED", "REFUSED_SPELLINGS", "OpNamespace", "SCALAR_SPELLINGS", "array", "tile",
-           "tensor"]
+           "tensor", "prefetch"]

@@ -11,6 +11,9 @@ from __future__ import annotations
 from ..ir.dtypes import DataType
 from ..ir.ops import all_ops
 from ..ir.types import (
+    ASYNC_EVENT,
+    ASYNC_SESSION,
+    PREFETCH_CONTEXT,
     TASK_ID,
     AtomicType,
     FunctionType,
@@ -98,6 +101,10 @@ inference (as `no_dep_args=[t]` on its pl.at block or pl.submit)."""
 func_attr = DslBuiltin("func_attr")
 """`pl.func_attr({"split": pl.SplitMode.UP_DOWN})`: function attributes, first statement."""
 TaskId = TASK_ID
+PrefetchAsyncContext = PREFETCH_CONTEXT
+AsyncEvent = ASYNC_EVENT
+AsyncSession = ASYNC_SESSION
+"""The handles of `pl.prefetch.*` (annotations of the values its calls return)."""
 """The type of a task id (`with pl.at(...) as tid`); only `deps=[...]` consumes one."""
 
 _OPERATORS = [name for name in all_ops() if "." not in name]  # `tile.assemble`: pl.tile
@@ -109,12 +116,16 @@ del _name, _op
 for _name, _why in namespaces.REFUSED.items():
     globals()[_name] = RefusedName(_name, _why)  # `pl.create_l1`: refused at its line
 del _name, _why
+scatter = OpStub("tensor.scatter", spelling="scatter")
+"""`pl.scatter(input, -1, index, src)`: upstream's element scatter of tensors in a `pl.at`
+block (pl.tensor.scatter); within a tile it is pl.tile.scatter."""
 arange = OpStub("ci", spelling="arange")
 """`pl.arange(start, [1, n])`: upstream's name of the integer sequence `pl.ci` (a tensor in a
 `pl.at` block, a tile in a kernel)."""
 tile = namespaces.tile
 tensor = namespaces.tensor
 array = namespaces.array
+prefetch = namespaces.prefetch
 
 
 class _System:
@@ -139,13 +150,13 @@ __all__ = [
     "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
     "SplitMode",
-    "Role", "TaskId", "TASK_ID",
+    "Role", "TaskId", "TASK_ID", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession",
     "at", "range", "unroll", "parallel", "pipeline", "while_", "cond", "yield_", "const",
     "static_assert",
     "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "submit",
     "spmd_submit",
     "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",
-    "system", "arange",
+    "prefetch", "system", "arange", "scatter",
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
     *namespaces.REFUSED,

@@ -3,6 +3,7 @@
 from .allocate_memory_addr import AllocateMemoryAddr
 from .cube_to_vector import TransferCubeToVector
 from .derive_call_directions import DeriveCallDirections
+from .flatten_batch import FlattenBatchTiles
 from .flatten_call_expr import FlattenCallExpr
 from .infer_memory_space import InferMemorySpace
 from .legalize_tile_cast import LegalizeTileCast, cast_path
@@ -33,6 +34,7 @@ def default_pipeline() -> PassManager:
             DeriveCallDirections(),
             FlattenCallExpr(),
             TensorToTile(),
+            FlattenBatchTiles(),
             LegalizeTileCast(),
             InferMemorySpace(),
             TransferCubeToVector(),
@@ -61,6 +63,7 @@ __all__ = [
     "DeriveCallDirections",
     "FlattenCallExpr",
     "TensorToTile",
+    "FlattenBatchTiles",
     "LegalizeTileCast",
     "InferMemorySpace",
     "TransferCubeToVector",

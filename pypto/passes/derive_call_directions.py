@@ -28,8 +28,12 @@ from ..ir.ops import write_destination
 from ..ir.types import AtomicType, Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
 from .manager import Pass
-from .outline_incore import WRITE_OPS
+from .outline_incore import writes_tensor
 from .properties import IRProperty
+
+# Writes that read their destination too: pl.scatter loads each row of its input, writes
+# some elements and stores the row back (the task is InOut on it, not Out).
+READS_DESTINATION = ("tensor.scatter",)
 
 
 class _Access(IRVisitor):
@@ -70,13 +74,16 @@ class _Access(IRVisitor):
     def visit_Call(self, expr: Call) -> None:
         if expr.op == "dump_tag":
             return  # marks a tensor for the runtime's dumps: neither a read nor a write
-        if expr.op in WRITE_OPS and expr.attr("atomic", AtomicType.None_) is not AtomicType.None_:
+        writes = writes_tensor(expr)
+        if writes and expr.attr("atomic", AtomicType.None_) is not AtomicType.None_:
             self.atomic.append(expr)
-        if expr.op in WRITE_OPS:
+        if writes:
             dst = write_destination(expr)
             for arg in expr.args:
                 if arg is dst and isinstance(arg, Var):
                     self._write(arg.name, expr.span)
+                    if expr.op in READS_DESTINATION:
+                        self.read.add(arg.name)
                 else:
                     self.visit_expr(arg)
             return

@@ -39,6 +39,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.ops import make_call, write_destination
+from ..ir.ops.movement import window_extent
 from ..ir.types import INDEX, FunctionType, ScalarType, TensorType, TileType, TupleType
 from ..ir.visitor import IRMutator, IRVisitor, defs, statements
 from .names import NameSupply
@@ -145,7 +146,8 @@ class _Accesses(IRVisitor):
             # The access may not happen, or its extent is known only at run time.
             self.whole.add(var.name)
         else:
-            self.windows[var.name].append((tuple(offsets.items), tuple(extents)))
+            self.windows[var.name].append(
+                (tuple(offsets.items), window_extent(len(offsets.items), extents)))
         self.visit_expr(offsets)
         return True
 

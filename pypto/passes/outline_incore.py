@@ -41,8 +41,12 @@ from .names import NameSupply
 from .narrow_task_arguments import narrow_task_arguments
 from .properties import IRProperty
 
-# The operators that write into a tensor (`write_destination` names which argument).
-WRITE_OPS = ("assemble", "store", "tile.mscatter", "scatter_update")
+
+def writes_tensor(call: Call) -> bool:
+    """Does `call` write into a tensor (pl.store, pl.assemble, a scatter)?  The registry
+    says which operand an operator writes (`OpDef.writes`)."""
+    dst = write_destination(call)
+    return isinstance(dst, Var) and isinstance(dst.type, TensorType)
 
 
 def written_tensor(stmt) -> str | None:
@@ -50,11 +54,11 @@ def written_tensor(stmt) -> str | None:
     if not (isinstance(stmt, Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, Call)):
         return None
     call = stmt.value
-    if call.op not in WRITE_OPS:
+    if not writes_tensor(call):
         return None
     dst = write_destination(call)
     target = stmt.targets[0].name
-    return target if isinstance(dst, Var) and dst.name == target else None
+    return target if dst.name == target else None
 
 
 class _WrittenTensors(IRVisitor):

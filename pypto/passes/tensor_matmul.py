@@ -7,7 +7,11 @@
     c = pl.matmul(pl.move(a_mat, pl.Mem.Left), pl.move(b_mat, pl.Mem.Right))   # in Acc
     out = pl.store(c, [m, n], out)
 
-walked with `pl.range` over m and n.  The whole K dimension is one block, so the
+walked with `pl.range` over m and n.  A product of [B, M, K] and [B, K, N] tensors
+(upstream's rank > 2 `pl.matmul`) is walked over b as well: batch b is the product of
+[M, K] and [K, N] tiles read from batch b of each (from batch 0 of an operand of one
+batch, and from a [rows, cols] operand itself, as torch.matmul broadcasts), stored into
+batch b of the output.  The whole K dimension is one block, so the
 products are accumulated in K order exactly as the tile form does.  TM and TN are the
 largest divisors of M and N whose blocks fit Left, Right, Mat and Acc together; when
 even one row and one column do not fit, K is too long and the user is told to write a
@@ -81,20 +85,26 @@ def _lower_one(stmt: Assign, write: Assign, names: NameSupply, backend) -> list:
             raise LoweringError("tensor-level pl.matmul reads tensors passed to the kernel",
                                 stmt.span)
     lhs_type, out_type = tensor_type_of(lhs), tensor_type_of(call)
-    m, n = out_type.shape
-    k = lhs_type.shape[0] if a_trans else lhs_type.shape[1]
+    *batch, m, n = out_type.shape
+    k = lhs_type.shape[-2] if a_trans else lhs_type.shape[-1]
     tm, tn = _blocks(m, n, k, lhs_type.dtype.itemsize, out_type.dtype.itemsize, backend,
                      stmt.span)
     span = stmt.span
     # The block's first row and column, where the result is walked in blocks.
     m_var = Var(names.fresh("m"), INDEX) if tm < m else None
     n_var = Var(names.fresh("n"), INDEX) if tn < n else None
+    # [B, M, N]: one product per batch, walked with b.
+    b_var = Var(names.fresh("b"), INDEX) if batch else None
     zero = Const(0, INDEX)
     mv = m_var if m_var is not None else zero
     nv = n_var if n_var is not None else zero
     # lhs is [M, K] ([K, M] with a_trans); rhs is [K, N] ([N, K] with b_trans).
     a_at, a_shape = ((zero, mv), (k, tm)) if a_trans else ((mv, zero), (tm, k))
     b_at, b_shape = ((nv, zero), (tn, k)) if b_trans else ((zero, nv), (k, tn))
+    # A batched operand is read at its batch b (batch 0 when it has one batch, used for
+    # every batch); a [rows, cols] tile of it is a window of that batch.
+    a_at, b_at = (_at_batch(operand, at, b_var)
+                  for operand, at in ((lhs, a_at), (rhs, b_at)))
     body: list = []
 
     def bind(base: str, value) -> Var:
@@ -114,8 +124,9 @@ def _lower_one(stmt: Assign, write: Assign, names: NameSupply, backend) -> list:
                    make_call("matmul", a_left, b_right, span=span, **dict(call.attrs)))
     write_call = call_of(write)
     dst, _, offsets = write_call.args
-    o0, o1 = offsets.items
-    window = ExprList((index_add(o0, mv), index_add(o1, nv)))
+    *ob, o1, o2 = offsets.items
+    window = ExprList((*(index_add(o, b_var) for o in ob), index_add(o1, mv),
+                       index_add(o2, nv)))
     store = make_call("store", product, window, dst, span=write.span,
                       atomic=write_call.attr("atomic"))
     body.append(Assign(write.targets, store, write.span))
@@ -124,7 +135,18 @@ def _lower_one(stmt: Assign, write: Assign, names: NameSupply, backend) -> list:
         loop = (For(n_var, zero, Const(n, INDEX), Const(tn, INDEX), loop),)
     if m_var is not None:
         loop = (For(m_var, zero, Const(m, INDEX), Const(tm, INDEX), loop),)
+    if b_var is not None:
+        loop = (For(b_var, zero, Const(batch[0], INDEX), Const(1, INDEX), loop),)
     return list(loop)
+
+
+def _at_batch(operand: Var, at: tuple, b_var: Var | None) -> tuple:
+    """The offsets of a [rows, cols] window `at` of `operand`, in batch `b_var` when the
+    operand is [B, rows, cols] (batch 0 when B is 1: it stands for every batch)."""
+    shape = tensor_type_of(operand).shape
+    if len(shape) == 2:
+        return at
+    return (b_var if shape[0] > 1 and b_var is not None else Const(0, INDEX), *at)
 
 
 def _aligned(n: int) -> int:

@@ -8,8 +8,17 @@
     cache = pl.tile.mscatter(values, rows, cache, coalesce="row")  # cache[rows[0, r]] = ...
 
 in a `pl.range` over the chunks, R the largest divisor of src's rows whose tiles fit the
-backend's Vec buffer.  The statement is lowered before the runs are formed: it is a write
-of `cache` like a store, so a run that reads `cache` after it loads what it wrote.
+backend's Vec buffer.  `t = pl.scatter(t, -1, index, src)` becomes, row by row:
+
+    row_tile = pl.load(t, [row, 0], [1, S])
+    values = pl.load(src, [row, 0], [1, K])
+    at = pl.load(index, [row, 0], [1, K])
+    t = pl.store(pl.tile.scatter(row_tile, values, at), [row, 0], t)
+
+(one row at a time, so an index is the column itself: TSCATTER addresses the tile's
+storage, and a row's is its columns).  The statements are lowered before the runs are
+formed: each is a write of its input like a store, so a run that reads it after them loads
+what they wrote.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from __future__ import annotations
 from ..ir.errors import CapacityError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Var
 from ..ir.ops import make_call
-from ..ir.ops.scatter import scatter_update_operands
+from ..ir.ops.scatter import scatter_update_operands, tensor_scatter_operands
 from ..ir.types import INDEX
 from ..ir.visitor import IRMutator
 from .names import NameSupply
@@ -27,7 +36,8 @@ _ALIGN = 32
 
 
 class LowerTensorScatters(IRMutator):
-    """Every pl.scatter_update of a kernel, as tile statements (module docstring)."""
+    """Every pl.scatter_update and pl.scatter of a kernel, as tile statements (module
+    docstring)."""
 
     def __init__(self, fn, names: NameSupply, capacity: int):
         self.names, self.capacity = names, capacity
@@ -42,14 +52,16 @@ class LowerTensorScatters(IRMutator):
             self.views.discard(t.name)
         if isinstance(stmt.value, Call) and stmt.value.op == "scatter_update":
             return self._scatter_update(stmt)
+        if isinstance(stmt.value, Call) and stmt.value.op == "tensor.scatter":
+            return self._scatter(stmt)
         return super().mutate_Assign(stmt)
 
-    def _in_memory(self, var, what: str, views: bool, stmt) -> None:
+    def _in_memory(self, var, what: str, views: bool, stmt, op: str = "scatter_update") -> None:
         if isinstance(var, Var) and (var.name in self.params or views and var.name in self.views):
             return
         kind = "a tensor the block is given" + (" (or a slice of one)" if views else "")
         raise LoweringError(
-            f"pl.scatter_update {what} `{var}` in global memory, so it must be {kind}; it is "
+            f"pl.{op} {what} `{var}` in global memory, so it must be {kind}; it is "
             + ("a slice" if isinstance(var, Var) and var.name in self.views
                else "a value computed in the kernel"), stmt.span,
             hint="write the value into a tensor in one pl.at block and scatter in the next")
@@ -78,6 +90,40 @@ class LowerTensorScatters(IRMutator):
         if row is None:
             return list(body)
         return [For(row, Const(0, INDEX), Const(n, INDEX), Const(r, INDEX), body)]
+
+    def _scatter(self, stmt: Assign) -> list:
+        call = call_of(stmt)
+        table, index, src = tensor_scatter_operands(call.args, dict(call.attrs))
+        self._in_memory(table, "writes", False, stmt, "scatter")
+        self._in_memory(index, "reads its indices from", True, stmt, "scatter")
+        self._in_memory(src, "reads its values from", True, stmt, "scatter")
+        rows, width = table.type.shape
+        k = src.type.shape[1]
+        need = _aligned(width * table.type.dtype.itemsize) + \
+            _aligned(k * src.type.dtype.itemsize) + _aligned(k * index.type.dtype.itemsize)
+        if need > self.capacity:
+            raise CapacityError(
+                f"pl.scatter works a row at a time, and one row of input ({width} elements), "
+                f"of src and of index ({k} each) take {need} bytes, more than the Vec "
+                f"buffer's {self.capacity}", stmt.span,
+                hint="scatter into narrower rows: split the row length across tensors")
+        row = Var(self.names.fresh("row"), INDEX) if rows > 1 else None
+        first = row if row is not None else Const(0, INDEX)
+        at = ExprList((first, Const(0, INDEX)))
+        span = call.span
+        body, tiles = [], []
+        for tensor, cols in ((table, width), (src, k), (index, k)):
+            load = make_call("load", tensor, at, span=span, shapes=(1, cols))
+            tiles.append(Var(self.names.fresh(f"{tensor.name}_row"), load.type, span))
+            body.append(Assign((tiles[-1],), load, span))
+        scatter = make_call("tile.scatter", *tiles, span=span)
+        written = Var(self.names.fresh(f"{table.name}_scattered"), scatter.type, span)
+        body += [Assign((written,), scatter, span),
+                 Assign(stmt.targets, make_call("store", written, at, table, span=span),
+                        stmt.span)]
+        if row is None:
+            return body
+        return [For(row, Const(0, INDEX), Const(rows, INDEX), Const(1, INDEX), tuple(body))]
 
     def _chunk_rows(self, n: int, d: int, itemsize: int, stmt) -> int:
         """The largest divisor R of n whose tiles (R rows of src, two [1, R] index rows) fit."""

@@ -33,7 +33,7 @@ from ..ir.printer import print_statement
 from ..ir.types import Direction, FunctionType, ScalarType, TensorType, TileType, same_value_type
 from ..ir.visitor import IRVisitor, statements
 from .manager import PassInstrument
-from .outline_incore import WRITE_OPS
+from .outline_incore import writes_tensor
 from .properties import IRProperty
 
 # AtomicDtypesLegal is established by DeriveCallDirections, which reports an illegal
@@ -326,7 +326,7 @@ def check_directions(program: Program, backend) -> None:
 
 def check_tile_level(program: Program, backend) -> None:
     for call, stmt in _kernel_calls(program):
-        if call.op in WRITE_OPS:
+        if writes_tensor(call):
             if call.op == "assemble" and isinstance(call.args[1].type, TensorType):
                 raise _Violation("a tensor is assembled inside a kernel", stmt)
             continue
@@ -354,6 +354,13 @@ class _TileVars(_Finder):
 
 
 _tile_vars = _TileVars.within
+
+
+def check_tiles_flat(program: Program, backend) -> None:
+    for fn in program.functions:
+        for var, stmt in _tile_vars(fn):
+            if len(var.type.shape) > 2:
+                raise _Violation(f"tile `{var.name}` is {list(var.type.shape)}", stmt)
 
 
 def check_memory_spaces(program: Program, backend) -> None:
@@ -401,6 +408,7 @@ CHECKS = {
     IRProperty.DirectionsResolved: check_directions,
     IRProperty.TileLevelKernels: check_tile_level,
     IRProperty.CastsLegal: check_casts,
+    IRProperty.TilesFlat: check_tiles_flat,
     IRProperty.MemorySpacesInferred: check_memory_spaces,
     IRProperty.AddressesAllocated: check_addresses,
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pypto.ir.ops.task_arrays import SPECIALISED_PARAM_STATUS
+
 
 class PyptoRuntimeError(RuntimeError):
     """Base of every error the runtime raises about an artifact or a run."""
@@ -72,11 +74,6 @@ _ORCHESTRATION_STATUS = {
        "(a value its orchestration reads and uses as a tensor extent); run the program "
        "through pypto.runtime.run(program, ...), which specialises it for each call",
 }
-
-
-SPECIALISED_PARAM_STATUS = 64
-"""An orchestration returns this plus a parameter's index when that scalar parameter is
-not the value the artifact was specialised for (`compile(n=128)`, `scale: pl.FP32`)."""
 
 
 def orchestration_failed(manifest, status: int) -> OrchestrationError:

@@ -56,10 +56,6 @@ WHY = {
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
     "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
-    "batch": "tiles and tensor-level operators are rank 2 here (a rank-3 tile does not "
-             "place, a rank-3 tensor in pl.at is refused), so neither pl.batch_matmul's tiles "
-             "nor pl.matmul's rank > 2 tensors exist: reshape to [B * M, K] on the host and "
-             "pl.matmul each batch's rows in a pl.range loop",
     "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
                   "does not have (values cross through global memory); remove it",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
@@ -72,17 +68,17 @@ WHY = {
 _DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "INT8",
                      "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32")
 _OPS_SUPPORTED = (
-    "abs", "add", "and_", "ands", "assemble", "cast", "cmp", "col_argmax", "col_argmin",
-    "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif", "col_expand_max",
-    "col_expand_min", "col_expand_mul", "col_expand_sub", "col_max", "col_min", "col_prod",
-    "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp", "expands",
-    "fillpad", "fillpad_expand", "fmod", "fmods", "full", "get_block_idx", "load", "log",
+    "abs", "add", "and_", "ands", "assemble", "batch_matmul", "cast", "cmp", "col_argmax",
+    "col_argmin", "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif",
+    "col_expand_max", "col_expand_min", "col_expand_mul", "col_expand_sub", "col_max", "col_min",
+    "col_prod", "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp",
+    "expands", "fillpad", "fillpad_expand", "fmod", "fmods", "full", "get_block_idx", "load", "log",
     "matmul", "matmul_acc", "max", "maximum", "min", "minimum", "move", "mrgsort", "mul", "neg",
     "not_", "or_", "ors", "part_add", "part_max", "part_min", "part_mul", "read", "recip",
     "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
     "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
-    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "scatter_update", "sels",
+    "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "scatter", "scatter_update", "sels",
     "set_validshape", "shl", "shls", "shr", "shrs", "slice", "sort32", "sqrt", "store", "sub",
     "transpose", "tri", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
@@ -98,18 +94,20 @@ _LANGUAGE_SUPPORTED = (
     "dim",
     "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
     "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse", "RUNTIME",
-    "parse_program", "pipeline", "program",
+    "parse_program", "pipeline", "prefetch", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
     "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
-_TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "cmps", "create", "fillpad",
+_TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "cmps", "create",
+                   "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
                    "get_block_num", "load", "lrelu", "matmul_bias", "max", "maximums", "mgather",
                    "min", "minimums", "move", "mrgsort", "mscatter", "prelu", "read", "relu",
-                   "rem", "rems", "rsqrt", "sel", "sels", "sort32", "store", "subc", "subsc",
+                   "rem", "rems", "rsqrt", "scatter", "sel", "sels", "sort32", "store", "subc",
+                   "subsc",
                    "transpose_view", "tri")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
                      "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
-                     "random", "read", "scatter_update", "sort32")
+                     "random", "read", "scatter", "scatter_update", "sort32")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -123,11 +121,10 @@ _ABSENT = {
              "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
              "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
              "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
-    "op": ("matmul_mx", "prefetch", "tile.matmul_mx",
+    "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),
     "memref": ("MemRef",),
-    "batch": ("batch_matmul",),
     "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }
@@ -178,6 +175,11 @@ CONSTRUCTS = (
      "does (one artifact serves every value; the results are the same)"),
     ("`valid_shape=[16, n]` with a runtime `n`", SUPPORTED,
      "the tile's valid region is set at run time (load, fillpad, store)"),
+    ("`pl.matmul` of rank > 2 tensors in a `pl.at` block ([B, M, K] x [B, K, N], a batch "
+     "of 1 or a rank-2 operand broadcast)", SUPPORTED,
+     "lowered whole-K batch by batch (a pl.range over b of the 2-D product); rank 3 at most "
+     "(reshape more leading dimensions into one batch). A [B, M, K] tile "
+     "(`pl.batch_matmul`'s operands) is B [M, K] tiles, each placed as one"),
     ("tensor-level `pl.matmul` with vector work in one `pl.at`, `pl.split(UP_DOWN|LEFT_RIGHT)`",
      SUPPORTED, "the value crosses through a scratch tensor; split halves the vector work"),
     ("`with pl.spmd(n): out = kernel(...)` and `pl.spmd(core_num=, sync_start=)`", SUPPORTED,
@@ -214,6 +216,12 @@ CONSTRUCTS = (
     ("`pl.Tensor[[...], dtype, pl.ND]`", SUPPORTED,
      "row-major, what every tensor is here; `pl.DN` / `pl.NZ` there are refused at the "
      "annotation (upstream refuses the DN shorthand)"),
+    ("`pl.prefetch.make_context()` / `async_prefetch(x, ctx)` / `session(ctx)` / "
+     "`wait(evt, session)` in a kernel", SUPPORTED,
+     "upstream's GM -> L2 cache hint, which changes no value: the simulators model no L2 "
+     "(as pto-isa's CPU model) and leave the calls out, `wait` is true; device code refuses "
+     "them at the line (TPREFETCH_ASYNC needs an SDMA workspace the runtime does not "
+     "provide)"),
     ("`pl.loads_program(path)` of a file `Program.as_python()` wrote", SUPPORTED,
      "errors name the file's lines; a file holding a standalone function is refused "
      "(pl.loads reads either)"),

@@ -93,9 +93,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
                   "compiler pl spec",
         "scons": "filesystem pypto ir platform resources golden runtime toolchain index "
                  "compiler spec",
-        "tools": "pypto ir platform resources golden_format golden runtime codegen toolchain "
-                 "debug compiler "
-                 "spec triage",
+        "tools": "pypto ir platform resources golden_format golden runtime frontend codegen "
+                 "toolchain debug compiler spec triage",
     }.items()
 }
 

@@ -22,6 +22,7 @@ from sim_and_torch import sim_and_torch
 
 from pypto.debug.torch_runtime import reference
 from pypto.ir.ops import all_ops
+from pypto.ir.ops.prefetch import PREFETCH_OPS
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
 
@@ -137,13 +138,20 @@ UNCHECKED = {
     "tensor.gather": "computed as `tile.mgather` (TensorToTile); checked through it",
     "scatter_update": "computed as `tile.mscatter` (coalesce='row', TensorToTile); checked "
                       "through it (and against torch in tests/ops/test_ops_tensor_scatter.py)",
+    "tensor.scatter": "computed as `tile.scatter` row by row (TensorToTile); checked through "
+                      "it (and against torch in tests/ops/test_ops_scatter.py)",
     "tensor.random": "computed as `random` tiles (TensorToTile); checked through `random`",
+    "batch_matmul": "one `matmul` per batch (FlattenBatchTiles), checked through it; "
+                    "torch_runtime.batch_matmul against both simulators in "
+                    "tests/ops/test_ops_batch_matmul.py",
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
     "array.update_element": "orchestration only: task ids, no data",
     "array.get_element": "orchestration only: task ids, no data",
     "expect_value": "orchestration only: a guard, computes nothing "
                     "(tests/language/test_input_values.py)",
+    **{name: "an L2 cache hint: changes no value (tests/language/test_prefetch.py)"
+       for name in PREFETCH_OPS},
 }
 
 
@@ -218,6 +226,11 @@ MOVEMENT = {
                   "o_mscatter = pl.tile.mscatter(pl.load(b, [0, 0], [16, 32]), u, o_mscatter)",
                   "r = pl.load(o_mscatter, [0, 0], [16, 32])"]),
     # Rows in range, one repeated (the later row stays).
+    # In-range flat indices, some repeated (the later stays), into b's values.
+    "tile_scatter": (("tile.scatter",), [R, C],
+                     ["t = pl.load(a, [0, 0], [16, 32])",
+                      "u = pl.ands(pl.cast(pl.mul(t, 8.0), pl.INT32, mode='trunc'), 511)",
+                      "r = pl.tile.scatter(pl.load(b, [0, 0], [16, 32]), t, u)"]),
     "mscatter_row": (("tile.mscatter",), [R, C],
                      ["o_mscatter_row = pl.store(pl.full([16, 32], pl.FP32, 0.0), [0, 0], "
                       "o_mscatter_row)",

@@ -9,7 +9,7 @@ import json
 
 import pytest
 import torch
-from located_errors import entry_error
+from located_errors import COPY_KERNEL, entry_error
 
 import pypto.language as pl
 from pypto.ir import TypeCheckError
@@ -106,15 +106,6 @@ def test_the_marker_prints_and_reads_back():
     assert "layout" not in tracked_scratch.frontend(a, out).as_python()  # ND: the default
 
 
-_KERNEL = """
-@pl.jit.incore
-def k(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-    t = pl.load(x, [0, 0], [16, 128])
-    out = pl.store(t, [0, 0], out)
-    return out
-"""
-
-
 @pytest.mark.parametrize("keyword, message", [
     ("layout=pl.DN", "row-major"),
     ("layout=pl.NZ", "row-major"),
@@ -124,6 +115,6 @@ def k(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32
 def test_what_create_tensor_cannot_mean_here_is_refused_at_its_line(keyword, message):
     body = (f"    s = pl.create_tensor([16, 128], pl.FP32, {keyword})\n"
             "    s = k(x, s)\n    out = k(s, out)")
-    error, lines = entry_error(body, TypeCheckError, before=_KERNEL)
+    error, lines = entry_error(body, TypeCheckError, before=COPY_KERNEL)
     assert message in str(error)
     assert "pl.create_tensor" in lines[error.span.line - 1]

@@ -9,7 +9,7 @@ import json
 
 import pytest
 import torch
-from located_errors import entry_error
+from located_errors import COPY_KERNEL, entry_error
 
 import pypto.language as pl
 from pypto.ir import ParseError
@@ -117,15 +117,6 @@ def test_a_wrong_assertion_is_a_race_the_detector_reports(tmp_path, monkeypatch)
         _run(wrongly_untracked, tmp_path, monkeypatch, x, y, out, detect_races=True)
 
 
-_KERNEL = """
-@pl.jit.incore
-def k(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
-    t = pl.load(x, [0, 0], [16, 128])
-    out = pl.store(t, [0, 0], out)
-    return out
-"""
-
-
 @pytest.mark.parametrize("body, message", [
     ("    y = pl.no_dep(x)\n    out = k(y, out)", "marks an argument of a kernel call"),
     ("    out = k(x, pl.no_dep(out, x))", "marks one tensor argument"),
@@ -134,6 +125,6 @@ def k(x: pl.Tensor[[16, 128], pl.FP32], out: pl.Out[pl.Tensor[[16, 128], pl.FP32
      "marks an argument of a kernel call"),
 ])
 def test_a_marker_anywhere_else_is_refused_at_its_line(body, message):
-    error, lines = entry_error(body, ParseError, before=_KERNEL)
+    error, lines = entry_error(body, ParseError, before=COPY_KERNEL)
     assert message in str(error)
     assert "pl.no_dep" in lines[error.span.line - 1]

@@ -6,7 +6,8 @@ semantics bit for bit, on every dtype the scatter takes; of two rows with one in
 later stays; upstream's three call spellings bind alike; an index out of range is a
 KernelError and bad calls are refused at their line.  The scatter is a write of its input:
 dependency inference orders a later reader after it.  pl.tile.mscatter(coalesce='row') is
-checked here too (tests/ops/test_ops_gather.py has the element form)."""
+checked here too (tests/ops/test_ops_gather.py has the element form).  pl.scatter's index
+form and pl.tile.scatter (TSCATTER) are in tests/ops/test_ops_scatter.py."""
 
 from __future__ import annotations
 
@@ -189,21 +190,27 @@ def entry(c: pl.InOut[pl.Tensor[[64, 32], pl.FP32]], i: pl.Tensor[[2, 4], pl.INT
     assert lines[error.span.line - 1].strip() == statement and message in str(error)
 
 
-def test_a_row_too_long_for_the_vec_buffer_is_a_capacity_error_at_the_line():
-    source = '''
+@pytest.mark.parametrize(("statement", "index_shape", "src_shape"), [
+    ("c = pl.scatter_update(c, -2, i, s)", (1, 2), (2, 131072)),
+    ("c = pl.scatter(c, -1, i, s)", (2, 4), (2, 4)),  # tests/ops/test_ops_scatter.py's op
+])
+def test_a_row_too_long_for_the_vec_buffer_is_a_capacity_error_at_the_line(statement,
+                                                                           index_shape,
+                                                                           src_shape):
+    source = f'''
 import pypto.language as pl
 
 @pl.jit
-def entry(c: pl.InOut[pl.Tensor[[4, 131072], pl.FP32]], i: pl.Tensor[[1, 2], pl.INT32],
-          s: pl.Tensor[[2, 131072], pl.FP32]):
+def entry(c: pl.InOut[pl.Tensor[[2, 131072], pl.FP32]], i: pl.Tensor[{list(index_shape)}, pl.INT32],
+          s: pl.Tensor[{list(src_shape)}, pl.FP32]):
     with pl.at(level=pl.Level.CORE_GROUP):
-        c = pl.scatter_update(c, -2, i, s)
+        {statement}
     return c
 '''
-    args = (torch.zeros(4, 131072), torch.zeros(1, 2, dtype=torch.int32),
-            torch.zeros(2, 131072))
+    args = (torch.zeros(2, 131072), torch.zeros(*index_shape, dtype=torch.int32),
+            torch.zeros(*src_shape))
     error, lines = raised_by(source, lambda ns: ns["entry"].lower(*args), CapacityError)
-    assert "c = pl.scatter_update" in lines[error.span.line - 1] and "Vec" in str(error)
+    assert lines[error.span.line - 1].strip() == statement and "Vec" in str(error)
 
 
 # -- pl.tile.mscatter(coalesce='row'): MSCATTER's row form, which scatter_update lowers to
@@ -249,7 +256,7 @@ def entry(s: pl.Tensor[[8, 32], pl.FP32], e: pl.Tensor[[8, 32], pl.INT32],
     assert lines[error.span.line - 1].strip() == statement and message in str(error)
 
 
-# -- upstream's L1 gathers and pl.tensor.scatter: refused at their line, saying why
+# -- upstream's L1 gathers: refused at their line, saying why
 
 
 @pytest.mark.parametrize(("statement", "why"), [
@@ -259,10 +266,8 @@ def entry(s: pl.Tensor[[8, 32], pl.FP32], e: pl.Tensor[[8, 32], pl.INT32],
     ("kv = pl.tensor.gather_row(c, c, [0, 0], [1, 0], [1, 32])", "pl.create_l1"),
     ("kv = pl.paged_gather(c, i, i, 16, 32, 8)", "pl.tile.mgather"),
     ("kv = pl.tensor.paged_gather(c, i, i, 16, 32, 8)", "pl.tile.mgather"),
-    ("c = pl.scatter(c, -1, i, s)", "TSCATTER"),
-    ("c = pl.tensor.scatter(c, mask_pattern=1, dst=c)", "TSCATTER"),
 ])
-def test_upstreams_l1_gathers_and_scatter_are_refused_at_their_line_saying_why(statement, why):
+def test_upstreams_l1_gathers_are_refused_at_their_line_saying_why(statement, why):
     source = f'''
 import pypto.language as pl
 

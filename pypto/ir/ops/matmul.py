@@ -1,6 +1,8 @@
 """The cube's matrix products: `matmul`, `matmul_acc`, the matrix-vector forms
-`tile.gemv`, `tile.gemv_acc`, and the bias forms `tile.matmul_bias`, `tile.gemv_bias`
-(the bias row read from the cube's bias table, pl.Mem.Bias)."""
+`tile.gemv`, `tile.gemv_acc`, the bias forms `tile.matmul_bias`, `tile.gemv_bias`
+(the bias row read from the cube's bias table, pl.Mem.Bias), and the batched product
+`batch_matmul` of [B, M, K] tiles (one `matmul` per batch: passes/flatten_batch.py).
+`pl.matmul` of [B, M, K] tensors is batched too (passes/tensor_matmul.py)."""
 
 from __future__ import annotations
 
@@ -56,6 +58,53 @@ def _matmul_dims(name, lhs, rhs, a_trans, b_trans, span):
     return m, n, valid
 
 
+def _batch(name: str, lhs, rhs, span) -> int | None:
+    """The batch count B of a product of [B, M, K] and [B, K, N] operands (None when both
+    are [rows, cols]).  As torch.matmul broadcasts: a batch of 1, or a [rows, cols]
+    operand, is used for every batch of the other."""
+    for what, t in (("lhs", lhs), ("rhs", rhs)):
+        if len(t.shape) not in (2, 3):
+            raise TypeCheckError(f"pl.{name} multiplies [M, K] or [B, M, K] operands; {what} "
+                                 f"is {fmt_shape(t.shape)}", span,
+                                 hint="reshape the leading dimensions into one batch dimension")
+    batches = [t.shape[0] for t in (lhs, rhs) if len(t.shape) == 3]
+    if len({b for b in batches if b != 1}) > 1:
+        raise TypeCheckError(
+            f"pl.{name}: the batch dimensions differ: lhs {fmt_shape(lhs.shape)}, rhs "
+            f"{fmt_shape(rhs.shape)}", span,
+            hint="lhs [B, M, K] and rhs [B, K, N] have one B (or a batch of 1, used for "
+                 "every batch)")
+    return max(batches) if batches else None
+
+
+def slab(t):
+    """The [rows, cols] type of one batch of a [B, rows, cols] tensor or tile (`t` itself
+    when it is rank 2).  A tile's valid region must span its batches."""
+    if len(t.shape) == 2:
+        return t
+    if isinstance(t, TileType):
+        valid = t.valid
+        if valid[0] != t.shape[0]:
+            return None
+        return TileType(t.shape[1:], t.dtype, t.memory,
+                        valid_shape=valid[1:] if t.valid_shape else None)
+    return TensorType(t.shape[1:], t.dtype)
+
+
+def _batched_dims(name, lhs, rhs, a_trans, b_trans, span):
+    """(B, M, N, valid) of a batched product: one [M, K] x [K, N] product per batch."""
+    b = _batch(name, lhs, rhs, span)
+    slabs = [slab(t) for t in (lhs, rhs)]
+    for what, t, s in zip(("lhs", "rhs"), (lhs, rhs), slabs, strict=True):
+        if s is None:
+            raise TypeCheckError(f"pl.{name}: {what}'s valid region {fmt_shape(t.valid)} "
+                                 f"leaves out batches of {fmt_shape(t.shape)}", span,
+                                 hint="a batched tile is valid in every batch: "
+                                      "valid_shape=[B, rows, cols]")
+    m, n, valid = _matmul_dims(name, slabs[0], slabs[1], a_trans, b_trans, span)
+    return b, m, n, valid
+
+
 def _product_dtype(inputs: DataType) -> DataType:
     return DataType.INT32 if inputs is DataType.INT8 else DataType.FP32
 
@@ -66,7 +115,17 @@ def _acc_dtypes(inputs: DataType) -> frozenset:
 
 def _infer_matmul(args, attrs, span):
     lhs, rhs = (a.type for a in args)
-    m, n, valid = _matmul_dims("matmul", lhs, rhs, attrs["a_trans"], attrs["b_trans"], span)
+    batch = None
+    if any(len(getattr(t, "shape", ())) > 2 for t in (lhs, rhs)):
+        if isinstance(lhs, TileType) or isinstance(rhs, TileType):
+            raise TypeCheckError(
+                f"pl.matmul multiplies [M, K] tiles; got {describe(lhs)} x {describe(rhs)}",
+                span, hint="batched tiles: pl.batch_matmul(lhs, rhs)")
+        batch, m, n, valid = _batched_dims("matmul", lhs, rhs, attrs["a_trans"],
+                                           attrs["b_trans"], span)
+    else:
+        m, n, valid = _matmul_dims("matmul", lhs, rhs, attrs["a_trans"], attrs["b_trans"],
+                                   span)
     out = attrs["out_dtype"]
     if out is None:
         out = _product_dtype(lhs.dtype)
@@ -74,7 +133,26 @@ def _infer_matmul(args, attrs, span):
     if out not in legal:
         raise TypeCheckError(f"pl.matmul of {lhs.dtype.name} cannot produce {out!r}", span,
                              hint=f"out_dtype: {dtype_names(legal)}")
+    if batch is not None:
+        return TensorType((batch, m, n), out)
     return like(lhs, shape=(m, n), dtype=out, valid=valid)
+
+
+def _infer_batch_matmul(args, attrs, span):
+    lhs, rhs = (a.type for a in args)
+    for what, t in (("lhs", lhs), ("rhs", rhs)):
+        if not isinstance(t, TileType):
+            raise TypeCheckError(f"pl.batch_matmul multiplies tiles; {what} is {describe(t)}",
+                                 span, hint="on tensors, pl.matmul of [B, M, K] and "
+                                            "[B, K, N] tensors in a pl.at block is batched")
+    if len(lhs.shape) != 3 and len(rhs.shape) != 3:
+        raise TypeCheckError(
+            f"pl.batch_matmul multiplies [B, M, K] by [B, K, N] tiles; got "
+            f"{fmt_shape(lhs.shape)} x {fmt_shape(rhs.shape)}", span,
+            hint="two [M, K] x [K, N] tiles: pl.matmul")
+    batch, m, n, valid = _batched_dims("batch_matmul", lhs, rhs, False, False, span)
+    return TileType((batch, m, n), _product_dtype(lhs.dtype),
+                    valid_shape=(batch, *valid) if valid else None)
 
 
 def _infer_matmul_acc(args, attrs, span):
@@ -178,10 +256,27 @@ register(
         "as [N, K]).  Inputs FP16, BF16 or FP32 (INT8 gives INT32); products are formed in "
         "input precision and accumulated in FP32 in K order, then rounded once to out_dtype "
         "(default FP32).  Tile form: lhs in pl.Mem.Left, rhs in pl.Mem.Right, result in "
-        "pl.Mem.Acc.  Tensor form: lowered whole-K through Mat/Left/Right/Acc.",
+        "pl.Mem.Acc.  Tensor form: lowered whole-K through Mat/Left/Right/Acc; [B, M, K] x "
+        "[B, K, N] tensors multiply batch by batch into [B, M, N] (a batch of 1 or an [M, K] "
+        "/ [K, N] operand is used for every batch, as torch.matmul broadcasts).",
         dtypes=MATMUL_INPUTS,
         emit="matmul",
         isa="tmatmul",
+    )
+)
+register(
+    OpDef(
+        "batch_matmul",
+        (OpParam("lhs", "value"), OpParam("rhs", "value")),
+        _infer_batch_matmul,
+        "batch",
+        "The batched product of a [B, M, K] tile (pl.Mem.Left) and a [B, K, N] tile "
+        "(pl.Mem.Right) as a [B, M, N] tile in pl.Mem.Acc: batch b is pl.matmul(lhs[b], "
+        "rhs[b]), bit for bit (FP32, INT32 for INT8 inputs, summed in K order).  A batch "
+        "of 1, or an [M, K] / [K, N] tile, is used for every batch (torch.matmul's "
+        "broadcast).  A [B, M, K] tile is B [M, K] tiles, each placed as one: pl.load, "
+        "pl.move, pl.store and the elementwise operators work on them batch by batch.",
+        dtypes=MATMUL_INPUTS,
     )
 )
 register(

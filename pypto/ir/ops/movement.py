@@ -42,13 +42,25 @@ def _const_value(e):
     return value if isinstance(value, int) and not hasattr(e, "name") else None
 
 
+def window_extent(rank: int, extent) -> tuple:
+    """The extent of a load's or store's window in a tensor of `rank` dimensions: a
+    [rows, cols] tile of a [B, rows, cols] tensor (offsets [b, r, c]) is the window
+    [1, rows, cols] of one batch."""
+    return (1,) * (rank - len(extent)) + tuple(extent)
+
+
 def _check_window(op, tensor, offsets, shape, span):
-    if len(shape) != len(tensor.shape) or len(offsets) != len(tensor.shape):
+    rank = len(tensor.shape)
+    batch_slab = rank == 3 and len(shape) == 2
+    if (len(shape) != rank and not batch_slab) or len(offsets) != rank:
         raise TypeCheckError(
-            f"pl.{op}: a value of rank {len(tensor.shape)} needs {len(tensor.shape)} offsets "
+            f"pl.{op}: a value of rank {rank} needs {rank} offsets "
             f"and sizes, got {len(offsets)} and {len(shape)}",
             span,
+            hint="a [rows, cols] tile of one batch of a [B, rows, cols] tensor takes the "
+                 "offsets [b, row, col]" if rank == 3 else None,
         )
+    shape = window_extent(rank, shape)
     for off, size, dim in zip(offsets, shape, tensor.shape, strict=True):
         start = _const_value(off)
         if not isinstance(size, int):

@@ -55,7 +55,8 @@ class OpDef:
 
     category: what passes do with it ("binary", "unary", "cast", "select", "ternary", "expands",
     "fill", "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "movement",
-    "element", "gather", "tile", "index", "orchestration").
+    "element", "gather", "tile", "index", "orchestration", "batch": lowered to one operator
+    per batch before code generation).
     emit: the templates/ops.cpp.j2 macro (operator form) that emits it in a kernel.
     isa: the simulator instruction (pypto/sim/include/pto/*.hpp) of its tile form;
     isa_scalar / isa_rscalar: of its scalar forms (tile op scalar, scalar op tile).

@@ -95,6 +95,13 @@ register(
 )
 
 
+SPECIALISED_PARAM_STATUS = 64
+"""What an orchestration returns, plus the parameter's index, when a scalar parameter it was
+specialised for (`compile(n=128)`, `scale: pl.FP32`) is passed another value (its guard is
+`pl.expect_value(n, 128)`); an element read from an input tensor returns 5.  The generated
+code returns it and the runtime names the parameter from it."""
+
+
 def _infer_expect(args, attrs, span):
     (x,) = args
     value = attrs["value"]

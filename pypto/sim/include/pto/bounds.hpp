@@ -35,6 +35,17 @@ inline bool window_inside(const char *op, const PtoTensor &t, int64_t r0, int64_
                            (long long)trows, (long long)tcols);
     return false;
 }
+/* Whether b indexes the batch dimension of a rank-3 tensor [B, rows, cols] (a tile load
+ * or store of one batch); otherwise the fault is recorded as window_inside records it. */
+inline bool batch_inside(const char *op, const PtoTensor &t, int64_t b) {
+    const int64_t batches = t.ndim >= 3 ? t.shape[t.ndim - 3] : 1;
+    if (b >= 0 && b < batches) return true;
+    if (__atomic_fetch_add(&pto_sim_fault_count, 1, __ATOMIC_ACQ_REL) == 0)
+        __builtin_snprintf(pto_sim_fault, sizeof pto_sim_fault,
+                           "%s of batch %lld lies outside the tensor's %lld batches", op,
+                           (long long)b, (long long)batches);
+    return false;
+}
 }  // namespace detail
 }  // namespace pto
 

@@ -17,6 +17,10 @@
  *  - Within a tile (pl.tile.gather / gatherb; TGATHER / TGATHERB) an index or byte offset
  *    addresses the source tile's row-major storage; TGATHER gives 0 outside it (the CPU
  *    model's choice), a TGATHERB block reaching past it is a fault.
+ *  - pl.tile.scatter (TSCATTER, index form) writes into a copy of its destination tile:
+ *    element indexes[r][c] of its row-major storage becomes src[r][c], in row-major order
+ *    of the index tile's valid region (the later of two with one index stays); an index
+ *    outside the storage is a fault.
  */
 #ifndef PTO_GATHER_HPP
 #define PTO_GATHER_HPP
@@ -171,6 +175,33 @@ template <class T> inline void tgatherb(Tile<T> dst, Tile<T> src, Tile<uint32_t>
             }
             __builtin_memcpy(&detail::ref(dst, r, c * per), reinterpret_cast<const uint8_t *>(src.data) + from, 32);
         }
+}
+
+/* pl.tile.scatter(dst, src, indexes) (TSCATTER, index form): out is dst with element
+ * indexes[r][c] of its row-major storage set to src[r][c].  out is dst's buffer or one of
+ * its own, which may be src's or indexes' (a name rebound): those are read first. */
+template <class T, class I> inline void tscatter(Tile<T> out, Tile<T> dst, Tile<T> src, Tile<I> idx) {
+    const int64_t n = int64_t(out.rows) * out.cols, m = int64_t(idx.vrows) * idx.vcols;
+    T *values = new T[m > 0 ? m : 1];
+    uint64_t *at = new uint64_t[m > 0 ? m : 1];
+    for (int32_t r = 0; r < idx.vrows; ++r)
+        for (int32_t c = 0; c < idx.vcols; ++c) {
+            values[int64_t(r) * idx.vcols + c] = detail::at(src, r, c);
+            at[int64_t(r) * idx.vcols + c] = detail::table_index(detail::at(idx, r, c));
+        }
+    if (out.data != dst.data) __builtin_memmove(out.data, dst.data, size_t(n) * sizeof(T));
+    for (int64_t k = 0; k < m; ++k) {
+        if (at[k] < uint64_t(n)) {
+            out.data[at[k]] = values[k];
+            continue;
+        }
+        char what[128];
+        __builtin_snprintf(what, sizeof what, "tile.scatter: index %lld lies outside the tile's [0, %lld)",
+                           (long long)int64_t(at[k]), (long long)n);
+        detail::gather_fault(what);
+    }
+    delete[] values;
+    delete[] at;
 }
 
 }  // namespace pto

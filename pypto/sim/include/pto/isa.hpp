@@ -477,6 +477,22 @@ template <class T> inline void set_valid(Tile<T> &t, int32_t vrows, int32_t vcol
     t.vcols = vcols;
 }
 
+/* Batch b of a rank-3 global tensor [B, rows, cols]: the tensor [1, rows, cols] that a
+ * load or store of one batch's [rows, cols] tile reads through.  A b outside [0, B) is a
+ * fault (bounds.hpp), and the view it gives has no rows, so the load or store that
+ * follows touches nothing. */
+template <class T> inline PtoTensor batch(const char *op, const PtoTensor &t, int64_t b) {
+    PtoTensor v = t;
+    const int d = t.ndim - 3;
+    if (!detail::batch_inside(op, t, b)) {
+        v.shape[t.ndim - 2] = 0;
+        return v;
+    }
+    v.data = static_cast<T *>(t.data) + b * t.stride[d];
+    v.shape[d] = 1;
+    return v;
+}
+
 /* Copies the window at (r0, c0) of a global tensor into dst's valid region and
  * fills the rest of the tile with pad.  The tensor is viewed through its last two
  * dims (its outer dims must be 1); a rank-1 tensor is [1, n]. */
