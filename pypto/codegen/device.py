@@ -156,6 +156,7 @@ class _DeviceKernelBuilder:
         self.saturates = False  # does a scalar operand need `saturate<T>`?
         self.col_sum_tree = False  # does a col_sum with a tmp tile need `col_sum_tree`?
         self.mrgsort_lists = False  # does a merge of tiles need `mrgsort_lists`?
+        self.batched = False  # does a window of one batch need `batch_stride`?
         self.transposed = _transposed_operands(fn.body)
         self.bias_rows = _bias_rows(fn.body)
         # Run-time valid extents: the tiles instructions name (their ids), the statements
@@ -347,6 +348,7 @@ class _DeviceKernelBuilder:
             raise LoweringError("tile loads and stores need rank-2 or rank-3 tensors", s.span)
         # Offsets [b, r, c]: a tile of batch b of a [B, rows, cols] tensor.
         *batch, r0, c0 = offsets.items
+        self.batched |= bool(batch)
         name = self._fresh(f"{ident(tensor.name)}_window")
         self.windows += 1
         return _statement({
@@ -1226,6 +1228,7 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
         "saturates": builder.saturates,
         "col_sum_tree": builder.col_sum_tree,
         "mrgsort_lists": builder.mrgsort_lists,
+        "batched": builder.batched,
     }
     on_chip = dict.fromkeys((m.name for m in MemorySpace if m is not MemorySpace.DDR), 0)
     for tile in builder.tiles.values():
