@@ -21,7 +21,7 @@ from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, Var, While
 from ..ir.ops import get_op
-from ..ir.ops.gather import mgather_policies, mscatter_coalesce
+from ..ir.ops.gather import mgather_policies, mscatter_coalesce, table_rows
 from ..ir.ops.prefetch import first_prefetch
 from ..ir.ops.random import SEEDS
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
@@ -400,8 +400,10 @@ class _DeviceKernelBuilder:
                                   gm_writes=[tensor.name])]
 
     def _table(self, tensor: Var, s) -> tuple[dict, str]:
-        """A GlobalTensor of the whole tensor parameter a gather reads or a scatter writes."""
-        rows, cols = tensor.type.shape
+        """A GlobalTensor of the whole tensor parameter a gather reads or a scatter writes
+        (one of rank > 2, which only the row forms take, as its rows: packed, its row stride
+        the stride of its last dim but one)."""
+        rows, cols = table_rows(tensor.type), tensor.type.shape[-1]
         origin = ExprList((Const(0, INDEX), Const(0, INDEX)))
         return self._window(tensor, origin, rows, cols, s)
 

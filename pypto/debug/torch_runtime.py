@@ -1198,6 +1198,7 @@ def tile_mgather(mem: torch.Tensor, idx: torch.Tensor, coalesce="row", gather_oo
     coalesce, oob = policy(coalesce, COALESCE), policy(gather_oob, GATHER_OOB)
     region = _valid_part(idx, valid)
     if coalesce == "row":
+        mem = mem.reshape(-1, mem.shape[-1])  # a tensor of rank > 2 read as its rows
         rows, cols = valid_shape or (region[1].stop, mem.shape[1])
         at, reads = _table_indices("tile.mgather", idx[0, :rows], mem.shape[0], oob)
         out = torch.zeros((idx.shape[1], mem.shape[1]), dtype=mem.dtype)
@@ -1232,10 +1233,10 @@ def tile_mscatter(src: torch.Tensor, idx: torch.Tensor, output_tensor: torch.Ten
     region = _valid_part(src, valid)
     if policy(coalesce, COALESCE) == "row":
         rows, cols = region
-        at, _ = _table_indices("tile.mscatter", idx[0, rows], output_tensor.shape[0],
-                               "undefined")
+        table = output_tensor.view(-1, output_tensor.shape[-1])  # rank > 2: its rows
+        at, _ = _table_indices("tile.mscatter", idx[0, rows], table.shape[0], "undefined")
         for k, row in zip(at.tolist(), src[rows, cols], strict=True):
-            output_tensor[k, cols] = row
+            table[k, cols] = row
         return output_tensor
     at, _ = _table_indices("tile.mscatter", idx[region], output_tensor.numel(), "undefined")
     flat = output_tensor.view(-1)
@@ -1247,10 +1248,13 @@ def tile_mscatter(src: torch.Tensor, idx: torch.Tensor, output_tensor: torch.Ten
 def scatter_update(input: torch.Tensor, index: torch.Tensor, src: torch.Tensor,  # noqa: A002
                    dim=-2) -> torch.Tensor:
     """input[index.flatten()[k]] = src[k] for k in order (of two rows with one index the
-    later stays), in place; an index outside input's rows is an error (IndexError)."""
-    at, _ = _table_indices("scatter_update", index.reshape(-1), input.shape[0], "undefined")
+    later stays), in place; an index outside input's rows is an error (IndexError).  The
+    rank-4 form (input [blockNum, blockSize, 1, d], src [b, s, 1, d]) is the same on the
+    rows: input as [blockNum * blockSize, d], src as [b * s, d]."""
+    table, rows = input.view(-1, input.shape[-1]), src.reshape(-1, src.shape[-1])
+    at, _ = _table_indices("scatter_update", index.reshape(-1), table.shape[0], "undefined")
     for k, row in enumerate(at.tolist()):
-        input[row] = src[k]
+        table[row] = rows[k]
     return input
 
 

@@ -8,7 +8,10 @@
     cache = pl.tile.mscatter(values, rows, cache, coalesce="row")  # cache[rows[0, r]] = ...
 
 in a `pl.range` over the chunks, R the largest divisor of src's rows whose tiles fit the
-backend's Vec buffer.  `t = pl.scatter(t, -1, index, src)` becomes, row by row:
+backend's Vec buffer.  In upstream's rank-4 form (cache [blockNum, blockSize, 1, d], src
+[b, s, 1, d]) the rows are read as rows of the flattened tensors: `values` is
+`pl.tile.mgather(src, pos, coalesce="row")` and MSCATTER's row form writes row
+rows[0, r] of the cache's blockNum * blockSize.  `t = pl.scatter(t, -1, index, src)` becomes, row by row:
 
     row_tile = pl.load(t, [row, 0], [1, S])
     values = pl.load(src, [row, 0], [1, K])
@@ -71,8 +74,10 @@ class LowerTensorScatters(IRMutator):
         table, index, src = scatter_update_operands(call.args, dict(call.attrs))
         self._in_memory(table, "writes", False, stmt)
         self._in_memory(index, "reads its indices from", False, stmt)
-        self._in_memory(src, "reads its rows from", True, stmt)
-        n, d = src.type.shape
+        paged = len(src.type.shape) == 4  # upstream's KV-cache form: the same on the rows
+        self._in_memory(src, "reads its rows from", not paged, stmt)
+        d = src.type.shape[-1]
+        n = index.type.shape[0] * index.type.shape[1]
         r = self._chunk_rows(n, d, src.type.dtype.itemsize, stmt)
         row = Var(self.names.fresh("row"), INDEX) if r < n else None
         first = row if row is not None else Const(0, INDEX)
@@ -81,8 +86,11 @@ class LowerTensorScatters(IRMutator):
         pos_var = Var(self.names.fresh("pos"), pos.type, span)
         rows = make_call("tile.mgather", index, pos_var, span=span, coalesce="elem")
         rows_var = Var(self.names.fresh("rows"), rows.type, span)
-        load = make_call("load", src, ExprList((first, Const(0, INDEX))), span=span,
-                         shapes=(r, d))
+        if paged:  # src [b, s, 1, d]: rows k of its b * s, gathered (a load is rank 2)
+            load = make_call("tile.mgather", src, pos_var, span=span, coalesce="row")
+        else:
+            load = make_call("load", src, ExprList((first, Const(0, INDEX))), span=span,
+                             shapes=(r, d))
         values = Var(self.names.fresh(f"{src.name}_tile"), load.type, span)
         scatter = make_call("tile.mscatter", values, rows_var, table, span=span, coalesce="row")
         body = (Assign((pos_var,), pos, span), Assign((rows_var,), rows, span),

@@ -132,6 +132,55 @@ def test_src_may_be_a_slice_of_a_tensor_the_block_is_given():
     assert torch.equal(args[0], updated(cache, INDEX, src[8:16]))
 
 
+# -- upstream's rank-4 form: the KV cache [blockNum, blockSize, 1, d], src [b, s, 1, d]
+BLOCKS, BLOCK = 8, 8  # the cache's ROWS = 64 rows
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+@pytest.mark.parametrize("dtype", ["FP32", "BF16", "INT8"])
+def test_the_rank4_form_writes_the_same_rows_of_the_flattened_cache(dtype, platform):
+    cache = values(DTYPES[dtype], ROWS, 11).reshape(BLOCKS, BLOCK, 1, D)
+    src = values(DTYPES[dtype], 8, 12).reshape(2, 4, 1, D)
+    sim, host = sim_and_torch(update, [cache, INDEX, src], platform)
+    want = updated(cache.reshape(ROWS, D), INDEX, src.reshape(8, D)).reshape(cache.shape)
+    assert sim[0].shape == cache.shape and same(sim[0], want) and same(host[0], sim[0])
+    assert same(sim[0][0, 7, 0], src[1, 1, 0])  # row 7 (block 0, slot 7): the later of two
+
+
+def test_the_rank4_form_is_written_in_chunks_when_src_outgrows_the_vec_buffer():
+    g = torch.Generator().manual_seed(13)
+    index = torch.randperm(BIG_ROWS, generator=g)[:192].to(torch.int32).reshape(12, 16)
+    cache = torch.randn(16, 16, 1, BIG_D, generator=g)
+    src = torch.randn(12, 16, 1, BIG_D, generator=g)
+    assert "pl.range" in big_update.lower(cache, index, src).as_python()
+    args = [cache.clone(), index, src]
+    big_update(*args)
+    want = updated(cache.reshape(BIG_ROWS, BIG_D), index, src.reshape(192, BIG_D))
+    assert torch.equal(args[0], want.reshape(cache.shape))
+
+
+def test_a_rank4_index_outside_the_cache_is_a_kernel_error():
+    index = INDEX.clone()
+    index[0, 1] = ROWS
+    with pytest.raises(KernelError, match=rf"index {ROWS} lies outside \[0, {ROWS}\)"):
+        update(torch.zeros(BLOCKS, BLOCK, 1, D), index, torch.zeros(2, 4, 1, D))
+
+
+@pl.jit
+def update_blocks_of_a_view(cache: pl.InOut[pl.Tensor], index: pl.Tensor, src: pl.Tensor):
+    part = cache[:, 0:4, :, :]  # half of each block: its rows are not one run
+    with pl.at(level=pl.Level.CORE_GROUP):
+        part = pl.scatter_update(part, -2, index, src)
+    return cache
+
+
+def test_a_rank4_cache_whose_rows_are_not_adjacent_is_a_kernel_error():
+    with pytest.raises(KernelError, match=r"mscatter \(row\): the tensor's rows are not "
+                                          r"adjacent"):
+        update_blocks_of_a_view(torch.zeros(BLOCKS, BLOCK, 1, D), INDEX[:, :2].contiguous(),
+                                torch.zeros(2, 2, 1, D))
+
+
 BIG_ROWS, BIG_D = 256, 256
 
 
@@ -165,7 +214,11 @@ def test_a_scatter_update_index_outside_the_input_is_a_kernel_error():
     ("c = pl.scatter_update(c, -2, i16, s)", TypeCheckError, "INT32 or UINT32"),
     ("c = pl.scatter_update(c, -2, i, s16)", TypeCheckError, "src must be a FP32 tensor"),
     ("c = pl.scatter_update(c, -2, i, c)", TypeCheckError, "src must be [b * s, d] = [8, 32]"),
-    ("c = pl.scatter_update(c4, -2, i, s4)", TypeCheckError, "rank-4 form"),
+    ("c4 = pl.scatter_update(c4, -2, i, s)", TypeCheckError,
+     "src must be [b, s, 1, d] = [2, 4, 1, 32]"),
+    ("c = pl.scatter_update(c, -2, i, s4)", TypeCheckError, "src must be [b * s, d]"),
+    ("c2 = pl.scatter_update(c2, -2, i, s4)", TypeCheckError,
+     "input must be [rows, d] or upstream's KV cache [blockNum, blockSize, 1, d]"),
     ("c = pl.scatter_update(c, -2, i, pl.add(s, 1.0))", LoweringError,
      "a value computed in the kernel"),
 ])
@@ -176,8 +229,9 @@ import pypto.language as pl
 @pl.jit
 def entry(c: pl.InOut[pl.Tensor[[64, 32], pl.FP32]], i: pl.Tensor[[2, 4], pl.INT32],
           i16: pl.Tensor[[2, 4], pl.INT16], s: pl.Tensor[[8, 32], pl.FP32],
-          s16: pl.Tensor[[8, 32], pl.FP16], c4: pl.Tensor[[8, 8, 1, 32], pl.FP32],
-          s4: pl.Tensor[[2, 4, 1, 32], pl.FP32]):
+          s16: pl.Tensor[[8, 32], pl.FP16], c4: pl.InOut[pl.Tensor[[8, 8, 1, 32], pl.FP32]],
+          s4: pl.Tensor[[2, 4, 1, 32], pl.FP32],
+          c2: pl.InOut[pl.Tensor[[8, 4, 2, 32], pl.FP32]]):
     with pl.at(level=pl.Level.CORE_GROUP):
         {statement}
     return c
@@ -185,7 +239,7 @@ def entry(c: pl.InOut[pl.Tensor[[64, 32], pl.FP32]], i: pl.Tensor[[2, 4], pl.INT
     args = (torch.zeros(64, 32), torch.zeros(2, 4, dtype=torch.int32),
             torch.zeros(2, 4, dtype=torch.int16), torch.zeros(8, 32),
             torch.zeros(8, 32, dtype=torch.float16), torch.zeros(8, 8, 1, 32),
-            torch.zeros(2, 4, 1, 32))
+            torch.zeros(2, 4, 1, 32), torch.zeros(8, 4, 2, 32))
     error, lines = raised_by(source, lambda ns: ns["entry"].lower(*args), cls)
     assert lines[error.span.line - 1].strip() == statement and message in str(error)
 

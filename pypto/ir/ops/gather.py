@@ -15,6 +15,8 @@ the later one stays (the CPU model's order; the ISA leaves it to the implementat
 
 from __future__ import annotations
 
+import math
+
 from ..dtypes import DataType
 from ..errors import InternalError, TypeCheckError
 from ..types import MemorySpace, TensorType, TileType, describe
@@ -65,14 +67,24 @@ def _policy(name: str, value, names: tuple[str, ...], span) -> str:
     return chosen
 
 
-def _table(op: str, t, span) -> TensorType:
-    if not isinstance(t, TensorType) or len(t.shape) != 2 or not all(
-            isinstance(d, int) for d in t.shape):
-        raise TypeCheckError(f"pl.{op}: the table must be a rank-2 tensor of constant shape, "
+def _table(op: str, t, span, rows: bool = False) -> TensorType:
+    """The tensor a gather reads or a scatter writes: rank 2, or (`rows`: the row forms)
+    any rank from 2 up, read as its rows (table_rows)."""
+    if not isinstance(t, TensorType) or not (len(t.shape) == 2 or rows and len(t.shape) > 2) \
+            or not all(isinstance(d, int) for d in t.shape):
+        kind = "a tensor of rank 2 or more" if rows else "a rank-2 tensor"
+        raise TypeCheckError(f"pl.{op}: the table must be {kind} of constant shape, "
                              f"got {describe(t)}", span,
                              hint="pl.reshape the tensor to [rows, cols]")
     check_dtype(op, t, GATHER_DTYPES, span)
     return t
+
+
+def table_rows(t: TensorType) -> int:
+    """The rows the row forms of pl.tile.mgather / pl.tile.mscatter index in a packed tensor
+    of any rank: [A, B, ..., d] is A * B * ... rows of d (upstream's KV cache
+    [blockNum, blockSize, 1, d] is blockNum * blockSize rows)."""
+    return math.prod(t.shape[:-1])
 
 
 def _index_tile(op: str, t, span) -> TileType:
@@ -92,9 +104,9 @@ def _infer_mgather(args, attrs, span):
     if ops["scratch"] is not None:
         raise TypeCheckError("pl.tile.mgather takes scratch= only for a Mat destination, which "
                              "is not modelled here", span, hint="drop scratch=")
-    table = _table("tile.mgather", ops["mem"].type, span)
-    index = _index_tile("tile.mgather", ops["idx"].type, span)
     coalesce = _policy("coalesce", attrs["coalesce"], COALESCE, span)
+    table = _table("tile.mgather", ops["mem"].type, span, rows=coalesce == "row")
+    index = _index_tile("tile.mgather", ops["idx"].type, span)
     _policy("gather_oob", attrs["gather_oob"], GATHER_OOB, span)
     if coalesce == "elem":
         shape, indexed = index.shape, tuple(index.valid)
@@ -104,7 +116,7 @@ def _infer_mgather(args, attrs, span):
             f"tile [1, R], got {fmt_shape(index.shape)}", span,
             hint="reshape the indices to one row, or gather elements with coalesce='elem'")
     else:
-        shape, indexed = (index.shape[1], table.shape[1]), (index.valid[1], table.shape[1])
+        shape, indexed = (index.shape[1], table.shape[-1]), (index.valid[1], table.shape[-1])
     valid = _gathered_region(attrs["valid_shape"], indexed, span)
     return TileType(tuple(shape), table.dtype,
                     valid_shape=None if valid == tuple(shape) else valid)
@@ -130,19 +142,19 @@ def _infer_mscatter(args, attrs, span):
     if not isinstance(src.type, TileType) or len(src.type.shape) != 2:
         raise TypeCheckError(f"pl.tile.mscatter: src must be a tile [rows, cols], got "
                              f"{describe(src.type)}", span)
-    table = _table("tile.mscatter", out.type, span)
-    index = _index_tile("tile.mscatter", idx.type, span)
-    if src.type.dtype != table.dtype:
-        raise TypeCheckError(f"pl.tile.mscatter: a {src.type.dtype.name} tile scattered into a "
-                             f"{table.dtype.name} tensor", span, hint="pl.cast the tile first")
     coalesce = policy(attrs["coalesce"], COALESCE)
     if coalesce is None:
         raise TypeCheckError(
             f"pl.tile.mscatter: coalesce={attrs['coalesce']!r} is not one of "
             f"{', '.join(repr(n) for n in COALESCE)} (or 0-{len(COALESCE) - 1})", span)
+    table = _table("tile.mscatter", out.type, span, rows=coalesce == "row")
+    index = _index_tile("tile.mscatter", idx.type, span)
+    if src.type.dtype != table.dtype:
+        raise TypeCheckError(f"pl.tile.mscatter: a {src.type.dtype.name} tile scattered into a "
+                             f"{table.dtype.name} tensor", span, hint="pl.cast the tile first")
     if coalesce == "row":
         rows, cols = src.type.valid
-        if index.shape[0] != 1 or index.valid[1] < rows or src.type.shape[1] > table.shape[1]:
+        if index.shape[0] != 1 or index.valid[1] < rows or src.type.shape[1] > table.shape[-1]:
             raise TypeCheckError(
                 f"pl.tile.mscatter(coalesce='row') writes row r of src ({describe(src.type)}) to "
                 f"row idx[0, r] of the tensor ({describe(table)}): idx must be a [1, R] tile "
@@ -170,9 +182,11 @@ register(
         ),
         _infer_mgather,
         "gather",
-        "Gather from the rank-2 tensor `mem` through the INT32 / UINT32 index tile `idx` into "
+        "Gather from the tensor `mem` (rank 2) through the INT32 / UINT32 index tile `idx` into "
         "a new Vec tile.  coalesce='row' (the default): result row r is row idx[0, r] of mem "
-        "(idx is [1, R], the result [R, mem's columns]).  coalesce='elem': result[r, c] is "
+        "(idx is [1, R], the result [R, mem's columns]); mem may have rank > 2, read as its "
+        "rows ([A, B, 1, d] is A * B rows of d; it must be packed).  coalesce='elem': "
+        "result[r, c] is "
         "element idx[r, c] of mem in row-major order (the result has idx's shape; mem must "
         "be packed, its rows adjacent).  Only the valid region is gathered; the padding "
         "holds 0.  gather_oob= says what an index past the end reads: 'undefined' (the "
@@ -193,12 +207,13 @@ register(
          OpParam("coalesce", "attr", "elem")),
         _infer_mscatter,
         "gather",
-        "Scatter the Vec tile `src` into the rank-2 tensor `output_tensor`; returns the "
+        "Scatter the Vec tile `src` into the tensor `output_tensor` (rank 2); returns the "
         "tensor, whose other elements keep their values.  coalesce='elem' (the default): "
         "element src[r, c] of the valid region is written to element idx[r, c] of the tensor "
         "in row-major order (idx an INT32 / UINT32 tile of src's shape; the tensor packed, "
         "its rows adjacent).  coalesce='row': row r of src's valid region is written to row "
-        "idx[0, r] of the tensor (idx [1, R]; src no wider than the tensor).  Elements and "
+        "idx[0, r] of the tensor (idx [1, R]; src no wider than the tensor), a tensor of "
+        "rank > 2 read as its rows as for pl.tile.mgather.  Elements and "
         "rows are written in row-major order of src, so of two with one index the later "
         "stays.  An index past the end is refused by the simulators (KernelError).",
         dtypes=GATHER_DTYPES,

@@ -1,7 +1,10 @@
 """Scatters of tensors in a pl.at block (upstream's tensor-level scatter family).
 
 pl.scatter_update(input, -2, index, src) writes rows: row k of src (k = i * s + j, the
-row-major position of index[i, j]) becomes row index[i, j] of input.  It is a write of
+row-major position of index[i, j]) becomes row index[i, j] of input.  Upstream's rank-4
+form (a KV cache input [blockNum, blockSize, 1, d], src [b, s, 1, d]) is that write on the
+rows: input read as [blockNum * blockSize, d] (the row forms of MGATHER / MSCATTER take a
+packed tensor of any rank as its rows), src as [b * s, d].  It is a write of
 `input` (OpDef.writes), so dependency inference orders readers after it.  TensorToTile
 (passes/tensor_scatter.py) lowers it chunk by chunk of src's rows to pto-isa's MSCATTER in
 its row form: the chunk's indices are read with MGATHER (element form) from the index
@@ -37,14 +40,10 @@ def _infer_scatter_update(args, attrs, span):
         raise TypeCheckError(f"pl.scatter_update: input must be a tensor of constant shape, "
                              f"got {describe(table)}", span,
                              hint="scatter into tiles with pl.tile.mscatter")
-    if len(table.shape) == 4:
-        raise TypeCheckError(
-            f"pl.scatter_update: the rank-4 form (input [blockNum, blockSize, 1, d], got "
-            f"{fmt_shape(table.shape)}) is not supported here: MSCATTER writes rows of a "
-            "rank-2 tensor", span,
-            hint="pass the cache as [blockNum * blockSize, d] and src as [b * s, d]")
-    if len(table.shape) != 2:
-        raise TypeCheckError(f"pl.scatter_update: input must be [rows, d], got "
+    paged = len(table.shape) == 4
+    if paged and table.shape[2] != 1 or len(table.shape) not in (2, 4):
+        raise TypeCheckError(f"pl.scatter_update: input must be [rows, d] or upstream's KV "
+                             f"cache [blockNum, blockSize, 1, d], got "
                              f"{fmt_shape(table.shape)}", span)
     check_dtype(op, table, GATHER_DTYPES, span)
     if not isinstance(index, TensorType) or len(index.shape) != 2 or \
@@ -56,12 +55,15 @@ def _infer_scatter_update(args, attrs, span):
         raise TypeCheckError(f"pl.scatter_update: src must be a {table.dtype.name} tensor "
                              f"(input's dtype), got {describe(src)}", span,
                              hint="pl.cast src first")
-    rows = index.shape[0] * index.shape[1]
-    if tuple(src.shape) != (rows, table.shape[1]):
+    b, s = index.shape
+    d = table.shape[-1]
+    want, form = ((b, s, 1, d), "[b, s, 1, d]") if paged else ((b * s, d), "[b * s, d]")
+    if tuple(src.shape) != want:
         raise TypeCheckError(
-            f"pl.scatter_update: src must be [b * s, d] = {fmt_shape((rows, table.shape[1]))} "
-            f"(one row per index of the {fmt_shape(index.shape)} index, input's row length), "
-            f"got {fmt_shape(src.shape)}", span)
+            f"pl.scatter_update: src must be {form} = {fmt_shape(want)} (one row per index of "
+            f"the {fmt_shape(index.shape)} index, input's row length"
+            + (", as the rank-4 input" if paged else "") + f"), got {fmt_shape(src.shape)}",
+            span)
     return table
 
 
@@ -80,8 +82,11 @@ register(
         "by the simulators (KernelError).  Only dim=-2; input, index and src are tensors "
         "the block is given (read and written in global memory).  Lowered to "
         "pl.tile.mscatter(coalesce='row') per chunk of src's rows, the chunk's indices "
-        "gathered with pl.tile.mgather(coalesce='elem').  The rank-4 form (input "
-        "[blockNum, blockSize, 1, d]) is refused: pass it as [blockNum * blockSize, d].",
+        "gathered with pl.tile.mgather(coalesce='elem').  Upstream's rank-4 form (the KV "
+        "cache input [blockNum, blockSize, 1, d], src [b, s, 1, d]) is the same write on "
+        "the rows: input as [blockNum * blockSize, d], src as [b * s, d]; there src is "
+        "read with pl.tile.mgather(coalesce='row') too, so it must be a tensor the block is "
+        "given (not a slice).",
         dtypes=GATHER_DTYPES,
         writes=0,
     )

@@ -77,6 +77,22 @@ template <class I> inline bool remap(const char *op, I v, uint64_t capacity, Gat
     return false;
 }
 
+// The rows the row forms index: a tensor of rank > 2 is read as its rows ([A, B, 1, d] is
+// A * B rows of d), which needs its leading dims adjacent (a fault, and 0 rows, otherwise).
+inline int64_t table_rows(const char *op, const PtoTensor &t) {
+    int64_t rows = tensor_rows(t);
+    for (int32_t i = int32_t(t.ndim) - 3; i >= 0; --i) {
+        if (t.shape[i] > 1 && t.stride[i] != t.shape[i + 1] * t.stride[i + 1]) {
+            char what[128];
+            __builtin_snprintf(what, sizeof what, "%s: the tensor's rows are not adjacent (a view)", op);
+            gather_fault(what);
+            return 0;
+        }
+        rows *= t.shape[i];
+    }
+    return rows;
+}
+
 template <class T> inline T &table_at(const PtoTensor &t, int64_t r, int64_t c) {
     return static_cast<T *>(t.data)[r * row_stride(t) + c * col_stride(t)];
 }
@@ -87,7 +103,8 @@ template <class T> inline void zero_tile(Tile<T> dst) {
 
 // coalesce="row": dst row r (r < dst.vrows) is row idx[0][r].
 template <class T, class I> inline void mgather_row(Tile<T> dst, const PtoTensor &src, Tile<I> idx, GatherOob oob) {
-    const uint64_t capacity = uint64_t(detail::tensor_rows(src));
+    const uint64_t capacity = uint64_t(detail::table_rows("mgather (row)", src));
+    if (capacity == 0) return;
     for (int32_t r = 0; r < dst.vrows; ++r) {
         uint64_t row;
         if (!detail::remap("mgather (row)", idx.data[r], capacity, oob, row)) continue;
@@ -124,7 +141,8 @@ inline void tmgather(Tile<T> dst, const PtoTensor &src, Tile<I> idx, Coalesce co
 template <class T, class I>
 inline void tmscatter(const PtoTensor &dst, Tile<T> src, Tile<I> idx, Coalesce coalesce) {
     if (coalesce == Coalesce::Row) {
-        const uint64_t capacity = uint64_t(detail::tensor_rows(dst));
+        const uint64_t capacity = uint64_t(detail::table_rows("mscatter (row)", dst));
+        if (capacity == 0) return;
         for (int32_t r = 0; r < src.vrows; ++r) {
             uint64_t row;
             if (!detail::remap("mscatter (row)", idx.data[r], capacity, GatherOob::Undefined, row)) continue;
