@@ -11,7 +11,9 @@ in a `pl.range` over the chunks, R the largest divisor of src's rows whose tiles
 backend's Vec buffer.  In upstream's rank-4 form (cache [blockNum, blockSize, 1, d], src
 [b, s, 1, d]) the rows are read as rows of the flattened tensors: `values` is
 `pl.tile.mgather(src, pos, coalesce="row")` and MSCATTER's row form writes row
-rows[0, r] of the cache's blockNum * blockSize.  `t = pl.scatter(t, -1, index, src)` becomes, row by row:
+rows[0, r] of the cache's blockNum * blockSize.
+
+`t = pl.scatter(t, -1, index, src)` becomes, row by row:
 
     row_tile = pl.load(t, [row, 0], [1, S])
     values = pl.load(src, [row, 0], [1, K])
