@@ -1224,6 +1224,21 @@ def tensor_gather(input: torch.Tensor, dim=None, index=None, mask_pattern=None, 
     return input.reshape(-1)[at]
 
 
+def paged_gather(src: torch.Tensor, indices: torch.Tensor, block_table: torch.Tensor,
+                 block_size: int, size: int, max_indices: int, space=None, col_off=0,
+                 is_trans=False, is_b_matrix=False) -> torch.Tensor:
+    """Row r is src[block_table.flatten()[idx // block_size] * block_size + idx % block_size,
+    col_off:col_off + size], idx = indices.flatten()[r] (floor division and a non-negative
+    remainder, as the device's shift and mask); a block or row outside block_table or src
+    is an error (IndexError)."""
+    idx = indices.reshape(-1).long()
+    blocks, _ = _table_indices("paged_gather", idx // block_size, block_table.numel(),
+                               "undefined")
+    rows = block_table.reshape(-1)[blocks].long() * block_size + idx % block_size
+    at, _ = _table_indices("paged_gather", rows, src.shape[0], "undefined")
+    return src[at, col_off:col_off + size].clone()
+
+
 def tile_mscatter(src: torch.Tensor, idx: torch.Tensor, output_tensor: torch.Tensor,
                   coalesce="elem", valid=None) -> torch.Tensor:
     """coalesce='elem': output_tensor.flatten()[idx[r, c]] = src[r, c]; coalesce='row':

@@ -26,7 +26,7 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpa
               "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb", "tile.scatter",
               "tri", "sels", "batch_matmul")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
-                "dump_tag", "tensor.gather", "scatter_update", "tensor.scatter")
+                "dump_tag", "tensor.gather", "scatter_update", "tensor.scatter", "paged_gather")
 # Other spellings of a registry operator, per level.
 _ALIASES = {"tile": {"create": "create_tile"},
             "tensor": {"create": "create_tensor", "full": "tensor.full", "ci": "tensor.ci",
@@ -41,9 +41,6 @@ REFUSED = {
                  "pl.load(t, offsets, shape, target_memory=pl.Mem.Mat)",
     "gather_row": f"it fills an L1 accumulator from pl.create_l1, and {_L1_TENSOR}; gather "
                   "the rows with pl.tile.mgather (into Vec) and pl.move the tile to Mat",
-    "paged_gather": f"it gathers into an L1 (Mat) or UB tile held as a tensor, and "
-                    f"{_L1_TENSOR}; compute the physical rows (block_table[idx // block_size] "
-                    "* block_size + idx % block_size) and gather them with pl.tile.mgather",
 }
 REFUSED_SPELLINGS = {**{name: why for name, why in REFUSED.items()},
                      **{f"tensor.{name}": why for name, why in REFUSED.items()}}

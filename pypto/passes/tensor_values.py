@@ -29,10 +29,11 @@ from dataclasses import replace
 from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Var, While
 from ..ir.ops import get_op, make_call
-from ..ir.ops.gather import tensor_gather_operands
+from ..ir.ops.gather import paged_gather_operands, tensor_gather_operands
 from ..ir.ops.random import SEEDS
 from ..ir.ops.reduction import needs_scratch
-from ..ir.types import INDEX, MemorySpace, TensorType, TileType
+from ..ir.dtypes import DataType
+from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import IRMutator, IRVisitor, exposed_uses, statements
 from .cube_vector import VECTOR_CATEGORIES
 from .names import NameSupply
@@ -111,7 +112,8 @@ def needs_whole_values(fn, params: set[str]) -> bool:
     """Whether a kernel keeps tensor values beyond one straight run of statements (see the
     module docstring), so that it is lowered value by value."""
     if any(isinstance(s, Assign) and isinstance(s.value, Call)
-           and isinstance(s.value.type, TensorType) and get_op(s.value.op).category == "sort"
+           and isinstance(s.value.type, TensorType) and (get_op(s.value.op).category == "sort"
+                                                         or s.value.op == "paged_gather")
            for s in statements(fn.body)):
         return True
     finder = _LongLivedValues(params)
@@ -223,6 +225,8 @@ class WholeValues(IRMutator):
         if category not in VECTOR_CATEGORIES:
             raise LoweringError(f"tensor-level pl.{call.op} is not supported in a kernel",
                                 call.span, hint=f"load tiles and pl.{call.op} them")
+        if call.op == "paged_gather":
+            return self._paged_gather(call, before)
         if category == "gather_tensor":
             require_table_in_memory(call, set(self.tiles))
         extra, tile_call = tile_form(
@@ -230,6 +234,36 @@ class WholeValues(IRMutator):
             value.shape, self.names, target)
         before.extend(extra)
         return tile_call
+
+    def _paged_gather(self, call: Call, before: list) -> Call:
+        """pl.paged_gather's Vec form: the physical rows block_table[idx >> k] << k |
+        idx & (2**k - 1) (block_size = 2**k) computed on INT32 tiles, the blocks and then
+        the rows gathered by MGATHER from global memory."""
+        src, indices, table = paged_gather_operands(call)
+        for tensor, what in ((src, "rows"), (table, "blocks"), (indices, "indices")):
+            if not isinstance(tensor, Var) or tensor.name not in self.memory:
+                raise LoweringError(
+                    f"pl.paged_gather reads its {what} from `{tensor}` in global memory, and "
+                    "it is a value computed in the kernel", call.span,
+                    hint="write the value into a tensor in one pl.at block and gather from it "
+                         "in the next")
+        shift = call.attr("block_size").bit_length() - 1
+        int32 = ScalarType(DataType.INT32)
+        span = call.span
+
+        def tile(name: str, value: Call) -> Var:
+            var = Var(self.names.fresh(name), value.type, span)
+            before.append(Assign((var,), value, span))
+            return var
+
+        at = tile("at", make_call("load", indices, ExprList((Const(0, INDEX), Const(0, INDEX))),
+                                  span=span, shapes=tuple(indices.type.shape)))
+        block = tile("block", make_call("shr", at, Const(shift, int32), span=span))
+        slot = tile("slot", make_call("and_", at, Const((1 << shift) - 1, int32), span=span))
+        page = tile("page", make_call("tile.mgather", table, block, span=span, coalesce="elem"))
+        first = tile("first", make_call("shl", page, Const(shift, int32), span=span))
+        row = tile("row", make_call("add", first, slot, span=span))
+        return make_call("tile.mgather", src, row, span=span, coalesce="row")
 
     def _matmul(self, call: Call, before: list) -> Call:
         op = get_op(call.op)

@@ -74,7 +74,8 @@ _OPS_SUPPORTED = (
     "col_prod", "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp",
     "expands", "fillpad", "fillpad_expand", "fmod", "fmods", "full", "get_block_idx", "load", "log",
     "matmul", "matmul_acc", "max", "maximum", "min", "minimum", "move", "mrgsort", "mul", "neg",
-    "not_", "or_", "ors", "part_add", "part_max", "part_min", "part_mul", "read", "recip",
+    "not_", "or_", "ors", "paged_gather", "part_add", "part_max", "part_min", "part_mul",
+    "read", "recip",
     "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
     "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
@@ -107,7 +108,7 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "
                    "transpose_view", "tri")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
                      "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
-                     "random", "read", "scatter", "scatter_update", "sort32")
+                     "paged_gather", "random", "read", "scatter", "scatter_update", "sort32")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
@@ -275,6 +276,18 @@ CONSTRUCTS = (
      "accepted with a located OutParamWriteDropped warning (step 3 of the precision "
      "workflow: the compiler warned), where upstream stops with an error; the output keeps "
      "the device's poison. Programs written for upstream never contain it"),
+    ("`pl.scatter_update` of upstream's rank-4 KV cache (input [blockNum, blockSize, 1, d], "
+     "src [b, s, 1, d])", SUPPORTED, "the same row write on the cache's blockNum * blockSize "
+     "rows (MGATHER / MSCATTER's row forms read a packed tensor of any rank as its rows)"),
+    ("`pl.paged_gather(..., space=pl.Mem.Vec)` (pl.tensor.paged_gather)", SUPPORTED,
+     "a tensor value [max_indices, size] computed on Vec tiles (the indices shifted and "
+     "masked, blocks and rows gathered by MGATHER); here block_size is a power of two, "
+     "size is src's row length with col_off=0, max_indices the number of indices, and "
+     "indices [1, n] (each refused at the line otherwise)"),
+    ("`pl.paged_gather` into L1 (space=pl.Mem.Mat, the default; is_trans=True)", REFUSED,
+     "a tensor-level value held in L1 (Mat) for pl.matmul does not exist here: tensor values "
+     "in a pl.at block live in global memory and are computed through Vec tiles; refused at "
+     "the line"),
     ("upstream's older `pl.tile.sels(lhs, rhs, select_mode)`", REFUSED,
      "select_mode's values are target-defined; refused at its line, which names the mask "
      "form `pl.tile.sels(mask, src, tmp, scalar)` (the newest upstream's, TSELS), which is "

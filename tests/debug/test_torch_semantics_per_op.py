@@ -140,6 +140,9 @@ UNCHECKED = {
                       "through it (and against torch in tests/ops/test_ops_tensor_scatter.py)",
     "tensor.scatter": "computed as `tile.scatter` row by row (TensorToTile); checked through "
                       "it (and against torch in tests/ops/test_ops_scatter.py)",
+    "paged_gather": "computed as INT32 `shr` / `and_` / `shl` / `add` tiles and two "
+                    "`tile.mgather`s (TensorToTile); checked through them (and against torch "
+                    "in tests/ops/test_ops_paged_gather.py)",
     "tensor.random": "computed as `random` tiles (TensorToTile); checked through `random`",
     "batch_matmul": "one `matmul` per batch (FlattenBatchTiles), checked through it; "
                     "torch_runtime.batch_matmul against both simulators in "

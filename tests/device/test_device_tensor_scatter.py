@@ -91,5 +91,5 @@ def test_the_rank4_scatter_update_agrees_with_the_simulator(platform):
     want = cache.clone().reshape(ROWS, D)
     for k, i in enumerate(index.reshape(-1).tolist()):
         want[i] = src.reshape(8, D)[k]
-    (got,) = outputs_agreeing_with_the_simulator(update_blocks, _block_arguments, 0, platform)
+    got = outputs_agreeing_with_the_simulator(update_blocks, _block_arguments, 0, platform)[0]
     assert got.shape == cache.shape and torch.equal(got, want.reshape(cache.shape))

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftes
 # They become pl.store / pl.full / pl.tile.ci / pl.tile.mgather / pl.tile.random /
 # pl.tile.mscatter / pl.tile.scatter in TensorToTile, pl.matmul per batch in FlattenBatchTiles.
 LOWERED_BEFORE_CODEGEN = {"assemble", "tensor.full", "tensor.ci", "tensor.gather", "tensor.random",
-                          "scatter_update", "tensor.scatter", "batch_matmul"}
+                          "scatter_update", "tensor.scatter", "batch_matmul", "paged_gather"}
 
 
 def _isa_functions() -> set[str]:

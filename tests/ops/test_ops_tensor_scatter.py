@@ -318,8 +318,6 @@ def entry(s: pl.Tensor[[8, 32], pl.FP32], e: pl.Tensor[[8, 32], pl.INT32],
     ("kv = pl.tensor.create_l1([16, 32], pl.FP32)", "does not exist here"),
     ("kv = pl.gather_row(c, c, [0, 0], [1, 0], [1, 32])", "pl.create_l1"),
     ("kv = pl.tensor.gather_row(c, c, [0, 0], [1, 0], [1, 32])", "pl.create_l1"),
-    ("kv = pl.paged_gather(c, i, i, 16, 32, 8)", "pl.tile.mgather"),
-    ("kv = pl.tensor.paged_gather(c, i, i, 16, 32, 8)", "pl.tile.mgather"),
 ])
 def test_upstreams_l1_gathers_are_refused_at_their_line_saying_why(statement, why):
     source = f'''

@@ -370,3 +370,98 @@ register(
         dtypes=_TENSOR_GATHER_DTYPES,
     )
 )
+
+
+# -- tensor level: upstream's pl.paged_gather (Vec form), lowered to MGATHER's two forms
+_PAGED_DTYPES = frozenset({DataType.FP16, DataType.BF16, DataType.FP32, DataType.INT8})
+PAGED_L1 = ("space=pl.Mem.Mat (the default, upstream's gather into L1 for pl.matmul) is not "
+            "supported: a tensor-level value held in L1 (Mat) does not exist here, tensor "
+            "values in a pl.at block live in global memory and are computed through Vec tiles")
+
+
+def paged_gather_operands(call) -> tuple:
+    """(src, indices, block_table) of a checked pl.paged_gather call."""
+    ops = get_op("paged_gather").operands(call.args, dict(call.attrs))
+    return ops["src"], ops["indices"], ops["block_table"]
+
+
+def _positive(name: str, value, span) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise TypeCheckError(f"pl.paged_gather: {name} must be a positive integer constant, "
+                             f"got {value!r}", span)
+    return value
+
+
+def _paged_index(name: str, t, span, one_row: bool) -> int:
+    """The count of a rank-2 INT32 tensor of constant shape ([1, n] where `one_row`)."""
+    if not isinstance(t, TensorType) or t.dtype is not DataType.INT32 or \
+            len(t.shape) != 2 or not all(isinstance(d, int) for d in t.shape) or \
+            one_row and t.shape[0] != 1:
+        form = "[1, n]" if one_row else "of rank 2 (read flat)"
+        raise TypeCheckError(f"pl.paged_gather: {name} must be an INT32 tensor {form}, got "
+                             f"{describe(t)}", span,
+                             hint="pl.cast it to pl.INT32 and reshape it on the host")
+    return t.shape[-1]
+
+
+def _infer_paged_gather(args, attrs, span):
+    ops = get_op("paged_gather").operands(args, attrs)
+    if attrs["space"] is not MemorySpace.Vec:
+        raise TypeCheckError(PAGED_L1, span, hint="gather into Vec: space=pl.Mem.Vec")
+    if attrs["is_trans"]:
+        raise TypeCheckError("pl.paged_gather: is_trans=True lays the rows out for the cube "
+                             "(upstream requires space=Mat), which is not supported", span)
+    src = ops["src"].type
+    if not isinstance(src, TensorType) or len(src.shape) != 2 or \
+            not all(isinstance(d, int) for d in src.shape):
+        raise TypeCheckError(f"pl.paged_gather: src must be a rank-2 tensor of constant shape "
+                             f"(the paged pool [rows, cols]), got {describe(src)}", span)
+    check_dtype("paged_gather", src, _PAGED_DTYPES, span)
+    n = _paged_index("indices", ops["indices"].type, span, True)
+    _paged_index("block_table", ops["block_table"].type, span, False)
+    block = _positive("block_size", attrs["block_size"], span)
+    size = _positive("size", attrs["size"], span)
+    rows = _positive("max_indices", attrs["max_indices"], span)
+    if block & (block - 1):
+        raise TypeCheckError(
+            f"pl.paged_gather: block_size={block} must be a power of two here: the physical "
+            "row is computed on Vec tiles with exact integer shifts and masks (idx >> log2, "
+            "idx & (block_size - 1)), pto-isa having no exact integer division", span)
+    if attrs["col_off"] != 0 or size != src.shape[1]:
+        raise TypeCheckError(
+            f"pl.paged_gather: only whole rows are gathered here (col_off=0, size = src's "
+            f"{src.shape[1]} columns), got col_off={attrs['col_off']!r}, size={size}: "
+            "MGATHER's row form reads a row from its start", span,
+            hint="keep the gathered columns in a tensor of their own")
+    if rows != n:
+        raise TypeCheckError(
+            f"pl.paged_gather: max_indices ({rows}) must be the number of indices ({n}) here: "
+            "the result is a tensor value, every row of which is defined", span,
+            hint=f"pass max_indices={n}")
+    return TensorType((rows, size), src.dtype)
+
+
+register(
+    OpDef(
+        "paged_gather",
+        (OpParam("src", "value"), OpParam("indices", "value"), OpParam("block_table", "value"),
+         OpParam("block_size", "attr"), OpParam("size", "attr"), OpParam("max_indices", "attr"),
+         OpParam("space", "attr", MemorySpace.Mat), OpParam("col_off", "attr", 0),
+         OpParam("is_trans", "attr", False), OpParam("is_b_matrix", "attr", False)),
+        _infer_paged_gather,
+        "gather_tensor",
+        "Upstream's paged gather in a pl.at block, its Vec form (space=pl.Mem.Vec): row r of "
+        "the result [max_indices, size] is row block_table[idx // block_size] * block_size "
+        "+ idx % block_size of the paged pool src [rows, size] (FP16, BF16, FP32, INT8), "
+        "idx = indices[0, r] (INT32 [1, n]; block_table an INT32 rank-2 tensor read flat, "
+        "upstream's [n] / [m] reshaped on the host).  src, "
+        "indices and block_table are tensors the block is given.  Here block_size is a "
+        "power of two, size is src's row length with col_off=0, and max_indices is n.  An "
+        "index whose block or row lies outside block_table or src is refused by the "
+        "simulators (KernelError).  Lowered to Vec tile code: the indices loaded, shifted "
+        "and masked, the physical blocks gathered with pl.tile.mgather(coalesce='elem'), "
+        "the rows with pl.tile.mgather(coalesce='row').  is_b_matrix is a layout hint that "
+        "changes no value.  The L1 form (space=Mat, the default, and is_trans) is refused.",
+        dtypes=_PAGED_DTYPES,
+    )
+)
