@@ -44,3 +44,12 @@ def row_scattered(t: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> to
         for k in range(index.shape[1]):
             want[b, int(index[b, k])] = src[b, k]
     return want
+
+
+@pl.jit
+def scatter_update_rows(cache: pl.InOut[pl.Tensor], index: pl.Tensor, src: pl.Tensor):
+    """pl.scatter_update(cache, -2, index, src) in a pl.at block (either form: [rows, d] or
+    upstream's KV cache [blockNum, blockSize, 1, d])."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        cache = pl.scatter_update(cache, -2, index, src)
+    return cache

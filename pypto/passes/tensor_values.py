@@ -10,8 +10,8 @@ value instead, statement for statement:
 - a tensor value computed in a loop and read after it;
 - `pl.reshape` of a tensor value, and a slice of a computed value (not of a tensor passed
   to the kernel);
-- a sort (`pl.sort32`, `pl.mrgsort`): its result is not of its operands' shape, so no
-  one frame of chunks covers them.
+- a sort (`pl.sort32`, `pl.mrgsort`) or `pl.paged_gather`: its result is not of its
+  operands' shape, so no one frame of chunks covers them.
 Each such value is one tile of its whole shape, under the value's own name, so a value
 rebound in a loop is the loop-carried tile (AllocateMemoryAddr keeps it in one buffer).
 A tensor passed to the kernel (or a view of it) is loaded where an operator reads it:
@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import Assign, Call, Const, ExprList, For, If, Var, While
 from ..ir.ops import get_op, make_call
 from ..ir.ops.gather import paged_gather_operands, tensor_gather_operands
 from ..ir.ops.random import SEEDS
 from ..ir.ops.reduction import needs_scratch
-from ..ir.dtypes import DataType
 from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import IRMutator, IRVisitor, exposed_uses, statements
 from .cube_vector import VECTOR_CATEGORIES

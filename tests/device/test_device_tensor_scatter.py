@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 from cpu_models import outputs_agreeing_with_the_simulator
+from scatter_programs import scatter_update_rows
 
 import pypto.language as pl
 
@@ -72,13 +73,6 @@ def test_a_row_mscatter_agrees_with_the_simulator(platform):
 # Upstream's rank-4 form: the KV cache [blockNum, blockSize, 1, d] and src [b, s, 1, d] are
 # read as their rows (MGATHER<Coalesce::Row> of src, MSCATTER<Coalesce::Row> into the cache,
 # GlobalTensors of blockNum * blockSize and b * s rows).
-@pl.jit
-def update_blocks(cache: pl.InOut[pl.Tensor], index: pl.Tensor, src: pl.Tensor):
-    with pl.at(level=pl.Level.CORE_GROUP):
-        cache = pl.scatter_update(cache, -2, index, src)
-    return cache
-
-
 def _block_arguments():
     g = torch.Generator().manual_seed(7)
     return [torch.randn(8, 8, 1, D, generator=g).bfloat16(), INDEX,
@@ -91,5 +85,6 @@ def test_the_rank4_scatter_update_agrees_with_the_simulator(platform):
     want = cache.clone().reshape(ROWS, D)
     for k, i in enumerate(index.reshape(-1).tolist()):
         want[i] = src.reshape(8, D)[k]
-    got = outputs_agreeing_with_the_simulator(update_blocks, _block_arguments, 0, platform)[0]
+    got = outputs_agreeing_with_the_simulator(scatter_update_rows, _block_arguments, 0,
+                                              platform)[0]
     assert got.shape == cache.shape and torch.equal(got, want.reshape(cache.shape))
