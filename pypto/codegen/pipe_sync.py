@@ -198,7 +198,8 @@ def _dependencies(trace: list[_Event]) -> list[tuple[int, int]]:
 def _happens_before(trace: list[_Event], event_limit: bool = True
                     ) -> tuple[list[int], list[Violation]]:
     """Per event, a bitmask of the events ordered before it (same pipe in program order,
-    a set before the wait that consumes it, transitively), and the flag misuses."""
+    a set before the wait that consumes it, everything before a fenced branch before it and
+    it before everything after it, transitively), and the flag misuses."""
     hb: list[int] = []
     last_on_pipe: dict[str, int] = {}
     pending: dict[tuple[str, str, int], int] = {}  # flag -> position of its unconsumed set
@@ -207,45 +208,49 @@ def _happens_before(trace: list[_Event], event_limit: bool = True
     for i, event in enumerate(trace):
         node = event.node
         pipe = _event_pipe(node)
-        before = 0
-        if pipe in last_on_pipe:
-            j = last_on_pipe[pipe]
-            before |= hb[j] | (1 << j)
-        if fence is not None:
-            before |= hb[fence] | (1 << fence)
+        ordered = [j for j in (last_on_pipe.get(pipe), fence) if j is not None]
         if isinstance(node, Branch) and node.fence:
-            for j in last_on_pipe.values():  # pipe_barrier(PIPE_ALL): every pipe drained
-                before |= hb[j] | (1 << j)
+            ordered += last_on_pipe.values()  # pipe_barrier(PIPE_ALL): every pipe drained
             fence = i
-            for key in pending:
-                problems.append(Violation(
-                    f"{_flag_text(Flag('set', *key, -1))} is still set at a run-time `if`, "
-                    "whose branches are synchronised on their own and may reuse its event"))
+            problems += [Violation(
+                f"{_flag_text(Flag('set', *key, -1))} is still set at a run-time `if`, whose "
+                "branches are synchronised on their own and may reuse its event")
+                for key in pending]
         if isinstance(node, Flag):
-            key = (node.src, node.dst, node.event)
-            if event_limit and not 0 <= node.event < EVENTS:
-                problems.append(Violation(f"{_flag_text(node)} uses an event id outside "
-                                          f"0..{EVENTS - 1}"))
-            if node.op == "set":
-                if key in pending:
-                    problems.append(Violation(
-                        f"{_flag_text(node)} is set again before its wait_flag: the first "
-                        "signal is lost"))
-                pending[key] = i
-            else:
-                j = pending.pop(key, None)
-                if j is None:
-                    problems.append(Violation(
-                        f"{_flag_text(node)} waits for a flag no earlier set_flag raised: "
-                        "the pipe would stall forever"))
-                else:
-                    before |= hb[j] | (1 << j)
+            ordered += _flag_event(node, i, pending, problems, event_limit)
+        before = 0
+        for j in ordered:
+            before |= hb[j] | (1 << j)
         hb.append(before)
         last_on_pipe[pipe] = i
     for j in sorted(pending.values()):
         problems.append(Violation(f"{_flag_text(trace[j].node)} is never waited for: the flag "
                                   "stays set after the kernel"))
     return hb, problems
+
+
+def _flag_event(node: Flag, i: int, pending: dict, problems: list[Violation],
+                event_limit: bool) -> list[int]:
+    """Records the set or wait `node` at position `i` in `pending` (and its misuses in
+    `problems`); returns the position of the set a wait consumes (ordered before it)."""
+    key = (node.src, node.dst, node.event)
+    if event_limit and not 0 <= node.event < EVENTS:
+        problems.append(Violation(f"{_flag_text(node)} uses an event id outside "
+                                  f"0..{EVENTS - 1}"))
+    if node.op == "set":
+        if key in pending:
+            problems.append(Violation(
+                f"{_flag_text(node)} is set again before its wait_flag: the first "
+                "signal is lost"))
+        pending[key] = i
+        return []
+    j = pending.pop(key, None)
+    if j is None:
+        problems.append(Violation(
+            f"{_flag_text(node)} waits for a flag no earlier set_flag raised: "
+            "the pipe would stall forever"))
+        return []
+    return [j]
 
 
 def _flag_text(flag: Flag) -> str:

@@ -39,7 +39,7 @@ def branchy(x: pl.Tensor[[64, 128], pl.FP32], n: pl.Scalar[pl.INDEX],
             y = pl.yield_(pl.add(t, t))
             k = pl.yield_(i + 1)
         else:
-            if t[0, 0] < limit:  # a vector result read by the scalar unit
+            if t[0, 0] < limit:  # noqa: SIM108 - a vector result read by the scalar unit
                 z = pl.yield_(pl.mul(t, 3.0))
             else:
                 z = pl.yield_(pl.sub(t, 1.0))
