@@ -53,9 +53,10 @@ def branchy(x: pl.Tensor[[64, 128], pl.FP32], n: pl.Scalar[pl.INDEX],
 def gated(x: pl.Tensor[[32, 64], pl.FP32], w: pl.Tensor[[64, 32], pl.FP32],
           first: pl.Scalar[pl.BOOL], last: pl.Scalar[pl.BOOL],
           acc: pl.InOut[pl.Tensor[[32, 32], pl.FP32]],
-          dst: pl.Out[pl.Tensor[[32, 32], pl.FP32]]):
+          dst: pl.InOut[pl.Tensor[[32, 32], pl.FP32]]):
     """A top-level `if` with a cube matmul in one branch and a loop in the other, and an `if`
-    without `else` that stores (the pipes MTE1, M and FIX inside branches)."""
+    without `else` that stores into an InOut tensor (which keeps its values where it does
+    not run); the pipes MTE1, M and FIX inside a branch."""
     a = pl.load(acc, [0, 0], [32, 32])
     if first:
         xm = pl.load(x, [0, 0], [32, 64], target_memory=pl.MemorySpace.Mat)
