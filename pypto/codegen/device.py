@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
-from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, Var, While
+from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, If, Var, While
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce, table_rows
 from ..ir.ops.prefetch import first_prefetch
@@ -39,7 +39,7 @@ from .expressions import (
     scalar_ctype,
 )
 from .identifiers import value_idents
-from .pipe_sync import Access, Instr, Loop, insert_pipe_sync, template_models
+from .pipe_sync import Access, Branch, Instr, Loop, insert_pipe_sync, template_models
 
 # Element types of pto-isa (FP8 types exist only on A5 builds of pto-isa; not emitted yet).
 _ELEM = {
@@ -289,7 +289,7 @@ class _DeviceKernelBuilder:
 
     def body(self, stmts) -> list:
         return [node for nodes in kernel_statements(stmts, self.loop, self.while_loop,
-                                                    self.assign)
+                                                    self.assign, self.branch)
                 for node in nodes]
 
     def loop(self, s: For) -> list:
@@ -301,6 +301,13 @@ class _DeviceKernelBuilder:
         # Its trip count is never known: pipe synchronisation treats it as a `for` loop
         # with run-time bounds (it may run zero times; its back edge is synchronised).
         return [Loop(self.body(s.body), None, {"kind": "while", "cond": _expr(s.cond)})]
+
+    def branch(self, s: If) -> list:
+        # A name bound in both branches is one buffer (AllocateMemoryAddr: one name at one
+        # tile type), so one C++ tile or scalar: the join needs no copy.  Pipe
+        # synchronisation fences the `if` (pipe_sync.py).
+        return [Branch(self.body(s.then_body), self.body(s.else_body),
+                       {"kind": "if", "cond": _expr(s.cond)})]
 
     def assign(self, s: Assign) -> list:
         (dst,) = s.targets
@@ -1172,11 +1179,15 @@ def _extents_read(builder: _DeviceKernelBuilder) -> tuple[set[int], set[int]]:
 
 
 def _without(nodes: list, dropped: set[int]) -> list:
-    """`nodes` (and their loops' bodies) without the statements whose ids are `dropped`."""
+    """`nodes` (and their loops' and branches' bodies) without the statements whose ids are
+    `dropped`."""
     kept = []
     for node in nodes:
         if isinstance(node, Loop):
             node.body = _without(node.body, dropped)
+        elif isinstance(node, Branch):
+            node.then_body = _without(node.then_body, dropped)
+            node.else_body = _without(node.else_body, dropped)
         elif id(node) in dropped:
             continue
         kept.append(node)

@@ -112,10 +112,10 @@ def _scalar_cast(e: Call, idents) -> dict:
 
 
 def kernel_statements(stmts, on_for: Callable, on_while: Callable, on_assign: Callable,
-                      on_if: Callable | None = None) -> list:
+                      on_if: Callable) -> list:
     """What `on_for` / `on_while` / `on_assign` / `on_if` make of each statement of a
     kernel body, in order (returns skipped; anything else is an error), shared by the
-    kernel code generators.  A generator without `on_if` refuses a runtime `if` at its line."""
+    kernel code generators."""
     visitor = _KernelStatements(on_for, on_while, on_assign, on_if)
     return [m for m in (visitor.visit_stmt(s) for s in stmts) if m is not _NOTHING]
 
@@ -127,7 +127,7 @@ class _KernelStatements(IRVisitor):
     """One kernel statement's model (_NOTHING: none), by the generator's hooks."""
 
     def __init__(self, on_for: Callable, on_while: Callable, on_assign: Callable,
-                 on_if: Callable | None):
+                 on_if: Callable):
         self.on_for, self.on_while, self.on_assign, self.on_if = on_for, on_while, on_assign, on_if
 
     def visit_For(self, s: For) -> dict:
@@ -137,10 +137,6 @@ class _KernelStatements(IRVisitor):
         return self.on_while(s)
 
     def visit_If(self, s: If) -> dict:
-        if self.on_if is None:
-            raise LoweringError("a runtime `if` in a kernel has no device code here yet",
-                                s.span, hint="run it on a simulator platform (a2a3sim, "
-                                "a5sim), or compute both branches and select")
         return self.on_if(s)
 
     def visit_Assign(self, s: Assign) -> dict:

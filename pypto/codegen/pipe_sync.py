@@ -17,6 +17,17 @@ other ordering covers.  `verify_pipe_sync` checks a synchronised body independen
 happens-before over traces of the body (each loop run twice, and loops that may run zero
 times skipped), every cross-pipe dependency ordered, every wait matched by an earlier set,
 no flag set twice before its wait, none left set at the end.
+
+A run-time `if` is a `Branch` node.  One that issues pipe work is a fence: device code puts
+`pipe_barrier(PIPE_ALL)` before the `if` and after its join, so everything issued before
+the `if` is done before either branch starts and everything a branch issued is done before
+anything after the join starts, whichever branch ran and however often an enclosing loop
+runs the `if`.  Each branch is then synchronised on its own as a whole body (no flag left
+set at its end), and outside it the `Branch` is one event ordered after everything before
+it and before everything after it.  The verifier checks each branch body the same way,
+and refuses a flag still set when a fence is reached (the branch's own pairs could reuse
+its event id).  A `Branch` with no pipe work (scalar code only) is no fence: it touches no
+on-chip byte and no tensor, so it needs no ordering.
 """
 
 from __future__ import annotations
@@ -79,7 +90,33 @@ class Flag:
     guards: tuple[Instr, Instr] | None = None
 
 
-Node = Instr | Loop | Flag
+@dataclass(eq=False)
+class Branch:
+    """A run-time `if`: `then_body`, else `else_body`; `fence` (work on some pipe inside) says
+    whether it is fenced by `pipe_barrier(PIPE_ALL)` before it and after its join (see the
+    module docstring)."""
+
+    then_body: list[Node]
+    else_body: list[Node]
+    payload: object = None
+
+    @property
+    def fence(self) -> bool:
+        return _issues_pipe_work(self.then_body) or _issues_pipe_work(self.else_body)
+
+
+def _issues_pipe_work(body: list[Node]) -> bool:
+    for node in body:
+        if isinstance(node, Loop) and _issues_pipe_work(node.body):
+            return True
+        if isinstance(node, Branch) and node.fence:
+            return True
+        if isinstance(node, Instr) and node.pipe:
+            return True
+    return False
+
+
+Node = Instr | Loop | Branch | Flag
 
 
 @dataclass(frozen=True)
@@ -97,7 +134,7 @@ class Violation:
 
 @dataclass(frozen=True)
 class _Event:
-    node: Instr | Flag
+    node: Instr | Flag | Branch
     path: tuple[int, ...]  # iteration numbers of the enclosing loops (tells instances apart)
 
 
@@ -128,9 +165,11 @@ def _unroll(body: list[Node], path: tuple[int, ...], skip_optional: bool):
             yield _Event(node, path)
 
 
-def _event_pipe(node: Instr | Flag) -> str:
+def _event_pipe(node: Instr | Flag | Branch) -> str:
     if isinstance(node, Instr):
         return node.pipe
+    if isinstance(node, Branch):
+        return ""  # a fence is every pipe's (see _happens_before); else scalar code
     return node.src if node.op == "set" else node.dst
 
 
@@ -159,43 +198,59 @@ def _dependencies(trace: list[_Event]) -> list[tuple[int, int]]:
 def _happens_before(trace: list[_Event], event_limit: bool = True
                     ) -> tuple[list[int], list[Violation]]:
     """Per event, a bitmask of the events ordered before it (same pipe in program order,
-    a set before the wait that consumes it, transitively), and the flag misuses."""
+    a set before the wait that consumes it, everything before a fenced branch before it and
+    it before everything after it, transitively), and the flag misuses."""
     hb: list[int] = []
     last_on_pipe: dict[str, int] = {}
     pending: dict[tuple[str, str, int], int] = {}  # flag -> position of its unconsumed set
     problems: list[Violation] = []
+    fence: int | None = None  # position of the latest fenced Branch
     for i, event in enumerate(trace):
         node = event.node
         pipe = _event_pipe(node)
-        before = 0
-        if pipe in last_on_pipe:
-            j = last_on_pipe[pipe]
-            before |= hb[j] | (1 << j)
+        ordered = [j for j in (last_on_pipe.get(pipe), fence) if j is not None]
+        if isinstance(node, Branch) and node.fence:
+            ordered += last_on_pipe.values()  # pipe_barrier(PIPE_ALL): every pipe drained
+            fence = i
+            problems += [Violation(
+                f"{_flag_text(Flag('set', *key, -1))} is still set at a run-time `if`, whose "
+                "branches are synchronised on their own and may reuse its event")
+                for key in pending]
         if isinstance(node, Flag):
-            key = (node.src, node.dst, node.event)
-            if event_limit and not 0 <= node.event < EVENTS:
-                problems.append(Violation(f"{_flag_text(node)} uses an event id outside "
-                                          f"0..{EVENTS - 1}"))
-            if node.op == "set":
-                if key in pending:
-                    problems.append(Violation(
-                        f"{_flag_text(node)} is set again before its wait_flag: the first "
-                        "signal is lost"))
-                pending[key] = i
-            else:
-                j = pending.pop(key, None)
-                if j is None:
-                    problems.append(Violation(
-                        f"{_flag_text(node)} waits for a flag no earlier set_flag raised: "
-                        "the pipe would stall forever"))
-                else:
-                    before |= hb[j] | (1 << j)
+            ordered += _flag_event(node, i, pending, problems, event_limit)
+        before = 0
+        for j in ordered:
+            before |= hb[j] | (1 << j)
         hb.append(before)
         last_on_pipe[pipe] = i
     for j in sorted(pending.values()):
         problems.append(Violation(f"{_flag_text(trace[j].node)} is never waited for: the flag "
                                   "stays set after the kernel"))
     return hb, problems
+
+
+def _flag_event(node: Flag, i: int, pending: dict, problems: list[Violation],
+                event_limit: bool) -> list[int]:
+    """Records the set or wait `node` at position `i` in `pending` (and its misuses in
+    `problems`); returns the position of the set a wait consumes (ordered before it)."""
+    key = (node.src, node.dst, node.event)
+    if event_limit and not 0 <= node.event < EVENTS:
+        problems.append(Violation(f"{_flag_text(node)} uses an event id outside "
+                                  f"0..{EVENTS - 1}"))
+    if node.op == "set":
+        if key in pending:
+            problems.append(Violation(
+                f"{_flag_text(node)} is set again before its wait_flag: the first "
+                "signal is lost"))
+        pending[key] = i
+        return []
+    j = pending.pop(key, None)
+    if j is None:
+        problems.append(Violation(
+            f"{_flag_text(node)} waits for a flag no earlier set_flag raised: "
+            "the pipe would stall forever"))
+        return []
+    return [j]
 
 
 def _flag_text(flag: Flag) -> str:
@@ -209,10 +264,15 @@ def _unordered(trace: list[_Event], deps, hb) -> list[tuple[Instr, Instr]]:
 
 def verify_pipe_sync(body: list[Node], event_limit: bool = True) -> list[Violation]:
     """Everything wrong with the flags of `body` (empty: every cross-pipe dependency is
-    ordered and every flag is used correctly).  An unordered dependency names its producer
-    and consumer.  `event_limit=False` accepts event ids past the hardware's (InsertPipeSync
-    gives each pair its own until it allocates them)."""
+    ordered and every flag is used correctly), its branches' bodies checked each on its own
+    (see the module docstring).  An unordered dependency names its producer and consumer.
+    `event_limit=False` accepts event ids past the hardware's (InsertPipeSync gives each
+    pair its own until it allocates them)."""
     found: list[Violation] = []
+    for branch in _branches(body):
+        for block in (branch.then_body, branch.else_body):
+            found += [v for v in verify_pipe_sync(block, event_limit)
+                      if v.message not in {f.message for f in found}]
     seen: set[tuple[int, int]] = set()
     for trace in _traces(body):
         hb, problems = _happens_before(trace, event_limit)
@@ -227,6 +287,15 @@ def verify_pipe_sync(body: list[Node], event_limit: bool = True) -> list[Violati
                 f"{p.name} on {p.pipe} and {c.name} on {c.pipe} both touch "
                 f"{_access_text(shared)}, and no set_flag/wait_flag orders them", p, c))
     return found
+
+
+def _branches(body: list[Node]):
+    """The outermost branches of `body` (those inside loops too, not those inside them)."""
+    for node in body:
+        if isinstance(node, Branch):
+            yield node
+        elif isinstance(node, Loop):
+            yield from _branches(node.body)
 
 
 def _access_text(a: Access) -> str:
@@ -271,11 +340,14 @@ def _place(body: list[Node], producer: Instr, consumer: Instr, pair: int) -> Non
         block.extend([set_flag, wait_flag])
 
 
-def _flags(body: list[Node]) -> list[Flag]:
+def _flags(body: list[Node], deep: bool = False) -> list[Flag]:
+    """The flags of `body` outside its branches (`deep`: those inside them too)."""
     out = []
     for node in body:
         if isinstance(node, Loop):
-            out += _flags(node.body)
+            out += _flags(node.body, deep)
+        elif isinstance(node, Branch) and deep:
+            out += _flags(node.then_body, deep) + _flags(node.else_body, deep)
         elif isinstance(node, Flag):
             out.append(node)
     return out
@@ -287,6 +359,9 @@ def _remove_pair(body: list[Node], pair: int) -> list[Node]:
     for node in body:
         if isinstance(node, Loop):
             out.append(Loop(_remove_pair(node.body, pair), node.trips, node.payload))
+        elif isinstance(node, Branch):
+            out.append(Branch(_remove_pair(node.then_body, pair),
+                              _remove_pair(node.else_body, pair), node.payload))
         elif not (isinstance(node, Flag) and node.pair == pair):
             out.append(node)
     return out
@@ -356,6 +431,10 @@ def template_models(nodes) -> list[dict]:
     for node in nodes:
         if isinstance(node, Loop):
             out.append({**node.payload, "body": template_models(node.body)})
+        elif isinstance(node, Branch):
+            out.append({**node.payload, "fence": node.fence,
+                        "then_body": template_models(node.then_body),
+                        "else_body": template_models(node.else_body)})
         elif isinstance(node, Flag):
             out.append({"kind": "flag", "op": "set_flag" if node.op == "set" else "wait_flag",
                         "src": node.src, "dst": node.dst, "event": node.event})
@@ -364,11 +443,13 @@ def template_models(nodes) -> list[dict]:
     return out
 
 
-def insert_pipe_sync(body: list[Node]) -> list[Node]:
+def insert_pipe_sync(body: list[Node], counter=None) -> list[Node]:
     """`body` with the flag pairs its cross-pipe dependencies need (see the module
-    docstring).  Raises InternalError when the verifier still finds a problem afterwards."""
-    body = _remove_pair(body, -1)  # a private copy of the loop structure
-    counter = itertools.count()
+    docstring), each branch's body synchronised on its own first (pairs numbered by one
+    `counter` over the whole body).  Raises InternalError when the verifier still finds a
+    problem afterwards."""
+    counter = counter if counter is not None else itertools.count()
+    body = _synchronised_branches(body, counter)  # also a private copy of the loops
     while True:
         problems = verify_pipe_sync(body, event_limit=False)
         if not problems:
@@ -394,6 +475,22 @@ def insert_pipe_sync(body: list[Node]) -> list[Node]:
     return body
 
 
+def _synchronised_branches(body: list[Node], counter) -> list[Node]:
+    """A copy of `body` (its loops copied, leaves shared) with each branch's bodies
+    synchronised by `insert_pipe_sync`."""
+    out: list[Node] = []
+    for node in body:
+        if isinstance(node, Loop):
+            out.append(Loop(_synchronised_branches(node.body, counter), node.trips,
+                            node.payload))
+        elif isinstance(node, Branch):
+            out.append(Branch(insert_pipe_sync(node.then_body, counter),
+                              insert_pipe_sync(node.else_body, counter), node.payload))
+        else:
+            out.append(node)
+    return out
+
+
 def _without_redundant_pairs(body: list[Node]) -> list[Node]:
     """`body` without every pair the other pairs make redundant, latest pair first."""
     for pair in sorted({f.pair for f in _flags(body)}, reverse=True):
@@ -404,8 +501,8 @@ def _without_redundant_pairs(body: list[Node]) -> list[Node]:
 
 
 def flag_pairs(body: list[Node]) -> list[int]:
-    """The pair numbers of the flags in `body`, in program order."""
-    return list(dict.fromkeys(f.pair for f in _flags(body)))
+    """The pair numbers of the flags in `body` (its branches' too), in program order."""
+    return list(dict.fromkeys(f.pair for f in _flags(body, deep=True)))
 
 
 def without_pair(body: list[Node], pair: int) -> list[Node]:
@@ -415,5 +512,5 @@ def without_pair(body: list[Node], pair: int) -> list[Node]:
 
 def pair_flags(body: list[Node], pair: int) -> tuple[Flag, Flag]:
     """The set_flag and wait_flag of `pair`."""
-    first, second = (f for f in _flags(body) if f.pair == pair)
+    first, second = (f for f in _flags(body, deep=True) if f.pair == pair)
     return first, second

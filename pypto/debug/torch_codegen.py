@@ -18,6 +18,7 @@ from ..ir.nodes import (
     AtScope,
     Call,
     Const,
+    Expr,
     ExprList,
     ExprStmt,
     For,
@@ -171,6 +172,15 @@ class _Builder(IRVisitor):
     def visit_Const(self, e: Const) -> dict:
         return {"kind": "const", "value": e.value}
 
+    def _attr_model(self, value) -> dict:
+        """An attribute as Python: a constant, or a list holding run-time extents (a valid
+        region `[16, n]`) as the expressions that compute them."""
+        if isinstance(value, list):
+            return {"kind": "list", "elems": [self._attr_model(v) for v in value]}
+        if isinstance(value, Expr):
+            return self.expr(value)
+        return {"kind": "const", "value": value}
+
     def visit_ExprList(self, e: ExprList) -> dict:
         return {"kind": "list", "elems": [self.expr(i) for i in e.items]}
 
@@ -191,7 +201,7 @@ class _Builder(IRVisitor):
         if not hasattr(torch_runtime, fn):
             raise InternalError(f"pl.{e.op} has no torch semantics in "
                                 "pypto.debug.torch_runtime")
-        attrs = [(k, _attr(v)) for k, v in e.attrs] + _type_facts(e)
+        attrs = [(k, self._attr_model(_attr(v))) for k, v in e.attrs + tuple(_type_facts(e))]
         args = [self.expr(a) for a in e.args]
         # An operand declared after an attribute (pl.slice's offsets follow its shape) or
         # after a left-out operand (pl.mrgsort's tmp after src2) is passed by name, so it

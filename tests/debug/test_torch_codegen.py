@@ -105,3 +105,27 @@ def test_a_function_alone_is_accepted():
     kernel = program.functions[0]
     source = torch_codegen(kernel)
     assert f"def {kernel.name}(" in source
+
+
+@pl.jit.incore
+def first_cols(x: pl.Tensor[[16, 128], pl.FP32], n: pl.Scalar[pl.INDEX],
+               out: pl.Out[pl.Tensor[[16, 128], pl.FP32]]):
+    # -inf padding: the row maximum (which reads the padding too) is the valid part's.
+    t = pl.load(x, [0, 0], [16, 128], valid_shape=[16, n], pad_value=pl.PadValue.min)
+    m = pl.row_max(t, pl.create_tile([16, 128], pl.FP32))
+    out = pl.store(pl.row_expand_sub(t, m), [0, 0], out)
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 37, 128])
+def test_a_valid_region_known_at_run_time_reads_the_scalar(n):
+    # The extent used to be written as the IR's repr (`Var(name='n', ...)`): a NameError.
+    x = torch.randn(16, 128)
+    sim, ref = torch.zeros(16, 128), torch.zeros(16, 128)
+    first_cols(x, n, sim)
+    for program in (first_cols.frontend(x, n, ref), first_cols.lower(x, n, ref)):
+        source = torch_codegen(program)
+        assert "Var(" not in source
+        load_entry(source, program.entry)(x, n, ref)
+        assert torch.equal(ref[:, :n], sim[:, :n])
+        assert torch.equal(ref[:, :n], x[:, :n] - x[:, :n].max(dim=1, keepdim=True).values)
