@@ -39,7 +39,15 @@ from .expressions import (
     scalar_ctype,
 )
 from .identifiers import value_idents
-from .pipe_sync import Access, Branch, Instr, Loop, insert_pipe_sync, template_models
+from .pipe_sync import (
+    Access,
+    Branch,
+    Instr,
+    Loop,
+    insert_pipe_sync,
+    template_models,
+    without_nodes,
+)
 
 # Element types of pto-isa (FP8 types exist only on A5 builds of pto-isa; not emitted yet).
 _ELEM = {
@@ -289,7 +297,7 @@ class _DeviceKernelBuilder:
 
     def body(self, stmts) -> list:
         return [node for nodes in kernel_statements(stmts, self.loop, self.while_loop,
-                                                    self.assign, self.branch)
+                                                    self.assign, self.visit_If)
                 for node in nodes]
 
     def loop(self, s: For) -> list:
@@ -302,7 +310,7 @@ class _DeviceKernelBuilder:
         # with run-time bounds (it may run zero times; its back edge is synchronised).
         return [Loop(self.body(s.body), None, {"kind": "while", "cond": _expr(s.cond)})]
 
-    def branch(self, s: If) -> list:
+    def visit_If(self, s: If) -> list:
         # A name bound in both branches is one buffer (AllocateMemoryAddr: one name at one
         # tile type), so one C++ tile or scalar: the join needs no copy.  Pipe
         # synchronisation fences the `if` (pipe_sync.py).
@@ -1178,22 +1186,6 @@ def _extents_read(builder: _DeviceKernelBuilder) -> tuple[set[int], set[int]]:
     return named, unread
 
 
-def _without(nodes: list, dropped: set[int]) -> list:
-    """`nodes` (and their loops' and branches' bodies) without the statements whose ids are
-    `dropped`."""
-    kept = []
-    for node in nodes:
-        if isinstance(node, Loop):
-            node.body = _without(node.body, dropped)
-        elif isinstance(node, Branch):
-            node.then_body = _without(node.then_body, dropped)
-            node.else_body = _without(node.else_body, dropped)
-        elif id(node) in dropped:
-            continue
-        kept.append(node)
-    return kept
-
-
 @dataclass(frozen=True)
 class DeviceKernel:
     """A kernel's device source and the synchronised body it was rendered from (for the
@@ -1222,7 +1214,7 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
     builder = _DeviceKernelBuilder(fn, vec_capacity, backend)
     stmts = builder.body(fn.body)
     named, unread = _extents_read(builder)
-    body = insert_pipe_sync(_without(stmts, unread))
+    body = insert_pipe_sync(without_nodes(stmts, unread))
     tiles = []
     for tile in sorted(builder.tiles.values(), key=lambda t: t.ident):
         tiles.append(tile.model())

@@ -423,6 +423,22 @@ def _blocks(body: list[Node]):
             yield from _blocks(node.body)
 
 
+def without_nodes(nodes: list[Node], dropped: set[int]) -> list[Node]:
+    """`nodes` (and their loops' and branches' bodies) without the statements whose ids are
+    `dropped`."""
+    kept = []
+    for node in nodes:
+        if isinstance(node, Loop):
+            node.body = without_nodes(node.body, dropped)
+        elif isinstance(node, Branch):
+            node.then_body = without_nodes(node.then_body, dropped)
+            node.else_body = without_nodes(node.else_body, dropped)
+        elif id(node) in dropped:
+            continue
+        kept.append(node)
+    return kept
+
+
 def template_models(nodes) -> list[dict]:
     """The device template's statement models of a synchronised body: each instruction's
     payload, each loop's with the models of its body, each flag as `set_flag` /
