@@ -3,6 +3,7 @@ compare the two (the torch side is the registry's semantics, `torch_runtime`).""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from pypto.debug import load_entry, torch_codegen
@@ -23,3 +24,10 @@ def sim_and_torch(kernel, args: list[torch.Tensor], platform: str,
 
 def _clones(args: list) -> list:
     return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def dtype_sweep(dtypes, default=("FP32", "INT8")) -> list:
+    """The dtypes of a sweep as pytest parameters: `default` in the README's run, the rest
+    (one build each per platform) under `-m slow`, as the per-op lanes do."""
+    return [d if d in default else pytest.param(d, marks=pytest.mark.slow)
+            for d in sorted(dtypes)]

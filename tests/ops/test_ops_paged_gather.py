@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 from located_errors import raised_by
-from sim_and_torch import sim_and_torch
+from sim_and_torch import dtype_sweep, sim_and_torch
 
 import pypto.language as pl
 from pypto.ir import LoweringError, TypeCheckError
@@ -58,7 +58,7 @@ def gather(src: pl.Tensor, indices: pl.Tensor, table: pl.Tensor, out: pl.Out[pl.
 
 
 @pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
-@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("dtype", dtype_sweep(DTYPES))
 def test_paged_gather_reads_each_index_through_the_block_table(dtype, platform):
     src = pool(DTYPES[dtype], 1)
     args = [src, INDICES, TABLE, torch.zeros(N, D, dtype=DTYPES[dtype])]

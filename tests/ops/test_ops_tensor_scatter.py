@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import torch
 from located_errors import raised_by
-from sim_and_torch import sim_and_torch
+from sim_and_torch import dtype_sweep, sim_and_torch
 
 import pypto.language as pl
 from pypto.ir import CapacityError, LoweringError, TypeCheckError
@@ -64,7 +64,7 @@ def update(cache: pl.InOut[pl.Tensor], index: pl.Tensor, src: pl.Tensor):
 
 
 @pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
-@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("dtype", dtype_sweep(DTYPES))
 def test_scatter_update_writes_each_src_row_at_its_index_the_later_staying(dtype, platform):
     cache, src = values(DTYPES[dtype], ROWS, 1), values(DTYPES[dtype], 8, 2)
     sim, host = sim_and_torch(update, [cache, INDEX, src], platform)
