@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from bias_programs import bias_arguments, bias_forms
-from cpu_models import outputs_agreeing_with_the_simulator
+from cpu_models import outputs_agreeing_with_the_simulator, toolchain_or_skip
 
 import pypto.language as pl
 from pypto.codegen.device import device_kernel
@@ -77,6 +77,7 @@ def bias_beside_vec(a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 32], pl.F
 
 
 def test_bias_beside_vec_tiles_is_refused_on_the_cpu_model_at_the_bias_move():
+    toolchain_or_skip("a2a3cpu")  # the build locates the CPU model's compiler first
     args = (torch.zeros(16, 32).half(), torch.zeros(32, 32).half(), torch.zeros(1, 32),
             torch.zeros(16, 32), torch.zeros(16, 32), torch.zeros(16, 32))
     bias_beside_vec(*args, config=RunConfig(platform="a2a3sim"))  # the simulator runs it
