@@ -14,7 +14,7 @@ from dataclasses import replace
 from ..ir.dtypes import DataType, from_torch
 from ..ir.errors import ParseError, Span, TypeCheckError
 from ..ir.nodes import Assign, ExprStmt, FuncCall, Function, Param, Program, Return, Var
-from ..ir.ops import make_call
+from ..ir.ops.task_arrays import expect_value
 from ..ir.types import FunctionType, Level, ScalarType, TensorType, TupleType, same_value_type
 from .parser import Callee, FunctionParser, SourceInfo, parse_signature
 from .typing import RUNTIME
@@ -353,10 +353,8 @@ def _guarded(fn: Function, constants: dict | None) -> Function:
     """`fn` starting with a check of each scalar parameter it was specialised for
     (`pl.expect_value(n, 128)`): an artifact called with another value stops, naming the
     parameter, instead of computing with the value it was built for."""
-    guards = tuple(
-        ExprStmt(make_call("expect_value", p.var, span=p.var.span,
-                           value=int(value) if isinstance(value, bool) else value), p.var.span)
-        for p in fn.params if (value := (constants or {}).get(p.var.name)) is not None)
+    guards = tuple(expect_value(p.var, value, p.var.span)
+                   for p in fn.params if (value := (constants or {}).get(p.var.name)) is not None)
     return replace(fn, body=guards + fn.body) if guards else fn
 
 

@@ -39,6 +39,7 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.ops import REQUIRED, OpDef, get_op, make_call, write_destination
+from ..ir.ops.task_arrays import expect_value
 from ..ir.types import (
     INDEX,
     Direction,
@@ -1630,8 +1631,7 @@ def _with_expected_values(fn: Function, reads: list) -> Function:
                          span=fn.span)
         var = Var(name, read.type, fn.span)
         guards.append(Assign((var,), read, fn.span))
-        guards.append(ExprStmt(make_call("expect_value", var, span=fn.span, value=value),
-                               fn.span))
+        guards.append(expect_value(var, value, fn.span))
     return replace(fn, body=tuple(guards) + tuple(fn.body))
 
 

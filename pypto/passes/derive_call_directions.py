@@ -24,16 +24,12 @@ from dataclasses import replace
 
 from ..ir.errors import Span, TypeCheckError
 from ..ir.nodes import Assign, Call, FuncCall, Function, Program, Var
-from ..ir.ops import write_destination
+from ..ir.ops import get_op, write_destination
 from ..ir.types import AtomicType, Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
 from .manager import Pass
 from .outline_incore import writes_tensor
 from .properties import IRProperty
-
-# Writes that read their destination too: pl.scatter loads each row of its input, writes
-# some elements and stores the row back (the task is InOut on it, not Out).
-READS_DESTINATION = ("tensor.scatter",)
 
 
 class _Access(IRVisitor):
@@ -82,7 +78,7 @@ class _Access(IRVisitor):
             for arg in expr.args:
                 if arg is dst and isinstance(arg, Var):
                     self._write(arg.name, expr.span)
-                    if expr.op in READS_DESTINATION:
+                    if get_op(expr.op).reads_destination:
                         self.read.add(arg.name)
                 else:
                     self.visit_expr(arg)

@@ -36,34 +36,27 @@ def tensor_claim(a: pl.Tensor[[ROWS, COLS], pl.FP32],
     return out
 
 
-@pl.jit
-def claim_without_deps(a: pl.Tensor[[ROWS, COLS], pl.FP32],
-                       out: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]):
-    scratch = pl.create_tensor([ROWS, COLS], pl.FP32, manual_dep=True)
-    for i in pl.range(N):
-        with pl.at(level=pl.Level.CORE_GROUP):
-            t = pl.load(a, [i * TILE_ROWS, 0], [TILE_ROWS, COLS])
-            pl.store(pl.mul(t, 2.0), [i * TILE_ROWS, 0], scratch)
-    with pl.at(level=pl.Level.CORE_GROUP):  # deps= forgotten: nothing orders the read
+def unordered(manual_dep: bool):
+    """Writers then one reader of `scratch`, no deps=: inferred edges order them unless
+    scratch is manual_dep."""
+    @pl.jit
+    def scratch_copy(a: pl.Tensor[[ROWS, COLS], pl.FP32],
+                     out: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]):
+        scratch = pl.create_tensor([ROWS, COLS], pl.FP32, layout=pl.ND, manual_dep=manual_dep)
         for i in pl.range(N):
-            t = pl.load(scratch, [i * TILE_ROWS, 0], [TILE_ROWS, COLS])
-            pl.store(t, [i * TILE_ROWS, 0], out)
-    return out
+            with pl.at(level=pl.Level.CORE_GROUP):
+                t = pl.load(a, [i * TILE_ROWS, 0], [TILE_ROWS, COLS])
+                pl.store(pl.mul(t, 2.0), [i * TILE_ROWS, 0], scratch)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(N):
+                t = pl.load(scratch, [i * TILE_ROWS, 0], [TILE_ROWS, COLS])
+                pl.store(t, [i * TILE_ROWS, 0], out)
+        return out
+    return scratch_copy
 
 
-@pl.jit
-def tracked_scratch(a: pl.Tensor[[ROWS, COLS], pl.FP32],
-                    out: pl.Out[pl.Tensor[[ROWS, COLS], pl.FP32]]):
-    scratch = pl.create_tensor([ROWS, COLS], pl.FP32, layout=pl.ND)
-    for i in pl.range(N):
-        with pl.at(level=pl.Level.CORE_GROUP):
-            t = pl.load(a, [i * TILE_ROWS, 0], [TILE_ROWS, COLS])
-            pl.store(pl.mul(t, 2.0), [i * TILE_ROWS, 0], scratch)
-    with pl.at(level=pl.Level.CORE_GROUP):
-        for i in pl.range(N):
-            t = pl.load(scratch, [i * TILE_ROWS, 0], [TILE_ROWS, COLS])
-            pl.store(t, [i * TILE_ROWS, 0], out)
-    return out
+claim_without_deps = unordered(manual_dep=True)  # deps= forgotten: nothing orders the read
+tracked_scratch = unordered(manual_dep=False)
 
 
 def _run(program, tmp_path, monkeypatch, detect_races=False, seed=None):

@@ -63,6 +63,9 @@ class OpDef:
     writes: the position among the call's arguments of the tensor (or tile) it writes into
     and returns (`pl.store(tile, offsets, out)`: 2), None for an operator that makes a new
     value.
+    reads_destination: the write reads the values it does not replace (pl.scatter loads each
+    row of its input, writes some elements and stores the row back), so a task making it is
+    InOut on the destination, not Out.
     """
 
     name: str
@@ -76,6 +79,7 @@ class OpDef:
     isa_scalar: str = ""
     isa_rscalar: str = ""
     writes: int | None = None
+    reads_destination: bool = False
 
     @property
     def operand_names(self) -> tuple[str, ...]:

@@ -89,6 +89,7 @@ register(
         "given (not a slice).",
         dtypes=GATHER_DTYPES,
         writes=0,
+        reads_destination=True,
     )
 )
 
@@ -235,5 +236,6 @@ register(
         "row and a store back.  The mask form (mask_pattern=, dst=) is refused.",
         dtypes=GATHER_DTYPES,
         writes=0,
+        reads_destination=True,
     )
 )

@@ -17,8 +17,9 @@ returns 5) when the tensor holds another value than the one the program was buil
 from __future__ import annotations
 
 from ..errors import TypeCheckError
+from ..nodes import ExprStmt
 from ..types import TASK_ID, ScalarType, TaskIdArrayType, TaskIdType, TupleType
-from .registry import OpDef, OpParam, register
+from .registry import OpDef, OpParam, make_call, register
 
 
 def _infer_create(args, attrs, span):
@@ -109,6 +110,14 @@ def _infer_expect(args, attrs, span):
             and not isinstance(value, bool)):
         raise TypeCheckError("pl.expect_value compares a scalar with a constant", span)
     return TupleType(())
+
+
+def expect_value(x, value, span=None):
+    """The guard statement `pl.expect_value(x, value)` an entry specialised for scalar `x`
+    being `value` starts with (a bool is its 0 / 1); the one builder for the parser's and the
+    jit's guards."""
+    value = int(value) if isinstance(value, bool) else value
+    return ExprStmt(make_call("expect_value", x, span=span, value=value), span)
 
 
 register(
