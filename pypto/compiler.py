@@ -254,7 +254,8 @@ def compile(  # noqa: A001 - upstream's `ir.compile`, reached as `pypto.ir.compi
     `UnusedControlFlowResult`; `profiling` writes `report/pipeline_profile.{txt,json}`.
     Upstream's `strategy` (only `OptimizationStrategy.Default`) and `backend_type` (the
     platform's) are checked; `distributed_config` (a multi-rank program) is refused.  With
-    PYPTO_SIMULATE_DEVICE=1 a device platform builds for its simulator.
+    PYPTO_SIMULATE_DEVICE=1 a device platform builds for its simulator (=cpu-model: for its
+    CPU-model platform).
     """
     from .platform import check_target, default_platform, simulator_for
 

@@ -31,6 +31,8 @@ CORE_TYPES = ("vector", "cube")
 # sim: our bit-exact ISA model; device: an NPU; cpu_model: the device sources on pto-isa's
 # own CPU model of the instructions (CPU_SIM).  sim and cpu_model run on this host.
 KINDS = ("sim", "device", "cpu_model")
+# PYPTO_SIMULATE_DEVICE's values: the kind of platform a device platform runs on instead.
+SIMULATE_DEVICE_KINDS = {"1": "sim", "cpu-model": "cpu_model"}
 _KIND_ORDER = {"sim": 0, "cpu_model": 1, "device": 2}
 
 
@@ -171,20 +173,27 @@ def default_platform() -> str:
 
 def simulator_for(name: str) -> str:
     """The platform a run asked for as `name` uses: `name` itself, or, when the environment
-    sets PYPTO_SIMULATE_DEVICE=1, the simulator of a device platform's backend ("a2a3" ->
-    "a2a3sim"), so a program written for a device runs unedited where there is none."""
-    if os.environ.get(SIMULATE_DEVICE_ENV, "") in ("", "0"):
+    sets PYPTO_SIMULATE_DEVICE, a stand-in for a device platform of the same backend, so a
+    program written for a device runs unedited where there is none: `1` its simulator
+    ("a2a3" -> "a2a3sim"), `cpu-model` its device code on pto-isa's CPU model ("a2a3" ->
+    "a2a3cpu").  A simulator is left as it is, as is a platform of the kind asked for."""
+    value = os.environ.get(SIMULATE_DEVICE_ENV, "")
+    if value in ("", "0"):
         return name
+    kind = SIMULATE_DEVICE_KINDS.get(value)
+    if kind is None:
+        raise ValueError(f"${SIMULATE_DEVICE_ENV} is {value!r}; set it to 1 (a device platform "
+                         "runs on its simulator), cpu-model (on pto-isa's CPU model) or 0")
     platform = get_platform(name)
-    if platform.kind == "sim":
+    if platform.kind in (kind, "sim"):
         return name
     rules = build_rules_dir()
     for other in _platform_names(rules):
         candidate = _load_platform(rules, other)
-        if candidate.kind == "sim" and candidate.backend.name == platform.backend.name:
+        if candidate.kind == kind and candidate.backend.name == platform.backend.name:
             return other
-    raise ValueError(f"{SIMULATE_DEVICE_ENV} is set, but build_rules/ has no simulator of "
-                     f"{platform.backend.name} for platform {name!r}")
+    raise ValueError(f"{SIMULATE_DEVICE_ENV} is {value!r}, but build_rules/ has no {kind} "
+                     f"platform of {platform.backend.name} for platform {name!r}")
 
 
 def check_target(platform: str, backend_type: Any = None, strategy: Any = None) -> None:

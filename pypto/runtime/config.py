@@ -39,8 +39,9 @@ class RunConfig:
     `OptimizationStrategy.Default` exists); `backend_type` must be the platform's backend;
     `compile_profiling` writes `report/pipeline_profile.{txt,json}` with the artifact;
     `distributed_config` (a multi-rank program) is refused when the config is used.  With
-    PYPTO_SIMULATE_DEVICE=1 a device platform ("a2a3", "a5") runs on its simulator:
-    `platform` is then the simulator and `requested_platform` the device asked for.
+    PYPTO_SIMULATE_DEVICE=1 a device platform ("a2a3", "a5") runs on its simulator, with
+    PYPTO_SIMULATE_DEVICE=cpu-model as device code on its CPU-model platform ("a2a3cpu"):
+    `platform` is then the stand-in and `requested_platform` the device asked for.
     """
 
     platform: str = field(default_factory=default_platform)  # $PYPTO_PLATFORM, else a2a3sim

@@ -61,7 +61,7 @@ NEUTRAL_ENV_VARS: tuple[str, ...] = (
     "PYPTO_DUMP_BUDGET",  # bytes a run's tensor dump may write; read by the runtime only
     "PYPTO_SCHEDULER",  # which scheduler runs the tasks (same edges, same results); runtime only
     "PYPTO_PLATFORM",  # the platform when none is named; the platform itself is keyed
-    "PYPTO_SIMULATE_DEVICE",  # picks the simulator platform to build for; the platform is keyed
+    "PYPTO_SIMULATE_DEVICE",  # picks the sim / CPU-model platform built for; the platform is keyed
     "PYPTO_UPSTREAM_ROOT",  # where the upstream PyPTO snapshot is (tests, docs); builds nothing
     "PYPTO_SIGNING_KEY",  # signs packages (`scons package`), never an artifact
     "PATH",  # finds the compiler, whose identity is keyed
