@@ -605,13 +605,15 @@ class _DeviceKernelBuilder:
         address alone: what TRESHAPE does on A2/A3 (TASSIGN of the source's pointer)."""
         what_op = "pl.reshape" if dst.type.dtype == src.type.dtype else "pl.reinterpret_view"
         for what, var in (("source", src), ("result", dst)):
-            _check_dense(what_op, what, var.type, s)
-        d, x = self.tile(dst), self.tile(src)
-        key = ("reshape", x.ident)
-        if key not in d.views:
-            d.views[key] = _Tile(self._fresh(f"{d.ident}_of_{x.ident}"),
-                                 replace(dst.type, addr=src.type.addr), d.vrows, d.vcols)
-        view = d.views[key]
+            _check_linear(what_op, what, var.type, s)
+        # A column [R, 1] (column-major) is the row [1, R] of the same bytes.
+        d, x = self.elementwise(dst), self.elementwise(src)
+        views, key = self.tile(dst).views, ("reshape", x.ident)
+        if key not in views:
+            views[key] = _Tile(self._fresh(f"{d.ident}_of_{x.ident}"),
+                               replace(dst.type, addr=src.type.addr), d.vrows, d.vcols,
+                               flat=d.flat)
+        view = views[key]
         copy = self._instr("TMOV", [d, view], [view], [d], "PIPE_V")
         if dst.type.dtype != src.type.dtype:
             return [copy]
@@ -1074,17 +1076,21 @@ def _static_trips(s: For) -> int | None:
     return None
 
 
-def _check_dense(what: str, role: str, t: TileType, s) -> None:
-    """Refuses, at `s`, a tile whose elements are not its bytes in row-major order."""
+def _check_linear(what: str, role: str, t: TileType, s) -> None:
+    """Refuses, at `s`, a tile whose elements are not its first bytes in row-major order:
+    a dense tile (rows of whole 32-byte blocks), one row (padded after its last element) or
+    a column held column-major (pypto.ir.layout) are; the padded rows of any other are
+    not.  Two such tiles of one byte size have the same footprint, the elements first."""
     layout = tile_layout(t)
     shape = (t.shape[0], t.shape[1] if len(t.shape) > 1 else 1)
-    if layout.col_major or (layout.rows, layout.cols) != shape:
+    if not (layout.col_major or shape[0] == 1 or (layout.rows, layout.cols) == shape):
         per_block = 32 // t.dtype.itemsize
         raise LoweringError(
             f"{what}: the {role}, a {list(t.shape)} {t.dtype.name} tile, is not its elements "
-            f"in row-major order on the device (its rows are padded to whole 32-byte blocks "
-            f"or it is a column), so its bytes are not the reshape's", s.span,
-            hint=f"reshape tiles whose columns are a multiple of {per_block}")
+            f"in row-major order on the device (its rows are padded to whole 32-byte "
+            f"blocks), so its bytes are not the reshape's", s.span,
+            hint=f"reshape tiles of one row, columns, or tiles whose columns are a multiple "
+                 f"of {per_block}")
 
 
 def _extent_param(v: int | None) -> int | str:
