@@ -22,16 +22,13 @@ representative program per tier runs on a2a3sim by default; the rest carry
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from upstream_runs import SNAPSHOT, assert_ended_as_expected, run_program
 
 from pypto.tools import upstream_compat
 from pypto.tools.upstream_compat import Program
 
-SNAPSHOT = upstream_compat.snapshot_root()
 PLATFORMS = tuple(p for p in os.environ.get("PYPTO_UPSTREAM_PLATFORMS", "a2a3sim,a5sim").split(",")
                   if p)
 
@@ -49,25 +46,6 @@ def _params(programs):
         for program in programs:
             marks = [pytest.mark.slow] if program.slow or platform != "a2a3sim" else []
             yield pytest.param(program, platform, id=f"{program.id}-{platform}", marks=marks)
-
-
-def _with_platform(program: Program, platform: str) -> list[str]:
-    """The program's arguments, its own platform flag set to `platform` where it has one."""
-    args = list(program.args)
-    source = (SNAPSHOT / program.path).read_text()
-    if '"--platform"' in source and "--platform" not in args:
-        args += ["--platform", platform]
-    return args
-
-
-def run_program(program: Program, platform: str, work_dir: Path) -> subprocess.CompletedProcess:
-    """Runs `program` unmodified from the snapshot, as a user would."""
-    env = dict(os.environ, PYPTO_PLATFORM=platform, PYPTO_WORK_DIR=str(work_dir),
-               PYTHONDONTWRITEBYTECODE="1", **dict(program.env))
-    target = ["-m", program.path.removesuffix(".py").replace("/", ".")] if program.module \
-        else [program.path]
-    return subprocess.run([sys.executable, *target, *_with_platform(program, platform)],
-                          cwd=SNAPSHOT, env=env, capture_output=True, text=True, timeout=900)
 
 
 def _names_its_platform(program: Program, platform: str) -> str | None:
@@ -91,15 +69,4 @@ def test_upstream_program_runs_unmodified(program: Program, platform: str, tmp_p
         pytest.skip(f"{program.path} names its platform or backend itself (no flag changes "
                     f"it): it runs on {named} whatever PYPTO_PLATFORM says")
     result = run_program(program, platform, tmp_path)
-    report = f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
-    if program.refused:
-        assert result.returncode != 0, report
-        for fragment in program.refused:
-            assert fragment in result.stderr, report
-        return
-    assert result.returncode == 0, report
-    lines = result.stdout.splitlines()
-    for expected in program.expect:
-        assert any(line.startswith(expected) for line in lines), report
-    for fragment in program.stderr:
-        assert fragment in result.stderr, report
+    assert_ended_as_expected(program, result)
