@@ -27,7 +27,11 @@ set at its end), and outside it the `Branch` is one event ordered after everythi
 it and before everything after it.  The verifier checks each branch body the same way,
 and refuses a flag still set when a fence is reached (the branch's own pairs could reuse
 its event id).  A `Branch` with no pipe work (scalar code only) is no fence: it touches no
-on-chip byte and no tensor, so it needs no ordering.
+on-chip byte and no tensor, so it needs no ordering.  A fenced `if` nested in a fenced
+branch's body, with only scalar code between it and the start (end) of that body, emits no
+barrier before it (after its join): the enclosing barrier orders the same instructions
+(`template_models`); the verifier's model keeps both fences, which the emitted code still
+has in effect.
 """
 
 from __future__ import annotations
@@ -439,24 +443,36 @@ def without_nodes(nodes: list[Node], dropped: set[int]) -> list[Node]:
     return kept
 
 
-def template_models(nodes) -> list[dict]:
+def template_models(nodes, fenced: bool = False) -> list[dict]:
     """The device template's statement models of a synchronised body: each instruction's
     payload, each loop's with the models of its body, each flag as `set_flag` /
-    `wait_flag` of its pipe pair and event."""
+    `wait_flag` of its pipe pair and event, each fenced branch with its two barriers
+    (`fence_before`, `fence_after`).  In a fenced branch's body (`fenced`) a nested fenced
+    `if` leaves out its barrier before it when nothing before it in the body is pipe work
+    or a flag, and the one after its join when nothing after it is: the enclosing `if`'s
+    barriers, with only scalar code between, order the same instructions."""
     out = []
-    for node in nodes:
+    for i, node in enumerate(nodes):
         if isinstance(node, Loop):
             out.append({**node.payload, "body": template_models(node.body)})
         elif isinstance(node, Branch):
-            out.append({**node.payload, "fence": node.fence,
-                        "then_body": template_models(node.then_body),
-                        "else_body": template_models(node.else_body)})
+            fence = node.fence
+            out.append({**node.payload,
+                        "fence_before": fence and not (fenced and _scalar_only(nodes[:i])),
+                        "fence_after": fence and not (fenced and _scalar_only(nodes[i + 1:])),
+                        "then_body": template_models(node.then_body, fence),
+                        "else_body": template_models(node.else_body, fence)})
         elif isinstance(node, Flag):
             out.append({"kind": "flag", "op": "set_flag" if node.op == "set" else "wait_flag",
                         "src": node.src, "dst": node.dst, "event": node.event})
         else:
             out.append(node.payload)
     return out
+
+
+def _scalar_only(nodes: list[Node]) -> bool:
+    """Do `nodes` hold neither pipe work nor a flag (scalar statements alone)?"""
+    return not _issues_pipe_work(nodes) and not _flags(nodes, deep=True)
 
 
 def insert_pipe_sync(body: list[Node], counter=None) -> list[Node]:
