@@ -422,6 +422,7 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
         _refuse_bias_beside_vec(fn, platform, kernel.on_chip)
         model = {"name": symbol(fn.name, device_code=True), "params": _param_models(fn),
                  "arch": platform.cpu_model_arch,
+                 "block_num": "get_block_num()" in kernel.cpp,
                  "poison": [{"base": _POISON_BASE[space], "bytes": n}
                             for space, n in sorted(kernel.on_chip.items()) if n]}
         launch = render("cpu_model_launch.cpp.j2", l=model)

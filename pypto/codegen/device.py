@@ -302,8 +302,8 @@ class _DeviceKernelBuilder:
 
     def loop(self, s: For) -> list:
         return [Loop(self.body(s.body), _static_trips(s), {
-            "kind": "for", "var": ident(s.var.name), "start": expr_model(s.start),
-            "stop": expr_model(s.stop), "step": expr_model(s.step)})]
+            "kind": "for", "var": ident(s.var.name), "start": _expr(s.start),
+            "stop": _expr(s.stop), "step": _expr(s.step)})]
 
     def while_loop(self, s: While) -> list:
         # Its trip count is never known: pipe synchronisation treats it as a `for` loop
@@ -359,10 +359,18 @@ class _DeviceKernelBuilder:
         a transposed tile sees the window's columns as its rows (Layout::DN)."""
         if tensor.name not in self.params or not isinstance(tensor.type, TensorType):
             raise LoweringError("device kernels load and store only tensor parameters", s.span)
-        if len(offsets.items) not in (2, 3):
-            raise LoweringError("tile loads and stores need rank-2 or rank-3 tensors", s.span)
+        items = offsets.items
+        if len(items) == 1 and vrows == 1 and not transposed:
+            # A rank-1 tensor is the one row [1, n] of its descriptor (row_stride 0): an
+            # element read (`pl.tensor.read(lens, [b])`, a [1] tile) is the window [0, b].
+            items = (Const(0, INDEX), *items)
+        elif len(items) not in (2, 3):
+            raise LoweringError(
+                f"device code loads and stores rank-2 and rank-3 tensors, and single rows of "
+                f"rank-1 ones; `{tensor.name}` is rank {len(items)} here", s.span,
+                hint="view the tensor as rank 2 (pl.reshape) or use a simulator platform")
         # Offsets [b, r, c]: a tile of batch b of a [B, rows, cols] tensor.
-        *batch, r0, c0 = offsets.items
+        *batch, r0, c0 = items
         self.batched |= bool(batch)
         name = self._fresh(f"{ident(tensor.name)}_window")
         self.windows += 1
@@ -1047,14 +1055,14 @@ def _arg(a) -> dict:
     return a  # an expression model
 
 
+# The SPMD block's index and the task's block count, in any expression: the AI Core's own
+# registers (on pto-isa's CPU model, the launcher's: templates/cpu_model_launch.cpp.j2).
+_BLOCK_READS = {f"{op}()": f"static_cast<int64_t>({op}())"
+                for op in ("get_block_idx", "get_block_num")}
+
+
 def _expr(e) -> dict:
-    if isinstance(e, Call) and e.op == "get_block_idx":
-        return {"kind": "var", "name": "static_cast<int64_t>(get_block_idx())"}
-    if isinstance(e, Call) and isinstance(e.type, ScalarType) and len(e.args) == 2:
-        model = expr_model(e)
-        model.update({k: _expr(a) for k, a in zip(("lhs", "rhs"), e.args, strict=True)})
-        return model
-    return expr_model(e)
+    return expr_model(e, _BLOCK_READS)
 
 
 def _statement(model: dict) -> Instr:

@@ -25,7 +25,9 @@ def scalar_ctype(dtype: DataType) -> str:
 
 
 def expr_model(e, idents=None) -> dict:
-    """The template model of a scalar expression (`idents`: C++ names of user names)."""
+    """The template model of a scalar expression (`idents`: C++ names of user names, and
+    of the SPMD block reads by their call, "get_block_idx()" / "get_block_num()", which
+    default to the simulators' `core->block_idx` / `core->block_num`)."""
     return _ScalarModel(idents or {}).visit_expr(e)
 
 
@@ -71,8 +73,9 @@ def _call_model(e: Call, idents: dict[str, str]) -> dict | None:
             return {"kind": "not", "operand": expr_model(e.args[0], idents)}
         if len(e.args) == 2 and (model := _binary_model(e, idents)) is not None:
             return model
-    if e.op in _BLOCK_FIELDS:
-        return {"kind": "var", "name": f"(int64_t)core->{_BLOCK_FIELDS[e.op]}"}  # kernels only
+    if e.op in _BLOCK_FIELDS:  # kernels only
+        return {"kind": "var", "name": idents.get(f"{e.op}()",
+                                                  f"(int64_t)core->{_BLOCK_FIELDS[e.op]}")}
     return None
 
 
