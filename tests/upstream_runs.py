@@ -23,15 +23,16 @@ def with_platform(program: Program, platform: str) -> list[str]:
     return args
 
 
-def run_program(program: Program, platform: str, work_dir: Path,
-                env: tuple = ()) -> subprocess.CompletedProcess:
+def run_program(program: Program, platform: str, work_dir: Path, env: tuple = (),
+                flag: str | None = None) -> subprocess.CompletedProcess:
     """Runs `program` unmodified from the snapshot, as a user would, on `platform` (its
-    `PYPTO_PLATFORM` and its own platform flag); `env` overrides the program's."""
+    `PYPTO_PLATFORM`, and its own platform flag unless `flag` names another platform for
+    it); `env` overrides the program's."""
     env = dict(os.environ, PYPTO_PLATFORM=platform, PYPTO_WORK_DIR=str(work_dir),
                PYTHONDONTWRITEBYTECODE="1", **dict(program.env), **dict(env))
     target = ["-m", program.path.removesuffix(".py").replace("/", ".")] if program.module \
         else [program.path]
-    return subprocess.run([sys.executable, *target, *with_platform(program, platform)],
+    return subprocess.run([sys.executable, *target, *with_platform(program, flag or platform)],
                           cwd=SNAPSHOT, env=env, capture_output=True, text=True, timeout=900)
 
 

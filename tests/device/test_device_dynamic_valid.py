@@ -281,3 +281,29 @@ def test_upstream_dyn_valid_shape_runs_on_the_cpu_models(platform):
             outs.append(out)
         assert _same(*outs)
         assert torch.equal(outs[0][:, :vlen], data[:, :vlen] * 0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["a2a3cpu", "a5cpu"])
+def test_upstream_dyn_valid_shape_if_else_and_loop_run_on_the_cpu_models(platform):
+    """intermediate/06_dyn_valid_shape's dyn_valid_shape_if_else and dyn_valid_shape_loop:
+    the valid length read from a rank-1 INT64 config tensor (`pl.read(cfg, [1])`) and
+    chosen by a run-time `if` (in a run-time loop), the tile's region DYNAMIC."""
+    m = _upstream("examples/intermediate/06_dyn_valid_shape.py")
+    g = torch.Generator().manual_seed(8)
+    data, sij = torch.randn(64, 64, generator=g), torch.randn(128, 64, generator=g)
+    cases = [(m.dyn_valid_shape_if_else, data, [1, 48, 64], ((0, 48),)),
+             (m.dyn_valid_shape_if_else, data, [0, 48, 64], ((0, 64),)),
+             (m.dyn_valid_shape_loop, sij, [2, 17, 64], ((0, 64), (64, 17))),
+             (m.dyn_valid_shape_loop, sij, [1, 5, 64], ((0, 5),))]
+    for kernel, x, cfg, regions in cases:
+        outs = []
+        for target in (platform, platform.replace("cpu", "sim")):
+            out = torch.zeros_like(x)
+            kernel(x, torch.tensor(cfg), out, config=RunConfig(platform=target))
+            outs.append(out)
+        assert _same(*outs), (kernel, cfg)
+        for row, vlen in regions:
+            block = outs[0][row:row + 64]
+            assert torch.equal(block[:, :vlen], x[row:row + 64, :vlen]), (cfg, row)
+            assert (block[:, vlen:] < -3e38).all(), (cfg, row)  # PadValue.min
