@@ -306,4 +306,6 @@ def test_upstream_dyn_valid_shape_if_else_and_loop_run_on_the_cpu_models(platfor
         for row, vlen in regions:
             block = outs[0][row:row + 64]
             assert torch.equal(block[:, :vlen], x[row:row + 64, :vlen]), (cfg, row)
-            assert (block[:, vlen:] < -3e38).all(), (cfg, row)  # PadValue.min
+            # The filled tile keeps the load's region, so the store writes vlen columns;
+            # the rest of the Out parameter holds the run's NaN.
+            assert block[:, vlen:].isnan().all(), (cfg, row)
