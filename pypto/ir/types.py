@@ -55,6 +55,12 @@ class FunctionType(_Spelled):
     InCore = "InCore"
     Inline = "Inline"
     Opaque = "Opaque"  # upstream's plane-less building block: spliced where it is called
+    # The cross-core pipe: a Group calls one AIC (cube) and one AIV (vector, two lanes)
+    # function, which run concurrently (ir/ops/cross_core).  The parser reads AIC / AIV as
+    # InCore functions of that "level"; a Group is one task.
+    AIC = "AIC"
+    AIV = "AIV"
+    Group = "Group"
 
 
 class Level(_Spelled):

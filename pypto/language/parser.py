@@ -39,6 +39,7 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.ops import REQUIRED, OpDef, get_op, make_call, write_destination
+from ..ir.ops.cross_core import POP_OPS
 from ..ir.ops.task_arrays import expect_value
 from ..ir.types import (
     INDEX,
@@ -57,6 +58,7 @@ from ..ir.types import (
     same_value_type,
 )
 from ..ir.visitor import defs, exposed_uses
+from ..passes.cross_core_pipe import check_program_pipes
 from . import vocabulary
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
@@ -147,7 +149,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.source = source
         # The body's own layer: `pl.constexpr` locals, never the caller's dicts.
         self.namespace = namespace.new_child()
-        self.func_type = func_type
+        # Upstream's pl.FunctionType.AIC / AIV: an InCore kernel on that unit (its "level").
+        self.core_level = {FunctionType.AIC: Level.AIC, FunctionType.AIV: Level.AIV}.get(func_type)
+        self.func_type = FunctionType.InCore if self.core_level else func_type
         self.resolve_callee = resolve_callee
         self.vars: dict[str, Var] = {}
         self.foldable: set[str] = set()  # see FunctionSignature.fold_single_assignments
@@ -162,6 +166,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.value_reads: list[tuple[str, tuple, Any]] = []
         self.value_dependent = False  # may be specialised that way (see static())
         self.in_scope = False
+        self.pop_annotation: TileType | None = None  # see stmt_AnnAssign
         self.init_compile_time({})
         self.init_control_flow()
 
@@ -388,7 +393,15 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
     def _decorated_level(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:
         """`@pl.function(type=pl.FunctionType.InCore, level=pl.Level.AIC)`: a kernel on one
         unit of the core group, as `pl.func_attr({"level": ...})` says (CORE_GROUP, the
-        whole group, is every kernel's level and adds nothing; HOST is refused earlier)."""
+        whole group, is every kernel's level and adds nothing; HOST is refused earlier).
+        A pl.FunctionType.AIC / AIV function is of that level."""
+        if self.core_level is not None:
+            declared = dict(attrs)
+            if declared.setdefault("level", self.core_level) is not self.core_level:
+                raise self.error(fndef, f"`{fndef.name}` is a pl.FunctionType."
+                                 f"{self.core_level.name} function; its \"level\" attribute "
+                                 "says otherwise")
+            attrs = tuple(sorted(declared.items()))
         for deco in fndef.decorator_list:
             for kw in deco.keywords if isinstance(deco, ast.Call) else ():
                 if kw.arg != "level":
@@ -573,7 +586,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if isinstance(node.value, ast.Call) and self._is_builtin_call(
                 ast.Expr(node.value), "yield_"):
             return self.yield_assign(node.target, node.value, node, annotation)
-        value = self.expr(node.value)
+        # `t: pl.Tile[[16, 128], pl.FP32] = pl.tpop_from_aic(split=0)`: the annotation names
+        # the tile popped (upstream's spelling; shape= / dtype= say it in the call).
+        self.pop_annotation = annotation if isinstance(annotation, TileType) else None
+        try:
+            value = self.expr(node.value)
+        finally:
+            self.pop_annotation = None
         return self._bind(node.target, value, node, annotation)
 
     def _annotation(self, node: ast.AST):
@@ -919,6 +938,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"{fn.written} builds an array of task ids in a "
                              "@pl.jit (orchestration) function, outside pl.at blocks")
         op = get_op(fn.name)
+        if fn.name in POP_OPS:
+            return self._pop_call(op, node)
         if fn.name in ("full", "ci", "random") and fn.spelling in ("", "arange") and self.in_scope:
             # `pl.full` (`pl.ci`, `pl.arange`, `pl.random`) in a pl.at block is a tensor, as
             # upstream; `pl.tile.full` the tile.
@@ -929,6 +950,18 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if fn.level is not None or fn.scalar:
             self._check_spelling(fn, call, node)
         return call
+
+    def _pop_call(self, op: OpDef, node: ast.Call):
+        """`pl.tpop_from_aic(shape=, dtype=, split=)`, the shape and dtype from the
+        statement's tile annotation where the call leaves them out."""
+        bound = self._bound_arguments(op, node)
+        annotation = self.pop_annotation
+        attrs = {p.name: self._attr_value(self.static(bound[p.name]), bound[p.name])
+                 for p in op.params if p.name in bound}
+        if annotation is not None:
+            attrs.setdefault("shape", annotation.shape)
+            attrs.setdefault("dtype", annotation.dtype)
+        return self._call_op(op.name, [], attrs, node)
 
     def _builtin_call(self, fn: DslBuiltin, node: ast.Call):
         """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim,
@@ -1038,7 +1071,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, "pass kernel arguments positionally",
                              hint="for deps=, call it as res, tid = pl.submit(kernel, *args, "
                                   "deps=[...])")
-        if self.func_type is not FunctionType.Orchestration:
+        if self.func_type not in (FunctionType.Orchestration, FunctionType.Group):
             raise self.error(node, "kernels are called from a @pl.jit (orchestration) function")
         if self.in_scope and not self.spmd_dispatch:
             raise self.error(node, "call kernels outside `pl.at`: each kernel call is its own task")
@@ -1522,7 +1555,9 @@ class _ProgramParser:
             signatures[name] = (replace(sig, returns=self.parsed[name].returns), ftype, m)
         functions = list(self.standalone.values()) + [
             self.parsed[m.name] for m in self.methods if m.name in self.parsed]
-        return Program(self.cls.name, tuple(functions), self.entry)
+        program = Program(self.cls.name, tuple(functions), self.entry)
+        check_program_pipes(program)
+        return program
 
     @staticmethod
     def _read_inputs(parser: FunctionParser, sig: FunctionSignature, m: ast.FunctionDef,

@@ -18,6 +18,7 @@ from ..ir.layout import BLOCK_BYTES, tile_footprint
 from ..ir.nodes import Assign, For, Var, While
 from ..ir.types import FunctionType, TileType
 from ..ir.visitor import IRVisitor
+from .cross_core_pipe import ring_reservation
 from .manager import FunctionPass
 from .properties import IRProperty
 from .retype import VarRetyper
@@ -105,14 +106,15 @@ def _live_ranges(occ: _Occurrences) -> None:
                     changed = True
 
 
-def _first_fit(buffers: list[_Buffer], capacity: int, memory) -> None:
+def _first_fit(buffers: list[_Buffer], capacity: int, memory, reserved: int = 0) -> None:
+    """Places the tiles above the `reserved` bytes a cross-core ring takes."""
     placed: list[_Buffer] = []
     for buf in sorted(buffers, key=lambda b: (b.start, b.name)):
         size = tile_footprint(buf.type)
         live = sorted(
             (p for p in placed if p.start <= buf.end and buf.start <= p.end), key=lambda p: p.addr
         )
-        addr = 0
+        addr = _align(reserved)
         for p in live:
             if addr + size <= p.addr:
                 break
@@ -122,9 +124,12 @@ def _first_fit(buffers: list[_Buffer], capacity: int, memory) -> None:
             raise CapacityError(
                 f"tile `{buf.name}` ({list(buf.type.shape)} {buf.type.dtype.name}, {size} bytes) "
                 f"does not fit the {memory.name} buffer: {capacity} bytes, {live_bytes} already "
-                f"held by {len(live)} live tile(s)",
+                f"held by {len(live)} live tile(s)" + (
+                    f", the first {reserved} reserved for the cross-core pipe's ring"
+                    if reserved else ""),
                 buf.span,
-                hint="use smaller tiles and walk the tensor with pl.range",
+                hint="use smaller tiles and walk the tensor with pl.range" + (
+                    "; or lower the ring's slot_num" if reserved else ""),
             )
         buf.addr = addr
         placed.append(buf)
@@ -147,7 +152,8 @@ class AllocateMemoryAddr(FunctionPass):
         for buf in occ.buffers.values():
             by_memory.setdefault(buf.type.memory, []).append(buf)
         for memory, bufs in sorted(by_memory.items(), key=lambda kv: kv[0].name):
-            _first_fit(bufs, ctx.backend.capacities[memory.name], memory)
+            _first_fit(bufs, ctx.backend.capacities[memory.name], memory,
+                       ring_reservation(fn).get(memory.name, 0))
         addrs = {key: buf.addr for key, buf in occ.buffers.items()}
 
         def placed(stmt: Assign, var: Var):
