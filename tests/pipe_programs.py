@@ -10,7 +10,9 @@ import pypto.language as pl
 ROWS, K, COLS = 16, 32, 16
 
 # C2V: the cube multiplies and pushes each product, the vector lanes pop it, add the bias
-# and store (lane i its half with a split).  `{n}` products through a ring of `{slots}`.
+# and store (lane i its half with a split).  `n` products through a ring of `slots`.  With no
+# split, lane 1 takes no part in the pipe (its pops are zeros, as pto-isa's CPU model):
+# each lane stores into its own half of `out`, rows [lane * n * 16, (lane + 1) * n * 16).
 C2V = '''
 @pl.program
 class C2V:
@@ -24,46 +26,46 @@ class C2V:
             pl.tpush_to_aiv(acc, split={split})
 
     @pl.function(type=pl.FunctionType.AIV)
-    def vector(self, bias: pl.Tensor[[16, 16], pl.FP32],
-               out: pl.Out[{O}]) -> {O}:
+    def vector(self, bias: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[{O}]) -> {O}:
         pl.aiv_initialize_pipe(dir_mask=1, slot_size=1024, slot_num={slots})
         lane = pl.tensor.get_subblock_idx()
         for i in pl.range({n}):
-            t: pl.Tile[[{pop_rows}, {pop_cols}], pl.FP32] = pl.tpop_from_aic(split={split})
-            bt = pl.load(bias, [{row0}, {col0}], [{pop_rows}, {pop_cols}])
+            t: pl.Tile[[{rows}, {cols}], pl.FP32] = pl.tpop_from_aic(split={split})
+            bt = pl.load(bias, [{r0}, {c0}], [{rows}, {cols}])
             r = pl.add(t, bt)
             pl.tfree_to_aic(t)
-            out = pl.store(r, [i * 16 + {row0}, {col0}], out)
+            out = pl.store(r, [{out_r0} + i * 16 + {r0}, {c0}], out)
         return out
 
     @pl.function(type=pl.FunctionType.Group)
     def group(self, a: pl.Tensor[[{n} * 16, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP16],
-              bias: pl.Tensor[[16, 16], pl.FP32],
-              out: pl.Out[{O}]) -> {O}:
+              bias: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[{O}]) -> {O}:
         self.cube(a, b)
         out = self.vector(bias, out)
         return out
 
     @pl.function(type=pl.FunctionType.Orchestration)
     def main(self, a: pl.Tensor[[{n} * 16, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP16],
-             bias: pl.Tensor[[16, 16], pl.FP32],
-             out: pl.Out[{O}]) -> {O}:
+             bias: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[{O}]) -> {O}:
         out = self.group(a, b, bias, out)
         return out
 '''
 
-def _out(n: int) -> str:
-    return f"pl.Tensor[[{n * 16}, 16], pl.FP32]"
+# Per split: the tile a lane pops ([rows, cols]) and where its part starts ([r0, c0]).
+_HALVES = {0: ("16", "16", "0", "0"), 1: ("8", "16", "lane * 8", "0"),
+           2: ("16", "8", "0", "lane * 8")}
 
 
-_SPLIT_WINDOWS = {0: ("16", "16", "0", "0"), 1: ("8", "16", "lane * 8", "0"),
-                  2: ("16", "8", "0", "lane * 8")}
+def c2v_out_rows(n: int, split: int) -> int:
+    """Rows of the C2V program's `out`: each lane's own copy without a split."""
+    return n * 16 * (2 if split == 0 else 1)
 
 
 def c2v_source(n: int = 3, slots: int = 2, split: int = 0) -> str:
-    pop_rows, pop_cols, row0, col0 = _SPLIT_WINDOWS[split]
-    return C2V.format(n=n, slots=slots, split=split, O=_out(n), pop_rows=pop_rows,
-                      pop_cols=pop_cols, row0=row0, col0=col0)
+    rows, cols, r0, c0 = _HALVES[split]
+    return C2V.format(n=n, slots=slots, split=split, rows=rows, cols=cols, r0=r0, c0=c0,
+                      out_r0=f"lane * {n * 16}" if split == 0 else "0",
+                      O=f"pl.Tensor[[{c2v_out_rows(n, split)}, 16], pl.FP32]")
 
 
 # V2C: the vector lanes load rows of `x`, scale them and push them (lane i its half with a
@@ -111,8 +113,8 @@ _V2C_WINDOWS = {0: ("16", "32", "0", "0"), 1: ("8", "32", "lane * 8", "0"),
 
 def v2c_source(n: int = 3, slots: int = 2, split: int = 0) -> str:
     push_rows, push_cols, row0, col0 = _V2C_WINDOWS[split]
-    return V2C.format(n=n, slots=slots, split=split, O=_out(n), push_rows=push_rows,
-                      push_cols=push_cols, row0=row0, col0=col0)
+    return V2C.format(n=n, slots=slots, split=split, O=f"pl.Tensor[[{n * 16}, 16], pl.FP32]",
+                      push_rows=push_rows, push_cols=push_cols, row0=row0, col0=col0)
 
 
 def parse(source: str, name: str = "<pipe program>"):

@@ -42,6 +42,7 @@
 
 #include "abi.h"
 #include "bounds.hpp"  // PTO_CHECK_WINDOW: bounds checks of sim debug builds
+#include "lane.hpp"    // lane_subblock(): pl.tensor.get_subblock_idx()
 #include "fmath.hpp"
 #include "numerics.hpp"
 
