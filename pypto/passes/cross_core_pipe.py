@@ -108,8 +108,8 @@ def _check_function(fn: Function) -> None:
         core = CORE_OF.get(call.op)
         if fn.func_type is not FunctionType.InCore or level not in (Level.AIC, Level.AIV):
             raise TypeCheckError(
-                f"pl.{call.op} is an operator of the cross-core pipe, which runs between the "
-                f"two functions of a pl.FunctionType.Group; `{fn.name}` is not one of them",
+                f"{_spelled(call.op)} is an operator of the cross-core pipe, which runs "
+                f"between the two functions of a pl.FunctionType.Group; `{fn.name}` is not one of them",
                 span, hint="write the cube side as a pl.FunctionType.AIC function and the "
                            "vector side as a pl.FunctionType.AIV function, and call both "
                            "from a pl.FunctionType.Group function")
@@ -117,9 +117,9 @@ def _check_function(fn: Function) -> None:
             other = call.op[:-1] + ("v" if call.op.endswith("c") else "c")
             side = "cube" if core == "AIC" else "vector"
             raise TypeCheckError(
-                f"pl.{call.op} runs on the {side} core (a pl.FunctionType.{core} function); "
+                f"{_spelled(call.op)} runs on the {side} core (a pl.FunctionType.{core} function); "
                 f"`{fn.name}` is a pl.FunctionType.{level.name} function", span,
-                hint=f"on this side of the pipe write pl.{other}" if other in CORE_OF
+                hint=f"on this side of the pipe write {_spelled(other)}" if other in CORE_OF
                 else "move it to the peer function")
         if call.op in INIT_OPS or core is None:
             continue
@@ -129,7 +129,7 @@ def _check_function(fn: Function) -> None:
         if ring is None:
             init = "pl.aic_initialize_pipe" if level is Level.AIC else "pl.aiv_initialize_pipe"
             raise TypeCheckError(
-                f"pl.{call.op} uses the {direction} ring of pipe {pipe_id}, which "
+                f"{_spelled(call.op)} uses the {direction} ring of pipe {pipe_id}, which "
                 f"`{fn.name}` does not initialize", span,
                 hint=f"begin the function with {init}(dir_mask="
                      f"{1 if direction == 'C2V' else 2}, slot_size=..."
@@ -138,16 +138,16 @@ def _check_function(fn: Function) -> None:
             tile = call.args[0]
             if not isinstance(tile, Var) or popped.get(tile.name) != direction:
                 raise TypeCheckError(
-                    f"pl.{call.op} releases the slot of a tile popped from the {direction} "
+                    f"{_spelled(call.op)} releases the slot of a tile popped from the {direction} "
                     f"ring; `{getattr(tile, 'name', tile)}` was not popped from it here",
-                    span, hint=f"pass the tile pl.{_pop_of(direction)} returned")
+                    span, hint=f"pass the tile {_spelled(_pop_of(direction))} returned")
             del popped[tile.name]
             continue
         tile_type = target.type if call.op in POP_OPS else call.args[0].type
         nbytes = tile_type.nbytes
         if nbytes > ring.slot_size:
             raise TypeCheckError(
-                f"pl.{call.op}'s tile ({list(tile_type.shape)} {tile_type.dtype.name}, "
+                f"{_spelled(call.op)}'s tile ({list(tile_type.shape)} {tile_type.dtype.name}, "
                 f"{nbytes} bytes) does not fit a slot of the ring: slot_size={ring.slot_size}",
                 span, hint=f"initialize the pipe with slot_size={nbytes} or more")
         if call.op in POP_OPS:
@@ -210,9 +210,9 @@ def _check_pairing(group: Function, members: dict[Level, Function]) -> None:
                     f"a pl.FunctionType.{peer_level.name} function (the group `{group.name}` " \
                     "has none)"
                 raise TypeCheckError(
-                    f"pl.{call.op} {verb} the {direction} ring of pipe {pipe_id}, but {whom} "
-                    f"has no {need} of it: the group would wait forever", span,
-                    hint=f"pair it with pl.{_peer_op(call.op)} in the peer function")
+                    f"{_spelled(call.op)} {verb} the {direction} ring of pipe {pipe_id}, but "
+                    f"{whom} has no {need} of it: the group would wait forever", span,
+                    hint=f"pair it with {_spelled(_peer_op(call.op))} in the peer function")
 
 
 def _peer_op(op: str) -> str:
@@ -223,19 +223,16 @@ def _peer_op(op: str) -> str:
 
 def check_program_pipes(program: Program) -> None:
     """The rules of the module docstring; raises TypeCheckError at the line at fault."""
-    in_group: set[str] = set()
-    for fn in program.functions:
-        if fn.func_type is FunctionType.Group:
-            members = _group_members(program, fn)
-            in_group.update(m.name for m in members.values())
-            _check_pairing(fn, members)
     for fn in program.functions:
         _check_function(fn)
+    piped = {fn.name for fn in program.functions if uses_pipe(fn)}
+    for fn in program.functions:
+        if fn.func_type is FunctionType.Group:
+            _check_pairing(fn, _group_members(program, fn))
         for s in statements(list(fn.body)):
             call = getattr(s, "value", None)
             if (isinstance(call, FuncCall) and fn.func_type is not FunctionType.Group
-                    and call.callee in program.functions
-                    and uses_pipe(program.functions[call.callee])):
+                    and call.callee in piped):
                 raise TypeCheckError(
                     f"`{call.callee}` uses the cross-core pipe, so it runs as part of a "
                     f"pl.FunctionType.Group, with its peer; `{fn.name}` calls it alone",
@@ -256,7 +253,7 @@ class CheckCrossCorePipes(Pass):
                     want = PUSHED_FROM[PUSH_OPS[call.op]]
                     if isinstance(call.args[0].type, TileType) and where is not want:
                         raise LoweringError(
-                            f"pl.{call.op} pushes a tile from {want.name} (TPUSH "
+                            f"{_spelled(call.op)} pushes a tile from {want.name} (TPUSH "
                             f"{PUSH_OPS[call.op]}); `{call.args[0].name}` is in "
                             f"{where.name if where else '?'}", span,
                             hint="push the matmul result (Acc)" if want is MemorySpace.Acc
@@ -275,3 +272,8 @@ class CheckCrossCorePipes(Pass):
                         f"{ctx.backend.name}'s {space.name} buffer", ring.span,
                         hint="lower slot_num, or push smaller tiles (a smaller slot_size)")
         return program
+
+
+def _spelled(op: str) -> str:
+    """An operator as programs usually write it: `pl.tpush_to_aiv` (also pl.system.*)."""
+    return "pl." + op.split(".")[-1]
