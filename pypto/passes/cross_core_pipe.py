@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.errors import CapacityError, LoweringError, TypeCheckError
+from ..ir.errors import CapacityError, LoweringError, Span, TypeCheckError
 from ..ir.nodes import Assign, Call, ExprStmt, FuncCall, Function, Program, Var
 from ..ir.ops.cross_core import (
     CORE_OF,
@@ -54,10 +54,10 @@ class Ring:
 
     slot_num: int
     slot_size: int
-    span: object
+    span: Span | None
 
 
-def pipe_calls(fn: Function) -> list[tuple[Call, object, Var | None]]:
+def pipe_calls(fn: Function) -> list[tuple[Call, Span | None, Var | None]]:
     """The pipe operator calls of `fn` in program order: (call, statement span, the
     variable a pop defines)."""
     found = []
@@ -109,7 +109,8 @@ def _check_function(fn: Function) -> None:
         if fn.func_type is not FunctionType.InCore or level not in (Level.AIC, Level.AIV):
             raise TypeCheckError(
                 f"{_spelled(call.op)} is an operator of the cross-core pipe, which runs "
-                f"between the two functions of a pl.FunctionType.Group; `{fn.name}` is not one of them",
+                f"between the two functions of a pl.FunctionType.Group; `{fn.name}` is not "
+                "one of them",
                 span, hint="write the cube side as a pl.FunctionType.AIC function and the "
                            "vector side as a pl.FunctionType.AIV function, and call both "
                            "from a pl.FunctionType.Group function")
@@ -143,14 +144,15 @@ def _check_function(fn: Function) -> None:
                     span, hint=f"pass the tile {_spelled(_pop_of(direction))} returned")
             del popped[tile.name]
             continue
-        tile_type = target.type if call.op in POP_OPS else call.args[0].type
+        tile_type = (target if target is not None else call.args[0]).type
+        assert isinstance(tile_type, TileType)  # the operators' inference
         nbytes = tile_type.nbytes
         if nbytes > ring.slot_size:
             raise TypeCheckError(
                 f"{_spelled(call.op)}'s tile ({list(tile_type.shape)} {tile_type.dtype.name}, "
                 f"{nbytes} bytes) does not fit a slot of the ring: slot_size={ring.slot_size}",
                 span, hint=f"initialize the pipe with slot_size={nbytes} or more")
-        if call.op in POP_OPS:
+        if target is not None:  # a pop
             popped[target.name] = direction
 
 
@@ -160,11 +162,12 @@ def _pop_of(direction: str) -> str:
 
 def _group_members(program: Program, group: Function) -> dict[Level, Function]:
     members: dict[Level, Function] = {}
+    by_name = {fn.name: fn for fn in program.functions}
     for s in statements(list(group.body)):
         call = getattr(s, "value", None)
         if not isinstance(call, FuncCall):
             continue
-        callee = program.functions[call.callee]
+        callee = by_name[call.callee]
         level = callee.attr("level") if callee.func_type is FunctionType.InCore else None
         if level not in (Level.AIC, Level.AIV):
             raise TypeCheckError(
@@ -189,8 +192,8 @@ def _check_pairing(group: Function, members: dict[Level, Function]) -> None:
         peer_rings = rings(peer) if peer is not None else {}
         for (pipe_id, direction), ring in rings(fn).items():
             other = peer_rings.get((pipe_id, direction))
-            if other is not None and (other.slot_num, other.slot_size) != (ring.slot_num,
-                                                                           ring.slot_size):
+            if other is not None and peer is not None and \
+                    (other.slot_num, other.slot_size) != (ring.slot_num, ring.slot_size):
                 raise TypeCheckError(
                     f"the two sides of pipe {pipe_id} ({direction}) disagree on its ring: "
                     f"`{fn.name}` has slot_num={ring.slot_num}, slot_size={ring.slot_size}, "

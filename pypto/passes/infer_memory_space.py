@@ -50,7 +50,7 @@ class InferMemorySpace(FunctionPass):
         return _Placer(ctx.backend).mutate_function(fn)
 
 
-def _target_memory(call: Call, stmt) -> MemorySpace:
+def _target_memory(call: Call, stmt) -> MemorySpace | None:
     """Where pl.load or pl.create_tile puts its tile: its target_memory, which a load can
     only give as Vec or Mat and a tile cannot give as global memory.  A cross-core pop's
     tile is in its consumer's ring: UB on a vector lane, L1 on the cube (the other pipe
