@@ -174,12 +174,8 @@ class _KernelBuilder(_StatementModels):
         if isinstance(dst.type, ScalarType):
             declare_scalar(self.scalars, self.params, dst)
             if isinstance(call, Call) and call.op in BUFFER_OPS:
-                # A ring buffer's base: the bottom of the consumer's buffer, where
-                # AllocateMemoryAddr leaves the ring's bytes (an explicit base is a name).
-                base = max(call.attr("base", -1) or 0, 0) if call.op.endswith("reserve_buffer") \
-                    else 0
-                return {"kind": "scalar_assign", "dst": ident(dst.name),
-                        "value": {"kind": "int", "value": base}, "valid": None}
+                op, form = operator_form(self, call, s)
+                return self._with_valid(form(op, call, dst, s), dst)
             if isinstance(call, Call) and call.op == "read":
                 return self._with_valid(self._form_read(get_op("read"), call, dst, s), dst)
             return {"kind": "scalar_assign", "dst": ident(dst.name), "value": expr_model(call),
@@ -402,6 +398,12 @@ class _KernelBuilder(_StatementModels):
 
     def _form_tfree(self, op, call, dst, s):
         return {"kind": "tfree", **self._pipe(call, s)}
+
+    def _form_pipe_buffer(self, op, call, dst, s):
+        # A ring buffer's base: the bottom of the consumer's buffer, where
+        # AllocateMemoryAddr leaves the ring's bytes (an explicit base is a name only).
+        base = max(call.attr("base", 0), 0) if call.op == "system.reserve_buffer" else 0
+        return {"kind": "pipe_buffer", "dst": ident(dst.name), "base": base}
 
     def _form_pipe_init(self, op, call, dst, s):
         return {"kind": "pipe_init", **self._pipe(call, s)}

@@ -45,7 +45,8 @@ def _members(program: Program, group: Function) -> dict[Level, tuple[Function, l
     return out
 
 
-def _ring_models(functions: list[Function]) -> list[dict]:
+def ring_models(functions: list[Function]) -> list[dict]:
+    """The group's rings (pipe id, direction, split, slot_num, slot_size), in order."""
     found: dict[tuple[int, str], dict] = {}
     for fn in functions:
         for (pipe_id, direction), ring in rings(fn).items():
@@ -81,6 +82,6 @@ def group_source(program: Program, group: Function, platform: Platform | None) -
         max(on_chip.get("Vec", 0), 1)
     model = {"name": group.name, "symbol": symbol(group.name), "cube": models.get("AIC"),
              "vector": models.get("AIV"), "vec_bytes": vec_bytes,
-             "rings": _ring_models([fn for fn, _ in members.values()])}
+             "rings": ring_models([fn for fn, _ in members.values()])}
     return KernelSource(model["symbol"], render("group.cpp.j2", g=model), "vector",
                         tuple(param_spec(p) for p in group.params), on_chip)

@@ -48,16 +48,20 @@ WHY = {
                      "pl.create_tensor(layout=)) or a pl.Tile is refused at that line (upstream "
                      "refuses the DN shorthand too); transpose at the use with a_trans= / "
                      "b_trans= or pl.transpose",
-    "pipe": "the cross-core pipe (TPUSH/TPOP, AIV lanes) is not modelled: write mixed "
-            "kernels with pl.at(optimizations=[pl.split(...)]), which hands values through "
-            "global memory",
+    "pipe": "of the cross-core pipe, the explicit form is modelled (a pl.FunctionType.Group "
+            "of an AIC and an AIV function, pl.tpush_* / tpop_* / tfree_*: "
+            "docs/language.md); the lane regions and cross-core barriers are not yet: write "
+            "the vector side as a pl.FunctionType.AIV function, or mixed kernels with "
+            "pl.at(optimizations=[pl.split(...)]), which hands values through global memory",
     "host": "multi-chip (L3) programs are not supported: run the chip-level @pl.jit program",
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
     "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
-    "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
-                  "does not have (values cross through global memory); remove it",
+    "split_ring": "pl.cross_core_slot sizes the ring of pl.split's automatic pipe, which "
+                  "this project does not insert (pl.split hands values through global "
+                  "memory); remove it, or write the explicit pipe, whose rings "
+                  "aic/aiv_initialize_pipe(slot_num=) size",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
     "task_dummy": "spelled pl.system.task_dummy(deps=[...]) (a join of task ids)",
     "trig": "the PTO ISA has no sine or cosine instruction (no TSIN / TCOS in pto-isa), and "
@@ -83,7 +87,8 @@ _OPS_SUPPORTED = (
     "set_validshape", "shl", "shls", "shr", "shrs", "slice", "sort32", "sqrt", "store", "sub",
     "transpose", "tri", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
-    "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
+    "Array", "AtomicType.Add", "FunctionType.AIV", "FunctionType.InCore",
+    "FunctionType.Orchestration", "InOut",
     "InlineFunction",
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.Bias", "Mem.DDR", "Mem.Left", "Mem.Mat",
     "Mem.Right", "Mem.Vec",
@@ -97,7 +102,12 @@ _LANGUAGE_SUPPORTED = (
     "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse", "RUNTIME",
     "parse_program", "pipeline", "prefetch", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
-    "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
+    "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_",
+    # the explicit cross-core pipe (ir/ops/cross_core)
+    *(f"{ns}{name}" for ns in ("", "system.")
+      for name in ("aic_initialize_pipe", "aiv_initialize_pipe", "tfree_to_aic", "tfree_to_aiv",
+                   "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv")),
+    "system.import_peer_buffer", "system.reserve_buffer")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "cmps", "create",
                    "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
@@ -107,26 +117,20 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "
                    "subsc",
                    "transpose_view", "tri")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
-                     "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
+                     "full", "gather", "get_block_idx", "get_block_num", "get_subblock_idx",
+                     "mrgsort", "no_dep",
                      "paged_gather", "random", "read", "scatter", "scatter_update", "sort32")
 
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
     "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
-    "pipe": ("aic_gather", "aic_initialize_pipe", "aiv_initialize_pipe", "aiv_shard",
-             "split_aiv", "system.aic_initialize_pipe", "system.aiv_initialize_pipe",
-             "system.available_aiv_count", "system.available_cluster_count",
-             "system.cacheinvalid", "system.fence", "system.import_peer_buffer",
-             "system.reserve_buffer", "system.syncall", "system.tfree_to_aic",
-             "system.tfree_to_aiv", "system.tpop_from_aic", "system.tpop_from_aiv",
-             "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
-             "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
-             "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
+    "pipe": ("aic_gather", "aiv_shard", "split_aiv", "system.available_aiv_count",
+             "system.available_cluster_count", "system.cacheinvalid", "system.fence",
+             "system.syncall", "tile.aic_gather", "tile.aiv_shard"),
     "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),
     "memref": ("MemRef",),
-    "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }
 _REFUSED = {
