@@ -177,6 +177,18 @@ inline void copy_part(T *slot, int32_t cols, Part p, Tile<T> t, bool into_slot) 
     }
 }
 
+/* Copies lane `lane`'s tile `t` into (or out of) slot k % slot_num of `r`, which holds the
+ * whole tile: `t` itself, or with `halved` the lane's half of a tile twice its size along
+ * the ring's split. */
+template <class T>
+inline void transfer(Ring &r, int64_t k, int lane, Tile<T> t, bool halved, bool into_slot) {
+    const int32_t rows = halved && r.split == 1 ? t.rows * 2 : t.rows;
+    const int32_t cols = halved && r.split == 2 ? t.cols * 2 : t.cols;
+    T *slot = reinterpret_cast<T *>(r.data.data() + size_t(k % r.slot_num) * size_t(r.slot_size));
+    copy_part(slot, cols, halved ? part(r.split, lane, rows, cols) : Part{0, 0, rows, cols}, t,
+              into_slot);
+}
+
 /* pl.tpush_to_aiv / pl.tpush_to_aic of `t`: the lane's part of the ring's next tile, the
  * whole tile being [rows, cols] (t's shape, doubled along the split on a vector lane). */
 template <class T>
@@ -193,12 +205,7 @@ inline void push(int id, bool c2v, Tile<T> t, const char *op, int line) {
         return true;
     };
     wait(lock, g, op, line, ready);
-    const bool halved = !c2v && r.split != 0;
-    const int32_t rows = halved && r.split == 1 ? t.rows * 2 : t.rows;
-    const int32_t cols = halved && r.split == 2 ? t.cols * 2 : t.cols;
-    T *slot = reinterpret_cast<T *>(r.data.data() + size_t(k % r.slot_num) * size_t(r.slot_size));
-    copy_part(slot, cols, halved ? part(r.split, lane, rows, cols) : Part{0, 0, rows, cols}, t,
-              true);
+    transfer(r, k, lane, t, !c2v && r.split != 0, true);
     r.pushed[lane] = k + 1;
     g.cv.notify_all();
 }
@@ -221,12 +228,7 @@ inline void pop(int id, bool c2v, Tile<T> t, const char *op, int line) {
         return true;
     };
     wait(lock, g, op, line, ready);
-    const bool halved = c2v && r.split != 0;
-    const int32_t rows = halved && r.split == 1 ? t.rows * 2 : t.rows;
-    const int32_t cols = halved && r.split == 2 ? t.cols * 2 : t.cols;
-    T *slot = reinterpret_cast<T *>(r.data.data() + size_t(k % r.slot_num) * size_t(r.slot_size));
-    copy_part(slot, cols, halved ? part(r.split, lane, rows, cols) : Part{0, 0, rows, cols}, t,
-              false);
+    transfer(r, k, lane, t, c2v && r.split != 0, false);
     r.popped[lane] = k + 1;
 }
 
