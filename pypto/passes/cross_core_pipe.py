@@ -12,7 +12,8 @@ at fault:
   with the same ring (`slot_num`, `slot_size`) on both sides;
 - every pop has a push of its direction in the peer function, every push a pop;
 - a tfree releases a tile popped in the same direction, in the same function;
-- a pushed or popped tile fits its slot (`slot_size` bytes).
+- a pushed or popped tile fits its slot (`slot_size` bytes);
+- the pushes and pops of a ring agree on the split, the dtype and the tile's shape.
 
 `CheckCrossCorePipes` adds what needs the lowered program and the backend: a pushed tile
 lives where TPUSH reads it (Acc on the cube, Vec on a vector lane), and each ring fits the
@@ -218,6 +219,35 @@ def _check_pairing(group: Function, members: dict[Level, Function]) -> None:
                     hint=f"pair it with {_spelled(_peer_op(call.op))} in the peer function")
 
 
+def _check_tiles(members: dict[Level, Function]) -> None:
+    """The pushes and pops of one ring agree: one split, the pushed tile's dtype, and its
+    shape (a cube-to-vector pop with a split is half the pushed tile, a vector-to-cube
+    push with a split half the popped one)."""
+    first: dict[tuple[int, str], tuple[Call, tuple, object]] = {}
+    for fn in members.values():
+        for call, span, target in pipe_calls(fn):
+            if call.op not in PUSH_OPS and call.op not in POP_OPS:
+                continue
+            direction = _direction(call.op)
+            tile = (target if target is not None else call.args[0]).type
+            assert isinstance(tile, TileType)
+            split = call.attr("split")
+            whole = tuple(tile.shape)
+            if split and (direction == "C2V") == (call.op in POP_OPS):  # a lane's half
+                whole = (whole[0] * 2, whole[1]) if split == 1 else (whole[0], whole[1] * 2)
+            key = (call.attr("id") or 0, direction)
+            seen = first.setdefault(key, (call, (split, whole, tile.dtype), span))
+            if seen[1] != (split, whole, tile.dtype):
+                other, (o_split, o_whole, o_dtype), _ = seen
+                raise TypeCheckError(
+                    f"{_spelled(call.op)} moves a {list(whole)} {tile.dtype.name} tile with "
+                    f"split={split} through the {direction} ring of pipe {key[0]}, which "
+                    f"{_spelled(other.op)} uses for a {list(o_whole)} {o_dtype.name} tile "
+                    f"with split={o_split}", span,
+                    hint="push and pop the same tile (a lane's half of it with a split), "
+                         "with the same split")
+
+
 def _peer_op(op: str) -> str:
     direction = _direction(op)
     table = POP_OPS if op in PUSH_OPS else PUSH_OPS
@@ -231,7 +261,9 @@ def check_program_pipes(program: Program) -> None:
     piped = {fn.name for fn in program.functions if uses_pipe(fn)}
     for fn in program.functions:
         if fn.func_type is FunctionType.Group:
-            _check_pairing(fn, _group_members(program, fn))
+            members = _group_members(program, fn)
+            _check_pairing(fn, members)
+            _check_tiles(members)
         for s in statements(list(fn.body)):
             call = getattr(s, "value", None)
             if (isinstance(call, FuncCall) and fn.func_type is not FunctionType.Group

@@ -170,3 +170,20 @@ def test_device_code_refuses_the_group_at_the_pipe():
         program = parse(c2v_source())
         generate(lower(program, get_platform("a2a3cpu")), program, get_platform("a2a3cpu"))
     assert "pl.aic_initialize_pipe" in c2v_source().splitlines()[info.value.span.line - 1]
+
+
+def test_a_pop_with_another_split_than_the_push_is_an_error():
+    source = c2v_source().replace("pl.tpop_from_aic(split=0)", "pl.tpop_from_aic(split=1)")
+    _error(source, "pl.tpop_from_aic", TypeCheckError,
+           "which pl.tpush_to_aiv uses for a \\[16, 16\\] FP32 tile with split=0")
+
+
+@pytest.mark.parametrize("pushed, what", [
+    ("pl.cast(pl.mul(t, 2.0), pl.FP32)", "\\[16, 32\\] FP32 tile"),  # another dtype
+    ("pl.concat(pl.mul(t, 2.0), t)", "\\[16, 64\\] FP16 tile"),  # another shape
+])
+def test_a_pop_of_another_tile_than_the_push_is_an_error(pushed, what):
+    source = v2c_source().replace("pl.tpush_to_aic(pl.mul(t, 2.0), split=0)",
+                                  f"pl.tpush_to_aic({pushed}, split=0)").replace(
+        "slot_size=1024", "slot_size=2048")
+    _error(source, "pl.tpop_from_aiv", TypeCheckError, f"which pl.tpush_to_aic uses for a {what}")
