@@ -11,7 +11,7 @@ import pypto.language as pl
 from pypto.compiler import lower
 from pypto.ir import LoweringError, TypeCheckError
 from pypto.ir.errors import CapacityError
-from pypto.ir.types import FunctionType, Level, MemorySpace
+from pypto.ir.types import Direction, FunctionType, Level, MemorySpace
 from pypto.platform import get_platform
 
 
@@ -187,3 +187,18 @@ def test_a_pop_of_another_tile_than_the_push_is_an_error(pushed, what):
                                   f"pl.tpush_to_aic({pushed}, split=0)").replace(
         "slot_size=1024", "slot_size=2048")
     _error(source, "pl.tpop_from_aiv", TypeCheckError, f"which pl.tpush_to_aic uses for a {what}")
+
+
+def test_a_groups_directions_come_from_its_functions_wherever_it_is_written():
+    source = c2v_source(2, 2, 1)
+    group_at = source.index("    @pl.function(type=pl.FunctionType.Group)")
+    main_at = source.index("    @pl.function(type=pl.FunctionType.Orchestration)")
+    out = "pl.Tensor[[32, 16], pl.FP32]"
+    group = source[group_at:main_at].replace(  # `out` undeclared, the group first
+        f"out: pl.Out[{out}]) -> pl", f"out: {out}) -> pl")
+    cube_at = source.index("    @pl.function(type=pl.FunctionType.AIC)")
+    source = source[:cube_at] + group + source[cube_at:group_at] + source[main_at:]
+    lowered = lower(parse(source), get_platform("a2a3sim"))
+    directions = {p.var.name: p.direction for p in lowered.functions["group"].params}
+    assert directions == {"a": Direction.In, "b": Direction.In, "bias": Direction.In,
+                          "out": Direction.Out}
