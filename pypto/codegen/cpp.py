@@ -458,6 +458,7 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     if platform is None or not platform.device_code:
         return kernel_source(fn)
     _refuse_transfers(fn, platform)
+    _refuse_subblock_idx(fn, platform)
     kernel = device_kernel(fn, platform.backend.capacities["Vec"], platform.backend.name)
     launch = ""
     if platform.kind == "cpu_model":
@@ -469,6 +470,31 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
         launch = render("cpu_model_launch.cpp.j2", l=model)
     return KernelSource(symbol(fn.name, device_code=True), kernel.cpp, kernel.core_type,
                         tuple(param_spec(p) for p in fn.params), kernel.on_chip, launch)
+
+
+class _LaneIndexReads(IRVisitor):
+    """Whether the expressions visited read pl.tensor.get_subblock_idx()."""
+
+    found = False
+
+    def visit_Call(self, e: Call) -> None:
+        self.found = self.found or e.op == "get_subblock_idx"
+        super().visit_Call(e)
+
+
+def _refuse_subblock_idx(fn: Function, platform: Platform) -> None:
+    """pl.tensor.get_subblock_idx() reads the vector lane of a Group task, which device code
+    does not run yet (codegen/group.py refuses the group)."""
+    for s in statements(fn.body):
+        finds = _LaneIndexReads()
+        for name in ("value", "cond", "start", "stop", "step"):
+            if getattr(s, name, None) is not None:
+                finds.visit_expr(getattr(s, name))
+        if finds.found:
+            raise LoweringError(
+                    f"pl.tensor.get_subblock_idx() has no device code on {platform.name} yet: "
+                    "the vector lanes of a pl.FunctionType.Group run on the simulators only",
+                    s.span, hint="run it on a2a3sim or a5sim")
 
 
 def _refuse_transfers(fn: Function, platform: Platform) -> None:

@@ -202,3 +202,29 @@ def test_a_groups_directions_come_from_its_functions_wherever_it_is_written():
     directions = {p.var.name: p.direction for p in lowered.functions["group"].params}
     assert directions == {"a": Direction.In, "b": Direction.In, "bias": Direction.In,
                           "out": Direction.Out}
+
+
+def test_device_code_refuses_the_lane_index_at_its_line():
+    from pypto.codegen.cpp import generate
+
+    source = '''
+@pl.program
+class Lane:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[16, 16], pl.FP32],
+          out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        lane = pl.tensor.get_subblock_idx()
+        t = pl.load(x, [0, 0], [16, 16])
+        out = pl.store(pl.add(t, pl.cast(lane, pl.FP32)), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[16, 16], pl.FP32],
+             out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]) -> pl.Tensor[[16, 16], pl.FP32]:
+        out = self.k(x, out)
+        return out
+'''
+    program = parse(source)
+    with pytest.raises(LoweringError, match=r"get_subblock_idx\(\) has no device code") as info:
+        generate(lower(program, get_platform("a5cpu")), program, get_platform("a5cpu"))
+    assert "get_subblock_idx" in source.splitlines()[info.value.span.line - 1]
