@@ -558,6 +558,8 @@ class _OrchestrationBuilder(_StatementModels):
         return self._refuse(s)
 
     def visit_Return(self, s: Return) -> None:
+        if any(isinstance(v, FuncCall) for v in s.values):  # the parser makes it a statement
+            raise InternalError("a kernel call inside a return reached codegen")
         return None
 
     def visit_AtScope(self, s) -> dict:

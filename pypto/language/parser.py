@@ -699,7 +699,30 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             values = tuple(self.expr(e) for e in node.value.elts)
         else:
             values = (self.expr(node.value),)
-        return Return(values, self.source.span(node))
+        span = self.source.span(node)
+        # `return self.kernel(x, out)`: the call is a statement of its own whose results are
+        # returned (a task is submitted where it is a statement; inside a return it was
+        # dropped, and the entry handed back a buffer nothing wrote).
+        stmts: list = []
+        returned: list = []
+        for value in values:
+            if not isinstance(value, FuncCall):
+                returned.append(value)
+                continue
+            items = value.type.items if isinstance(value.type, TupleType) else (value.type,)
+            targets = tuple(Var(self._fresh_name("ret"), t, span) for t in items)
+            for var in targets:
+                self.vars[var.name] = var
+            stmts.append(Assign(targets, value, span))
+            returned.extend(targets)
+        return stmts + [Return(tuple(returned), span)] if stmts else Return(values, span)
+
+    def _fresh_name(self, stem: str) -> str:
+        """`stem_0`, `stem_1`, ...: the first not bound in the function."""
+        k = 0
+        while f"{stem}_{k}" in self.vars:
+            k += 1
+        return f"{stem}_{k}"
 
     def _loop_types(self, entry: dict, body, index: str, runs: bool) -> None:
         """A name the body reads before binding it carries a value from one iteration to
