@@ -206,6 +206,12 @@ CONSTRUCTS = (
      "a tensor some task writes is refused at the read's line"),
     ("`@pl.jit.inline` / `@pl.jit.opaque` helpers", SUPPORTED,
      "spliced into the caller (locals suffixed)"),
+    ("`return kernel(x, out)` in an orchestration (a kernel call as the returned value)",
+     SUPPORTED, "the call is submitted as a statement and its results are returned"),
+    ("`@pl.jit(auto_scope=False)` (also `.inline`, `.host`, `@pl.function`)", SUPPORTED,
+     "the compiler places no runtime scope, which here it never does (a scope picks a task "
+     "ring upstream; this runtime has one pool); `.incore` / `.opaque` / an InCore or "
+     "Opaque `@pl.function` refuse it at the decorator, as upstream"),
     ("a standalone `@pl.function` called from a program, `pl.parse` / `pl.loads` of one",
      SUPPORTED, "added to the program, parsed for the call's argument types; "
      "`ir.serialize` / `ir.deserialize` go through the printed form"),
