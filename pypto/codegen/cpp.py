@@ -43,6 +43,7 @@ from ..ir.types import (
     TileType,
 )
 from ..ir.visitor import IRVisitor, statements
+from ..passes.allocate_memory_addr import memref_slot_bytes
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -132,6 +133,7 @@ class _KernelBuilder(_StatementModels):
         self.params = {p.var.name for p in fn.params}
         self.names = value_idents(fn)
         self.partial = _partially_valid(fn)
+        self.slot_bytes = memref_slot_bytes(fn)
 
     def tile(self, var: Var) -> str:
         t = var.type
@@ -160,6 +162,17 @@ class _KernelBuilder(_StatementModels):
                                  self.visit_If)
 
     def assign(self, s: Assign) -> dict:
+        model = self._assign(s)
+        dst = s.targets[0]
+        if isinstance(dst.type, TileType) and dst.type.memref is not None and \
+                dst.type.memref.slots > 1:
+            m = dst.type.memref  # the slot is read where the tile is defined
+            model["seat"] = {"dst": self.tile(dst), "space": _SPACE[dst.type.memory.name],
+                             "addr": dst.type.addr, "slot": expr_model(m.slot),
+                             "slots": m.slots, "slot_bytes": self.slot_bytes[m.name]}
+        return model
+
+    def _assign(self, s: Assign) -> dict:
         (dst,) = s.targets
         call = s.value
         if isinstance(dst.type, ScalarType):

@@ -56,7 +56,6 @@ WHY = {
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
-    "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
     "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
                   "does not have (values cross through global memory); remove it",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
@@ -87,7 +86,7 @@ _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
     "InlineFunction",
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.Bias", "Mem.DDR", "Mem.Left", "Mem.Mat",
-    "Mem.Right", "Mem.Vec",
+    "Mem.Right", "Mem.Vec", "MemRef",
     "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
     "Out", "PadValue.min", "PadValue.zero", "Scalar", "ScopeMode", "ScopeMode.AUTO",
     "ScopeMode.MANUAL", "SplitMode.LEFT_RIGHT", "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID",
@@ -126,7 +125,6 @@ _ABSENT = {
     "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),
-    "memref": ("MemRef",),
     "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }
@@ -207,6 +205,13 @@ CONSTRUCTS = (
      "a tensor some task writes is refused at the read's line"),
     ("`@pl.jit.inline` / `@pl.jit.opaque` helpers", SUPPORTED,
      "spliced into the caller (locals suffixed)"),
+    ("`pl.Tile[..., pl.MemRef(\"ub\"), pl.Mem.Vec]`, `pl.MemRef(\"ub\", slots=2)[i % 2]` "
+     "(explicit slots)", SUPPORTED,
+     "the tile is placed in an allocation of its own (nothing else packed into it), in the "
+     "slot the index names where the tile is defined; tiles sharing a slot while live "
+     "together, or one allocation in two memory spaces, are refused at the line. The "
+     "simulators place a slotted tile at run time; device code takes one-slot allocations "
+     "and refuses slots (docs/language.md)"),
     ("`return kernel(x, out)` in an orchestration (a kernel call as the returned value)",
      SUPPORTED, "the call is submitted as a statement and its results are returned"),
     ("`@pl.jit(auto_scope=False)` (also `.inline`, `.host`, `@pl.function`)", SUPPORTED,
@@ -475,10 +480,7 @@ GUIDE_PAGES = (
               why="`pl.at(allow_early_resolve=True)` is not accepted yet (a scheduling hint: "
                   "consumers pre-staged before their producer ends)"),
     GuidePage("docs/en/user/performance/03-dependencies.md"),
-    GuidePage("docs/en/user/performance/04-incore.md",
-              refused=("`pl.MemRef` does not exist",),
-              why="explicit slots, `pl.Tile[..., pl.MemRef(\"ub\", slots=2)[i % 2], ...]`, are "
-                  "not modelled yet"),
+    GuidePage("docs/en/user/performance/04-incore.md"),
     GuidePage("docs/en/user/performance/05-memory.md",
               refused=("ring_heap",),
               why="`RunConfig(ring_task_window=, ring_heap=)` size the device runtime's four "
