@@ -44,6 +44,7 @@ from ..ir.types import (
     TileType,
 )
 from ..ir.visitor import IRVisitor, statements
+from ..passes.allocate_memory_addr import memref_slot_bytes
 from ..passes.cross_core_pipe import uses_pipe
 from .device import device_kernel
 from .environment import render
@@ -134,6 +135,7 @@ class _KernelBuilder(_StatementModels):
         self.params = {p.var.name for p in fn.params}
         self.names = value_idents(fn)
         self.partial = _partially_valid(fn)
+        self.slot_bytes = memref_slot_bytes(fn)
 
     def tile(self, var: Var) -> str:
         t = var.type
@@ -169,6 +171,17 @@ class _KernelBuilder(_StatementModels):
         return model
 
     def assign(self, s: Assign) -> dict:
+        model = self._assign(s)
+        dst = s.targets[0]
+        if isinstance(dst.type, TileType) and dst.type.memref is not None and \
+                dst.type.memref.slots > 1:
+            m = dst.type.memref  # the slot is read where the tile is defined
+            model["seat"] = {"dst": self.tile(dst), "space": _SPACE[dst.type.memory.name],
+                             "addr": dst.type.addr, "slot": expr_model(m.slot),
+                             "slots": m.slots, "slot_bytes": self.slot_bytes[m.name]}
+        return model
+
+    def _assign(self, s: Assign) -> dict:
         (dst,) = s.targets
         call = s.value
         if isinstance(dst.type, ScalarType):
@@ -626,6 +639,8 @@ class _OrchestrationBuilder(_StatementModels):
         return self._refuse(s)
 
     def visit_Return(self, s: Return) -> None:
+        if any(isinstance(v, FuncCall) for v in s.values):  # the parser makes it a statement
+            raise InternalError("a kernel call inside a return reached codegen")
         return None
 
     def visit_AtScope(self, s) -> dict:

@@ -273,6 +273,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"`{ast.unparse(node)}` is not a compile-time constant")
         try:
             return fn(*args, **kwargs)
+        except PyptoError as exc:  # a DSL object refusing its arguments: at this line
+            raise self.error(node, exc.message, exc.hint, cls=type(exc)) from None
         except Exception as exc:
             raise self.error(node, f"cannot evaluate `{ast.unparse(node)}`: {exc}") from None
 
@@ -598,22 +600,48 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
     def _annotation(self, node: ast.AST):
         """A statement's annotation.  A tile type whose valid region holds runtime extents
         (`pl.Tile[[16, 64], pl.FP32, [16, n]]`, as the printer writes a runtime valid
-        region) reads those extents as index expressions."""
+        region) reads those extents as index expressions, and so the slot of an allocation
+        it lives in (`pl.MemRef("ub", slots=2)[i % 2]`)."""
         if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple)
-                and len(node.slice.elts) >= 3 and isinstance(node.slice.elts[2], ast.List)
-                and not self.is_static(node.slice.elts[2])):
+                and len(node.slice.elts) >= 3):
             return self.static(node)
-        valid_node = node.slice.elts[2]
-        placeholder = ast.copy_location(ast.List([ast.Constant(0) for _ in valid_node.elts],
+        elts = list(node.slice.elts)
+        valid_node = elts[2] if isinstance(elts[2], ast.List) and not self.is_static(
+            elts[2]) else None
+        if valid_node is not None:
+            elts[2] = ast.copy_location(ast.List([ast.Constant(0) for _ in valid_node.elts],
                                                  ast.Load()), valid_node)
-        elts = node.slice.elts[:2] + [placeholder] + node.slice.elts[3:]
+        slot_node = self._runtime_slot(elts)
+        if valid_node is None and slot_node is None:
+            return self.static(node)
         fixed = ast.copy_location(ast.Subscript(node.value, ast.copy_location(
             ast.Tuple(elts, ast.Load()), node.slice), ast.Load()), node)
         tile = self.static(fixed)
         if not isinstance(tile, TileType):
             raise self.error(node, f"`{ast.unparse(node)}` is not a type")
-        extents = self._runtime_valid_shape(valid_node, get_op("load"))
-        return replace(tile, valid_shape=extents)
+        if valid_node is not None:
+            tile = replace(tile, valid_shape=self._runtime_valid_shape(valid_node,
+                                                                       get_op("load")))
+        if slot_node is not None:
+            if tile.memref is None:
+                raise self.error(node, f"`{ast.unparse(node)}` is not a type")
+            slot = self.scalar(slot_node)
+            if not (isinstance(slot.type, ScalarType) and slot.type.dtype.is_int):
+                raise self.error(slot_node, "a pl.MemRef slot is an integer index",
+                                 cls=TypeCheckError)
+            tile = replace(tile, memref=replace(tile.memref, slot=slot))
+        return tile
+
+    def _runtime_slot(self, elts: list):
+        """The index of `pl.MemRef(...)[i % 2]` among a tile annotation's elements when it is
+        a run-time value, replaced in `elts` by 0 for the static reading; else None."""
+        for k, elt in enumerate(elts[2:], 2):
+            if isinstance(elt, ast.Subscript) and isinstance(elt.value, ast.Call) and \
+                    not self.is_static(elt.slice):
+                elts[k] = ast.copy_location(ast.Subscript(elt.value, ast.copy_location(
+                    ast.Constant(0), elt.slice), ast.Load()), elt)
+                return elt.slice
+        return None
 
     def stmt_AugAssign(self, node: ast.AugAssign):
         if type(node.op) not in _BINOPS or not isinstance(node.target, ast.Name):
@@ -718,7 +746,30 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             values = tuple(self.expr(e) for e in node.value.elts)
         else:
             values = (self.expr(node.value),)
-        return Return(values, self.source.span(node))
+        span = self.source.span(node)
+        # `return self.kernel(x, out)`: the call is a statement of its own whose results are
+        # returned (a task is submitted where it is a statement; inside a return it was
+        # dropped, and the entry handed back a buffer nothing wrote).
+        stmts: list = []
+        returned: list = []
+        for value in values:
+            if not isinstance(value, FuncCall):
+                returned.append(value)
+                continue
+            items = value.type.items if isinstance(value.type, TupleType) else (value.type,)
+            targets = tuple(Var(self._fresh_name("ret"), t, span) for t in items)
+            for var in targets:
+                self.vars[var.name] = var
+            stmts.append(Assign(targets, value, span))
+            returned.extend(targets)
+        return stmts + [Return(tuple(returned), span)] if stmts else Return(values, span)
+
+    def _fresh_name(self, stem: str) -> str:
+        """`stem_0`, `stem_1`, ...: the first not bound in the function."""
+        k = 0
+        while f"{stem}_{k}" in self.vars:
+            k += 1
+        return f"{stem}_{k}"
 
     def _loop_types(self, entry: dict, body, index: str, runs: bool) -> None:
         """A name the body reads before binding it carries a value from one iteration to

@@ -32,6 +32,7 @@ from .typing import (
     Array,
     DynamicDim,
     InOut,
+    MemRef,
     Out,
     Scalar,
     Tensor,
@@ -141,7 +142,7 @@ dim = DslBuiltin("dim")
 __all__ = [
     "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "FP16", "BF16",
     "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
-    "Tensor", "Tile", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
+    "Tensor", "Tile", "MemRef", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
     "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
     "SplitMode",

@@ -62,6 +62,15 @@ inline Tile<T> make_tile(uint8_t *base, int64_t byte_addr, int32_t rows, int32_t
     return t;
 }
 
+/* A tile of a declared allocation of `slots` slots of `slot_bytes` each, at `byte_addr`,
+ * placed in its slot where it is defined (pl.MemRef(name, slots=n)[slot]). */
+template <class T>
+inline void seat(Tile<T> &t, uint8_t *base, int64_t byte_addr, int64_t slot, int64_t slots,
+                 int64_t slot_bytes) {
+    if (!detail::slot_inside(slot, slots)) slot = 0;
+    t.data = reinterpret_cast<T *>(base + byte_addr + slot * slot_bytes);
+}
+
 /* Comparison of pl.cmp (cmp_type codes 0..5, in this order). */
 enum class CmpMode : int { EQ = 0, NE = 1, LT = 2, LE = 3, GT = 4, GE = 5 };
 
