@@ -13,12 +13,15 @@ from collections.abc import Callable
 
 import torch
 
-from ..runtime.errors import KernelError
-
 AIC, AIV0, AIV1 = 0, 1, 2
 LANES = (AIC, AIV0, AIV1)
 _LANE_NAMES = {AIC: "the cube (AIC)", AIV0: "vector lane 0", AIV1: "vector lane 1"}
 _local = threading.local()
+
+
+class PipeError(RuntimeError):
+    """A group's lanes deadlocked, or it ended with a ring holding tiles: what the
+    simulators report as a KernelError, with the same message."""
 
 
 class _Stop(Exception):
@@ -162,7 +165,7 @@ def run_group(rings: list[tuple[int, bool, int, int]], cube: Callable[[], object
               vector: Callable[[], object]) -> tuple:
     """Runs a Group task: `cube` on this thread, `vector` on two (lanes 0 and 1) at once;
     the results of `cube` and of vector lane 0.  A deadlock, or a ring left holding tiles,
-    raises KernelError."""
+    raises PipeError (the simulators' KernelError)."""
     group = _Group(rings)
     results: dict[int, object] = {}
     failures: list[BaseException] = []
@@ -194,7 +197,7 @@ def run_group(rings: list[tuple[int, bool, int, int]], cube: Callable[[], object
         raise failures[0]
     message = group.error or group.drained()
     if message is not None:
-        raise KernelError(message)
+        raise PipeError(message)
     return results.get(AIC), results.get(AIV0)
 
 

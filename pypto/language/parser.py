@@ -58,7 +58,6 @@ from ..ir.types import (
     same_value_type,
 )
 from ..ir.visitor import defs, exposed_uses
-from ..passes.cross_core_pipe import check_program_pipes
 from . import vocabulary
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
@@ -1606,9 +1605,7 @@ class _ProgramParser:
             signatures[name] = (replace(sig, returns=self.parsed[name].returns), ftype, m)
         functions = list(self.standalone.values()) + [
             self.parsed[m.name] for m in self.methods if m.name in self.parsed]
-        program = Program(self.cls.name, tuple(functions), self.entry)
-        check_program_pipes(program)
-        return program
+        return Program(self.cls.name, tuple(functions), self.entry)
 
     @staticmethod
     def _read_inputs(parser: FunctionParser, sig: FunctionSignature, m: ast.FunctionDef,

@@ -1,6 +1,7 @@
 """The torch semantics of the cross-core pipe (pypto/debug/torch_pipe.py): a Group's lanes on
 threads with the simulators' rings, so a program's values are the simulators' bit for bit;
-a deadlock or a ring left holding tiles raises the simulators' KernelError."""
+a deadlock or a ring left holding tiles raises PipeError with the message of the
+simulators' KernelError."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pipe_programs import c2v_out_rows, c2v_source, parse, v2c_source
 
 from pypto import ir
 from pypto.debug.torch_codegen import load_entry, torch_codegen
-from pypto.runtime.errors import KernelError
+from pypto.debug.torch_pipe import PipeError
 
 
 def _both(source: str, args: list[torch.Tensor]):
@@ -43,7 +44,7 @@ def test_vector_to_cube_is_the_simulators(slots, split):
 
 def _host_error(source: str, *args) -> str:
     program = parse(source)
-    with pytest.raises(KernelError) as info:
+    with pytest.raises(PipeError) as info:
         load_entry(torch_codegen(program), program.entry)(*args)
     return str(info.value)
 

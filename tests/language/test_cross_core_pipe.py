@@ -78,14 +78,12 @@ def test_the_signatures_take_upstreams_forms():
     assert pl.parse(printed) == program
 
 
-def _error(source: str, marker: str, cls, match: str, platform: str | None = None):
-    """The `cls` error of `source` (parsed, and lowered for `platform`): it names the line
-    holding `marker`."""
+def _error(source: str, marker: str, cls, match: str, platform: str = "a2a3sim"):
+    """The `cls` error of `source` parsed and lowered for `platform` (the pipe checks are a
+    pass, CheckCrossCorePipes): it names the line holding `marker`."""
     lines = source.splitlines()
     with pytest.raises(cls, match=match) as info:
-        program = parse(source)
-        if platform is not None:
-            lower(program, get_platform(platform))
+        lower(parse(source), get_platform(platform))
     assert marker in lines[info.value.span.line - 1], lines[info.value.span.line - 1]
     return info.value
 
