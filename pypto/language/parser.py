@@ -108,6 +108,7 @@ class Callee:
     name: str
     params: tuple[Param, ...]
     returns: tuple
+    func_type: FunctionType | None = None  # as declared: AIC / AIV before they are InCore
 
 
 @dataclass
@@ -166,6 +167,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.value_dependent = False  # may be specialised that way (see static())
         self.in_scope = False
         self.pop_annotation: TileType | None = None  # see stmt_AnnAssign
+        # `with pl.cluster():` (tasks.py): the declared type of each function called, the
+        # program's function names, and the Group functions the blocks become.
+        self.callee_types: dict[str, FunctionType | None] = {}
+        self.function_names: set[str] = set()
+        self.outlined: list[Function] = []
         self.init_compile_time({})
         self.init_control_flow()
 
@@ -327,6 +333,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         """The function's IR.  `constants` (name -> value) are parameters specialised to
         their call's value (`scale: pl.FP32` of a @pl.jit entry): the body reads them as
         constants; the parameter stays, so the call passes the same arguments."""
+        self.function_name = sig.name
         for p in sig.params:
             if constants and p.var.name in constants:
                 self.namespace.maps[0][p.var.name] = constants[p.var.name]
@@ -1130,6 +1137,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         args = [self.expr(self._unwrapped(a)) for a in arg_nodes]
         span = self.source.span(node)
         callee = self.resolve_callee(callee_ref, args, span)
+        self.callee_types[callee.name] = callee.func_type
         if len(args) != len(callee.params):
             raise self.error(node, f"`{callee.name}` takes {len(callee.params)} arguments, "
                              f"got {len(args)}", cls=TypeCheckError)
@@ -1586,6 +1594,8 @@ class _ProgramParser:
                 self.signatures[m.name] = (signature, self.ftypes[m.name], m)
         self.standalone: dict[str, Function] = {}
         self.parsed: dict[str, Function] = {}
+        self.function_names = set(self.ftypes)
+        self.groups: dict[str, list[Function]] = {}
 
     def parse(self, entry_values: list | None = None, by_value: bool = False) -> Program:
         # Kernels first: a kernel without a return annotation returns what its return
@@ -1597,14 +1607,18 @@ class _ProgramParser:
                 continue  # a pl.dynamic kernel parsed at its first call
             sig, ftype, m = signatures[name]
             parser = FunctionParser(self.info, self.ns, ftype, self.resolve)
+            parser.function_names = self.function_names
             if name == self.entry and ftype is FunctionType.Orchestration:
                 self._read_inputs(parser, sig, m, entry_values, by_value)
             self.parsed[name] = parser.parse(m, sig)
+            self.groups[name] = parser.outlined  # its `with pl.cluster():` blocks
             if parser.value_reads:
                 self.parsed[name] = _with_expected_values(self.parsed[name], parser.value_reads)
             signatures[name] = (replace(sig, returns=self.parsed[name].returns), ftype, m)
-        functions = list(self.standalone.values()) + [
-            self.parsed[m.name] for m in self.methods if m.name in self.parsed]
+        functions = list(self.standalone.values())
+        for m in self.methods:  # a cluster's Group just before the function calling it
+            functions += self.groups.get(m.name, []) + (
+                [self.parsed[m.name]] if m.name in self.parsed else [])
         return Program(self.cls.name, tuple(functions), self.entry)
 
     @staticmethod
@@ -1633,7 +1647,7 @@ class _ProgramParser:
         if not isinstance(ref, str) or ref not in self.signatures:
             raise ParseError(f"program has no function `{ref}`", span)
         sig = self.signatures[ref][0]
-        return Callee(sig.name, sig.params, sig.returns or ())
+        return Callee(sig.name, sig.params, sig.returns or (), self.ftypes[ref])
 
     def _parse_deferred(self, name: str, arg_types: list) -> None:
         """A pl.dynamic kernel, specialised to the types of its first call."""

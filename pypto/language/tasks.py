@@ -24,7 +24,18 @@ import ast
 from dataclasses import replace
 
 from ..ir.errors import TypeCheckError
-from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, FuncCall, Var
+from ..ir.nodes import (
+    Assign,
+    AtScope,
+    Call,
+    Const,
+    ExprStmt,
+    FuncCall,
+    Function,
+    Param,
+    Return,
+    Var,
+)
 from ..ir.types import (
     INDEX,
     TASK_ID,
@@ -55,6 +66,8 @@ class TaskSyntax:
     """True while parsing the body of `with pl.manual_scope():`."""
     spmd_dispatch = False
     """True while parsing the body of `with pl.spmd(n):`, which may call kernels."""
+    function_name = ""
+    """The name of the function being parsed."""
 
     # ------------------------------------------------------------------ with-statements
     def stmt_With(self, node: ast.With):
@@ -132,17 +145,82 @@ class TaskSyntax:
             self.manual = False
 
     def _cluster(self, node: ast.With, item: ast.withitem):
-        """`with pl.cluster():` co-schedules the cube and vector kernels inside on one
-        physical cluster, so they can exchange tiles through the cross-core pipe.  Here a
-        kernel that uses the pipe runs as part of a pl.FunctionType.Group task (one task:
-        the group's cube and vector functions run at once), never alone from an
-        orchestration, so nothing inside can observe where its tasks run: the tasks are
-        dispatched as they are written."""
+        """`with pl.cluster():` co-schedules the kernels inside on one physical cluster.
+        A block that calls a pl.FunctionType.AIC and a pl.FunctionType.AIV function becomes
+        a pl.FunctionType.Group function of the program (upstream's OutlineClusterScopes):
+        the block is replaced by one call of it, one task whose cube and vector functions
+        run at once with the pipe between them.  A block of other kernels (InCore, pl.spmd
+        dispatches) has nothing to co-schedule that the program could observe: its tasks
+        are dispatched as they are written."""
         self._orchestration_only(node, "pl.cluster")
         call = item.context_expr
         if call.args or call.keywords or item.optional_vars is not None:
             raise self.error(node, "write `with pl.cluster():` (no arguments, no `as`)")
-        return list(self.body(node.body))
+        outer = dict(self.vars)
+        body = list(self.body(node.body))
+        units = {self.callee_types.get(s.value.callee) for s in body
+                 if isinstance(getattr(s, "value", None), FuncCall)}
+        if not units & {FunctionType.AIC, FunctionType.AIV}:
+            return body
+        return self._cluster_group(node, body, outer)
+
+    def _cluster_group(self, node: ast.With, body: list, outer: dict[str, Var]) -> list:
+        """The Group function `body` (a cluster block's calls of one AIC and one AIV
+        function) becomes, added to the program; returns the block's replacement, the
+        group's call.  Its parameters are the outer values the block reads (in first-use
+        order), its results the values the block binds (their last binding)."""
+        self._check_cluster_calls(node, body)
+        params: dict[str, Var] = {}
+        results: dict[str, Var] = {}
+        for stmt in body:
+            for arg in stmt.value.args:
+                if not isinstance(arg, (Var, Const)):
+                    raise self.error(node, "pass the cluster's functions named values or "
+                                     "constants", hint="bind the argument to a name before "
+                                     "the `pl.cluster()` block")
+                if isinstance(arg, Var) and arg.name not in results and arg.name in outer:
+                    params.setdefault(arg.name, arg)
+            results.update((t.name, t) for t in getattr(stmt, "targets", ()))
+        span = self.source.span(node)
+        name = self._fresh_function_name(f"{self.function_name}_cluster")
+        returns = tuple(v.type for v in results.values())
+        group_body = tuple(body) + ((Return(tuple(results.values()), span),) if results else ())
+        self.outlined.append(Function(name, tuple(Param(v) for v in params.values()), returns,
+                                      group_body, FunctionType.Group, span))
+        rtype = returns[0] if len(returns) == 1 else TupleType(returns)
+        group_call = FuncCall(name, tuple(params.values()), rtype, span, manual=self.manual)
+        if not results:
+            return [ExprStmt(group_call, span)]
+        return [Assign(tuple(results.values()), group_call, span)]
+
+    def _check_cluster_calls(self, node: ast.With, body: list) -> None:
+        """A cluster block that becomes a group calls one AIC and one AIV function, as
+        plain calls (the group is the task)."""
+        kinds: dict[FunctionType, str] = {}
+        for stmt in body:
+            value = getattr(stmt, "value", None)
+            kind = self.callee_types.get(value.callee) if isinstance(value, FuncCall) else None
+            if kind not in (FunctionType.AIC, FunctionType.AIV) or kind in kinds:
+                raise self.error(node, "a `pl.cluster()` block that calls a cube (AIC) or "
+                                 "vector (AIV) function calls one of each and nothing else: "
+                                 "the two run at once as one task",
+                                 hint="move the other statements out of the block")
+            if value.no_dep_args or value.blocks is not None:
+                raise self.error(node, "a cluster's cube and vector functions are one task: "
+                                 "mark pl.no_dep / pl.spmd outside the `pl.cluster()` block")
+            kinds[kind] = value.callee
+        if len(kinds) != 2:
+            raise self.error(node, "a `pl.cluster()` block calls one AIC and one AIV "
+                             f"function; this one calls only `{next(iter(kinds.values()))}`",
+                             hint="call its peer function in the same block")
+
+    def _fresh_function_name(self, base: str) -> str:
+        """`base_0`, `base_1`, ...: the first name no function of the program has."""
+        n = 0
+        while f"{base}_{n}" in self.function_names:
+            n += 1
+        self.function_names.add(f"{base}_{n}")
+        return f"{base}_{n}"
 
     def _task_scope(self, node: ast.With, item: ast.withitem, builtin: str):
         self._orchestration_only(node, f"pl.{builtin}")

@@ -271,7 +271,8 @@ def check_program_pipes(program: Program) -> None:
                 raise TypeCheckError(
                     f"`{call.callee}` uses the cross-core pipe, so it runs as part of a "
                     f"pl.FunctionType.Group, with its peer; `{fn.name}` calls it alone",
-                    s.span, hint="call the group function instead")
+                    s.span, hint="call the group function instead, or call it with its peer "
+                                 "in a `with pl.cluster():` block")
 
 
 class CheckCrossCorePipes(Pass):
