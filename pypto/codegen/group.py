@@ -6,7 +6,7 @@ lanes' UBs), the others shared (the cube's buffers are not the vector lanes').
 
 The rings are the group's pipes as the functions' initialize_pipe calls declare them
 (passes/cross_core_pipe.py checked both sides agree), each with the split its pushes and
-pops use.
+pops use (BOTH_LANES for the no-split pipe of a lane region).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..ir.errors import LoweringError
 from ..ir.nodes import FuncCall, Function, Program, Var
-from ..ir.ops.cross_core import POP_OPS, PUSH_OPS
+from ..ir.ops.cross_core import BOTH_LANES, POP_OPS, PUSH_OPS
 from ..ir.types import Level
 from ..ir.visitor import statements
 from ..passes.cross_core_pipe import pipe_calls, rings
@@ -56,7 +56,10 @@ def ring_models(functions: list[Function]) -> list[dict]:
         for call, _, _ in pipe_calls(fn):
             direction = {**PUSH_OPS, **POP_OPS}.get(call.op)
             if direction is not None:
-                found[(call.attr("id") or 0, direction)]["split"] = call.attr("split")
+                split = call.attr("split")
+                if split == 0 and fn.attr("split_aiv"):
+                    split = BOTH_LANES  # a lane region's no-split pipe: both lanes
+                found[(call.attr("id") or 0, direction)]["split"] = split
     return [found[k] for k in sorted(found)]
 
 

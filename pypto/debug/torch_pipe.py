@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import torch
 
+from ..ir.ops.cross_core import BOTH_LANES
+
 AIC, AIV0, AIV1 = 0, 1, 2
 LANES = (AIC, AIV0, AIV1)
 _LANE_NAMES = {AIC: "the cube (AIC)", AIV0: "vector lane 0", AIV1: "vector lane 1"}
@@ -123,7 +125,8 @@ def _push(tile: torch.Tensor, pipe_id, c2v: bool, op: str) -> None:
         rows, cols = (rows * 2 if halved and r.split == 1 else rows,
                       cols * 2 if halved and r.split == 2 else cols)
         whole = r.slots.setdefault(k, torch.zeros(rows, cols, dtype=tile.dtype))
-        whole[_part(r.split if halved else 0, lane, rows, cols)] = tile
+        if not (r.split == BOTH_LANES and lane == AIV1):  # the cube gets lane 0's tile
+            whole[_part(r.split if halved else 0, lane, rows, cols)] = tile
         r.pushed[lane] = k + 1
         g.cond.notify_all()
 

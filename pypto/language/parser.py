@@ -62,6 +62,7 @@ from . import vocabulary
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
 from .inline import InlineSyntax
+from .split_aiv import REGION_BUILTINS, SplitAivSyntax, split_kernel
 from .stubs import DslBuiltin, OpStub, RefusedName
 from .tasks import TaskSyntax
 from .typing import RUNTIME, DirectedType, DynamicDim, Tensor, TensorSpec
@@ -136,7 +137,8 @@ class FunctionSignature:
     fold_single_assignments: bool = False
 
 
-class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyntax):
+class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyntax,
+                     SplitAivSyntax):
     """Parses one function body in the context of its program."""
 
     def __init__(
@@ -172,6 +174,11 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.callee_types: dict[str, FunctionType | None] = {}
         self.function_names: set[str] = set()
         self.outlined: list[Function] = []
+        # `pl.split_aiv` regions (split_aiv.py): allowed in a @pl.program's InCore method;
+        # statements an expression puts before the statement holding it (a shard's pop).
+        self.regions_allowed = False
+        self.regions: list = []
+        self.pending: list = []
         self.init_compile_time({})
         self.init_control_flow()
 
@@ -363,8 +370,12 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 raise self.error(fndef,
                                  f"`{sig.name}` returns values that differ from its annotation",
                                  cls=TypeCheckError)
-        return Function(sig.name, sig.params, tuple(returns), body, self.func_type,
-                        self.source.span(fndef), attrs=attrs)
+        fn = Function(sig.name, sig.params, tuple(returns), body, self.func_type,
+                      self.source.span(fndef), attrs=attrs)
+        if self.regions:  # a kernel with lane regions: its AIC, AIV and Group functions
+            *sides, fn = split_kernel(fn, self.regions, self.function_names)
+            self.outlined += sides
+        return fn
 
     def _function_attrs(self, stmts: list) -> tuple[tuple, list]:
         """`pl.func_attr({"split": pl.SplitMode.UP_DOWN})` (or `{"level": pl.Level.AIC}`) as
@@ -384,10 +395,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             key = self.static(key_node) if key_node is not None else None
             if key in attrs:
                 raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
-            if key not in ("split", "level"):
+            if key not in ("split", "level", "split_aiv"):
                 raise self.error(key_node or call, f"function attribute {key!r} is not "
                                  "supported here", hint="supported: \"split\" (a pl.SplitMode), "
-                                 "\"level\" (pl.Level.AIC or pl.Level.AIV)")
+                                 "\"level\" (pl.Level.AIC or pl.Level.AIV), \"split_aiv\" "
+                                 "(True: a side of a kernel with lane regions)")
+            if key == "split_aiv" and self.static(value_node) is not True:
+                raise self.error(value_node, "the \"split_aiv\" attribute is True")
             value = self.static(value_node)
             if key == "level" and value not in (Level.AIC, Level.AIV):
                 raise self.error(value_node, "the \"level\" attribute takes pl.Level.AIC or "
@@ -442,6 +456,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                     and isinstance(stmt.value.value, str)):
                 continue  # docstring
             result = self.stmt(stmt)
+            if self.pending:
+                out.extend(self.pending)
+                self.pending = []
             if isinstance(result, list):
                 out.extend(result)
             elif result is not None:
@@ -570,6 +587,12 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if isinstance(node.value, ast.Call) and self._is_builtin_call(
                 ast.Expr(node.value), "yield_"):
             return self.yield_assign(target, node.value, node)
+        if isinstance(node.value, ast.Call) and self._is_builtin_call(
+                ast.Expr(node.value), "aic_gather"):
+            return self.aic_gather(target, node.value, node)
+        if isinstance(node.value, ast.Call) and self._is_builtin_call(
+                ast.Expr(node.value), "aiv_shard"):
+            return self.aiv_shard_assign(target, node.value, node)
         callee = self.spliced_callee(node.value)
         if callee is not None:
             return self.inline_call(callee, node.value, target, node)
@@ -1040,6 +1063,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, "pl.write(t, [i, j], value) is a statement of its own: it "
                              "rebinds `t` to the written value",
                              hint="write `pl.write(t, [i, j], value)` on a line of its own")
+        if fn.name in REGION_BUILTINS:
+            return self.region_builtin(fn.name, node)
         if fn.name == "no_dep":
             raise self.error(node, "pl.no_dep(t) marks an argument of a kernel call "
                              "(`self.kernel(pl.no_dep(t), ...)`)",
@@ -1608,6 +1633,7 @@ class _ProgramParser:
             sig, ftype, m = signatures[name]
             parser = FunctionParser(self.info, self.ns, ftype, self.resolve)
             parser.function_names = self.function_names
+            parser.regions_allowed = True
             if name == self.entry and ftype is FunctionType.Orchestration:
                 self._read_inputs(parser, sig, m, entry_values, by_value)
             self.parsed[name] = parser.parse(m, sig)

@@ -89,6 +89,13 @@ scope = DslBuiltin("scope")
 region whose tasks infer their edges as everywhere else."""
 cluster = DslBuiltin("cluster")
 """`with pl.cluster():` groups cube and vector dispatches on one cluster (see language.md)."""
+split_aiv = DslBuiltin("split_aiv")
+"""`for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):` a region of an InCore kernel
+run on the two vector lanes (language.md, "Lane regions")."""
+aiv_shard = DslBuiltin("aiv_shard")
+"""`pl.aiv_shard(x)` in a pl.split_aiv region: the cube's tile `x`, read on the vector lanes."""
+aic_gather = DslBuiltin("aic_gather")
+"""`y = pl.aic_gather(v)` in a pl.split_aiv region: the lanes' tile `v`, read by the cube."""
 submit = DslBuiltin("submit")
 spmd_submit = DslBuiltin("spmd_submit")
 split = DslBuiltin("split")
@@ -149,7 +156,8 @@ __all__ = [
     "Role", "TaskId", "TASK_ID", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession",
     "at", "range", "unroll", "parallel", "pipeline", "while_", "cond", "yield_", "const",
     "static_assert",
-    "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "submit",
+    "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "split_aiv",
+    "aiv_shard", "aic_gather", "submit",
     "spmd_submit",
     "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",
     "prefetch", "system", "arange", "scatter", "AUTO", *_PIPE_SPELLINGS,

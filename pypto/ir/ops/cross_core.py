@@ -49,6 +49,11 @@ CORE_OF = {"system.tpush_to_aiv": "AIC", "system.tpop_from_aiv": "AIC",
            "system.tpush_to_aic": "AIV", "system.tpop_from_aic": "AIV",
            "system.tfree_to_aic": "AIV", "system.aiv_initialize_pipe": "AIV"}
 SPLITS = (0, 1, 2)  # none, up-down, left-right (pto-isa's TileSplitAxis)
+# A ring's split on the simulators when the no-split pipe is a lane region's (the functions'
+# "split_aiv" attribute, language/split_aiv.py): both lanes take part, as in the hardware's
+# no-split handshake: each pops the whole tile, and of the two tiles pushed the cube gets
+# lane 0's (upstream: an unspecified one; both should hold the same).
+BOTH_LANES = 3
 DIR_MASKS = {1: ("C2V",), 2: ("V2C",), 3: ("C2V", "V2C")}
 DEFAULT_SLOTS = 2  # upstream's default ring depth per direction
 STATEMENT = TupleType(())

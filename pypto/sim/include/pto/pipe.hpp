@@ -49,10 +49,14 @@ inline const char *lane_name(int lane) {
 
 struct Abort {};  // thrown into a lane when the group stops
 
+/* A no-split ring both lanes take part in (a pl.split_aiv NONE region's): each lane pops
+ * the whole tile; both push, and the slot holds lane 0's tile. */
+const int BOTH_LANES = 3;
+
 struct Ring {
     int id;
     bool c2v;
-    int split;  // 0 none, 1 up-down, 2 left-right
+    int split;  // 0 none, 1 up-down, 2 left-right, BOTH_LANES
     int slot_num;
     int64_t slot_size;
     std::vector<uint8_t> data;
@@ -205,7 +209,8 @@ inline void push(int id, bool c2v, Tile<T> t, const char *op, int line) {
         return true;
     };
     wait(lock, g, op, line, ready);
-    transfer(r, k, lane, t, !c2v && r.split != 0, true);
+    if (!(r.split == BOTH_LANES && lane == AIV1))  // the cube gets lane 0's tile
+        transfer(r, k, lane, t, !c2v && r.split != 0, true);
     r.pushed[lane] = k + 1;
     g.cv.notify_all();
 }
