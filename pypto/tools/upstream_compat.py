@@ -49,11 +49,12 @@ WHY = {
                      "pl.create_tensor(layout=)) or a pl.Tile is refused at that line (upstream "
                      "refuses the DN shorthand too); transpose at the use with a_trans= / "
                      "b_trans= or pl.transpose",
-    "pipe": "of the cross-core pipe, the explicit form is modelled (a pl.FunctionType.Group "
-            "of an AIC and an AIV function, pl.tpush_* / tpop_* / tfree_*: "
-            "docs/language.md); the lane regions and cross-core barriers are not yet: write "
-            "the vector side as a pl.FunctionType.AIV function, or mixed kernels with "
-            "pl.at(optimizations=[pl.split(...)]), which hands values through global memory",
+    "pipe": "of the cross-core pipe, the explicit form (a pl.FunctionType.Group of an AIC "
+            "and an AIV function, pl.tpush_* / tpop_* / tfree_*, pl.cluster) and the lane "
+            "regions of a @pl.program InCore kernel (pl.split_aiv, pl.aiv_shard, "
+            "pl.aic_gather) are modelled (docs/language.md); the tile-namespace spellings "
+            "and the cross-core barriers are not yet: write pl.aiv_shard / pl.aic_gather, "
+            "and order the lanes through the pipe",
     "host": "multi-chip (L3) programs are not supported: run the chip-level @pl.jit program",
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
@@ -107,7 +108,9 @@ _LANGUAGE_SUPPORTED = (
     *(f"{ns}{name}" for ns in ("", "system.")
       for name in ("aic_initialize_pipe", "aiv_initialize_pipe", "tfree_to_aic", "tfree_to_aiv",
                    "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv")),
-    "system.import_peer_buffer", "system.reserve_buffer")
+    "system.import_peer_buffer", "system.reserve_buffer",
+    # upstream's lane regions (language/split_aiv.py)
+    "split_aiv", "aiv_shard", "aic_gather")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "cmps", "create",
                    "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
@@ -124,7 +127,7 @@ _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expa
 _ABSENT = {
     "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
     "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
-    "pipe": ("aic_gather", "aiv_shard", "split_aiv", "system.available_aiv_count",
+    "pipe": ("system.available_aiv_count",
              "system.available_cluster_count", "system.cacheinvalid", "system.fence",
              "system.syncall", "tile.aic_gather", "tile.aiv_shard"),
     "op": ("matmul_mx", "tile.matmul_mx",
