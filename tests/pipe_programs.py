@@ -5,7 +5,10 @@ lines errors name."""
 
 from __future__ import annotations
 
+import pytest
+
 import pypto.language as pl
+from pypto.ir import ParseError
 
 ROWS, K, COLS = 16, 32, 16
 
@@ -120,3 +123,13 @@ def v2c_source(n: int = 3, slots: int = 2, split: int = 0) -> str:
 def parse(source: str, name: str = "<pipe program>"):
     """The program of `source` (pl.parse: errors name its lines)."""
     return pl.parse(source, name)
+
+
+def parse_error(source: str, marker: str, match: str):
+    """The ParseError of parsing `source`, matching `match`: it names the line holding
+    `marker`."""
+    lines = source.splitlines()
+    with pytest.raises(ParseError, match=match) as info:
+        parse(source)
+    assert marker in lines[info.value.span.line - 1], lines[info.value.span.line - 1]
+    return info.value

@@ -82,3 +82,37 @@ class RoundTrip:
 
 def round_trip_source(mode: str, n: int = N) -> str:
     return ROUND_TRIP.format(n=n, mode=mode)
+
+
+# Two regions of two modes (two rings) in a branch of a loop: a NONE region reads the
+# product and hands it back as FP16, the cube multiplies it by `w`, an UP_DOWN region
+# stores each lane's half of that; only the odd products.
+TWO_REGIONS = '''
+@pl.program
+class TwoRegions:
+    @pl.function(type=pl.FunctionType.InCore)
+    def mixed(self, a: pl.Tensor[[64, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP16],
+              w: pl.Tensor[[16, 16], pl.FP16],
+              out: pl.Out[pl.Tensor[[64, 16], pl.FP32]]) -> pl.Tensor[[64, 16], pl.FP32]:
+        bm = pl.load(b, [0, 0], [32, 16], target_memory=pl.Mem.Mat)
+        wm = pl.load(w, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
+        for i in pl.range(4):
+            if i % 2 == 1:
+                am = pl.load(a, [i * 16, 0], [16, 32], target_memory=pl.Mem.Mat)
+                acc = pl.matmul(pl.move(am, pl.Mem.Left), pl.move(bm, pl.Mem.Right))
+                for _ in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+                    v = pl.cast(pl.aiv_shard(acc), pl.FP16)
+                    g = pl.aic_gather(v)
+                y = pl.matmul(pl.move(g, pl.Mem.Left), pl.move(wm, pl.Mem.Right))
+                for lane in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):
+                    h = pl.aiv_shard(y)
+                    out = pl.store(h, [i * 16 + lane * 8, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[64, 32], pl.FP16], b: pl.Tensor[[32, 16], pl.FP16],
+             w: pl.Tensor[[16, 16], pl.FP16],
+             out: pl.Out[pl.Tensor[[64, 16], pl.FP32]]) -> pl.Tensor[[64, 16], pl.FP32]:
+        out = self.mixed(a, b, w, out)
+        return out
+'''

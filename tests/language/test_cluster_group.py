@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from pipe_programs import c2v_out_rows, c2v_source, parse, v2c_source
+from pipe_programs import c2v_out_rows, c2v_source, parse, parse_error, v2c_source
 
 import pypto.language as pl
 from pypto import ir
 from pypto.compiler import lower
-from pypto.ir import ParseError
 from pypto.ir.types import Direction, FunctionType
 from pypto.platform import get_platform
 
@@ -112,27 +111,20 @@ class P:
     assert "= self.double(x, out)\n" in program.as_python()
 
 
-def _error(source: str, marker: str, match: str):
-    lines = source.splitlines()
-    with pytest.raises(ParseError, match=match) as info:
-        parse(source)
-    assert marker in lines[info.value.span.line - 1], lines[info.value.span.line - 1]
-
-
 def test_a_cluster_with_one_side_only_is_an_error_at_the_block():
     source = c2v_cluster().replace("            out = self.vector(bias, out)\n", "")
-    _error(source, "with pl.cluster()", "calls only `cube`")
+    parse_error(source, "with pl.cluster()", "calls only `cube`")
 
 
 def test_a_cluster_with_more_than_the_two_calls_is_an_error_at_the_block():
     source = c2v_cluster().replace("            self.cube(a, b)\n",
                                    "            self.cube(a, b)\n            self.cube(a, b)\n")
-    _error(source, "with pl.cluster()", "one of each and nothing else")
+    parse_error(source, "with pl.cluster()", "one of each and nothing else")
 
 
 def test_a_cluster_argument_that_is_an_expression_is_an_error_at_the_block():
     source = c2v_cluster().replace("self.cube(a, b)", "self.cube(a[0:48, :], b)")
-    _error(source, "with pl.cluster()", "named values or constants")
+    parse_error(source, "with pl.cluster()", "named values or constants")
 
 
 def test_a_cluster_inside_a_kernel_is_an_error():
@@ -140,4 +132,4 @@ def test_a_cluster_inside_a_kernel_is_an_error():
         "        pl.aic_initialize_pipe(dir_mask=1, slot_size=1024, slot_num=2)\n",
         "        pl.aic_initialize_pipe(dir_mask=1, slot_size=1024, slot_num=2)\n"
         "        with pl.cluster():\n            pass\n")
-    _error(source, "with pl.cluster()", "belongs in a @pl.jit")
+    parse_error(source, "with pl.cluster()", "belongs in a @pl.jit")

@@ -6,12 +6,11 @@ back; upstream's rules are errors at the line at fault."""
 from __future__ import annotations
 
 import pytest
-from pipe_programs import parse
+from pipe_programs import parse, parse_error
 from split_aiv_programs import round_trip_source, shard_source
 
 import pypto.language as pl
 from pypto.compiler import lower
-from pypto.ir import ParseError
 from pypto.ir.types import FunctionType, Level
 from pypto.platform import get_platform
 
@@ -57,18 +56,11 @@ def test_a_shard_is_freed_after_its_last_read():
     assert pop < read < free
 
 
-def _error(source: str, marker: str, match: str):
-    lines = source.splitlines()
-    with pytest.raises(ParseError, match=match) as info:
-        parse(source)
-    assert marker in lines[info.value.span.line - 1], lines[info.value.span.line - 1]
-
-
 def test_vector_work_outside_every_region_is_an_error_at_its_line():
     source = shard_source("UP_DOWN").replace(
         "            for aiv_id in",
         "            z = pl.add(pl.load(bias, [0, 0], [8, 16]), 1.0)\n            for aiv_id in")
-    _error(source, "z = pl.add(", "vector work outside every lane region")
+    parse_error(source, "z = pl.add(", "vector work outside every lane region")
 
 
 def test_cube_work_inside_a_region_is_an_error_at_its_line():
@@ -76,36 +68,36 @@ def test_cube_work_inside_a_region_is_an_error_at_its_line():
         "                t = pl.aiv_shard(acc)\n",
         "                t = pl.aiv_shard(acc)\n"
         "                m2 = pl.matmul(pl.move(am, pl.Mem.Left), pl.move(bm, pl.Mem.Right))\n")
-    _error(source, "m2 = pl.matmul", "cube work inside a lane region")
+    parse_error(source, "m2 = pl.matmul", "cube work inside a lane region")
 
 
 def test_a_cube_tile_read_in_a_region_without_a_shard_is_an_error():
     source = shard_source("NONE").replace("r = pl.add(t, ", "r = pl.add(acc, ")
-    _error(source, "r = pl.add(acc, ", "`acc` is computed by the cube and read here")
+    parse_error(source, "r = pl.add(acc, ", "`acc` is computed by the cube and read here")
 
 
 def test_a_region_tile_read_by_the_cube_without_a_gather_is_an_error():
     source = round_trip_source("UP_DOWN").replace("pl.move(g, pl.Mem.Left)",
                                                   "pl.move(v, pl.Mem.Left)")
-    _error(source, "pl.move(v, pl.Mem.Left)", "`v` is computed on the vector lanes")
+    parse_error(source, "pl.move(v, pl.Mem.Left)", "`v` is computed on the vector lanes")
 
 
 def test_a_shard_outside_a_region_is_an_error():
     source = shard_source("UP_DOWN").replace(
         "            for aiv_id in", "            s = pl.aiv_shard(acc)\n            for aiv_id in")
-    _error(source, "s = pl.aiv_shard(acc)", "crosses a lane region's edge")
+    parse_error(source, "s = pl.aiv_shard(acc)", "crosses a lane region's edge")
 
 
 def test_a_shard_in_a_loop_of_the_region_is_an_error():
     source = shard_source("UP_DOWN").replace(
         "                t = pl.aiv_shard(acc)\n",
         "                for j in pl.range(1):\n                    t = pl.aiv_shard(acc)\n")
-    _error(source, "t = pl.aiv_shard(acc)", "at the region's top level")
+    parse_error(source, "t = pl.aiv_shard(acc)", "at the region's top level")
 
 
 def test_a_region_of_other_than_two_lanes_is_an_error():
     source = shard_source("UP_DOWN").replace("pl.split_aiv(2,", "pl.split_aiv(4,")
-    _error(source, "pl.split_aiv(4,", "two vector lanes")
+    parse_error(source, "pl.split_aiv(4,", "two vector lanes")
 
 
 def test_nested_regions_are_an_error():
@@ -114,7 +106,7 @@ def test_nested_regions_are_an_error():
         "                t = pl.aiv_shard(acc)\n"
         "                for lane in pl.split_aiv(2, mode=pl.SplitMode.NONE):\n"
         "                    pass\n")
-    _error(source, "for lane in pl.split_aiv", "do not nest")
+    parse_error(source, "for lane in pl.split_aiv", "do not nest")
 
 
 def test_a_region_in_an_orchestration_is_an_error_at_the_region():
@@ -128,4 +120,4 @@ class P:
                 out = pl.add(x, x)
         return out
 '''
-    _error(source, "for aiv_id in pl.split_aiv", "InCore kernel of a @pl.program")
+    parse_error(source, "for aiv_id in pl.split_aiv", "InCore kernel of a @pl.program")

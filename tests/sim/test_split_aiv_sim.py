@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from pipe_programs import parse
-from split_aiv_programs import N, round_trip_source, shard_out_rows, shard_source
+from split_aiv_programs import TWO_REGIONS, N, round_trip_source, shard_out_rows, shard_source
 
 from pypto import ir
 from pypto.debug.torch_codegen import load_entry, torch_codegen
@@ -67,3 +67,17 @@ def test_runs_give_the_same_bits():
         compiled(a, b, w, out)
         outs.append(out)
     assert all(torch.equal(o, outs[0]) for o in outs)
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_two_regions_of_two_modes_in_a_branch(platform):
+    torch.manual_seed(11)
+    a, b = torch.randn(64, 32, dtype=torch.float16), torch.randn(32, 16, dtype=torch.float16)
+    w = torch.randn(16, 16, dtype=torch.float16)
+    program = parse(TWO_REGIONS)
+    assert "id=0" in program.as_python() and "id=1" in program.as_python()
+    sim, host = _run(TWO_REGIONS, [a, b, w, torch.zeros(64, 16)], platform)
+    products = (a.float() @ b.float()).half().reshape(4, 16, 16).float() @ w.float()
+    # Only the odd products are stored (the even rows of a pl.Out are never written).
+    assert torch.equal(sim.reshape(4, 16, 16)[1::2], products[1::2])
+    assert torch.equal(host.reshape(4, 16, 16)[1::2], products[1::2])
