@@ -121,3 +121,14 @@ class P:
         return out
 '''
     parse_error(source, "for aiv_id in pl.split_aiv", "InCore kernel of a @pl.program")
+
+
+def test_device_code_refuses_a_kernel_with_regions_at_its_first_region():
+    from pypto.codegen.cpp import generate
+    from pypto.ir import LoweringError
+
+    source = shard_source("UP_DOWN")
+    program = parse(source)
+    with pytest.raises(LoweringError, match="no device code on a2a3cpu") as info:
+        generate(lower(program, get_platform("a2a3cpu")), program, get_platform("a2a3cpu"))
+    assert "pl.split_aiv(2" in source.splitlines()[info.value.span.line - 1]
