@@ -116,3 +116,23 @@ class TwoRegions:
         out = self.mixed(a, b, w, out)
         return out
 '''
+
+
+# A task-parallel NONE region and no cube work: each lane doubles its own rows of `x`.
+LANES_ONLY = '''
+@pl.program
+class LanesOnly:
+    @pl.function(type=pl.FunctionType.InCore)
+    def k(self, x: pl.Tensor[[32, 16], pl.FP32],
+          out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]) -> pl.Tensor[[32, 16], pl.FP32]:
+        for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+            t = pl.load(x, [aiv_id * 16, 0], [16, 16])
+            out = pl.store(pl.add(t, t), [aiv_id * 16, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[32, 16], pl.FP32],
+             out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]) -> pl.Tensor[[32, 16], pl.FP32]:
+        out = self.k(x, out)
+        return out
+'''

@@ -7,7 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 from pipe_programs import parse
-from split_aiv_programs import TWO_REGIONS, N, round_trip_source, shard_out_rows, shard_source
+from split_aiv_programs import (
+    LANES_ONLY,
+    TWO_REGIONS,
+    N,
+    round_trip_source,
+    shard_out_rows,
+    shard_source,
+)
 
 from pypto import ir
 from pypto.debug.torch_codegen import load_entry, torch_codegen
@@ -81,3 +88,10 @@ def test_two_regions_of_two_modes_in_a_branch(platform):
     # Only the odd products are stored (the even rows of a pl.Out are never written).
     assert torch.equal(sim.reshape(4, 16, 16)[1::2], products[1::2])
     assert torch.equal(host.reshape(4, 16, 16)[1::2], products[1::2])
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_a_none_region_runs_its_body_on_both_lanes(platform):
+    x = torch.randn(32, 16)
+    sim, host = _run(LANES_ONLY, [x, torch.zeros(32, 16)], platform)
+    assert torch.equal(sim, x + x) and torch.equal(host, x + x)
