@@ -633,7 +633,8 @@ class _OrchestrationBuilder(_StatementModels):
         return {"kind": "submit", "kernel_index": self.kernel_index[call.callee], "args": args,
                 "deps": self.deps(call.deps),
                 "blocks": expr_model(call.blocks) if call.blocks is not None else None,
-                "tid": tid, "results": self._results(call, callee, targets)}
+                "tid": tid, "results": self._results(call, callee, targets),
+                "flags": "PTO_TASK_EARLY_RESOLVE" if call.early_resolve else "0"}
 
     def _flags(self, call: FuncCall, arg: Var) -> str:
         """The flags OR-ed into a tensor argument's direction: no dependence tracking,

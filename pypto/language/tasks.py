@@ -40,11 +40,14 @@ from ..ir.types import (
 from .stubs import DslBuiltin
 
 _SCOPE_KEYWORDS = {
-    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations"),
-    "spmd": ("name_hint", "deps", "no_dep_args", "dumps", "core_num", "sync_start"),
+    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations",
+           "allow_early_resolve"),
+    "spmd": ("name_hint", "deps", "no_dep_args", "dumps", "core_num", "sync_start",
+             "allow_early_resolve"),
 }
-_SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps"),
-                    "spmd_submit": ("core_num", "deps", "no_dep_args", "dumps")}
+_SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps", "allow_early_resolve"),
+                    "spmd_submit": ("core_num", "deps", "no_dep_args", "dumps",
+                                    "allow_early_resolve")}
 _TASK_ID_HINT = "bind one with `with pl.at(...) as tid:` or `res, tid = pl.submit(kernel, ...)`"
 
 
@@ -165,7 +168,7 @@ class TaskSyntax:
         return AtScope(options["level"], body, options["name_hint"], self.source.span(node),
                        deps=options["deps"], no_dep_args=options["no_dep_args"], task=task,
                        manual=self.manual, blocks=options["blocks"], dumps=options["dumps"],
-                       split=options["split"])
+                       split=options["split"], early_resolve=options["early_resolve"])
 
     def _spmd_dispatches(self, node: ast.With, body, options: dict, task) -> list:
         """`with pl.spmd(n): out = kernel(...)`, the dispatch form: each kernel call in the
@@ -183,7 +186,8 @@ class TaskSyntax:
         for stmt in calls:
             call = replace(stmt.value, blocks=options["blocks"], deps=options["deps"],
                            no_dep_args=stmt.value.no_dep_args + options["no_dep_args"],
-                           dumps=options["dumps"])
+                           dumps=options["dumps"],
+                           early_resolve=stmt.value.early_resolve or options["early_resolve"])
             passed = {a.name for a in call.args if isinstance(a, Var)}
             for var in call.no_dep_args + call.dumps:
                 if var.name not in passed:
@@ -207,7 +211,7 @@ class TaskSyntax:
         `pl.spmd(...)`."""
         allowed = _SCOPE_KEYWORDS[builtin]
         options = {"level": Level.CORE_GROUP, "blocks": None, "name_hint": "", "deps": (),
-                   "no_dep_args": (), "dumps": (), "split": None}
+                   "no_dep_args": (), "dumps": (), "split": None, "early_resolve": False}
         if builtin == "at":
             if call.args:
                 raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
@@ -235,6 +239,8 @@ class TaskSyntax:
             options[kw.arg] = self._tensor_list(kw.value, kw.arg)
         elif kw.arg == "optimizations":
             options["split"] = self._optimizations(kw.value)
+        elif kw.arg == "allow_early_resolve":
+            options["early_resolve"] = self._early_resolve(call, kw.value)
         elif kw.arg == "core_num":
             return  # the block count, read by _scope_options
         elif kw.arg == "sync_start":
@@ -424,7 +430,8 @@ class TaskSyntax:
         body = (Assign((index,), read_index, span),) + tuple(body)
         return AtScope(options["level"], body, options["name_hint"], span, deps=options["deps"],
                        no_dep_args=options["no_dep_args"], manual=self.manual,
-                       blocks=options["blocks"], dumps=options["dumps"])
+                       blocks=options["blocks"], dumps=options["dumps"],
+                       early_resolve=options["early_resolve"])
 
     def check_block_idx(self, node: ast.Call) -> None:
         """`pl.get_block_idx()` reads a kernel's block index: not in the orchestration itself."""
@@ -451,7 +458,8 @@ class TaskSyntax:
             if not getattr(ref, "__pypto_kernel__", False):
                 raise self.error(node, f"the first argument of {what} must be an "
                                  "@pl.jit.incore kernel (self.<kernel> in a @pl.program)")
-        options = {"deps": (), "no_dep_args": (), "dumps": (), "core_num": None}
+        options = {"deps": (), "no_dep_args": (), "dumps": (), "core_num": None,
+                   "early_resolve": False}
         for kw in node.keywords:
             if kw.arg not in _SUBMIT_KEYWORDS[builtin]:
                 raise self.error(node, f"{what}({kw.arg}=...) is not supported",
@@ -461,6 +469,8 @@ class TaskSyntax:
                 options["deps"] = self._task_deps(kw.value)
             elif kw.arg in ("no_dep_args", "dumps"):
                 options[kw.arg] = self._tensor_list(kw.value, kw.arg)
+            elif kw.arg == "allow_early_resolve":
+                options["early_resolve"] = self._early_resolve(node, kw.value)
             else:
                 options["core_num"] = self._block_count(kw.value)
         if builtin == "spmd_submit" and options["core_num"] is None:
@@ -472,7 +482,17 @@ class TaskSyntax:
         return replace(call, type=rtype, deps=options["deps"],
                        no_dep_args=call.no_dep_args + options["no_dep_args"],
                        blocks=options["core_num"],
-                       task_id=True, dumps=options["dumps"])
+                       task_id=True, dumps=options["dumps"],
+                       early_resolve=options["early_resolve"])
+
+    def _early_resolve(self, call: ast.AST, node: ast.AST) -> bool:
+        """`allow_early_resolve=True`: the task's consumers may pre-stage (a scheduling
+        hint; the runtime starts a consumer whose producers all carry it the moment the
+        last one ends)."""
+        value = self.static(node)
+        if not isinstance(value, bool):
+            raise self.error(call, "allow_early_resolve= takes True or False")
+        return value
 
     def _check_named_arguments(self, node: ast.Call, call, options: dict) -> None:
         """no_dep_args= and dumps= name arguments of the call."""

@@ -103,6 +103,13 @@ class Task:
     """`time.perf_counter_ns()` when the kernel was called."""
     end_ns: int | None = None
     """`time.perf_counter_ns()` when the kernel returned."""
+    early_resolve: bool = False
+    """Dispatched with `allow_early_resolve=True`."""
+    staged: bool = False
+    """Pre-staged: released by an early-resolve predecessor, so it started next on the core
+    that predecessor freed, ahead of tasks that became ready earlier."""
+    ring: int = 0
+    """The ring it took its slot from (min(scope depth, 3); the Python scheduler: 0)."""
 
 
 # An OverlapMap entry is a task id (the one plain last writer: the common case, kept
@@ -205,12 +212,15 @@ class Scheduler:
         accesses: Iterable[Access],
         deps: Iterable[int] = (),
         blocks: int = 1,
+        early_resolve: bool = False,
     ) -> int:
         """Adds `blocks` tasks that call `kernel(core_pointer, args)`; returns the first id.
 
         Ids count up from 0 in submission order; the blocks of one call get consecutive
         ids.  `deps` are explicit predecessors and must name already-submitted tasks.
-        Only one thread may submit.
+        Only one thread may submit.  `early_resolve` (`allow_early_resolve=True`): a
+        dependent this dispatch's tasks are the last to wait for goes to the front of the
+        ready queue (FIFO mode; a seeded schedule orders ready tasks by its seed).
         """
         task_id = len(self.tasks)
         explicit = sorted(set(deps)) if deps else ()
@@ -246,6 +256,9 @@ class Scheduler:
         if blocks > 1:
             # Every block has the dispatch's predecessors; edges are per task.
             edges = [e._replace(dst=i) for i in ids for e in edges]
+        if early_resolve:
+            for task in tasks:
+                task.early_resolve = True
         self._enqueue(tasks, predecessors, edges)
         return task_id
 
@@ -420,11 +433,20 @@ class Scheduler:
         if waiting:
             released = 0
             pending = self._pending
+            staged: list[int] = []
             for dst in waiting:
                 pending[dst] -= 1
                 if pending[dst] == 0:
-                    self._ready.append(dst)
+                    if task.early_resolve:
+                        # Pre-staged: next on the core this task frees (as the native
+                        # scheduler), in submit order among themselves.
+                        self.tasks[dst].staged = True
+                        staged.append(dst)
+                    else:
+                        self._ready.append(dst)
                     released += 1
+            if staged:
+                self._ready.extendleft(reversed(staged))
             # A pool worker that completes a task takes the next ready one itself.
             if released > 1 and self._attached:
                 self._work_available.notify(released - 1)
