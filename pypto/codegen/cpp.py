@@ -565,6 +565,10 @@ class _OrchestrationBuilder(_StatementModels):
     def visit_AtScope(self, s) -> dict:
         return self._refuse(s)
 
+    def visit_RuntimeScope(self, s) -> dict:
+        """`with pl.scope():`: scope_begin, the body, scope_end (the runtime's rings)."""
+        return {"kind": "scope", "body": [self.visit_stmt(x) for x in s.body]}
+
     def _refuse(self, s) -> dict:
         raise LoweringError("this statement cannot run in an orchestration function",
                             getattr(s, "span", None))

@@ -145,6 +145,9 @@ class _Builder(IRVisitor):
         return {"kind": "if", "cond": self.expr(s.cond), "then_body": self.body(s.then_body),
                 "else_body": self.body(s.else_body)}
 
+    def visit_RuntimeScope(self, s) -> dict:
+        return {"kind": "scope", "body": self.body(s.body)}
+
     def visit_AtScope(self, s: AtScope) -> dict:
         return {"kind": "block", "level": s.level.name, "body": self.body(s.body),
                 "task": s.task.name if s.task is not None else None,

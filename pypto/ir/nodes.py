@@ -193,12 +193,23 @@ class AtScope:
 
 
 @dataclass(frozen=True)
+class RuntimeScope:
+    """`with pl.scope():` in an orchestration function: a runtime scope.  Its tasks take
+    their slots from ring min(depth, 3) of the runtime (depth: the runtime scopes around
+    it), which holds them until the scope closes (pypto.runtime.rings).  Names bound in
+    the body stay bound after it, as in Python."""
+
+    body: tuple
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
 class Return:
     values: tuple
     span: Span | None = _span()
 
 
-Stmt = Assign | ExprStmt | For | While | If | AtScope | Return
+Stmt = Assign | ExprStmt | For | While | If | AtScope | RuntimeScope | Return
 
 
 # ----------------------------------------------------------------------------- functions

@@ -21,6 +21,7 @@ from .nodes import (
     If,
     Program,
     Return,
+    RuntimeScope,
     Var,
     While,
     python_text,
@@ -221,6 +222,11 @@ class _Printer(IRVisitor):
         if stmt.else_body:
             self.lines.append(f"{pad}else:")
             self.body(stmt.else_body, depth + 1)
+
+    def visit_RuntimeScope(self, stmt: RuntimeScope) -> None:
+        depth = self.depth
+        self.lines.append(f"{'    ' * depth}with pl.scope():")
+        self.body(stmt.body, depth + 1)
 
     def visit_AtScope(self, stmt: AtScope) -> None:
         depth = self.depth

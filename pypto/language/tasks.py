@@ -24,7 +24,7 @@ import ast
 from dataclasses import replace
 
 from ..ir.errors import TypeCheckError
-from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, FuncCall, Var
+from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, FuncCall, RuntimeScope, Var
 from ..ir.types import (
     INDEX,
     TASK_ID,
@@ -95,9 +95,10 @@ class TaskSyntax:
 
     def _scope(self, node: ast.With, item: ast.withitem):
         """`with pl.scope(mode=pl.ScopeMode.MANUAL):` is `pl.manual_scope()`; `pl.scope()`
-        (AUTO) is a region whose tasks infer their edges as everywhere (upstream's runtime
-        scope is also a heap tier; here device memory is one pool, so AUTO changes nothing
-        the program can observe).  AUTO may not nest inside MANUAL, as upstream."""
+        (AUTO) is a runtime scope (`RuntimeScope`) whose tasks infer their edges as
+        everywhere: it picks the task ring of its depth (pypto.runtime.rings), which
+        nothing but ring capacity and scope stats can observe.  AUTO may not nest inside
+        MANUAL, as upstream."""
         self._orchestration_only(node, "pl.scope")
         call = item.context_expr
         mode_nodes = list(call.args) + [kw.value for kw in call.keywords]
@@ -115,7 +116,7 @@ class TaskSyntax:
             raise self.error(node, "an AUTO `pl.scope()` cannot be nested inside a manual "
                              "scope: the runtime forbids it",
                              hint="end the manual scope first, or leave this block out")
-        return list(self.body(node.body))
+        return RuntimeScope(tuple(self.body(node.body)), self.source.span(node))
 
     def _manual_scope(self, node: ast.With, item: ast.withitem):
         self._orchestration_only(node, "pl.manual_scope")

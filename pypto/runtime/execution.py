@@ -29,7 +29,12 @@ from pypto.runtime.abi import (
 )
 from pypto.runtime.accesses import ARG_STRUCT, decode_accesses
 from pypto.runtime.config import RunConfig
-from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
+from pypto.runtime.errors import (
+    OrchestrationError,
+    PyptoRuntimeError,
+    UnsupportedError,
+    orchestration_failed,
+)
 from pypto.runtime.golden import GoldenCheck
 from pypto.runtime.manifest import KernelSpec, ParamSpec
 from pypto.runtime.memory import (
@@ -88,23 +93,23 @@ class ProgramRun:
         self.resident = resident
         self._reuse = _reuse_of(program)
         self._own_cores: list[SimCore] | None = None  # from the program's pool: given back
-        if cores is None:
-            cores = self._own_cores = self._reuse.take_cores(config.workers)
-        self.cores = cores
         self.native = _native_for(self._reuse, config)
-        # The tensor-dump collector (`enable_dump_args`); None keeps dispatch as it is.
-        self._dump: ArgsDumpCollector | None = None
-        if self.native is not None:
-            self.scheduler: Any = native.NativeSchedule(program, self.cores,
-                                                        time.perf_counter_ns())
-            return
-        if config.sizes_rings:
+        if self.native is None and config.sizes_rings:
             raise UnsupportedError(
                 f"{config.where}: ring_task_window= / ring_heap= / ring_dep_pool= / "
                 "enable_scope_stats= are served by the native scheduler, and this run takes "
                 f"the Python one ({python_reason(config) or 'PYPTO_SCHEDULER=python'})",
                 hint="drop the ring arguments for this run, or the option that needs the "
                      "Python scheduler")
+        if cores is None:
+            cores = self._own_cores = self._reuse.take_cores(config.workers)
+        self.cores = cores
+        # The tensor-dump collector (`enable_dump_args`); None keeps dispatch as it is.
+        self._dump: ArgsDumpCollector | None = None
+        if self.native is not None:
+            self.scheduler: Any = native.NativeSchedule(program, self.cores,
+                                                        time.perf_counter_ns())
+            return
         self.memory = DeviceMemory()
         self.scheduler = Scheduler(
             self.cores,

@@ -303,8 +303,14 @@ CONSTRUCTS = (
      "compile_profiling=)`", SUPPORTED, "see docs/running.md"),
     ("`RunConfig(distributed_config=)`, `DistributedWorker`, `@pl.jit.host`", REFUSED,
      WHY["host"]),
-    ("`RunConfig(enable_pmu=, enable_scope_stats=, ring_*=, aicpu_thread_num=, "
-     "save_kernels=, codegen_only=)`", REFUSED,
+    ("`RunConfig(ring_task_window=, ring_heap=, ring_dep_pool=, enable_scope_stats=)`, "
+     "`PTO2_RING_*`", SUPPORTED,
+     "the native scheduler's four task rings (docs/running.md \"Task rings\"); a run that "
+     "needs the Python scheduler refuses them"),
+    ("`allow_early_resolve=` on `pl.at` / `pl.spmd` / `pl.submit` / `pl.spmd_submit`",
+     SUPPORTED, "a consumer released by a flagged producer starts next, on the core it frees "
+     "(docs/dependencies.md); recorded in deps.json and the swimlane"),
+    ("`RunConfig(enable_pmu=, aicpu_thread_num=, save_kernels=, codegen_only=)`", REFUSED,
      "TypeError naming the argument and what it is for; they size or sample the device "
      "runtime, which the simulator does not have"),
     ("a program written for `platform=\"a2a3\"` / `\"a5\"` run without a device", SUPPORTED,
@@ -470,19 +476,13 @@ GUIDE_PAGES = (
     GuidePage("docs/en/user/language/00-types.md"),
     GuidePage("docs/en/user/language/04-scopes.md"),
     GuidePage("docs/en/user/performance/01-task-granularity.md"),
-    GuidePage("docs/en/user/performance/02-runtime-overhead.md",
-              refused=("allow_early_resolve",),
-              why="`pl.at(allow_early_resolve=True)` is not accepted yet (a scheduling hint: "
-                  "consumers pre-staged before their producer ends)"),
+    GuidePage("docs/en/user/performance/02-runtime-overhead.md"),
     GuidePage("docs/en/user/performance/03-dependencies.md"),
     GuidePage("docs/en/user/performance/04-incore.md",
               refused=("`pl.MemRef` does not exist",),
               why="explicit slots, `pl.Tile[..., pl.MemRef(\"ub\", slots=2)[i % 2], ...]`, are "
                   "not modelled yet"),
-    GuidePage("docs/en/user/performance/05-memory.md",
-              refused=("ring_heap",),
-              why="`RunConfig(ring_task_window=, ring_heap=)` size the device runtime's four "
-                  "task rings, which this runtime does not model yet"),
+    GuidePage("docs/en/user/performance/05-memory.md"),
     GuidePage("docs/en/user/precision/00-workflow.md"),
     GuidePage("docs/en/user/tasks/03-tuning.md"),
     GuidePage("docs/en/user/tools/00-debugging.md"),
