@@ -331,6 +331,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.foldable = _assigned_once(fndef) if sig.fold_single_assignments else set()
         attrs, stmts = self._function_attrs(fndef.body)
         attrs = self._decorated_level(fndef, attrs)
+        attrs = self._decorated_auto_scope(fndef, attrs)
         body = self.body(stmts)
         returns = sig.returns
         ret_stmts = [s for s in body if isinstance(s, Return)]
@@ -371,11 +372,19 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             key = self.static(key_node) if key_node is not None else None
             if key in attrs:
                 raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
-            if key not in ("split", "level"):
+            if key not in ("split", "level", "auto_scope"):
                 raise self.error(key_node or call, f"function attribute {key!r} is not "
                                  "supported here", hint="supported: \"split\" (a pl.SplitMode), "
-                                 "\"level\" (pl.Level.AIC or pl.Level.AIV)")
+                                 "\"level\" (pl.Level.AIC or pl.Level.AIV), \"auto_scope\" "
+                                 "(False)")
             value = self.static(value_node)
+            if key == "auto_scope":
+                if value is not False or self.func_type is not FunctionType.Orchestration:
+                    raise self.error(value_node, "the \"auto_scope\" attribute is False, on an "
+                                     "orchestration function (the compiler then places none "
+                                     "of its runtime scopes)")
+                attrs[key] = value
+                continue
             if key == "level" and value not in (Level.AIC, Level.AIV):
                 raise self.error(value_node, "the \"level\" attribute takes pl.Level.AIC or "
                                  "pl.Level.AIV (a kernel on one unit of the core group)")
@@ -406,6 +415,18 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                     raise self.error(kw.value, "the decorator's level= and pl.func_attr's "
                                      "\"level\" disagree")
                 return tuple(sorted(declared.items()))
+        return attrs
+
+    def _decorated_auto_scope(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:
+        """`@pl.jit(auto_scope=False)` / `@pl.function(..., auto_scope=False)` on an
+        orchestration function: the "auto_scope" attribute (False), so the orchestration
+        places no runtime scope of its own (the decorator checked the value)."""
+        if self.func_type is not FunctionType.Orchestration:
+            return attrs
+        for deco in fndef.decorator_list:
+            for kw in deco.keywords if isinstance(deco, ast.Call) else ():
+                if kw.arg == "auto_scope" and self.static(kw.value) is False:
+                    return tuple(sorted(dict(attrs, auto_scope=False).items()))
         return attrs
 
     def _is_builtin_call(self, stmt: ast.stmt, name: str) -> bool:
