@@ -210,9 +210,10 @@ CONSTRUCTS = (
     ("`return kernel(x, out)` in an orchestration (a kernel call as the returned value)",
      SUPPORTED, "the call is submitted as a statement and its results are returned"),
     ("`@pl.jit(auto_scope=False)` (also `.inline`, `.host`, `@pl.function`)", SUPPORTED,
-     "the compiler places no runtime scope, which here it never does (a scope picks a task "
-     "ring upstream; this runtime has one pool); `.incore` / `.opaque` / an InCore or "
-     "Opaque `@pl.function` refuse it at the decorator, as upstream"),
+     "the orchestration opens no runtime scope of its own (by default its body, each loop "
+     "body and each branch is one, picking the task ring of its depth); an inline body "
+     "follows its caller's flag; `.incore` / `.opaque` / an InCore or Opaque "
+     "`@pl.function` refuse it at the decorator, as upstream"),
     ("a standalone `@pl.function` called from a program, `pl.parse` / `pl.loads` of one",
      SUPPORTED, "added to the program, parsed for the call's argument types; "
      "`ir.serialize` / `ir.deserialize` go through the printed form"),
