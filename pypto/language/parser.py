@@ -377,22 +377,25 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                                  "supported here", hint="supported: \"split\" (a pl.SplitMode), "
                                  "\"level\" (pl.Level.AIC or pl.Level.AIV), \"auto_scope\" "
                                  "(False)")
-            value = self.static(value_node)
-            if key == "auto_scope":
-                if value is not False or self.func_type is not FunctionType.Orchestration:
-                    raise self.error(value_node, "the \"auto_scope\" attribute is False, on an "
-                                     "orchestration function (the compiler then places none "
-                                     "of its runtime scopes)")
-                attrs[key] = value
-                continue
-            if key == "level" and value not in (Level.AIC, Level.AIV):
-                raise self.error(value_node, "the \"level\" attribute takes pl.Level.AIC or "
-                                 "pl.Level.AIV (a kernel on one unit of the core group)")
-            if key == "split" and not isinstance(value, SplitMode):
-                raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+            value = self._function_attr(key, value_node)
             if value is not SplitMode.NONE:
                 attrs[key] = value
         return tuple(sorted(attrs.items())), stmts[:start] + stmts[start + 1:]
+
+    def _function_attr(self, key: str, value_node: ast.AST):
+        """The value of one `pl.func_attr` entry, checked against its key."""
+        value = self.static(value_node)
+        if key == "auto_scope" and (value is not False
+                                    or self.func_type is not FunctionType.Orchestration):
+            raise self.error(value_node, "the \"auto_scope\" attribute is False, on an "
+                             "orchestration function (the compiler then places none of its "
+                             "runtime scopes)")
+        if key == "level" and value not in (Level.AIC, Level.AIV):
+            raise self.error(value_node, "the \"level\" attribute takes pl.Level.AIC or "
+                             "pl.Level.AIV (a kernel on one unit of the core group)")
+        if key == "split" and not isinstance(value, SplitMode):
+            raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+        return value
 
     def _decorated_level(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:
         """`@pl.function(type=pl.FunctionType.InCore, level=pl.Level.AIC)`: a kernel on one

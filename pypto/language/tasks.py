@@ -459,6 +459,21 @@ class TaskSyntax:
             if not getattr(ref, "__pypto_kernel__", False):
                 raise self.error(node, f"the first argument of {what} must be an "
                                  "@pl.jit.incore kernel (self.<kernel> in a @pl.program)")
+        options = self._submit_options(node, builtin, what)
+        if builtin == "spmd_submit" and options["core_num"] is None:
+            raise self.error(node, "pl.spmd_submit needs core_num=<number of blocks>")
+        call = self._func_call(ref, node, node.args[1:])
+        self._check_named_arguments(node, call, options)
+        results = call.type.items if isinstance(call.type, TupleType) else (call.type,)
+        rtype = TupleType(tuple(results) + (TASK_ID,)) if results else TASK_ID
+        return replace(call, type=rtype, deps=options["deps"],
+                       no_dep_args=call.no_dep_args + options["no_dep_args"],
+                       blocks=options["core_num"],
+                       task_id=True, dumps=options["dumps"],
+                       early_resolve=options["early_resolve"])
+
+    def _submit_options(self, node: ast.Call, builtin: str, what: str) -> dict:
+        """The keywords of `pl.submit(...)` / `pl.spmd_submit(...)`."""
         options = {"deps": (), "no_dep_args": (), "dumps": (), "core_num": None,
                    "early_resolve": False}
         for kw in node.keywords:
@@ -474,17 +489,7 @@ class TaskSyntax:
                 options["early_resolve"] = self._early_resolve(node, kw.value)
             else:
                 options["core_num"] = self._block_count(kw.value)
-        if builtin == "spmd_submit" and options["core_num"] is None:
-            raise self.error(node, "pl.spmd_submit needs core_num=<number of blocks>")
-        call = self._func_call(ref, node, node.args[1:])
-        self._check_named_arguments(node, call, options)
-        results = call.type.items if isinstance(call.type, TupleType) else (call.type,)
-        rtype = TupleType(tuple(results) + (TASK_ID,)) if results else TASK_ID
-        return replace(call, type=rtype, deps=options["deps"],
-                       no_dep_args=call.no_dep_args + options["no_dep_args"],
-                       blocks=options["core_num"],
-                       task_id=True, dumps=options["dumps"],
-                       early_resolve=options["early_resolve"])
+        return options
 
     def _early_resolve(self, call: ast.AST, node: ast.AST) -> bool:
         """`allow_early_resolve=True`: the task's consumers may pre-stage (a scheduling

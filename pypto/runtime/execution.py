@@ -18,11 +18,11 @@ from pypto.ir import dtypes
 from pypto.runtime import native
 from pypto.runtime.abi import (
     MAX_RANK,
+    TASK_EARLY_RESOLVE,
     AllocTensorFn,
     ArgKind,
     DispatchFn,
     PtoArg,
-    TASK_EARLY_RESOLVE,
     PtoRuntimeApi,
     ScopeFn,
     SubmitFn,

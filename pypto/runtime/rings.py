@@ -67,7 +67,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def resolve(resource: str, value: Any) -> tuple[int, int, int, int]:
+def resolve(resource: str, value: Any) -> tuple[int, ...]:
     """`RunConfig(ring_<resource>=value)` as four per-ring capacities."""
     name = f"ring_{resource}"
     default = DEFAULTS[resource]
@@ -95,7 +95,7 @@ def resolve(resource: str, value: Any) -> tuple[int, int, int, int]:
         else:
             _check_entry(resource, entry, f"{name}={value!r}")
             out.append(entry)
-    return tuple(out)  # type: ignore[return-value]
+    return tuple(out)
 
 
 def ring_overflow(resource: int, ring: int, needed: int, capacity: int, held: bool,
@@ -105,10 +105,10 @@ def ring_overflow(resource: int, ring: int, needed: int, capacity: int, held: bo
     name = RESOURCES[resource]
     who = f"dispatch of {kernel!r}" if kernel else "alloc_tensor"
     if held:
-        why = (f"the ring is full of what scopes still open hold (the orchestration waits "
-               f"for nothing that could free it)")
+        why = ("the ring is full of what scopes still open hold (the orchestration waits "
+               "for nothing that could free it)")
     else:
-        why = f"more than the ring holds"
+        why = "more than the ring holds"
     advice = {
         "task_window": "raise ring_task_window (PTO2_RING_TASK_WINDOW) or split the scope so "
                        "slots are reclaimed sooner",

@@ -35,10 +35,10 @@ def one_scope(a: pl.Tensor[[ROWS, TC], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, TC
 def split_scopes(a: pl.Tensor[[ROWS, TC], pl.FP32],
                  out: pl.Out[pl.Tensor[[ROWS, TC], pl.FP32]]):
     for i in pl.range(N):
-        with pl.scope():  # one task per scope: its slot is reclaimed once it finished
-            with pl.at(level=pl.Level.CORE_GROUP):
-                t = pl.load(a, [i * TR, 0], [TR, TC])
-                pl.store(pl.mul(t, 2.0), [i * TR, 0], out)
+        # One task per scope: its slot is reclaimed once it finished.
+        with pl.scope(), pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [i * TR, 0], [TR, TC])
+            pl.store(pl.mul(t, 2.0), [i * TR, 0], out)
     return out
 
 
@@ -49,11 +49,11 @@ def fan_in(a: pl.Tensor[[ROWS, TC], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, TC], 
             with pl.at(level=pl.Level.CORE_GROUP):
                 t = pl.load(a, [i * TR, 0], [TR, TC])
                 pl.store(pl.mul(t, 2.0), [i * TR, 0], out)
-        with pl.scope():  # depth 1, ring 1: one task waiting on all N writers
-            with pl.at(level=pl.Level.CORE_GROUP):
-                for i in pl.range(N):
-                    t = pl.load(out, [i * TR, 0], [TR, TC])
-                    pl.store(pl.add(t, 1.0), [i * TR, 0], out)
+        # Depth 1, ring 1: one task waiting on all N writers.
+        with pl.scope(), pl.at(level=pl.Level.CORE_GROUP):
+            for i in pl.range(N):
+                t = pl.load(out, [i * TR, 0], [TR, TC])
+                pl.store(pl.add(t, 1.0), [i * TR, 0], out)
     return out
 
 
