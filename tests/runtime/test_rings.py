@@ -21,13 +21,32 @@ ROWS = N * TR
 TILE_BYTES = TR * TC * 4  # one [TR, TC] FP32 scratch tensor: 8192 bytes
 
 
+@pl.jit.inline
+def doubled_rows(a: pl.Tensor[[ROWS, TC], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, TC], pl.FP32]]):
+    for i in pl.range(N):  # N tasks, one per row block
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(a, [i * TR, 0], [TR, TC])
+            pl.store(pl.mul(t, 2.0), [i * TR, 0], out)
+    return out
+
+
+@pl.jit.inline
+def through_scratch(a: pl.Tensor[[ROWS, TC], pl.FP32],
+                    out: pl.Out[pl.Tensor[[ROWS, TC], pl.FP32]], i: pl.Scalar[pl.INDEX]):
+    s = pl.create_tensor([TR, TC], pl.FP32)  # row block i via a fresh scratch tile
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(a, [i * TR, 0], [TR, TC])
+        pl.store(pl.mul(t, 2.0), [0, 0], s)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        t = pl.load(s, [0, 0], [TR, TC])
+        pl.store(pl.add(t, 1.0), [i * TR, 0], out)
+    return out
+
+
 @pl.jit(auto_scope=False)
 def one_scope(a: pl.Tensor[[ROWS, TC], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, TC], pl.FP32]]):
     with pl.scope():  # depth 0: all N tasks in ring 0, held until the scope closes
-        for i in pl.range(N):
-            with pl.at(level=pl.Level.CORE_GROUP):
-                t = pl.load(a, [i * TR, 0], [TR, TC])
-                pl.store(pl.mul(t, 2.0), [i * TR, 0], out)
+        out = doubled_rows(a, out)
     return out
 
 
@@ -45,10 +64,7 @@ def split_scopes(a: pl.Tensor[[ROWS, TC], pl.FP32],
 @pl.jit(auto_scope=False)
 def fan_in(a: pl.Tensor[[ROWS, TC], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, TC], pl.FP32]]):
     with pl.scope():
-        for i in pl.range(N):
-            with pl.at(level=pl.Level.CORE_GROUP):
-                t = pl.load(a, [i * TR, 0], [TR, TC])
-                pl.store(pl.mul(t, 2.0), [i * TR, 0], out)
+        out = doubled_rows(a, out)
         # Depth 1, ring 1: one task waiting on all N writers.
         with pl.scope(), pl.at(level=pl.Level.CORE_GROUP):
             for i in pl.range(N):
@@ -63,13 +79,7 @@ def scratch_per_row(a: pl.Tensor[[ROWS, TC], pl.FP32],
     with pl.scope():
         for i in pl.range(N):
             with pl.scope():  # depth 1, ring 1: one scratch tile per scope
-                s = pl.create_tensor([TR, TC], pl.FP32)
-                with pl.at(level=pl.Level.CORE_GROUP):
-                    t = pl.load(a, [i * TR, 0], [TR, TC])
-                    pl.store(pl.mul(t, 2.0), [0, 0], s)
-                with pl.at(level=pl.Level.CORE_GROUP):
-                    t = pl.load(s, [0, 0], [TR, TC])
-                    pl.store(pl.add(t, 1.0), [i * TR, 0], out)
+                out = through_scratch(a, out, i)
     return out
 
 
@@ -78,13 +88,7 @@ def scratch_in_one_scope(a: pl.Tensor[[ROWS, TC], pl.FP32],
                          out: pl.Out[pl.Tensor[[ROWS, TC], pl.FP32]]):
     with pl.scope():
         for i in pl.range(N):  # every scratch tile held by the one open scope
-            s = pl.create_tensor([TR, TC], pl.FP32)
-            with pl.at(level=pl.Level.CORE_GROUP):
-                t = pl.load(a, [i * TR, 0], [TR, TC])
-                pl.store(pl.mul(t, 2.0), [0, 0], s)
-            with pl.at(level=pl.Level.CORE_GROUP):
-                t = pl.load(s, [0, 0], [TR, TC])
-                pl.store(pl.add(t, 1.0), [i * TR, 0], out)
+            out = through_scratch(a, out, i)
     return out
 
 
