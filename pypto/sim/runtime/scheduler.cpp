@@ -567,8 +567,8 @@ bool Run::make_room(int32_t ring, int64_t slots, int64_t deps, int64_t bytes, in
                                  scopes[size_t(tasks[size_t(ring_tasks[ring].front())].scope)].open;
         }
         if (need[short_of] > capacity[short_of][ring] || held_by_open_scope) {
+            if (error.code == ERR_NONE) error.pad = need[short_of] > capacity[short_of][ring] ? 0 : 1;
             fail(codes[short_of], kernel, ring, need[short_of], capacity[short_of][ring]);
-            error.pad = need[short_of] > capacity[short_of][ring] ? 0 : 1;
             return false;
         }
         Task *task = nullptr;
