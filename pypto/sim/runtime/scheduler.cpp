@@ -587,9 +587,9 @@ bool Run::make_room(int32_t ring, int64_t slots, int64_t deps, int64_t bytes, in
     }
 }
 
+/* Scope records are the orchestrating thread's alone (workers never read them), as is
+ * the task list's length: no lock. */
 int32_t Run::scope_begin() {
-    Pool &p = pool();
-    std::lock_guard<std::mutex> guard(p.lock);
     int32_t depth = int32_t(open_scopes.size()) - 1;
     int32_t ring = std::min(depth, kRings - 1);
     scopes.push_back({depth, ring, true, int64_t(tasks.size()), 0,
@@ -599,8 +599,6 @@ int32_t Run::scope_begin() {
 }
 
 int32_t Run::scope_end() {
-    Pool &p = pool();
-    std::lock_guard<std::mutex> guard(p.lock);
     if (open_scopes.size() <= 1) return fail(ERR_SCOPE_END, -1, 0, 0, 0), -1;
     Scope &scope = scopes[size_t(open_scopes.back())];
     scope.open = false;
@@ -703,16 +701,6 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
     for (int64_t src : explicit_deps) edges.push_back({src, task_id, 2, 0});
     raw.insert(raw.end(), explicit_deps.begin(), explicit_deps.end());
     sort_unique(raw);
-    const int32_t scope_id = current_scope();
-    const int32_t ring = scopes[size_t(scope_id)].ring;
-    if (blocks > 0) {
-        Pool &p = pool();
-        std::unique_lock<std::mutex> guard(p.lock);
-        if (!make_room(ring, blocks, blocks * int64_t(raw.size()), 0, kernel_index, guard)) {
-            edges.resize(edges_before);
-            return -1;
-        }
-    }
     int64_t pred_offset = int64_t(predecessors.size());
     predecessors.insert(predecessors.end(), raw.begin(), raw.end());
 
@@ -749,6 +737,15 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
 
     Pool &p = pool();
     std::unique_lock<std::mutex> guard(p.lock);
+    const int32_t scope_id = current_scope();
+    const int32_t ring = scopes[size_t(scope_id)].ring;
+    if (blocks > 0 &&
+        !make_room(ring, blocks, blocks * int64_t(raw.size()), 0, kernel_index, guard)) {
+        /* The run stops here: what it recorded ends with the last task submitted. */
+        edges.resize(edges_before);
+        predecessors.resize(size_t(pred_offset));
+        return -1;
+    }
     int64_t released = 0;
     for (int64_t b = 0; b < blocks; ++b) {
         tasks.emplace_back();
