@@ -189,3 +189,37 @@ def test_bad_sizes_are_refused_with_the_constraint(keyword, value, message):
 def test_a_run_that_needs_the_python_scheduler_refuses_ring_arguments():
     with pytest.raises(UnsupportedError, match="native scheduler.*schedule_seed"):
         _run(one_scope, RunConfig(ring_task_window=8, schedule_seed=1))
+
+
+def _rings_of_tasks(kernel, tmp_path, monkeypatch) -> list[int]:
+    monkeypatch.setenv("PYPTO_WORK_DIR", str(tmp_path))
+    _run(kernel, RunConfig(enable_dep_gen=True))
+    graph = json.loads((tmp_path / "dfx_outputs" / "deps.json").read_text())
+    return [t["ring"] for t in graph["tasks"]]
+
+
+def test_auto_scopes_put_loop_tasks_one_ring_deeper_unless_turned_off(tmp_path, monkeypatch):
+    @pl.jit
+    def placed(a: pl.Tensor[[ROWS, TC], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, TC], pl.FP32]]):
+        out = doubled_rows(a, out)  # the loop body is a scope of depth 1
+        with pl.at(level=pl.Level.CORE_GROUP):  # the function body's scope: depth 0
+            t = pl.load(out, [0, 0], [TR, TC])
+            pl.store(pl.add(t, 1.0), [0, 0], out)
+        return out
+
+    @pl.jit(auto_scope=False)
+    def unplaced(a: pl.Tensor[[ROWS, TC], pl.FP32],
+                 out: pl.Out[pl.Tensor[[ROWS, TC], pl.FP32]]):
+        out = doubled_rows(a, out)
+        with pl.at(level=pl.Level.CORE_GROUP):
+            t = pl.load(out, [0, 0], [TR, TC])
+            pl.store(pl.add(t, 1.0), [0, 0], out)
+        return out
+
+    assert _rings_of_tasks(placed, tmp_path / "a", monkeypatch) == [1] * N + [0]
+    assert _rings_of_tasks(unplaced, tmp_path / "b", monkeypatch) == [0] * (N + 1)
+    args = (torch.zeros(ROWS, TC), torch.zeros(ROWS, TC))
+    text = unplaced.frontend(*args).as_python()
+    assert "pl.func_attr({'auto_scope': False})" in text
+    assert pl.parse(text).as_python() == text
+    assert "auto_scope" not in placed.frontend(*args).as_python()
