@@ -1,7 +1,9 @@
 """The runtime's four task rings (upstream's PTO2 rings; docs/running.md "Task rings").
 
-A task dispatched at runtime-scope depth d (`pl.scope()`; tasks outside any scope are at
-depth 0) takes one slot of ring min(d, 3)'s task window and one entry of its dependency
+A task dispatched at runtime-scope depth d (`pl.scope()`, and the scopes the orchestration
+opens around its body, each loop body and each branch unless `auto_scope=False`; depth
+counts from 0, and tasks outside every scope take ring 0) takes one slot of ring
+min(d, 3)'s task window and one entry of its dependency
 pool per predecessor; a scratch tensor (`alloc_tensor`) takes its bytes from its scope's
 ring's heap.  Each ring frees them first in, first out: a slot (and its entries) once its
 task finished, the consumers that waited on it finished and its scope closed; heap bytes
@@ -14,9 +16,9 @@ names the ring, the resource and what to raise.
 `RunConfig(ring_task_window=, ring_heap=, ring_dep_pool=)` size them: a scalar for all four
 rings or a list of exactly four, a 0 entry (or None) keeping the default, which
 `PTO2_RING_TASK_WINDOW` / `PTO2_RING_HEAP` / `PTO2_RING_DEP_POOL` override.  The defaults
-are far above upstream's (16384 slots, 256 MiB, 16384 entries per ring): the compiler here
-places no scopes of its own (`auto_scope`), so every task outside a `pl.scope()` stays in
-ring 0's window until the orchestration returns.
+are far above upstream's (16384 slots, 256 MiB, 16384 entries per ring), so that every
+program written before the rings existed runs unchanged (a flat body's tasks all stay in
+ring 0's window until the orchestration returns); the heap is accounting only.
 """
 
 from __future__ import annotations
