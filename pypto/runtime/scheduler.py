@@ -219,8 +219,9 @@ class Scheduler:
         Ids count up from 0 in submission order; the blocks of one call get consecutive
         ids.  `deps` are explicit predecessors and must name already-submitted tasks.
         Only one thread may submit.  `early_resolve` (`allow_early_resolve=True`): a
-        dependent this dispatch's tasks are the last to wait for goes to the front of the
-        ready queue (FIFO mode; a seeded schedule orders ready tasks by its seed).
+        dependent this dispatch's tasks are the last to wait for is pre-staged: it goes to
+        the front of the ready queue and runs next (a seeded schedule too runs it next,
+        then picks among the others by its seed).
         """
         task_id = len(self.tasks)
         explicit = sorted(set(deps)) if deps else ()
@@ -396,9 +397,14 @@ class Scheduler:
         ready = self._ready
         step = 0
         while ready and self._error is None:
-            pick = rng.randrange(len(ready))
-            ready[pick], ready[-1] = ready[-1], ready[pick]
-            task = self.tasks[ready.pop()]
+            if self.tasks[ready[0]].staged:
+                # Pre-staged (allow_early_resolve): it starts the moment its producer
+                # ended, before the seed picks among the others.
+                task = self.tasks[ready.popleft()]
+            else:
+                pick = rng.randrange(len(ready))
+                ready[pick], ready[-1] = ready[-1], ready[pick]
+                task = self.tasks[ready.pop()]
             error = self._execute(task, self.cores[step % len(self.cores)])
             step += 1
             with self._lock:

@@ -16,7 +16,7 @@ from pypto.ir import ParseError
 from pypto.runtime import RunConfig
 
 TR, TC = 64, 128
-SPIN = 300  # iterations of the gate task: long enough for every later task to be queued
+SPIN = 100_000  # iterations of the gate task (~30 ms): every later task is queued by then
 
 
 def pipeline(early: bool):
@@ -51,13 +51,13 @@ def scheduler(request, monkeypatch):
     return request.param
 
 
-def _run(kernel, tmp_path, monkeypatch):
+def _run(kernel, tmp_path, monkeypatch, **config):
     monkeypatch.setenv("PYPTO_WORK_DIR", str(tmp_path))
     a = torch.randn(TR, TC)
     g, s, out = torch.zeros(TR, TC), torch.zeros(TR, TC), torch.zeros(TR, TC)
     x = torch.zeros(2 * TR, TC)
     kernel(a, g, s, x, out,
-           config=RunConfig(workers=1, enable_dep_gen=True, enable_swimlane=True))
+           config=RunConfig(workers=1, enable_dep_gen=True, enable_swimlane=True, **config))
     torch.testing.assert_close(out, torch.exp(a * 2.0))
     torch.testing.assert_close(x, torch.cat([a + 1.0, a + 1.0]))
     deps = json.loads((tmp_path / "dfx_outputs" / "deps.json").read_text())
@@ -133,3 +133,18 @@ def test_allow_early_resolve_takes_a_bool():
 
     with pytest.raises(ParseError, match="allow_early_resolve= takes True or False"):
         bad.frontend(torch.zeros(TR, TC), torch.zeros(TR, TC))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_seeded_schedule_runs_a_pre_staged_consumer_right_after_its_producer(seed, tmp_path,
+                                                                            monkeypatch):
+    # A seeded run starts once everything is submitted: no timing is involved.
+    order, _ = _run(pipeline(True), tmp_path, monkeypatch, schedule_seed=seed)
+    names = _names(order)
+    assert names.index("consumer") == names.index("producer") + 1
+
+
+def test_without_the_flag_a_seed_may_run_others_between_producer_and_consumer(tmp_path,
+                                                                            monkeypatch):
+    order, _ = _run(pipeline(False), tmp_path, monkeypatch, schedule_seed=2)
+    assert _names(order) == ["gate", "producer", "side", "side", "consumer"]
