@@ -45,7 +45,7 @@ from pypto.runtime.memory import (
     tensor_arg,
 )
 from pypto.runtime.param_buffers import ParamBuffers
-from pypto.runtime.rings import DEFAULT_RINGS
+from pypto.runtime.rings import DEFAULT_RINGS, RINGS
 from pypto.runtime.scheduler import Access, Scheduler
 
 if TYPE_CHECKING:
@@ -313,8 +313,11 @@ class ProgramRun:
             # Only one thread submits, so the next id is the number of tasks so far.
             kernel = self._dump.wrap(kernel, len(self.scheduler.tasks), kernel_index, spec,
                                      copied)
+        # The ring the native scheduler would give it (the scopes open, less the implicit
+        # one: the Python scheduler keeps no ring resources, only records the ring).
+        ring = min(max(self._scope_depth - 1, 0), RINGS - 1)
         return self.scheduler.submit(spec.name, kernel, copied, accesses, deps, blocks,
-                                     early_resolve=bool(flags & TASK_EARLY_RESOLVE))
+                                     early_resolve=bool(flags & TASK_EARLY_RESOLVE), ring=ring)
 
     def _accesses(self, spec: KernelSpec, raw: bytes) -> list[Access]:
         """The device bytes each tensor argument (`raw`: the PtoArg array's bytes) can

@@ -109,7 +109,8 @@ class Task:
     """Pre-staged: released by an early-resolve predecessor, so it started next on the core
     that predecessor freed, ahead of tasks that became ready earlier."""
     ring: int = 0
-    """The ring it took its slot from (min(scope depth, 3); the Python scheduler: 0)."""
+    """The ring of its scope depth, min(depth, 3) (the Python scheduler records it; only
+    the native one keeps the rings' resources)."""
 
 
 # An OverlapMap entry is a task id (the one plain last writer: the common case, kept
@@ -213,6 +214,7 @@ class Scheduler:
         deps: Iterable[int] = (),
         blocks: int = 1,
         early_resolve: bool = False,
+        ring: int = 0,
     ) -> int:
         """Adds `blocks` tasks that call `kernel(core_pointer, args)`; returns the first id.
 
@@ -257,9 +259,9 @@ class Scheduler:
         if blocks > 1:
             # Every block has the dispatch's predecessors; edges are per task.
             edges = [e._replace(dst=i) for i in ids for e in edges]
-        if early_resolve:
-            for task in tasks:
-                task.early_resolve = True
+        for task in tasks:
+            task.early_resolve = early_resolve
+            task.ring = ring
         self._enqueue(tasks, predecessors, edges)
         return task_id
 

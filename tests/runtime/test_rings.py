@@ -198,7 +198,10 @@ def _rings_of_tasks(kernel, tmp_path, monkeypatch) -> list[int]:
     return [t["ring"] for t in graph["tasks"]]
 
 
-def test_auto_scopes_put_loop_tasks_one_ring_deeper_unless_turned_off(tmp_path, monkeypatch):
+@pytest.mark.parametrize("scheduler", ["native", "python"])
+def test_auto_scopes_put_loop_tasks_one_ring_deeper_unless_turned_off(scheduler, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setenv("PYPTO_SCHEDULER", scheduler)  # both record each task's ring
     @pl.jit
     def placed(a: pl.Tensor[[ROWS, TC], pl.FP32], out: pl.Out[pl.Tensor[[ROWS, TC], pl.FP32]]):
         out = doubled_rows(a, out)  # the loop body is a scope of depth 1
