@@ -16,6 +16,7 @@ class DTypeInfo:
     exponent_bits: int  # 0 for integers
     torch_name: str | None  # attribute of the torch module, None when torch has none
     cpp_type: str  # element type in the simulator's C++
+    torch_storage: str | None = None  # a torch dtype holding its bits, where torch has none
 
 
 class DataType(enum.Enum):
@@ -34,6 +35,11 @@ class DataType(enum.Enum):
     FP32 = DTypeInfo(10, 32, True, True, 24, 8, "float32", "float")
     FP8E4M3FN = DTypeInfo(11, 8, True, True, 4, 4, "float8_e4m3fn", "pto::fp8e4m3fn")
     FP8E5M2 = DTypeInfo(12, 8, True, True, 3, 5, "float8_e5m2", "pto::fp8e5m2")
+    # HiFloat8 (docs/numerics.md): up to 4 significant bits, binades 2^-22 .. 2^15.  torch has
+    # no such dtype: its tensors are torch.uint8 holding the codes, as upstream passes them.
+    HF8 = DTypeInfo(13, 8, True, True, 4, 5, None, "pto::hf8", "uint8")
+    # OCP MX scale 2^(e - 127): one significant bit, no sign (torch.float8_e8m0fnu).
+    FP8E8M0 = DTypeInfo(14, 8, True, False, 1, 8, "float8_e8m0fnu", "pto::fp8e8m0")
 
     @property
     def code(self) -> int:
@@ -75,12 +81,14 @@ class DataType(enum.Enum):
         return 0, (1 << self.bits) - 1
 
     def to_torch(self):
-        """The torch dtype of the same name (imports torch lazily)."""
+        """The torch dtype of the same name, or the one holding the bits of a dtype torch
+        lacks (HF8: torch.uint8); imports torch lazily."""
         import torch
 
-        if self.value.torch_name is None:
+        name = self.value.torch_name or self.value.torch_storage
+        if name is None:
             raise TypeError(f"{self.name} has no torch equivalent")
-        return getattr(torch, self.value.torch_name)
+        return getattr(torch, name)
 
     def __repr__(self) -> str:
         return f"pl.{self.name}"

@@ -112,6 +112,8 @@ template <> struct Num<bf16> {
 };
 template <> struct Num<fp8e4m3fn> : NarrowFloat<fp8e4m3fn> {};
 template <> struct Num<fp8e5m2> : NarrowFloat<fp8e5m2> {};
+template <> struct Num<hf8> : NarrowFloat<hf8> {};
+template <> struct Num<fp8e8m0> : NarrowFloat<fp8e8m0> {};
 
 // A narrow float type (f16, bf16, fp8): computes in float, stored narrower.
 template <class T> constexpr bool kNarrow = Num<T>::is_float && !__is_same(T, float);

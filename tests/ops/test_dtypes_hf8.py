@@ -1,0 +1,235 @@
+"""pl.HF8 (HiFloat8) and pl.FP8E8M0 (the MX scale): the simulator's conversions
+(pypto/sim/include/pto/numerics.hpp) bit for bit against the torch semantics' reference
+(pypto/debug/rounding.py) and against values derived here from the formats' definitions
+(docs/numerics.md): every one of the 256 codes each way, and edge values under every mode.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pypto.debug import rounding
+from pypto.ir.dtypes import DataType as DT
+from pypto.sim import INCLUDE_DIR
+
+MODES = {"none": 0, "rint": 1, "round": 2, "floor": 3, "ceil": 4, "trunc": 5, "odd": 6}
+SIM_TESTS = Path(__file__).resolve().parents[1] / "sim"
+STORAGE = {DT.FP32: np.float32, DT.FP16: np.float16, DT.BF16: np.uint16, DT.HF8: np.uint8,
+           DT.FP8E8M0: np.uint8, DT.INT32: np.int32, DT.FP8E4M3FN: np.uint8}
+
+
+@pytest.fixture(scope="module")
+def sim_convert(tmp_path_factory):
+    """convert<D, S> over arrays (tests/sim/sim_convert_driver.cpp), built once."""
+    so = tmp_path_factory.mktemp("hf8") / "convert.so"
+    cmd = ["g++", "-std=c++17", "-O1", "-fPIC", "-shared", "-ffp-contract=off", "-Wall",
+           "-Wextra", "-Werror", f"-I{INCLUDE_DIR}", str(SIM_TESTS / "sim_convert_driver.cpp"),
+           "-o", str(so)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    fn = ctypes.CDLL(str(so)).sim_convert
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                   ctypes.c_int]
+
+    def convert(dst: DT, src: DT, values, mode: str = "none") -> np.ndarray:
+        x = np.ascontiguousarray(values, dtype=STORAGE[src])
+        out = np.empty(x.shape, dtype=STORAGE[dst])
+        assert fn(dst.code, src.code, x.ctypes.data, out.ctypes.data, x.size, MODES[mode]) == 0
+        return out
+
+    return convert
+
+
+ALL_CODES = np.arange(256, dtype=np.uint8)
+
+
+def hf8_table() -> dict[int, float]:
+    """Every HiFloat8 code's value, enumerated from the format's fields (the HiFloat8 paper:
+    dot field 11 / 10 / 01 / 001 / 0001 for exponent widths 4 / 3 / 2 / 1 / 0 with 1 / 2 / 3
+    / 3 / 3 mantissa bits; 0000 mmm the denormals 2^(m - 23); 0x80 NaN; +-2^15 * 1.5 inf)."""
+    table = {0x00: 0.0, 0x80: float("nan")}
+    for m in range(1, 8):
+        table[m], table[0x80 | m] = 2.0 ** (m - 23), -(2.0 ** (m - 23))
+    for prefix, width, d, mb in (("11", 2, 4, 1), ("10", 2, 3, 2), ("01", 2, 2, 3),
+                                 ("001", 3, 1, 3), ("0001", 4, 0, 3)):
+        for e in ([0] if d == 0 else range(-(2**d - 1), 2**d)):
+            if d and abs(e) < 2 ** (d - 1):
+                continue  # the implicit leading one of the exponent's magnitude
+            e_field = "" if d == 0 else ("1" if e < 0 else "0") + format(
+                abs(e) - 2 ** (d - 1), f"0{d - 1}b") if d > 1 else ("1" if e < 0 else "0")
+            for m in range(2**mb):
+                code = int(prefix + e_field + format(m, f"0{mb}b"), 2)
+                value = float("inf") if (e == 15 and m == 1) else 2.0**e * (1 + m / 2**mb)
+                table[code], table[0x80 | code] = value, -value
+    return table
+
+
+def same(a: np.ndarray, b: np.ndarray) -> None:
+    """Equal float64 values, NaN matching NaN, signs of zero compared."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    ok = ~np.isnan(a)
+    np.testing.assert_array_equal(a[ok], b[ok])
+    np.testing.assert_array_equal(np.signbit(a[ok]), np.signbit(b[ok]))
+
+
+# -- decoding: all 256 codes --------------------------------------------------------------
+
+
+def test_hf8_table_covers_every_code_once():
+    table = hf8_table()
+    assert sorted(table) == list(range(256))
+    finite = [v for v in table.values() if np.isfinite(v)]
+    assert len(finite) == len(set(finite)) == 253  # one zero, one NaN, two infinities
+    assert max(finite) == 2.0**15 and min(abs(v) for v in finite if v) == 2.0**-22
+
+
+def test_hf8_codes_widen_exactly(sim_convert):
+    want = np.array([hf8_table()[c] for c in range(256)])
+    same(rounding.HF8_VALUES, want)
+    same(sim_convert(DT.FP32, DT.HF8, ALL_CODES), want)
+    same(sim_convert(DT.FP16, DT.HF8, ALL_CODES), want)  # exact in FP16 too
+    # and back: every code but NaN's is its own value's code; NaN is 0x80
+    back = sim_convert(DT.HF8, DT.FP32, want.astype(np.float32))
+    np.testing.assert_array_equal(back, ALL_CODES)
+
+
+def test_e8m0_codes_widen_exactly_and_as_torch(sim_convert):
+    want = np.array([2.0 ** (c - 127) for c in range(255)] + [np.nan])
+    same(rounding.E8M0_VALUES, want)
+    got = sim_convert(DT.FP32, DT.FP8E8M0, ALL_CODES)
+    same(got, want)
+    torch_f32 = torch.from_numpy(ALL_CODES).view(torch.float8_e8m0fnu).float().numpy()
+    np.testing.assert_array_equal(got.view(np.uint32)[:255], torch_f32.view(np.uint32)[:255])
+    np.testing.assert_array_equal(sim_convert(DT.FP8E8M0, DT.FP32, got), ALL_CODES)
+
+
+# -- encoding: edges under every mode, random values, torch ---------------------------------
+
+
+def hf8_edges() -> np.ndarray:
+    """Every finite HF8 value, the midpoints between neighbours, and values just off them
+    (one FP32 ulp), plus zero, infinities, overflow and underflow boundaries."""
+    grid = np.unique(np.abs(rounding.HF8_VALUES[np.isfinite(rounding.HF8_VALUES)]))
+    mids = (grid[1:] + grid[:-1]) / 2
+    pts = np.concatenate([grid, mids, [2.0**15 * 1.25, 2.0**15 * 1.5, 2.0**16, 1e30, 2.0**-23,
+                                       2.0**-24, 1e-30]]).astype(np.float32)
+    pts = np.concatenate([pts, np.nextafter(pts, np.float32(0)),
+                          np.nextafter(pts, np.float32(np.inf))])
+    return np.concatenate([pts, -pts, np.float32([0.0, -0.0, np.inf, -np.inf, np.nan])])
+
+
+def nearest_reference(x: float, grid: np.ndarray, parity, mode: str):
+    """x rounded onto the sorted non-negative grid by `mode`, by search: (lo, hi) are the
+    neighbours; ties go by the parity of lo (its last significand bit)."""
+    a, neg = abs(x), x < 0 or (x == 0 and np.signbit(x))
+    i = np.searchsorted(grid, a)
+    if i < len(grid) and grid[i] == a:
+        return a if not neg else -a
+    lo, hi = grid[i - 1], (grid[i] if i < len(grid) else np.inf)
+    up = {"rint": a - lo > hi - a or (a - lo == hi - a and parity(lo)),
+          "round": a - lo >= hi - a, "floor": neg, "ceil": not neg, "trunc": False,
+          "odd": not parity(lo)}[mode]
+    v = hi if up else lo
+    return -v if neg else v
+
+
+def hf8_parity(v: float) -> bool:
+    """The last significand bit of a non-negative HF8 value (zero: even)."""
+    if v == 0:
+        return False
+    e = int(np.floor(np.log2(v)))
+    mb = 0 if e < -15 else 3 if abs(e) <= 3 else 2 if abs(e) <= 7 else 1
+    return bool(int(v / 2.0 ** (e - mb)) & 1)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_fp32_to_hf8_every_mode(sim_convert, mode):
+    x = hf8_edges()
+    got = sim_convert(DT.HF8, DT.FP32, x, mode)
+    np.testing.assert_array_equal(got, rounding.to_hf8(x, mode))
+    # the search reference, for every finite input (the grid reaches one step past 2^15)
+    grid = np.append(np.unique(np.abs(rounding.HF8_VALUES[np.isfinite(rounding.HF8_VALUES)])),
+                     2.0**15 * 1.5)
+    m = "round" if mode == "none" else mode
+    values = rounding.HF8_VALUES[got]
+    for xi, vi in zip(x.astype(np.float64), values):
+        if not np.isfinite(xi):
+            continue
+        want = nearest_reference(xi, grid, hf8_parity, m)
+        if abs(want) > 2.0**15:  # past the largest finite: inf or 2^15 by the mode
+            away = m in ("rint", "round") or (m == "ceil" and xi > 0) or (m == "floor" and xi < 0)
+            want = np.copysign(np.inf if away else 2.0**15, xi)
+        assert vi == want or (vi == 0 and want == 0), (mode, xi, vi, want)
+
+
+def test_hf8_specials(sim_convert):
+    x = np.float32([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 2.0**-23, -(2.0**-23),
+                    40960.0, 40959.996, 1.0625, 1.1875])
+    np.testing.assert_array_equal(sim_convert(DT.HF8, DT.FP32, x),
+                                  [0x80, 0x80, 0x6F, 0xEF, 0, 0, 1, 0x81, 0x6F, 0x6E, 9, 10])
+    np.testing.assert_array_equal(sim_convert(DT.HF8, DT.FP32, x, "rint"),
+                                  [0x80, 0x80, 0x6F, 0xEF, 0, 0, 0, 0, 0x6E, 0x6E, 8, 10])
+
+
+@pytest.mark.parametrize("src", [DT.FP16, DT.BF16])
+def test_narrow_floats_to_hf8_one_rounding(sim_convert, src):
+    patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    raw = patterns.view(np.float16) if src is DT.FP16 else patterns
+    exact = torch.from_numpy(patterns.view(np.int16)).view(src.to_torch()).double().numpy()
+    for mode in ("none", "rint", "floor", "odd"):
+        np.testing.assert_array_equal(sim_convert(DT.HF8, src, raw, mode),
+                                      rounding.to_hf8(exact, mode))
+
+
+def test_random_fp32_to_hf8_and_e8m0(sim_convert):
+    rng = np.random.default_rng(19)
+    bits = rng.integers(0, 2**32, 200_000, dtype=np.uint32)
+    x = np.where((bits & 0x7F800000) == 0x7F800000, bits | 0x00400000, bits).view(np.float32)
+    for mode in MODES:
+        np.testing.assert_array_equal(sim_convert(DT.HF8, DT.FP32, x, mode),
+                                      rounding.to_hf8(x.astype(np.float64), mode))
+        np.testing.assert_array_equal(sim_convert(DT.FP8E8M0, DT.FP32, x, mode),
+                                      rounding.to_e8m0(x.astype(np.float64), mode))
+    # torch's own float8_e8m0fnu conversion is the rint one, except that torch takes an FP32
+    # subnormal strictly between 2^-127 and 1.5 * 2^-127 up to 2^-126 (it rounds subnormals
+    # as if halfway between 0 and 2^-126); pl.cast goes to the nearer 2^-127 (docs/numerics.md)
+    want = torch.from_numpy(x).to(torch.float8_e8m0fnu).view(torch.uint8).numpy()
+    got = sim_convert(DT.FP8E8M0, DT.FP32, x, "rint")
+    a = np.abs(x.astype(np.float64))
+    quirk = (a > 2.0**-127) & (a < 1.5 * 2.0**-127)
+    assert quirk.sum() > 50 and np.all(got[quirk] == 0) and np.all(want[quirk] == 1)
+    np.testing.assert_array_equal(got[~quirk], want[~quirk])
+
+
+def test_e8m0_edges_every_mode(sim_convert):
+    p = np.float32([0.0, -0.0, 1.0, -1.0, 1.5, -1.5, 1.4999999, 3.0, 2.0**-127, 1.5 * 2.0**-127,
+                    2.0**-130, 2.0**-149, 2.0**127, 1.5 * 2.0**127, 3.4e38, np.inf, -np.inf,
+                    np.nan])
+    got = {m: sim_convert(DT.FP8E8M0, DT.FP32, p, m) for m in MODES}
+    for m in MODES:
+        np.testing.assert_array_equal(got[m], rounding.to_e8m0(p.astype(np.float64), m))
+    np.testing.assert_array_equal(
+        got["rint"], [0, 0, 127, 127, 128, 128, 127, 129, 0, 1, 0, 0, 254, 255, 255, 255, 255, 255])
+    np.testing.assert_array_equal(got["rint"], got["none"])
+    np.testing.assert_array_equal(
+        got["floor"], [0, 0, 127, 127, 127, 127, 127, 128, 0, 0, 0, 0, 254, 254, 254, 255, 255, 255])
+    np.testing.assert_array_equal(
+        got["ceil"], [0, 0, 127, 127, 128, 128, 128, 129, 0, 1, 0, 0, 254, 255, 255, 255, 255, 255])
+    want = torch.from_numpy(p).to(torch.float8_e8m0fnu).view(torch.uint8).numpy()
+    np.testing.assert_array_equal(got["rint"], want)
+
+
+def test_hf8_and_e8m0_between_each_other_and_ints(sim_convert):
+    e8 = sim_convert(DT.HF8, DT.FP8E8M0, ALL_CODES)
+    np.testing.assert_array_equal(e8, rounding.to_hf8(rounding.E8M0_VALUES, "none"))
+    back = sim_convert(DT.FP8E8M0, DT.HF8, ALL_CODES, "rint")
+    np.testing.assert_array_equal(back, rounding.to_e8m0(rounding.HF8_VALUES, "rint"))
+    ints = np.arange(-70000, 70000, 7, dtype=np.int32)
+    np.testing.assert_array_equal(sim_convert(DT.HF8, DT.INT32, ints, "trunc"),
+                                  rounding.to_hf8(ints.astype(np.float64), "trunc"))
