@@ -106,6 +106,8 @@ def _type_facts(call: Call) -> list:
         return [("valid", list(call.args[0].type.valid_shape))]  # the values written
     if call.op == "tile.scatter" and call.args[2].type.valid_shape is not None:
         return [("valid", list(call.args[2].type.valid_shape))]  # the indices that take part
+    if call.op == "cast" and call.args[0].type.dtype.value.torch_storage is not None:
+        return [("src", call.args[0].type.dtype.name)]  # HF8: a uint8 tensor holding codes
     return []
 
 

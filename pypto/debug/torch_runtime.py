@@ -1083,8 +1083,12 @@ def submit(fn, *args, blocks_=None, task_id=False):
 # ----------------------------------------------------------------------------- casts
 
 
-def cast(x: torch.Tensor, dtype: str, mode: str = "rint") -> torch.Tensor:
-    """One hop, rounded once by `mode` (exact for every source but INT64 beyond 2**53)."""
+def cast(x: torch.Tensor, dtype: str, mode: str = "rint", src: str | None = None) -> torch.Tensor:
+    """One hop, rounded once by `mode` (exact for every source but INT64 beyond 2**53).
+
+    `src` names the source dtype where its tensor does not (HF8: torch.uint8 holding the
+    codes); the result of a cast to HF8 is such a tensor, one to FP8E8M0 a
+    torch.float8_e8m0fnu one (docs/numerics.md)."""
     dst = DataType[dtype]
     if not isinstance(x, torch.Tensor):  # a scalar: ints and floats as the kernel holds them
         if dst.is_float:
@@ -1093,17 +1097,27 @@ def cast(x: torch.Tensor, dtype: str, mode: str = "rint") -> torch.Tensor:
                    "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
                    "none": math.trunc}.get(mode, round)
         return int(rounded(x)) if isinstance(x, float) else int(x)
-    src = _dt(x)
-    if src == dst:
+    source = DataType[src] if src is not None else _dt(x)
+    if source == dst:
         return x.clone()
-    values = x.detach().to(torch.float64).numpy() if src != DataType.BOOL else \
-        x.detach().numpy().astype(np.float64)
+    if source == DataType.HF8:
+        values = rounding.HF8_VALUES[x.detach().numpy().astype(np.int64)]
+    elif source == DataType.FP8E8M0:
+        values = rounding.E8M0_VALUES[x.detach().view(torch.uint8).numpy().astype(np.int64)]
+    elif source == DataType.BOOL:
+        values = x.detach().numpy().astype(np.float64)
+    else:
+        values = x.detach().to(torch.float64).numpy()
+    if dst == DataType.HF8:
+        return torch.from_numpy(rounding.to_hf8(values, mode))
+    if dst == DataType.FP8E8M0:
+        return torch.from_numpy(rounding.to_e8m0(values, mode)).view(torch.float8_e8m0fnu)
     if dst.is_float:
         out = rounding.to_float_format(values, dst, mode)
         return torch.from_numpy(out).to(dst.to_torch())
     if dst == DataType.BOOL:
         return torch.from_numpy(values != 0)
-    if src.is_float:
+    if source.is_float:
         out = rounding.to_integer(values, dst, mode)
     else:
         lo, hi = rounding.INT_RANGES[dst]

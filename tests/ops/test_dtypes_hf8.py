@@ -233,3 +233,94 @@ def test_hf8_and_e8m0_between_each_other_and_ints(sim_convert):
     ints = np.arange(-70000, 70000, 7, dtype=np.int32)
     np.testing.assert_array_equal(sim_convert(DT.HF8, DT.INT32, ints, "trunc"),
                                   rounding.to_hf8(ints.astype(np.float64), "trunc"))
+
+
+# -- programs: pl.cast, loads and stores on the simulator and in the torch semantics ---------
+
+R, C = 4, 128
+
+
+def _cast_program(src: DT, dst: DT, mode: str):
+    import pypto.language as pl
+
+    t_in, t_out = f"pl.Tensor[[{R}, {C}], pl.{src.name}]", f"pl.Tensor[[{R}, {C}], pl.{dst.name}]"
+    return pl.parse(
+        "import pypto.language as pl\n\n\n@pl.program\nclass one:\n"
+        "    @pl.function(type=pl.FunctionType.InCore)\n"
+        f"    def kernel(self, x: {t_in}, y: pl.Out[{t_out}]) -> {t_out}:\n"
+        f"        t = pl.load(x, [0, 0], [{R}, {C}])\n"
+        f"        y = pl.store(pl.cast(t, pl.{dst.name}, mode={mode!r}), [0, 0], y)\n"
+        "        return y\n\n"
+        "    @pl.function(type=pl.FunctionType.Orchestration)\n"
+        f"    def main(self, x: {t_in}, y: pl.Out[{t_out}]) -> {t_out}:\n"
+        "        y = self.kernel(x, y)\n"
+        "        return y\n", "hf8_casts.py")
+
+
+def _sim_and_torch(src: DT, dst: DT, mode: str, x: torch.Tensor):
+    from pypto import ir
+    from pypto.compiler import lower
+    from pypto.debug import load_entry, torch_codegen
+    from pypto.platform import get_platform
+
+    program = _cast_program(src, dst, mode)
+    sim_y = torch.empty(R, C, dtype=dst.to_torch())
+    ir.compile(program, dump_passes=False, platform="a5sim")(x.clone(), sim_y)
+    lowered = lower(program, get_platform("a5sim"))
+    torch_y = torch.empty(R, C, dtype=dst.to_torch())
+    load_entry(torch_codegen(lowered), lowered.entry)(x.clone(), torch_y)
+    return sim_y, torch_y
+
+
+def _bits(t: torch.Tensor) -> np.ndarray:
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32}[t.element_size()]).numpy()
+
+
+@pytest.mark.parametrize("mode", ["none", "rint", "floor", "odd"])
+def test_program_fp32_to_hf8_on_a5sim_and_torch(mode):
+    edges = hf8_edges()
+    x = torch.from_numpy(np.resize(edges, R * C).reshape(R, C))
+    sim_y, torch_y = _sim_and_torch(DT.FP32, DT.HF8, mode, x)
+    assert sim_y.dtype == torch.uint8  # HF8 travels as its codes
+    want = rounding.to_hf8(x.numpy().astype(np.float64), mode)
+    np.testing.assert_array_equal(sim_y.numpy(), want)
+    np.testing.assert_array_equal(torch_y.numpy(), want)
+
+
+def test_program_hf8_to_fp32_all_codes_on_a5sim_and_torch():
+    x = torch.from_numpy(np.resize(ALL_CODES, R * C).reshape(R, C))
+    sim_y, torch_y = _sim_and_torch(DT.HF8, DT.FP32, "none", x)
+    want = np.resize(rounding.HF8_VALUES, R * C).reshape(R, C).astype(np.float32)
+    same(sim_y.numpy(), want)
+    np.testing.assert_array_equal(_bits(sim_y), _bits(torch_y))
+
+
+@pytest.mark.parametrize("src", [DT.BF16, DT.FP16])
+def test_program_chained_casts_to_hf8(src):
+    """BF16 -> HF8 goes through FP32 (exact), so it is one rounding of the source value."""
+    rng = np.random.default_rng(7)
+    x = torch.from_numpy(rng.normal(0, 300, (R, C))).to(src.to_torch())
+    sim_y, torch_y = _sim_and_torch(src, DT.HF8, "none", x)
+    want = rounding.to_hf8(x.double().numpy(), "none")
+    np.testing.assert_array_equal(sim_y.numpy(), want)
+    np.testing.assert_array_equal(torch_y.numpy(), want)
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_casts_without_an_instruction_are_refused_at_the_line(platform):
+    """No backend has a TCVT to or from FP8E8M0 (pto-isa makes MX scales by TQUANT), and
+    Ascend910B none for HF8: pl.cast is refused at its line, naming the pair."""
+    from pypto.compiler import lower
+    from pypto.ir import LoweringError
+    from pypto.platform import get_platform
+
+    pairs = [(DT.FP32, DT.FP8E8M0), (DT.FP8E8M0, DT.FP32)]
+    if platform == "a2a3sim":
+        pairs += [(DT.FP32, DT.HF8), (DT.HF8, DT.FP32)]
+    p = get_platform(platform)
+    for src, dst in pairs:
+        with pytest.raises(LoweringError) as info:
+            lower(_cast_program(src, dst, "none"), p)
+        message = str(info.value)
+        assert f"from {src.name} to {dst.name} on {p.backend.name}" in message, message
+        assert "hf8_casts.py:9" in message, message
