@@ -324,3 +324,44 @@ def test_casts_without_an_instruction_are_refused_at_the_line(platform):
         message = str(info.value)
         assert f"from {src.name} to {dst.name} on {p.backend.name}" in message, message
         assert "hf8_casts.py:9" in message, message
+
+
+def _copy_program(dtype: DT):
+    import pypto.language as pl
+
+    t = f"pl.Tensor[[{R}, {C}], pl.{dtype.name}]"
+    return pl.parse(
+        "import pypto.language as pl\n\n\n@pl.program\nclass copy:\n"
+        "    @pl.function(type=pl.FunctionType.InCore)\n"
+        f"    def kernel(self, x: {t}, y: pl.Out[{t}]) -> {t}:\n"
+        f"        t = pl.load(x, [0, 0], [{R}, {C}])\n"
+        "        y = pl.store(t, [0, 0], y)\n"
+        "        return y\n\n"
+        "    @pl.function(type=pl.FunctionType.Orchestration)\n"
+        f"    def main(self, x: {t}, y: pl.Out[{t}]) -> {t}:\n"
+        "        y = self.kernel(x, y)\n"
+        "        return y\n", "hf8_copy.py")
+
+
+@pytest.mark.parametrize("dtype", [DT.HF8, DT.FP8E8M0])
+def test_device_code_refuses_saying_why(dtype):
+    """pto-isa's CPU model cannot check HF8 device code, and has no E8M0 TCVT: a tile of
+    either is refused at its line on a5cpu, with the reason (docs/numerics.md)."""
+    from pypto import ir
+    from pypto.ir import LoweringError
+
+    with pytest.raises(LoweringError) as info:
+        ir.compile(_copy_program(dtype), dump_passes=False, platform="a5cpu")
+    message = str(info.value)
+    assert message.startswith("hf8_copy.py:8: tile `t`"), message
+    assert {DT.HF8: "CPU model of hifloat8_t", DT.FP8E8M0: "no TCVT"}[dtype] in message
+
+
+def test_copy_program_moves_codes_unchanged_on_a5sim():
+    from pypto import ir
+
+    x = torch.from_numpy(np.resize(ALL_CODES, R * C).reshape(R, C))
+    for dtype, held in ((DT.HF8, x), (DT.FP8E8M0, x.view(torch.float8_e8m0fnu))):
+        y = torch.empty(R, C, dtype=dtype.to_torch())
+        ir.compile(_copy_program(dtype), dump_passes=False, platform="a5sim")(held.clone(), y)
+        np.testing.assert_array_equal(y.view(torch.uint8).numpy(), x.numpy())
