@@ -106,8 +106,16 @@ def _type_facts(call: Call) -> list:
         return [("valid", list(call.args[0].type.valid_shape))]  # the values written
     if call.op == "tile.scatter" and call.args[2].type.valid_shape is not None:
         return [("valid", list(call.args[2].type.valid_shape))]  # the indices that take part
-    if call.op == "cast" and call.args[0].type.dtype.value.torch_storage is not None:
-        return [("src", call.args[0].type.dtype.name)]  # HF8: a uint8 tensor holding codes
+    return []
+
+
+def _held_facts(call: Call) -> list:
+    """The dtype of an operand whose torch tensor does not name it (HF8: torch.uint8
+    holding the codes), for the operators that read its values or write values into it."""
+    if call.op in ("cast", "read", "load", "fillpad", "fillpad_expand"):
+        dtype = call.args[0].type.dtype
+        if dtype.value.torch_storage is not None:
+            return [("held", dtype.name)]
     return []
 
 
@@ -203,7 +211,8 @@ class _Builder(IRVisitor):
         if not hasattr(torch_runtime, fn):
             raise InternalError(f"pl.{e.op} has no torch semantics in "
                                 "pypto.debug.torch_runtime")
-        attrs = [(k, self._attr_model(_attr(v))) for k, v in e.attrs + tuple(_type_facts(e))]
+        facts = (*_type_facts(e), *_held_facts(e))
+        attrs = [(k, self._attr_model(_attr(v))) for k, v in e.attrs + facts]
         args = [self.expr(a) for a in e.args]
         # An operand declared after an attribute (pl.slice's offsets follow its shape) or
         # after a left-out operand (pl.mrgsort's tmp after src2) is passed by name, so it

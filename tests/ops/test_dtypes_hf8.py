@@ -365,3 +365,68 @@ def test_copy_program_moves_codes_unchanged_on_a5sim():
         y = torch.empty(R, C, dtype=dtype.to_torch())
         ir.compile(_copy_program(dtype), dump_passes=False, platform="a5sim")(held.clone(), y)
         np.testing.assert_array_equal(y.view(torch.uint8).numpy(), x.numpy())
+
+
+def _values_program(dtype: DT, pad: str):
+    """A padded load (valid [R, 100] of [R, C]) filled by pl.fillpad, pl.fillpad of a
+    narrowed tile, and t[0, 1] added to a zero FP32 tile: what the torch semantics must read
+    from an HF8 tensor's codes, and which pad codes they write."""
+    import pypto.language as pl
+
+    t_in, t_f = f"pl.Tensor[[{R}, {C}], pl.{dtype.name}]", f"pl.Tensor[[{R}, {C}], pl.FP32]"
+    return pl.parse(
+        "import pypto.language as pl\n\n\n@pl.program\nclass values:\n"
+        "    @pl.function(type=pl.FunctionType.InCore)\n"
+        f"    def kernel(self, x: {t_in}, y: pl.Out[{t_in}], z: pl.Out[{t_in}], "
+        f"s: pl.Out[{t_f}]) -> tuple[{t_in}, {t_in}, {t_f}]:\n"
+        f"        t = pl.load(x, [0, 0], [{R}, {C}], valid_shape=[{R}, 100], "
+        f"pad_value=pl.PadValue.{pad})\n"
+        f"        y = pl.store(pl.set_validshape(pl.fillpad(t, pl.PadValue.{pad}), {R}, {C}), "
+        "[0, 0], y)\n"
+        f"        u = pl.load(x, [0, 0], [{R}, {C}])\n"
+        f"        v = pl.fillpad(pl.set_validshape(u, {R}, 30), pl.PadValue.{pad})\n"
+        f"        v = pl.set_validshape(v, {R}, {C})\n"
+        "        z = pl.store(v, [0, 0], z)\n"
+        f"        f = pl.full([{R}, {C}], dtype=pl.FP32, value=0.0)\n"
+        "        s = pl.store(pl.adds(f, u[0, 1]), [0, 0], s)\n"
+        "        return y, z, s\n\n"
+        "    @pl.function(type=pl.FunctionType.Orchestration)\n"
+        f"    def main(self, x: {t_in}, y: pl.Out[{t_in}], z: pl.Out[{t_in}], "
+        f"s: pl.Out[{t_f}]) -> tuple[{t_in}, {t_in}, {t_f}]:\n"
+        "        y, z, s = self.kernel(x, y, z, s)\n"
+        "        return y, z, s\n", "hf8_values.py")
+
+
+@pytest.mark.parametrize("pad", ["zero", "max", "min"])
+@pytest.mark.parametrize("dtype", [DT.HF8, DT.FP8E8M0])
+def test_pads_and_element_reads_on_a5sim_and_torch(dtype, pad):
+    from pypto import ir
+    from pypto.compiler import lower
+    from pypto.debug import load_entry, torch_codegen
+    from pypto.platform import get_platform
+
+    codes = torch.from_numpy(np.resize(ALL_CODES[::-1], R * C).reshape(R, C).copy())
+    x = codes if dtype is DT.HF8 else codes.view(torch.float8_e8m0fnu)
+    program = _values_program(dtype, pad)
+    outs = {}
+    for side in ("sim", "torch"):
+        args = [x.clone(), torch.empty(R, C, dtype=dtype.to_torch()),
+                torch.empty(R, C, dtype=dtype.to_torch()), torch.empty(R, C)]
+        if side == "sim":
+            ir.compile(program, dump_passes=False, platform="a5sim")(*args)
+        else:
+            lowered = lower(program, get_platform("a5sim"))
+            load_entry(torch_codegen(lowered), lowered.entry)(*args)
+        outs[side] = [a.view(torch.uint8).numpy() if a.element_size() == 1 else a.numpy()
+                      for a in args[1:]]
+    for got_sim, got_torch in zip(outs["sim"], outs["torch"]):
+        np.testing.assert_array_equal(got_sim, got_torch)
+    y, z, s = outs["sim"]
+    # HF8's pads are 0 and +-inf; E8M0's are its value nearest 0 and its ends: 2^-127, 2^127
+    want_pad = {(DT.HF8, "zero"): 0, (DT.HF8, "max"): 0x6F, (DT.HF8, "min"): 0xEF,
+                (DT.FP8E8M0, "zero"): 0, (DT.FP8E8M0, "max"): 0xFE,
+                (DT.FP8E8M0, "min"): 0x00}[dtype, pad]
+    assert np.all(y[:, 100:] == want_pad) and np.all(z[:, 30:] == want_pad)
+    np.testing.assert_array_equal(y[:, :100], codes.numpy()[:, :100])
+    values = rounding.HF8_VALUES if dtype is DT.HF8 else rounding.E8M0_VALUES
+    assert s[0, 0] == np.float32(values[codes[0, 1].item()])

@@ -70,6 +70,9 @@ template <class T> inline T pad_zero() { return convert<T>(int32_t(0)); }
 template <class T> inline T pad_max() { return convert<T>(__builtin_huge_val()); }
 template <class T> inline T pad_min() { return convert<T>(-__builtin_huge_val()); }
 template <> inline bool pad_min<bool>() { return false; }
+// FP8E8M0 has no infinity (converting one gives NaN) and no sign: its pads are its ends.
+template <> inline fp8e8m0 pad_max<fp8e8m0>() { return fp8e8m0{0xfe}; }
+template <> inline fp8e8m0 pad_min<fp8e8m0>() { return fp8e8m0{0x00}; }
 
 namespace detail {
 
