@@ -90,6 +90,11 @@ def to_integer(x, dst: DataType, mode: str) -> np.ndarray:
 # EncodeE8m0 in pypto/sim/include/pto/numerics.hpp.
 
 
+# (lowest payload, width of the dot field, exponent width D, mantissa width), by payload
+_HF8_DOT_FIELDS = ((0x60, 2, 4, 1), (0x40, 2, 3, 2), (0x20, 2, 2, 3), (0x10, 3, 1, 3),
+                   (0x08, 4, 0, 3))
+
+
 def _hf8_value(code: int) -> float:
     """The value of one HiFloat8 code (NaN for 0x80, +-inf for 0x6F / 0xEF)."""
     sign = -1.0 if code & 0x80 else 1.0
@@ -98,10 +103,7 @@ def _hf8_value(code: int) -> float:
         if p == 0:
             return float("nan") if code & 0x80 else 0.0
         return sign * 2.0 ** (p - 23)
-    # (dot-field prefix value, its width, exponent width D, mantissa width)
-    for prefix, width, d, mb in ((3, 2, 4, 1), (2, 2, 3, 2), (1, 2, 2, 3), (1, 3, 1, 3), (1, 4, 0, 3)):
-        if p >> (7 - width) == prefix:
-            break
+    width, d, mb = next(f for low, *f in _HF8_DOT_FIELDS if p >= low)
     field = p & ((1 << (7 - width)) - 1)
     m, e_bits = field & ((1 << mb) - 1), field >> mb
     e = 0

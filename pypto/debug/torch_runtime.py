@@ -1083,7 +1083,28 @@ def submit(fn, *args, blocks_=None, task_id=False):
 # ----------------------------------------------------------------------------- casts
 
 
-def cast(x: torch.Tensor, dtype: str, mode: str = "rint", held: str | None = None) -> torch.Tensor:
+def _exact_values(x: torch.Tensor, dtype: DataType) -> np.ndarray:
+    """The elements of x, of `dtype`, as float64 (exact but for INT64 beyond 2**53)."""
+    if dtype == DataType.HF8:
+        return rounding.HF8_VALUES[x.detach().numpy().astype(np.int64)]
+    if dtype == DataType.FP8E8M0:
+        return rounding.E8M0_VALUES[x.detach().view(torch.uint8).numpy().astype(np.int64)]
+    if dtype == DataType.BOOL:
+        return x.detach().numpy().astype(np.float64)
+    return x.detach().to(torch.float64).numpy()
+
+
+def _to_float(values: np.ndarray, dst: DataType, mode: str) -> torch.Tensor:
+    """Exact float64 values rounded once into the float dtype `dst`, as its tensor."""
+    if dst == DataType.HF8:
+        return torch.from_numpy(rounding.to_hf8(values, mode))
+    if dst == DataType.FP8E8M0:
+        return torch.from_numpy(rounding.to_e8m0(values, mode)).view(torch.float8_e8m0fnu)
+    return torch.from_numpy(rounding.to_float_format(values, dst, mode)).to(dst.to_torch())
+
+
+def cast(x: torch.Tensor, dtype: str, mode: str = "rint",
+         held: str | None = None) -> torch.Tensor:
     """One hop, rounded once by `mode` (exact for every source but INT64 beyond 2**53).
 
     `held` names the source dtype where its tensor does not (HF8: torch.uint8 holding the
@@ -1100,21 +1121,9 @@ def cast(x: torch.Tensor, dtype: str, mode: str = "rint", held: str | None = Non
     source = DataType[held] if held is not None else _dt(x)
     if source == dst:
         return x.clone()
-    if source == DataType.HF8:
-        values = rounding.HF8_VALUES[x.detach().numpy().astype(np.int64)]
-    elif source == DataType.FP8E8M0:
-        values = rounding.E8M0_VALUES[x.detach().view(torch.uint8).numpy().astype(np.int64)]
-    elif source == DataType.BOOL:
-        values = x.detach().numpy().astype(np.float64)
-    else:
-        values = x.detach().to(torch.float64).numpy()
-    if dst == DataType.HF8:
-        return torch.from_numpy(rounding.to_hf8(values, mode))
-    if dst == DataType.FP8E8M0:
-        return torch.from_numpy(rounding.to_e8m0(values, mode)).view(torch.float8_e8m0fnu)
+    values = _exact_values(x, source)
     if dst.is_float:
-        out = rounding.to_float_format(values, dst, mode)
-        return torch.from_numpy(out).to(dst.to_torch())
+        return _to_float(values, dst, mode)
     if dst == DataType.BOOL:
         return torch.from_numpy(values != 0)
     if source.is_float:

@@ -55,13 +55,13 @@ def hf8_table() -> dict[int, float]:
     table = {0x00: 0.0, 0x80: float("nan")}
     for m in range(1, 8):
         table[m], table[0x80 | m] = 2.0 ** (m - 23), -(2.0 ** (m - 23))
-    for prefix, width, d, mb in (("11", 2, 4, 1), ("10", 2, 3, 2), ("01", 2, 2, 3),
-                                 ("001", 3, 1, 3), ("0001", 4, 0, 3)):
+    for prefix, d, mb in (("11", 4, 1), ("10", 3, 2), ("01", 2, 3), ("001", 1, 3),
+                          ("0001", 0, 3)):
         for e in ([0] if d == 0 else range(-(2**d - 1), 2**d)):
             if d and abs(e) < 2 ** (d - 1):
                 continue  # the implicit leading one of the exponent's magnitude
-            e_field = "" if d == 0 else ("1" if e < 0 else "0") + format(
-                abs(e) - 2 ** (d - 1), f"0{d - 1}b") if d > 1 else ("1" if e < 0 else "0")
+            low = format(abs(e) - 2 ** (d - 1), f"0{d - 1}b") if d > 1 else ""
+            e_field = "" if d == 0 else ("1" if e < 0 else "0") + low
             for m in range(2**mb):
                 code = int(prefix + e_field + format(m, f"0{mb}b"), 2)
                 value = float("inf") if (e == 15 and m == 1) else 2.0**e * (1 + m / 2**mb)
@@ -158,7 +158,7 @@ def test_fp32_to_hf8_every_mode(sim_convert, mode):
                      2.0**15 * 1.5)
     m = "round" if mode == "none" else mode
     values = rounding.HF8_VALUES[got]
-    for xi, vi in zip(x.astype(np.float64), values):
+    for xi, vi in zip(x.astype(np.float64), values, strict=True):
         if not np.isfinite(xi):
             continue
         want = nearest_reference(xi, grid, hf8_parity, m)
@@ -214,13 +214,14 @@ def test_e8m0_edges_every_mode(sim_convert):
     got = {m: sim_convert(DT.FP8E8M0, DT.FP32, p, m) for m in MODES}
     for m in MODES:
         np.testing.assert_array_equal(got[m], rounding.to_e8m0(p.astype(np.float64), m))
+    special = [255, 255, 255]  # inf, -inf, NaN
     np.testing.assert_array_equal(
-        got["rint"], [0, 0, 127, 127, 128, 128, 127, 129, 0, 1, 0, 0, 254, 255, 255, 255, 255, 255])
+        got["rint"], [0, 0, 127, 127, 128, 128, 127, 129, 0, 1, 0, 0, 254, 255, 255, *special])
     np.testing.assert_array_equal(got["rint"], got["none"])
     np.testing.assert_array_equal(
-        got["floor"], [0, 0, 127, 127, 127, 127, 127, 128, 0, 0, 0, 0, 254, 254, 254, 255, 255, 255])
+        got["floor"], [0, 0, 127, 127, 127, 127, 127, 128, 0, 0, 0, 0, 254, 254, 254, *special])
     np.testing.assert_array_equal(
-        got["ceil"], [0, 0, 127, 127, 128, 128, 128, 129, 0, 1, 0, 0, 254, 255, 255, 255, 255, 255])
+        got["ceil"], [0, 0, 127, 127, 128, 128, 128, 129, 0, 1, 0, 0, 254, 255, 255, *special])
     want = torch.from_numpy(p).to(torch.float8_e8m0fnu).view(torch.uint8).numpy()
     np.testing.assert_array_equal(got["rint"], want)
 
@@ -419,7 +420,7 @@ def test_pads_and_element_reads_on_a5sim_and_torch(dtype, pad):
             load_entry(torch_codegen(lowered), lowered.entry)(*args)
         outs[side] = [a.view(torch.uint8).numpy() if a.element_size() == 1 else a.numpy()
                       for a in args[1:]]
-    for got_sim, got_torch in zip(outs["sim"], outs["torch"]):
+    for got_sim, got_torch in zip(outs["sim"], outs["torch"], strict=True):
         np.testing.assert_array_equal(got_sim, got_torch)
     y, z, s = outs["sim"]
     # HF8's pads are 0 and +-inf; E8M0's are its value nearest 0 and its ends: 2^-127, 2^127
