@@ -431,3 +431,46 @@ def test_pads_and_element_reads_on_a5sim_and_torch(dtype, pad):
     np.testing.assert_array_equal(y[:, :100], codes.numpy()[:, :100])
     values = rounding.HF8_VALUES if dtype is DT.HF8 else rounding.E8M0_VALUES
     assert s[0, 0] == np.float32(values[codes[0, 1].item()])
+
+
+# -- why device code refuses HF8: pto-isa's CPU model of hifloat8_t ------------------------
+
+_CPU_MODEL_PROBE = r"""
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include "pto/cpu/Hifloat8.hpp"
+int main() {
+    for (int c = 0; c < 256; ++c) std::printf("%.17g\n", double(hifloat8_t::FromRaw(c)));
+    const double probes[] = {NAN, INFINITY, -INFINITY, 4.25, -4.25, 0.75};
+    for (double v : probes) std::printf("%d\n", int(hifloat8_t(v).RawData()));
+}
+"""
+
+
+def test_pto_isa_cpu_model_hifloat8_differs_where_docs_say(tmp_path):
+    """The facts behind device code's HF8 refusal (docs/numerics.md, the CPU-model table):
+    pto-isa's CPU model decodes exactly the codes of exponent width 0 and 1 differently
+    from the format, and its conversion takes NaN to -inf, inf to 2^15 and ties down.
+    When this fails, pto-isa changed: the refusal's reason is to be re-examined."""
+    from pypto.toolchain.pto_isa import PtoIsaNotFoundError, pto_isa_include
+
+    try:
+        include = pto_isa_include()
+    except PtoIsaNotFoundError as e:
+        pytest.skip(str(e))
+    src, exe = tmp_path / "probe.cpp", tmp_path / "probe"
+    src.write_text(_CPU_MODEL_PROBE)
+    subprocess.run(["g++", "-std=c++17", f"-I{include}", str(src), "-o", str(exe)], check=True,
+                   capture_output=True, text=True)
+    lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
+    cpu = np.array([float(v) for v in lines[:256]])
+    differs = ~((cpu == rounding.HF8_VALUES) | (np.isnan(cpu) & np.isnan(rounding.HF8_VALUES)))
+    payload = ALL_CODES & 0x7F
+    same_value = (payload == 0x08) | (payload == 0x10)  # 1.0 and 2.0 (mantissa 0) agree
+    np.testing.assert_array_equal(differs, (payload >= 0x08) & (payload < 0x20) & ~same_value)
+    # NaN -> 0xEF (-inf), inf -> 0x6E (2^15), -inf -> 0xEF, the ties +-4.25 -> 4 and -4.5
+    # (the lower: pl.cast's round gives +-4.5), 0.75 -> 0x08 (1.0: it has no value between
+    # 0.46875 and 1)
+    assert [int(v) for v in lines[256:]] == [0xEF, 0x6E, 0xEF, 0x20, 0xA1, 0x08]
+    assert list(rounding.to_hf8(np.array([4.25, -4.25]), "none")) == [0x21, 0xA1]
