@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.dtypes import DataType
+from ..ir.dtypes import DataType, e8m0_value, hf8_value
 
 # (significand bits incl. the implicit one, smallest normal exponent, largest finite, has inf)
 FORMATS = {
@@ -90,34 +90,9 @@ def to_integer(x, dst: DataType, mode: str) -> np.ndarray:
 # EncodeE8m0 in pypto/sim/include/pto/numerics.hpp.
 
 
-# (lowest payload, width of the dot field, exponent width D, mantissa width), by payload
-_HF8_DOT_FIELDS = ((0x60, 2, 4, 1), (0x40, 2, 3, 2), (0x20, 2, 2, 3), (0x10, 3, 1, 3),
-                   (0x08, 4, 0, 3))
-
-
-def _hf8_value(code: int) -> float:
-    """The value of one HiFloat8 code (NaN for 0x80, +-inf for 0x6F / 0xEF)."""
-    sign = -1.0 if code & 0x80 else 1.0
-    p = code & 0x7F
-    if p < 0x08:
-        if p == 0:
-            return float("nan") if code & 0x80 else 0.0
-        return sign * 2.0 ** (p - 23)
-    width, d, mb = next(f for low, *f in _HF8_DOT_FIELDS if p >= low)
-    field = p & ((1 << (7 - width)) - 1)
-    m, e_bits = field & ((1 << mb) - 1), field >> mb
-    e = 0
-    if d:
-        mag = (1 << (d - 1)) | (e_bits & ((1 << (d - 1)) - 1))
-        e = -mag if e_bits >> (d - 1) else mag
-    if e == 15 and m == 1:
-        return sign * float("inf")
-    return sign * 2.0**e * (1 + m / (1 << mb))
-
-
-HF8_VALUES = np.array([_hf8_value(c) for c in range(256)])
+HF8_VALUES = np.array([hf8_value(c) for c in range(256)])
 """The value of every HiFloat8 code, by code."""
-E8M0_VALUES = np.array([2.0 ** (c - 127) for c in range(255)] + [np.nan])
+E8M0_VALUES = np.array([e8m0_value(c) for c in range(256)])
 """The value of every FP8E8M0 code, by code."""
 
 _HF8_POSITIVE = np.array(sorted((HF8_VALUES[c], c) for c in range(0x80) if c != 0x6F))  # 0 .. 2^15

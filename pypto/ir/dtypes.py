@@ -107,6 +107,13 @@ def from_name(name: str) -> DataType:
     return DataType[name.upper()]
 
 
+def stands_for(found: DataType, declared: DataType) -> bool:
+    """Does a tensor whose torch dtype reads as `found` hold `declared`'s elements?  Its
+    own dtype, or the torch dtype storing one torch lacks (UINT8 for HF8's codes)."""
+    storage = declared.value.torch_storage
+    return found is declared or (storage is not None and found.value.torch_name == storage)
+
+
 def from_torch(torch_dtype) -> DataType:
     """torch.float16 → DataType.FP16; raises TypeError for dtypes pypto lacks."""
     name = str(torch_dtype).removeprefix("torch.")
@@ -114,3 +121,44 @@ def from_torch(torch_dtype) -> DataType:
         return _BY_TORCH_NAME[name]
     except KeyError:
         raise TypeError(f"torch dtype {torch_dtype} has no pypto equivalent") from None
+
+
+# (lowest payload, width of the dot field, exponent width D, mantissa width), by payload
+_HF8_DOT_FIELDS = ((0x60, 2, 4, 1), (0x40, 2, 3, 2), (0x20, 2, 2, 3), (0x10, 3, 1, 3),
+                   (0x08, 4, 0, 3))
+
+
+def hf8_value(code: int) -> float:
+    """The value of one HiFloat8 code (NaN for 0x80, +-inf for 0x6F / 0xEF)."""
+    sign = -1.0 if code & 0x80 else 1.0
+    p = code & 0x7F
+    if p < 0x08:
+        if p == 0:
+            return float("nan") if code & 0x80 else 0.0
+        return sign * 2.0 ** (p - 23)
+    width, d, mb = next(f for low, *f in _HF8_DOT_FIELDS if p >= low)
+    field = p & ((1 << (7 - width)) - 1)
+    m, e_bits = field & ((1 << mb) - 1), field >> mb
+    e = 0
+    if d:
+        mag = (1 << (d - 1)) | (e_bits & ((1 << (d - 1)) - 1))
+        e = -mag if e_bits >> (d - 1) else mag
+    if e == 15 and m == 1:
+        return sign * float("inf")
+    return sign * 2.0**e * (1 + m / (1 << mb))
+
+
+def e8m0_value(code: int) -> float:
+    """The value of one FP8E8M0 code: 2^(code - 127), NaN for 0xFF."""
+    return float("nan") if code == 0xFF else 2.0 ** (code - 127)
+
+
+def element_values(dtype: DataType, codes):
+    """The values (float64) of a torch tensor of `dtype` codes whose torch dtype does not
+    have them (HF8 in torch.uint8); imports torch lazily."""
+    import torch
+
+    if dtype is not DataType.HF8:
+        raise TypeError(f"{dtype.name} tensors hold their values")
+    table = torch.tensor([hf8_value(c) for c in range(256)], dtype=torch.float64)
+    return table[codes.detach().cpu().to(torch.int64)]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..ir.dtypes import DataType
+from ..ir.dtypes import DataType, stands_for
 from ..ir.errors import (
     ParseContentError,
     ParseError,
@@ -1250,6 +1250,7 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
     if isinstance(annotation, TensorSpec):
         return _specialised_tensor(annotation, arg_type, name, error)
     if isinstance(annotation, (TensorType, ScalarType, TileType)):
+        arg_type = _as_declared(annotation, arg_type)
         if arg_type is not None and not same_value_type(annotation, arg_type) \
                 and not _scalar_widens(arg_type, annotation):
             raise error(f"parameter `{name}` expects {describe(annotation)}, got "
@@ -1267,6 +1268,15 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
     raise error(f"parameter `{name}` has an unsupported annotation {annotation!r}")
 
 
+def _as_declared(annotation, arg_type):
+    """A tensor argument as the annotation's dtype where its torch dtype stores that dtype's
+    elements (a torch.uint8 tensor of codes for a pl.HF8 parameter)."""
+    if isinstance(annotation, TensorType) and isinstance(arg_type, TensorType) and \
+            stands_for(arg_type.dtype, annotation.dtype):
+        return replace(arg_type, dtype=annotation.dtype)
+    return arg_type
+
+
 def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> TensorType:
     """The argument's tensor type, where it fits the annotation's rank, fixed dimensions and
     dtype (`pl.Tensor[[ROWS, 64], ...]` with `ROWS` a pl.dynamic dimension)."""
@@ -1282,10 +1292,12 @@ def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> T
         if isinstance(want, int) and want != got:
             raise error(f"parameter `{name}` expects shape {_shape_text(annotation.shape)}, "
                         f"got {list(arg_type.shape)}")
-    if annotation.dtype not in (None, arg_type.dtype):
+    if annotation.dtype is None:
+        return arg_type
+    if not stands_for(arg_type.dtype, annotation.dtype):
         raise error(f"parameter `{name}` expects {annotation.dtype.name}, got "
                     f"{arg_type.dtype.name}")
-    return arg_type
+    return replace(arg_type, dtype=annotation.dtype)  # HF8 given as its uint8 codes
 
 
 def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: list | None,

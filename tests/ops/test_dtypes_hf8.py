@@ -474,3 +474,56 @@ def test_pto_isa_cpu_model_hifloat8_differs_where_docs_say(tmp_path):
     # 0.46875 and 1)
     assert [int(v) for v in lines[256:]] == [0xEF, 0x6E, 0xEF, 0x20, 0xA1, 0x08]
     assert list(rounding.to_hf8(np.array([4.25, -4.25]), "none")) == [0x21, 0xA1]
+
+
+# -- @pl.jit and goldens -----------------------------------------------------------------
+
+
+def _jit_kernel():
+    import pypto.language as pl
+
+    @pl.jit
+    def convert(x: pl.Tensor[[R, C], pl.FP32], scales: pl.Tensor[[R, C], pl.FP8E8M0],
+                h: pl.Out[pl.Tensor[[R, C], pl.HF8]], e: pl.Out[pl.Tensor[[R, C], pl.FP8E8M0]]):
+        with pl.at(level=pl.Level.CORE_GROUP):
+            h[:] = pl.cast(x, pl.HF8)
+            e[:] = pl.load(scales, [0, 0], [R, C])
+        return h, e
+
+    return convert
+
+
+def test_jit_takes_uint8_codes_for_hf8_and_goldens_keep_both_types(tmp_path):
+    """A @pl.jit signature declaring pl.HF8 takes a torch.uint8 tensor of codes; a golden
+    records it as UINT8 (its bytes) and FP8E8M0 by name (stored as bytes: safetensors cannot
+    read F8_E8M0 back), and a mismatch on an HF8 output is measured in values, not codes."""
+    import json
+
+    from pypto.runtime import GoldenMismatchError, RunConfig, write_golden
+
+    convert = _jit_kernel()
+    x = torch.from_numpy(np.resize(hf8_edges()[np.isfinite(hf8_edges())], (R, C)).copy())
+    scales = torch.from_numpy(np.resize(ALL_CODES, (R, C)).copy()).view(torch.float8_e8m0fnu)
+    # pl.cast's default mode is rint for every destination; "none" would be HF8's round
+    want_h = torch.from_numpy(rounding.to_hf8(x.double().numpy(), "rint"))
+    golden = tmp_path / "golden"
+    write_golden(golden, {"x": x, "scales": scales}, {"h": want_h, "e": scales.clone()},
+                 rtol=0.0, atol=0.0)
+    record = json.loads((golden / "golden.json").read_text())
+    assert {i["name"]: i["dtype"] for i in record["expected"]} == {"h": "UINT8",
+                                                                    "e": "FP8E8M0"}
+    h = torch.empty(R, C, dtype=torch.uint8)
+    e = torch.zeros(R, C, dtype=torch.uint8).view(torch.float8_e8m0fnu)
+    convert(x, scales, h, e, config=RunConfig(platform="a5sim", golden_data_dir=golden))
+    np.testing.assert_array_equal(h.numpy(), want_h.numpy())
+    np.testing.assert_array_equal(e.view(torch.uint8).numpy(), ALL_CODES.reshape(-1)[
+        np.arange(R * C) % 256].reshape(R, C))
+
+    wrong = want_h.clone()
+    wrong[0, 0] = 0x21  # 4.5 where the kernel writes 4.0 (0x20) below
+    x[0, 0] = 4.0
+    write_golden(golden, {"x": x, "scales": scales}, {"h": wrong, "e": scales.clone()},
+                 rtol=0.0, atol=0.0, overwrite=True)
+    with pytest.raises(GoldenMismatchError) as info:
+        convert(x, scales, h, e, config=RunConfig(platform="a5sim", golden_data_dir=golden))
+    assert "actual 4.0, expected 4.5" in str(info.value), str(info.value)
