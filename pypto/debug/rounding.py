@@ -29,6 +29,7 @@ INT_RANGES = {
     DataType.UINT8: (0, (1 << 8) - 1),
     DataType.UINT16: (0, (1 << 16) - 1),
     DataType.UINT32: (0, (1 << 32) - 1),
+    DataType.UINT64: (0, (1 << 64) - 1),
 }
 
 

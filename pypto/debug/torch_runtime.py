@@ -947,7 +947,8 @@ def fillpad(x, pad_value="zero", valid=None, held=None):
     if valid is None:
         return out
     r, c = valid
-    value = _pad_value(x.dtype, pad_value, held)
+    # as a tensor: slice assignment takes a Python int as int64, which UINT64's max is not
+    value = torch.tensor(_pad_value(x.dtype, pad_value, held), dtype=x.dtype)
     out[r:, :] = value
     out[:, c:] = value
     return out

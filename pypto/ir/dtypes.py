@@ -40,6 +40,7 @@ class DataType(enum.Enum):
     HF8 = DTypeInfo(13, 8, True, True, 4, 5, None, "pto::hf8", "uint8")
     # OCP MX scale 2^(e - 127): one significant bit, no sign (torch.float8_e8m0fnu).
     FP8E8M0 = DTypeInfo(14, 8, True, False, 1, 8, "float8_e8m0fnu", "pto::fp8e8m0")
+    UINT64 = DTypeInfo(15, 64, False, False, 64, 0, "uint64", "uint64_t")
 
     @property
     def code(self) -> int:

@@ -1,7 +1,9 @@
 """pl.HF8 (HiFloat8) and pl.FP8E8M0 (the MX scale): the simulator's conversions
 (pypto/sim/include/pto/numerics.hpp) bit for bit against the torch semantics' reference
 (pypto/debug/rounding.py) and against values derived here from the formats' definitions
-(docs/numerics.md): every one of the 256 codes each way, and edge values under every mode.
+(docs/numerics.md): every one of the 256 codes each way, and edge values under every mode;
+programs on the simulators against the torch semantics, goldens, @pl.jit and device code's
+refusals.  Also pl.UINT64, the other element type upstream has that was missing.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pypto.sim import INCLUDE_DIR
 MODES = {"none": 0, "rint": 1, "round": 2, "floor": 3, "ceil": 4, "trunc": 5, "odd": 6}
 SIM_TESTS = Path(__file__).resolve().parents[1] / "sim"
 STORAGE = {DT.FP32: np.float32, DT.FP16: np.float16, DT.BF16: np.uint16, DT.HF8: np.uint8,
-           DT.FP8E8M0: np.uint8, DT.INT32: np.int32, DT.FP8E4M3FN: np.uint8}
+           DT.FP8E8M0: np.uint8, DT.INT32: np.int32, DT.FP8E4M3FN: np.uint8,
+           DT.UINT64: np.uint64, DT.INT64: np.int64}
 
 
 @pytest.fixture(scope="module")
@@ -527,3 +530,87 @@ def test_jit_takes_uint8_codes_for_hf8_and_goldens_keep_both_types(tmp_path):
     with pytest.raises(GoldenMismatchError) as info:
         convert(x, scales, h, e, config=RunConfig(platform="a5sim", golden_data_dir=golden))
     assert "actual 4.0, expected 4.5" in str(info.value), str(info.value)
+
+
+# -- UINT64 ------------------------------------------------------------------------------
+
+
+def test_uint64_conversions_saturate_and_round_once(sim_convert):
+    big = np.array([0, 1, 2**53 + 1, 2**63, 2**64 - 1, 2**64 - 2**11], dtype=np.uint64)
+    np.testing.assert_array_equal(sim_convert(DT.INT64, DT.UINT64, big, "trunc"),
+                                  [0, 1, 2**53 + 1, 2**63 - 1, 2**63 - 1, 2**63 - 1])
+    as_f32 = sim_convert(DT.FP32, DT.UINT64, big, "rint")
+    np.testing.assert_array_equal(as_f32, np.float32([0, 1, 2.0**53, 2.0**63, 2.0**64,
+                                                      2.0**64]))
+    x = np.float32([-1.0, 0.5, 1.5, 2.0**63, 2.0**64, np.inf, -np.inf, np.nan, 3e19])
+    np.testing.assert_array_equal(
+        sim_convert(DT.UINT64, DT.FP32, x, "rint"),
+        np.array([0, 0, 2, 2**63, 2**64 - 1, 2**64 - 1, 0, 0, 2**64 - 1], dtype=np.uint64))
+
+
+def _uint64_program(pad: str):
+    import pypto.language as pl
+
+    t = f"pl.Tensor[[{R}, 32], pl.UINT64]"
+    return pl.parse(
+        "import pypto.language as pl\n\n\n@pl.program\nclass u64:\n"
+        "    @pl.function(type=pl.FunctionType.InCore)\n"
+        f"    def kernel(self, x: {t}, y: pl.Out[{t}]) -> {t}:\n"
+        f"        t = pl.load(x, [0, 0], [{R}, 32], valid_shape=[{R}, 20])\n"
+        f"        u = pl.set_validshape(pl.fillpad(t, pl.PadValue.{pad}), {R}, 32)\n"
+        "        y = pl.store(u, [0, 0], y)\n"
+        "        return y\n\n"
+        "    @pl.function(type=pl.FunctionType.Orchestration)\n"
+        f"    def main(self, x: {t}, y: pl.Out[{t}]) -> {t}:\n"
+        "        y = self.kernel(x, y)\n"
+        "        return y\n", "u64.py")
+
+
+@pytest.mark.parametrize("pad", ["zero", "max", "min"])
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_uint64_moves_and_pads_on_sim_and_torch(platform, pad):
+    from pypto import ir
+    from pypto.compiler import lower
+    from pypto.debug import load_entry, torch_codegen
+    from pypto.platform import get_platform
+
+    values = np.arange(R * 32, dtype=np.uint64).reshape(R, 32) * np.uint64(2**40)
+    x = torch.from_numpy(values + np.uint64(2**63))
+    program = _uint64_program(pad)
+    y = torch.empty(R, 32, dtype=torch.uint64)
+    ir.compile(program, dump_passes=False, platform=platform)(x.clone(), y)
+    lowered = lower(program, get_platform(platform))
+    y_torch = torch.empty(R, 32, dtype=torch.uint64)
+    load_entry(torch_codegen(lowered), lowered.entry)(x.clone(), y_torch)
+    assert torch.equal(y, y_torch)
+    assert torch.equal(y[:, :20], x[:, :20])
+    want = {"zero": 0, "max": 2**64 - 1, "min": 0}[pad]
+    assert all(v == want for v in y[:, 20:].reshape(-1).tolist())
+
+
+@pytest.mark.parametrize("platform", ["a2a3sim", "a5sim"])
+def test_uint64_casts_and_reads_are_refused_at_their_line(platform):
+    """No backend converts UINT64 (BACKENDS.md lists no such tcvt), and a kernel's integer
+    scalars are INT64, which cannot hold a UINT64 element of 2^63 or more."""
+    import pypto.language as pl
+    from pypto.compiler import lower
+    from pypto.ir import LoweringError, TypeCheckError
+    from pypto.platform import get_platform
+
+    p = get_platform(platform)
+    for src, dst in ((DT.UINT64, DT.FP32), (DT.INT64, DT.UINT64), (DT.UINT32, DT.UINT64)):
+        with pytest.raises(LoweringError) as info:
+            lower(_cast_program(src, dst, "none"), p)
+        assert f"from {src.name} to {dst.name} on {p.backend.name}" in str(info.value)
+    t = f"pl.Tensor[[{R}, 32], pl.UINT64]"
+    source = ("import pypto.language as pl\n\n\n@pl.program\nclass rd:\n"
+              "    @pl.function(type=pl.FunctionType.InCore)\n"
+              f"    def kernel(self, x: {t}, y: pl.Out[{t}]) -> {t}:\n"
+              f"        t = pl.load(x, [0, 0], [{R}, 32])\n"
+              "        s = t[0, 1]\n"
+              "        y = pl.store(t, [0, 0], y)\n"
+              "        return y\n")
+    with pytest.raises(TypeCheckError) as err:
+        pl.parse(source, "u64_read.py")
+    assert str(err.value).startswith("u64_read.py:9:"), str(err.value)
+    assert "INT64, which does not hold every UINT64" in str(err.value)

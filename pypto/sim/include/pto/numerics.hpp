@@ -123,6 +123,7 @@ inline Exact decompose(int64_t x) { return decode_signed(x); }
 inline Exact decompose(uint8_t x) { return decode_unsigned(x); }
 inline Exact decompose(uint16_t x) { return decode_unsigned(x); }
 inline Exact decompose(uint32_t x) { return decode_unsigned(x); }
+inline Exact decompose(uint64_t x) { return decode_unsigned(x); }
 inline Exact decompose(f16 x) { return decode_float(x); }
 inline Exact decompose(bf16 x) { return decode_float(x); }
 inline Exact decompose(float x) { return decode_float(x); }
@@ -270,6 +271,7 @@ template <> struct Encode<int64_t> : EncodeInt<int64_t, INT64_MIN, INT64_MAX> {}
 template <> struct Encode<uint8_t> : EncodeInt<uint8_t, 0, UINT8_MAX> {};
 template <> struct Encode<uint16_t> : EncodeInt<uint16_t, 0, UINT16_MAX> {};
 template <> struct Encode<uint32_t> : EncodeInt<uint32_t, 0, UINT32_MAX> {};
+template <> struct Encode<uint64_t> : EncodeInt<uint64_t, 0, UINT64_MAX> {};
 /* Mantissa bits of HiFloat8 numbers in the binade [2^e, 2^(e+1)): 3 up to |e| = 3, 2 up
  * to 7, 1 up to 15; none below 2^-15, where the denormals are the powers of two down to
  * 2^-22. */
