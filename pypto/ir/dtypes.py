@@ -153,13 +153,3 @@ def e8m0_value(code: int) -> float:
     """The value of one FP8E8M0 code: 2^(code - 127), NaN for 0xFF."""
     return float("nan") if code == 0xFF else 2.0 ** (code - 127)
 
-
-def element_values(dtype: DataType, codes):
-    """The values (float64) of a torch tensor of `dtype` codes whose torch dtype does not
-    have them (HF8 in torch.uint8); imports torch lazily."""
-    import torch
-
-    if dtype is not DataType.HF8:
-        raise TypeError(f"{dtype.name} tensors hold their values")
-    table = torch.tensor([hf8_value(c) for c in range(256)], dtype=torch.float64)
-    return table[codes.detach().cpu().to(torch.int64)]

@@ -29,6 +29,7 @@ from pypto.golden_files import (
     stored_view,
 )
 from pypto.ir import dtypes
+from pypto.ir.formats import element_values
 from pypto.records import versioned_record
 from pypto.runtime.abi import Direction
 from pypto.runtime.errors import ArtifactError, PyptoRuntimeError
@@ -246,8 +247,8 @@ class GoldenRecord:
             tolerance = self.tolerance_for(info.name, default)
             actual, wanted = outputs[info.name], expected[info.name]
             if info.name in held:
-                actual = dtypes.element_values(held[info.name], actual)
-                wanted = dtypes.element_values(held[info.name], wanted)
+                actual = element_values(held[info.name], actual)
+                wanted = element_values(held[info.name], wanted)
             comparisons.append(compare_tensor(info.name, actual, wanted, tolerance))
         return GoldenReport(self.directory, tuple(comparisons), tuple(differing_inputs))
 

@@ -614,3 +614,23 @@ def test_uint64_casts_and_reads_are_refused_at_their_line(platform):
         pl.parse(source, "u64_read.py")
     assert str(err.value).startswith("u64_read.py:9:"), str(err.value)
     assert "INT64, which does not hold every UINT64" in str(err.value)
+
+
+def test_golden_to_dtype_rounds_once_into_each_new_type():
+    """pypto.golden's one rounding of a reference (to nearest even) into each new dtype:
+    HF8 as torch.uint8 codes, FP8E8M0 as torch's float8_e8m0fnu (torch's own conversion
+    where it has one), UINT64 exact integers."""
+    from pypto.golden.portable import to_dtype
+
+    x = hf8_edges().astype(np.float64)
+    np.testing.assert_array_equal(to_dtype(x, DT.HF8).numpy(), rounding.to_hf8(x, "rint"))
+    f = np.float32([0.0, 1.0, 1.5, 3.0, -5.0, 2.0**-127, 2.0**127 * 1.49, np.inf, np.nan])
+    got = to_dtype(torch.from_numpy(f), DT.FP8E8M0)
+    assert got.dtype == torch.float8_e8m0fnu
+    np.testing.assert_array_equal(got.view(torch.uint8).numpy(),
+                                  torch.from_numpy(f).to(torch.float8_e8m0fnu)
+                                  .view(torch.uint8).numpy())
+    big = np.array([0, 2**63, 2**64 - 1], dtype=np.uint64)
+    assert to_dtype(big, DT.UINT64).tolist() == [0, 2**63, 2**64 - 1]
+    with pytest.raises(ValueError, match="is not a UINT64 value"):
+        to_dtype(np.array([-1.0]), DT.UINT64)
