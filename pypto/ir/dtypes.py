@@ -152,4 +152,3 @@ def hf8_value(code: int) -> float:
 def e8m0_value(code: int) -> float:
     """The value of one FP8E8M0 code: 2^(code - 127), NaN for 0xFF."""
     return float("nan") if code == 0xFF else 2.0 ** (code - 127)
-

@@ -77,10 +77,11 @@ def to_hf8(x, mode: str) -> np.ndarray:
 
 def to_e8m0(x, mode: str) -> np.ndarray:
     """|x| (float64, exact) rounded once into FP8E8M0 codes (uint8), as torch's
-    float8_e8m0fnu conversion does under rint: the sign is dropped; zero and what rounds
-    below 2^-127 give 2^-127 (0x00); NaN, inf and overflow past 2^127 where the mode rounds
-    up give NaN (0xFF), other overflow 2^127 (0xFE).  One value per binade, so rint's ties
-    go up."""
+    float8_e8m0fnu conversion does under rint (but for FP32 subnormals strictly between
+    2^-127 and 1.5 * 2^-127, which go to the nearer 2^-127 here): the sign is dropped;
+    zero and what rounds below 2^-127 give 2^-127 (0x00); NaN, inf and overflow past 2^127
+    where the mode rounds up give NaN (0xFF), other overflow 2^127 (0xFE).  One value per
+    binade, so rint's ties go up."""
     mode = "rint" if mode == "none" else mode
     x = np.asarray(x, dtype=np.float64)
     a, finite = np.abs(x), np.isfinite(x)
