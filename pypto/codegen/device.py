@@ -201,6 +201,12 @@ class _DeviceKernelBuilder:
             why = _NO_DEVICE_DTYPE.get(t.dtype, "yet")
             raise LoweringError(f"tile `{var.name}`: {t.dtype.name} tiles have no device code "
                                 f"{why}", var.span, hint="use a simulator platform")
+        if t.memref is not None and t.memref.slots > 1:
+            raise LoweringError(
+                f"tile `{var.name}` in a slot of pl.MemRef(\"{t.memref.name}\", "
+                f"slots={t.memref.slots}) has no device code yet: its address is chosen at "
+                "run time, and the pipe synchronisation here tracks tiles at fixed addresses",
+                var.span, hint="use a simulator platform, or a one-slot pl.MemRef per buffer")
         key = (var.name, t)
         if key not in self.tiles:
             rows, cols = t.shape[0], t.shape[1] if len(t.shape) > 1 else 1

@@ -26,6 +26,8 @@ from ..ir.ops.gather import COALESCE, GATHER_OOB, policy
 from ..ir.ops.movement import window_extent
 from ..ir.types import TileType
 from . import rounding
+from .torch_pipe import _free, _pop, _push, subblock_idx
+from .torch_pipe import run_group as run_group  # torch_codegen's Group functions call it
 
 
 def reference(op: str) -> Callable:
@@ -1458,3 +1460,65 @@ def read(x: torch.Tensor, indices, held=None):
     if held == "HF8":
         return float(rounding.HF8_VALUES[value])
     return int(value) if isinstance(value, bool) else value
+
+
+# -- the cross-core pipe (torch_pipe.py: the lanes of a Group task on threads)
+
+
+def system_tpush_to_aiv(tile: torch.Tensor, split=None, id=None) -> None:  # noqa: A002
+    """Push the cube's tile into the cube-to-vector ring of pipe `id` (waits while full)."""
+    _push(tile, id, True, "tpush_to_aiv")
+
+
+def system_tpush_to_aic(tile: torch.Tensor, split=None, id=None) -> None:  # noqa: A002
+    """Push a vector lane's tile (its half with a split) into the vector-to-cube ring."""
+    _push(tile, id, False, "tpush_to_aic")
+
+
+def system_tpop_from_aic(shape=None, dtype=None, split=0, id=None) -> torch.Tensor:  # noqa: A002
+    """The next tile of the cube-to-vector ring (this lane's half with a split; zeros on
+    lane 1 of a no-split pipe), waiting while it is empty."""
+    return _pop(shape, dtype, split, id, True, "tpop_from_aic")
+
+
+def system_tpop_from_aiv(shape=None, dtype=None, split=0, id=None) -> torch.Tensor:  # noqa: A002
+    """The next tile of the vector-to-cube ring (both lanes' halves with a split)."""
+    return _pop(shape, dtype, split, id, False, "tpop_from_aiv")
+
+
+def system_tfree_to_aic(tile: torch.Tensor, id=None) -> None:  # noqa: A002
+    """Return this lane's oldest popped cube-to-vector slot to the cube."""
+    _free(id, True, "tfree_to_aic")
+
+
+def system_tfree_to_aiv(tile: torch.Tensor, id=None) -> None:  # noqa: A002
+    """Return the cube's oldest popped vector-to-cube slot to the vector lanes."""
+    _free(id, False, "tfree_to_aiv")
+
+
+def system_aic_initialize_pipe(c2v_consumer_buf=None, v2c_consumer_buf=None, dir_mask=None,
+                               slot_size=None, slot_num=None, local_slot_num=None,
+                               id=None) -> None:  # noqa: A002
+    """Nothing to do: the group's rings are set up by `run_group`."""
+
+
+def system_aiv_initialize_pipe(c2v_consumer_buf=None, v2c_consumer_buf=None, dir_mask=None,
+                               slot_size=None, slot_num=None, local_slot_num=None,
+                               id=None) -> None:  # noqa: A002
+    """Nothing to do: the group's rings are set up by `run_group`."""
+
+
+def system_reserve_buffer(name=None, size=None, base=-1) -> int:
+    """The ring buffer's base: 0, the bottom of the consumer's buffer (or `base` given)."""
+    return max(base, 0)
+
+
+def system_import_peer_buffer(name=None, peer_func=None) -> int:
+    """The peer's ring buffer base: 0, the bottom of its buffer."""
+    return 0
+
+
+def get_subblock_idx() -> int:
+    """The vector lane running the code: 0 or 1 in a Group task, 0 elsewhere."""
+    return subblock_idx()
+

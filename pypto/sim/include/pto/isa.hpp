@@ -42,6 +42,7 @@
 
 #include "abi.h"
 #include "bounds.hpp"  // PTO_CHECK_WINDOW: bounds checks of sim debug builds
+#include "lane.hpp"    // lane_subblock(): pl.tensor.get_subblock_idx()
 #include "fmath.hpp"
 #include "numerics.hpp"
 
@@ -59,6 +60,15 @@ inline Tile<T> make_tile(uint8_t *base, int64_t byte_addr, int32_t rows, int32_t
                          int32_t vcols) {
     Tile<T> t = {reinterpret_cast<T *>(base + byte_addr), rows, cols, vrows, vcols};
     return t;
+}
+
+/* A tile of a declared allocation of `slots` slots of `slot_bytes` each, at `byte_addr`,
+ * placed in its slot where it is defined (pl.MemRef(name, slots=n)[slot]). */
+template <class T>
+inline void seat(Tile<T> &t, uint8_t *base, int64_t byte_addr, int64_t slot, int64_t slots,
+                 int64_t slot_bytes) {
+    if (!detail::slot_inside(slot, slots)) slot = 0;
+    t.data = reinterpret_cast<T *>(base + byte_addr + slot * slot_bytes);
 }
 
 /* Comparison of pl.cmp (cmp_type codes 0..5, in this order). */
