@@ -93,6 +93,12 @@ class _Printer(IRVisitor):
         self.lines: list[str] = []
 
     # -- types
+    def _memref(self, m) -> str:
+        if m.slots == 1:
+            return f'pl.MemRef("{m.name}")'
+        slot = m.slot if isinstance(m.slot, int) else self.expr(m.slot)
+        return f'pl.MemRef("{m.name}", slots={m.slots})[{slot}]'
+
     def type(self, t) -> str:
         if isinstance(t, TensorType):
             return f"pl.Tensor[{_list(t.shape)}, {t.dtype!r}]"
@@ -100,6 +106,8 @@ class _Printer(IRVisitor):
             parts = [_list(t.shape), repr(t.dtype)]
             if t.valid_shape is not None:  # part of the value, printed even when concise
                 parts.append(self._extents(t.valid_shape))
+            if t.memref is not None:  # the author's placement, printed even when concise
+                parts.append(self._memref(t.memref))
             if t.memory is not None and not self.concise:
                 parts.append(repr(t.memory))
                 if t.addr is not None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..ir.dtypes import DataType
+from ..ir.dtypes import DataType, stands_for
 from ..ir.errors import (
     ParseContentError,
     ParseError,
@@ -39,6 +39,7 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.ops import REQUIRED, OpDef, get_op, make_call, write_destination
+from ..ir.ops.cross_core import POP_OPS
 from ..ir.ops.task_arrays import expect_value
 from ..ir.types import (
     INDEX,
@@ -147,7 +148,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.source = source
         # The body's own layer: `pl.constexpr` locals, never the caller's dicts.
         self.namespace = namespace.new_child()
-        self.func_type = func_type
+        # Upstream's pl.FunctionType.AIC / AIV: an InCore kernel on that unit (its "level").
+        self.core_level = {FunctionType.AIC: Level.AIC, FunctionType.AIV: Level.AIV}.get(func_type)
+        self.func_type = FunctionType.InCore if self.core_level else func_type
         self.resolve_callee = resolve_callee
         self.vars: dict[str, Var] = {}
         self.foldable: set[str] = set()  # see FunctionSignature.fold_single_assignments
@@ -162,6 +165,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.value_reads: list[tuple[str, tuple, Any]] = []
         self.value_dependent = False  # may be specialised that way (see static())
         self.in_scope = False
+        self.pop_annotation: TileType | None = None  # see stmt_AnnAssign
         self.init_compile_time({})
         self.init_control_flow()
 
@@ -268,6 +272,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"`{ast.unparse(node)}` is not a compile-time constant")
         try:
             return fn(*args, **kwargs)
+        except PyptoError as exc:  # a DSL object refusing its arguments: at this line
+            raise self.error(node, exc.message, exc.hint, cls=type(exc)) from None
         except Exception as exc:
             raise self.error(node, f"cannot evaluate `{ast.unparse(node)}`: {exc}") from None
 
@@ -400,7 +406,15 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
     def _decorated_level(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:
         """`@pl.function(type=pl.FunctionType.InCore, level=pl.Level.AIC)`: a kernel on one
         unit of the core group, as `pl.func_attr({"level": ...})` says (CORE_GROUP, the
-        whole group, is every kernel's level and adds nothing; HOST is refused earlier)."""
+        whole group, is every kernel's level and adds nothing; HOST is refused earlier).
+        A pl.FunctionType.AIC / AIV function is of that level."""
+        if self.core_level is not None:
+            declared = dict(attrs)
+            if declared.setdefault("level", self.core_level) is not self.core_level:
+                raise self.error(fndef, f"`{fndef.name}` is a pl.FunctionType."
+                                 f"{self.core_level.name} function; its \"level\" attribute "
+                                 "says otherwise")
+            attrs = tuple(sorted(declared.items()))
         for deco in fndef.decorator_list:
             for kw in deco.keywords if isinstance(deco, ast.Call) else ():
                 if kw.arg != "level":
@@ -597,28 +611,60 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if isinstance(node.value, ast.Call) and self._is_builtin_call(
                 ast.Expr(node.value), "yield_"):
             return self.yield_assign(node.target, node.value, node, annotation)
-        value = self.expr(node.value)
+        # `t: pl.Tile[[16, 128], pl.FP32] = pl.tpop_from_aic(split=0)`: the annotation names
+        # the tile popped (upstream's spelling; shape= / dtype= say it in the call).
+        self.pop_annotation = annotation if isinstance(annotation, TileType) else None
+        try:
+            value = self.expr(node.value)
+        finally:
+            self.pop_annotation = None
         return self._bind(node.target, value, node, annotation)
 
     def _annotation(self, node: ast.AST):
         """A statement's annotation.  A tile type whose valid region holds runtime extents
         (`pl.Tile[[16, 64], pl.FP32, [16, n]]`, as the printer writes a runtime valid
-        region) reads those extents as index expressions."""
+        region) reads those extents as index expressions, and so the slot of an allocation
+        it lives in (`pl.MemRef("ub", slots=2)[i % 2]`)."""
         if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple)
-                and len(node.slice.elts) >= 3 and isinstance(node.slice.elts[2], ast.List)
-                and not self.is_static(node.slice.elts[2])):
+                and len(node.slice.elts) >= 3):
             return self.static(node)
-        valid_node = node.slice.elts[2]
-        placeholder = ast.copy_location(ast.List([ast.Constant(0) for _ in valid_node.elts],
+        elts = list(node.slice.elts)
+        valid_node = elts[2] if isinstance(elts[2], ast.List) and not self.is_static(
+            elts[2]) else None
+        if valid_node is not None:
+            elts[2] = ast.copy_location(ast.List([ast.Constant(0) for _ in valid_node.elts],
                                                  ast.Load()), valid_node)
-        elts = node.slice.elts[:2] + [placeholder] + node.slice.elts[3:]
+        slot_node = self._runtime_slot(elts)
+        if valid_node is None and slot_node is None:
+            return self.static(node)
         fixed = ast.copy_location(ast.Subscript(node.value, ast.copy_location(
             ast.Tuple(elts, ast.Load()), node.slice), ast.Load()), node)
         tile = self.static(fixed)
         if not isinstance(tile, TileType):
             raise self.error(node, f"`{ast.unparse(node)}` is not a type")
-        extents = self._runtime_valid_shape(valid_node, get_op("load"))
-        return replace(tile, valid_shape=extents)
+        if valid_node is not None:
+            tile = replace(tile, valid_shape=self._runtime_valid_shape(valid_node,
+                                                                       get_op("load")))
+        if slot_node is not None:
+            if tile.memref is None:
+                raise self.error(node, f"`{ast.unparse(node)}` is not a type")
+            slot = self.scalar(slot_node)
+            if not (isinstance(slot.type, ScalarType) and slot.type.dtype.is_int):
+                raise self.error(slot_node, "a pl.MemRef slot is an integer index",
+                                 cls=TypeCheckError)
+            tile = replace(tile, memref=replace(tile.memref, slot=slot))
+        return tile
+
+    def _runtime_slot(self, elts: list):
+        """The index of `pl.MemRef(...)[i % 2]` among a tile annotation's elements when it is
+        a run-time value, replaced in `elts` by 0 for the static reading; else None."""
+        for k, elt in enumerate(elts[2:], 2):
+            if isinstance(elt, ast.Subscript) and isinstance(elt.value, ast.Call) and \
+                    not self.is_static(elt.slice):
+                elts[k] = ast.copy_location(ast.Subscript(elt.value, ast.copy_location(
+                    ast.Constant(0), elt.slice), ast.Load()), elt)
+                return elt.slice
+        return None
 
     def stmt_AugAssign(self, node: ast.AugAssign):
         if type(node.op) not in _BINOPS or not isinstance(node.target, ast.Name):
@@ -966,6 +1012,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"{fn.written} builds an array of task ids in a "
                              "@pl.jit (orchestration) function, outside pl.at blocks")
         op = get_op(fn.name)
+        if fn.name in POP_OPS:
+            return self._pop_call(op, node)
         if fn.name in ("full", "ci", "random") and fn.spelling in ("", "arange") and self.in_scope:
             # `pl.full` (`pl.ci`, `pl.arange`, `pl.random`) in a pl.at block is a tensor, as
             # upstream; `pl.tile.full` the tile.
@@ -976,6 +1024,18 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if fn.level is not None or fn.scalar:
             self._check_spelling(fn, call, node)
         return call
+
+    def _pop_call(self, op: OpDef, node: ast.Call):
+        """`pl.tpop_from_aic(shape=, dtype=, split=)`, the shape and dtype from the
+        statement's tile annotation where the call leaves them out."""
+        bound = self._bound_arguments(op, node)
+        annotation = self.pop_annotation
+        attrs = {p.name: self._attr_value(self.static(bound[p.name]), bound[p.name])
+                 for p in op.params if p.name in bound}
+        if annotation is not None:
+            attrs.setdefault("shape", annotation.shape)
+            attrs.setdefault("dtype", annotation.dtype)
+        return self._call_op(op.name, [], attrs, node)
 
     def _builtin_call(self, fn: DslBuiltin, node: ast.Call):
         """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim,
@@ -1085,7 +1145,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, "pass kernel arguments positionally",
                              hint="for deps=, call it as res, tid = pl.submit(kernel, *args, "
                                   "deps=[...])")
-        if self.func_type is not FunctionType.Orchestration:
+        if self.func_type not in (FunctionType.Orchestration, FunctionType.Group):
             raise self.error(node, "kernels are called from a @pl.jit (orchestration) function")
         if self.in_scope and not self.spmd_dispatch:
             raise self.error(node, "call kernels outside `pl.at`: each kernel call is its own task")
@@ -1297,6 +1357,7 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
     if isinstance(annotation, TensorSpec):
         return _specialised_tensor(annotation, arg_type, name, error)
     if isinstance(annotation, (TensorType, ScalarType, TileType)):
+        arg_type = _as_declared(annotation, arg_type)
         if arg_type is not None and not same_value_type(annotation, arg_type) \
                 and not _scalar_widens(arg_type, annotation):
             raise error(f"parameter `{name}` expects {describe(annotation)}, got "
@@ -1314,6 +1375,15 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
     raise error(f"parameter `{name}` has an unsupported annotation {annotation!r}")
 
 
+def _as_declared(annotation, arg_type):
+    """A tensor argument as the annotation's dtype where its torch dtype stores that dtype's
+    elements (a torch.uint8 tensor of codes for a pl.HF8 parameter)."""
+    if isinstance(annotation, TensorType) and isinstance(arg_type, TensorType) and \
+            stands_for(arg_type.dtype, annotation.dtype):
+        return replace(arg_type, dtype=annotation.dtype)
+    return arg_type
+
+
 def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> TensorType:
     """The argument's tensor type, where it fits the annotation's rank, fixed dimensions and
     dtype (`pl.Tensor[[ROWS, 64], ...]` with `ROWS` a pl.dynamic dimension)."""
@@ -1329,10 +1399,12 @@ def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> T
         if isinstance(want, int) and want != got:
             raise error(f"parameter `{name}` expects shape {_shape_text(annotation.shape)}, "
                         f"got {list(arg_type.shape)}")
-    if annotation.dtype not in (None, arg_type.dtype):
+    if annotation.dtype is None:
+        return arg_type
+    if not stands_for(arg_type.dtype, annotation.dtype):
         raise error(f"parameter `{name}` expects {annotation.dtype.name}, got "
                     f"{arg_type.dtype.name}")
-    return arg_type
+    return replace(arg_type, dtype=annotation.dtype)  # HF8 given as its uint8 codes
 
 
 def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: list | None,

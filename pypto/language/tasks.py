@@ -137,9 +137,11 @@ class TaskSyntax:
 
     def _cluster(self, node: ast.With, item: ast.withitem):
         """`with pl.cluster():` co-schedules the cube and vector kernels inside on one
-        physical cluster, so they can exchange tiles through the cross-core pipe.  This
-        project has no pipe (a kernel cannot use one), so nothing inside can observe where
-        its tasks run: the tasks are dispatched as they are written."""
+        physical cluster, so they can exchange tiles through the cross-core pipe.  Here a
+        kernel that uses the pipe runs as part of a pl.FunctionType.Group task (one task:
+        the group's cube and vector functions run at once), never alone from an
+        orchestration, so nothing inside can observe where its tasks run: the tasks are
+        dispatched as they are written."""
         self._orchestration_only(node, "pl.cluster")
         call = item.context_expr
         if call.args or call.keywords or item.optional_vars is not None:

@@ -420,7 +420,9 @@ class RunReuse:
         for index, spec in enumerate(params):
             if spec.is_tensor:
                 torch_dtype = spec.dtype.to_torch()
-                exact = dtypes.from_torch(torch_dtype).name == spec.dtype.name
+                # HF8's tensors are torch.uint8 ones holding the codes (docs/numerics.md)
+                exact = dtypes.from_torch(torch_dtype).name == spec.dtype.name or \
+                    spec.dtype.value.torch_storage is not None
                 self._tensor_checks.append((index, torch_dtype if exact else None, spec.shape,
                                             spec.direction.writes))
             else:
@@ -588,8 +590,11 @@ def _check_tensor(spec: ParamSpec, value: Any) -> None:
         found = dtypes.from_torch(value.dtype).name
     except TypeError:
         found = str(value.dtype)
-    if found != spec.dtype.name:
-        raise TypeError(f"parameter {spec.name!r}: expected dtype {spec.dtype.name}, found {found}")
+    if found != spec.dtype.name and value.dtype != spec.dtype.to_torch():
+        held = f" (a {spec.dtype.to_torch()} tensor of its codes)" \
+            if spec.dtype.value.torch_storage else ""
+        raise TypeError(f"parameter {spec.name!r}: expected dtype {spec.dtype.name}{held}, "
+                        f"found {found}")
     if tuple(value.shape) != spec.shape:
         raise ValueError(
             f"parameter {spec.name!r}: expected shape {list(spec.shape)}, found {list(value.shape)}"

@@ -242,8 +242,10 @@ class NativeProgram:
         poison = (ctypes.c_uint8 * 128)()
         for dt in DataType:
             itemsize[dt.code] = dt.itemsize
-            is_float[dt.code] = int(dt.is_float)
-            if dt.is_float:
+            # poisoned as its torch tensor is: HF8's torch.uint8 codes take the integer bytes
+            as_float = dt.to_torch().is_floating_point
+            is_float[dt.code] = int(as_float)
+            if as_float:
                 # The bytes torch's fill_(nan) writes: what DeviceMemory.allocate poisons with.
                 nan = torch.full((1,), float("nan"), dtype=dt.to_torch()).view(torch.uint8)
                 for k, byte in enumerate(nan.tolist()):

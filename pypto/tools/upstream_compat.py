@@ -40,8 +40,8 @@ ABSENT = "absent"  # does not resolve: the parser reports `pl.X` does not exist 
 # Why a group of names is refused or absent, and what to do instead.
 WHY = {
     **REFUSED_OPS,
-    "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-32, FP16, "
-             "BF16, FP32, FP8E4M3FN, FP8E5M2)",
+    "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-64, FP16, "
+             "BF16, FP32, FP8E4M3FN, FP8E5M2, FP8E8M0, HF8)",
     "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
               "with a_trans= / b_trans= or pl.tile.transpose_view",
     "layout_marker": "a tensor in global memory is row-major (pl.ND) here: naming pl.DN or "
@@ -49,16 +49,19 @@ WHY = {
                      "pl.create_tensor(layout=)) or a pl.Tile is refused at that line (upstream "
                      "refuses the DN shorthand too); transpose at the use with a_trans= / "
                      "b_trans= or pl.transpose",
-    "pipe": "the cross-core pipe (TPUSH/TPOP, AIV lanes) is not modelled: write mixed "
-            "kernels with pl.at(optimizations=[pl.split(...)]), which hands values through "
-            "global memory",
+    "pipe": "of the cross-core pipe, the explicit form is modelled (a pl.FunctionType.Group "
+            "of an AIC and an AIV function, pl.tpush_* / tpop_* / tfree_*: "
+            "docs/language.md); the lane regions and cross-core barriers are not yet: write "
+            "the vector side as a pl.FunctionType.AIV function, or mixed kernels with "
+            "pl.at(optimizations=[pl.split(...)]), which hands values through global memory",
     "host": "multi-chip (L3) programs are not supported: run the chip-level @pl.jit program",
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
-    "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
-    "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
-                  "does not have (values cross through global memory); remove it",
+    "split_ring": "pl.cross_core_slot sizes the ring of pl.split's automatic pipe, which "
+                  "this project does not insert (pl.split hands values through global "
+                  "memory); remove it, or write the explicit pipe, whose rings "
+                  "aic/aiv_initialize_pipe(slot_num=) size",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
     "task_dummy": "spelled pl.system.task_dummy(deps=[...]) (a join of task ids)",
     "trig": "the PTO ISA has no sine or cosine instruction (no TSIN / TCOS in pto-isa), and "
@@ -66,8 +69,9 @@ WHY = {
             "compute them on the host or load a table",
 }
 
-_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "INT8",
-                     "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32")
+_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8",
+                     "INDEX", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
+                     "UINT64")
 _OPS_SUPPORTED = (
     "abs", "add", "and_", "ands", "assemble", "batch_matmul", "cast", "cmp", "col_argmax",
     "col_argmin", "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif",
@@ -84,10 +88,11 @@ _OPS_SUPPORTED = (
     "set_validshape", "shl", "shls", "shr", "shrs", "slice", "sort32", "sqrt", "store", "sub",
     "transpose", "tri", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
-    "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
+    "Array", "AtomicType.Add", "FunctionType.AIV", "FunctionType.InCore",
+    "FunctionType.Orchestration", "InOut",
     "InlineFunction",
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.Bias", "Mem.DDR", "Mem.Left", "Mem.Mat",
-    "Mem.Right", "Mem.Vec",
+    "Mem.Right", "Mem.Vec", "MemRef",
     "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
     "Out", "PadValue.min", "PadValue.zero", "Scalar", "ScopeMode", "ScopeMode.AUTO",
     "ScopeMode.MANUAL", "SplitMode.LEFT_RIGHT", "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID",
@@ -98,7 +103,12 @@ _LANGUAGE_SUPPORTED = (
     "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse", "RUNTIME",
     "parse_program", "pipeline", "prefetch", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
-    "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
+    "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_",
+    # the explicit cross-core pipe (ir/ops/cross_core)
+    *(f"{ns}{name}" for ns in ("", "system.")
+      for name in ("aic_initialize_pipe", "aiv_initialize_pipe", "tfree_to_aic", "tfree_to_aiv",
+                   "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv")),
+    "system.import_peer_buffer", "system.reserve_buffer")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "cmps", "create",
                    "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
@@ -108,26 +118,19 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "
                    "subsc",
                    "transpose_view", "tri")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
-                     "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
+                     "full", "gather", "get_block_idx", "get_block_num", "get_subblock_idx",
+                     "mrgsort", "no_dep",
                      "paged_gather", "random", "read", "scatter", "scatter_update", "sort32")
 
 _ABSENT = {
-    "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
+    "dtype": ("FP4", "HF4", "INT4", "UINT4"),
     "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
-    "pipe": ("aic_gather", "aic_initialize_pipe", "aiv_initialize_pipe", "aiv_shard",
-             "split_aiv", "system.aic_initialize_pipe", "system.aiv_initialize_pipe",
-             "system.available_aiv_count", "system.available_cluster_count",
-             "system.cacheinvalid", "system.fence", "system.import_peer_buffer",
-             "system.reserve_buffer", "system.syncall", "system.tfree_to_aic",
-             "system.tfree_to_aiv", "system.tpop_from_aic", "system.tpop_from_aiv",
-             "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
-             "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
-             "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
+    "pipe": ("aic_gather", "aiv_shard", "split_aiv", "system.available_aiv_count",
+             "system.available_cluster_count", "system.cacheinvalid", "system.fence",
+             "system.syncall", "tile.aic_gather", "tile.aiv_shard"),
     "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),
-    "memref": ("MemRef",),
-    "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }
 _REFUSED = {
@@ -207,6 +210,13 @@ CONSTRUCTS = (
      "a tensor some task writes is refused at the read's line"),
     ("`@pl.jit.inline` / `@pl.jit.opaque` helpers", SUPPORTED,
      "spliced into the caller (locals suffixed)"),
+    ("`pl.Tile[..., pl.MemRef(\"ub\"), pl.Mem.Vec]`, `pl.MemRef(\"ub\", slots=2)[i % 2]` "
+     "(explicit slots)", SUPPORTED,
+     "the tile is placed in an allocation of its own (nothing else packed into it), in the "
+     "slot the index names where the tile is defined; tiles sharing a slot while live "
+     "together, or one allocation in two memory spaces, are refused at the line. The "
+     "simulators place a slotted tile at run time; device code takes one-slot allocations "
+     "and refuses slots (docs/language.md)"),
     ("`return kernel(x, out)` in an orchestration (a kernel call as the returned value)",
      SUPPORTED, "the call is submitted as a statement and its results are returned"),
     ("`@pl.jit(auto_scope=False)` (also `.inline`, `.host`, `@pl.function`)", SUPPORTED,
@@ -479,10 +489,7 @@ GUIDE_PAGES = (
     GuidePage("docs/en/user/performance/01-task-granularity.md"),
     GuidePage("docs/en/user/performance/02-runtime-overhead.md"),
     GuidePage("docs/en/user/performance/03-dependencies.md"),
-    GuidePage("docs/en/user/performance/04-incore.md",
-              refused=("`pl.MemRef` does not exist",),
-              why="explicit slots, `pl.Tile[..., pl.MemRef(\"ub\", slots=2)[i % 2], ...]`, are "
-                  "not modelled yet"),
+    GuidePage("docs/en/user/performance/04-incore.md"),
     GuidePage("docs/en/user/performance/05-memory.md"),
     GuidePage("docs/en/user/precision/00-workflow.md"),
     GuidePage("docs/en/user/tasks/03-tuning.md"),

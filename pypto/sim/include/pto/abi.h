@@ -26,7 +26,10 @@ enum PtoDType {
     PTO_BF16 = 9,
     PTO_FP32 = 10,
     PTO_FP8E4M3FN = 11,
-    PTO_FP8E5M2 = 12
+    PTO_FP8E5M2 = 12,
+    PTO_HF8 = 13,
+    PTO_FP8E8M0 = 14,
+    PTO_UINT64 = 15
 };
 
 enum PtoArgKind { PTO_ARG_TENSOR = 0, PTO_ARG_INT = 1, PTO_ARG_FLOAT = 2 };
