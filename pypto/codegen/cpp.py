@@ -596,6 +596,30 @@ class _OrchestrationBuilder(_StatementModels):
     def body(self, stmts) -> list[dict]:
         return [m for m in (self.visit_stmt(s) for s in stmts) if m is not None]
 
+    def auto_scope(self, body: list[dict]) -> list[dict]:
+        """Upstream's MaterializeRuntimeScopes: unless the function says
+        `auto_scope=False`, the function body, each loop body and each branch is a
+        runtime scope (its tasks take the ring of its depth, pypto.runtime.rings)."""
+        if not body or self.fn.attr("auto_scope", True) is False:
+            return body
+        return [{"kind": "scope", "body": body}]
+
+    def visit_For(self, s: For) -> dict:
+        model = super().visit_For(s)
+        model["body"] = self.auto_scope(model["body"])
+        return model
+
+    def visit_While(self, s: While) -> dict:
+        model = super().visit_While(s)
+        model["body"] = self.auto_scope(model["body"])
+        return model
+
+    def visit_If(self, s: If) -> dict:
+        model = super().visit_If(s)
+        model["then_body"] = self.auto_scope(model["then_body"])
+        model["else_body"] = self.auto_scope(model["else_body"])
+        return model
+
     def visit_Assign(self, s: Assign) -> dict:
         dst, value = s.targets[0], s.value
         if isinstance(value, FuncCall):
@@ -645,6 +669,10 @@ class _OrchestrationBuilder(_StatementModels):
 
     def visit_AtScope(self, s) -> dict:
         return self._refuse(s)
+
+    def visit_RuntimeScope(self, s) -> dict:
+        """`with pl.scope():`: scope_begin, the body, scope_end (the runtime's rings)."""
+        return {"kind": "scope", "body": [self.visit_stmt(x) for x in s.body]}
 
     def _refuse(self, s) -> dict:
         raise LoweringError("this statement cannot run in an orchestration function",
@@ -714,7 +742,8 @@ class _OrchestrationBuilder(_StatementModels):
         return {"kind": "submit", "kernel_index": self.kernel_index[call.callee], "args": args,
                 "deps": self.deps(call.deps),
                 "blocks": expr_model(call.blocks) if call.blocks is not None else None,
-                "tid": tid, "results": self._results(call, callee, targets)}
+                "tid": tid, "results": self._results(call, callee, targets),
+                "flags": "PTO_TASK_EARLY_RESOLVE" if call.early_resolve else "0"}
 
     def _flags(self, call: FuncCall, arg: Var) -> str:
         """The flags OR-ed into a tensor argument's direction: no dependence tracking,
@@ -852,7 +881,7 @@ def generate(program: Program, frontend: Program | None = None,
                     else _kernel(f, platform) for f in incore)
     index = {f.name: i for i, f in enumerate(incore)}
     builder = _OrchestrationBuilder(program, entry, index)
-    body = builder.body(entry.body)
+    body = builder.auto_scope(builder.body(entry.body))
     model = {
         "name": entry.name,
         "params": _param_models(entry),

@@ -111,6 +111,16 @@ def _type_facts(call: Call) -> list:
     return []
 
 
+def _held_facts(call: Call) -> list:
+    """The dtype of an operand whose torch tensor does not name it (HF8: torch.uint8
+    holding the codes), for the operators that read its values or write values into it."""
+    if call.op in ("cast", "read", "load", "fillpad", "fillpad_expand"):
+        dtype = call.args[0].type.dtype
+        if dtype.value.torch_storage is not None:
+            return [("held", dtype.name)]
+    return []
+
+
 class _Builder(IRVisitor):
     """The template's model of a program: one dict per statement and expression."""
 
@@ -166,6 +176,9 @@ class _Builder(IRVisitor):
     def visit_If(self, s: If) -> dict:
         return {"kind": "if", "cond": self.expr(s.cond), "then_body": self.body(s.then_body),
                 "else_body": self.body(s.else_body)}
+
+    def visit_RuntimeScope(self, s) -> dict:
+        return {"kind": "scope", "body": self.body(s.body)}
 
     def visit_AtScope(self, s: AtScope) -> dict:
         return {"kind": "block", "level": s.level.name, "body": self.body(s.body),
@@ -223,7 +236,8 @@ class _Builder(IRVisitor):
         if not hasattr(torch_runtime, fn):
             raise InternalError(f"pl.{e.op} has no torch semantics in "
                                 "pypto.debug.torch_runtime")
-        attrs = [(k, self._attr_model(_attr(v))) for k, v in e.attrs + tuple(_type_facts(e))]
+        facts = (*_type_facts(e), *_held_facts(e))
+        attrs = [(k, self._attr_model(_attr(v))) for k, v in e.attrs + facts]
         args = [self.expr(a) for a in e.args]
         # An operand declared after an attribute (pl.slice's offsets follow its shape) or
         # after a left-out operand (pl.mrgsort's tmp after src2) is passed by name, so it

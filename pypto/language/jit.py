@@ -472,10 +472,10 @@ def _caller_span(depth: int = 2) -> Span:
 
 def check_auto_scope(auto_scope, func_type: FunctionType, decorator: str) -> None:
     """Upstream's `auto_scope=False`: the compiler places none of the function's runtime
-    scopes.  Here it places none either way (a scope picks a task ring upstream; this
-    runtime has one pool, docs/dependencies.md), so an orchestration, host or inline
-    function takes it; an InCore or Opaque one is refused, as upstream: it is outlined into
-    a kernel with no orchestration body for a scope to live in."""
+    scopes (an orchestration records it as its "auto_scope" attribute, read by the parser
+    from the decorator; an inline body follows its caller's), so an orchestration, host or
+    inline function takes it; an InCore or Opaque one is refused, as upstream: it is
+    outlined into a kernel with no orchestration body for a scope to live in."""
     if not isinstance(auto_scope, bool):
         raise ParseError(f"{decorator}(auto_scope={auto_scope!r}): auto_scope is True or False",
                          _caller_span(3))

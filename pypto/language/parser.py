@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..ir.dtypes import DataType
+from ..ir.dtypes import DataType, stands_for
 from ..ir.errors import (
     ParseContentError,
     ParseError,
@@ -351,6 +351,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.foldable = _assigned_once(fndef) if sig.fold_single_assignments else set()
         attrs, stmts = self._function_attrs(fndef.body)
         attrs = self._decorated_level(fndef, attrs)
+        attrs = self._decorated_auto_scope(fndef, attrs)
         body = self.body(stmts)
         returns = sig.returns
         ret_stmts = [s for s in body if isinstance(s, Return)]
@@ -395,22 +396,33 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             key = self.static(key_node) if key_node is not None else None
             if key in attrs:
                 raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
-            if key not in ("split", "level", "split_aiv"):
+            if key not in ("split", "level", "auto_scope", "split_aiv"):
                 raise self.error(key_node or call, f"function attribute {key!r} is not "
                                  "supported here", hint="supported: \"split\" (a pl.SplitMode), "
-                                 "\"level\" (pl.Level.AIC or pl.Level.AIV), \"split_aiv\" "
-                                 "(True: a side of a kernel with lane regions)")
-            if key == "split_aiv" and self.static(value_node) is not True:
-                raise self.error(value_node, "the \"split_aiv\" attribute is True")
-            value = self.static(value_node)
-            if key == "level" and value not in (Level.AIC, Level.AIV):
-                raise self.error(value_node, "the \"level\" attribute takes pl.Level.AIC or "
-                                 "pl.Level.AIV (a kernel on one unit of the core group)")
-            if key == "split" and not isinstance(value, SplitMode):
-                raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+                                 "\"level\" (pl.Level.AIC or pl.Level.AIV), \"auto_scope\" "
+                                 "(False), \"split_aiv\" (True: a side of a kernel with lane "
+                                 "regions)")
+            value = self._function_attr(key, value_node)
             if value is not SplitMode.NONE:
                 attrs[key] = value
         return tuple(sorted(attrs.items())), stmts[:start] + stmts[start + 1:]
+
+    def _function_attr(self, key: str, value_node: ast.AST):
+        """The value of one `pl.func_attr` entry, checked against its key."""
+        value = self.static(value_node)
+        if key == "auto_scope" and (value is not False
+                                    or self.func_type is not FunctionType.Orchestration):
+            raise self.error(value_node, "the \"auto_scope\" attribute is False, on an "
+                             "orchestration function (the compiler then places none of its "
+                             "runtime scopes)")
+        if key == "split_aiv" and value is not True:
+            raise self.error(value_node, "the \"split_aiv\" attribute is True")
+        if key == "level" and value not in (Level.AIC, Level.AIV):
+            raise self.error(value_node, "the \"level\" attribute takes pl.Level.AIC or "
+                             "pl.Level.AIV (a kernel on one unit of the core group)")
+        if key == "split" and not isinstance(value, SplitMode):
+            raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+        return value
 
     def _decorated_level(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:
         """`@pl.function(type=pl.FunctionType.InCore, level=pl.Level.AIC)`: a kernel on one
@@ -441,6 +453,18 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                     raise self.error(kw.value, "the decorator's level= and pl.func_attr's "
                                      "\"level\" disagree")
                 return tuple(sorted(declared.items()))
+        return attrs
+
+    def _decorated_auto_scope(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:
+        """`@pl.jit(auto_scope=False)` / `@pl.function(..., auto_scope=False)` on an
+        orchestration function: the "auto_scope" attribute (False), so the orchestration
+        places no runtime scope of its own (the decorator checked the value)."""
+        if self.func_type is not FunctionType.Orchestration:
+            return attrs
+        for deco in fndef.decorator_list:
+            for kw in deco.keywords if isinstance(deco, ast.Call) else ():
+                if kw.arg == "auto_scope" and self.static(kw.value) is False:
+                    return tuple(sorted(dict(attrs, auto_scope=False).items()))
         return attrs
 
     def _is_builtin_call(self, stmt: ast.stmt, name: str) -> bool:
@@ -1366,6 +1390,7 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
     if isinstance(annotation, TensorSpec):
         return _specialised_tensor(annotation, arg_type, name, error)
     if isinstance(annotation, (TensorType, ScalarType, TileType)):
+        arg_type = _as_declared(annotation, arg_type)
         if arg_type is not None and not same_value_type(annotation, arg_type) \
                 and not _scalar_widens(arg_type, annotation):
             raise error(f"parameter `{name}` expects {describe(annotation)}, got "
@@ -1383,6 +1408,15 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
     raise error(f"parameter `{name}` has an unsupported annotation {annotation!r}")
 
 
+def _as_declared(annotation, arg_type):
+    """A tensor argument as the annotation's dtype where its torch dtype stores that dtype's
+    elements (a torch.uint8 tensor of codes for a pl.HF8 parameter)."""
+    if isinstance(annotation, TensorType) and isinstance(arg_type, TensorType) and \
+            stands_for(arg_type.dtype, annotation.dtype):
+        return replace(arg_type, dtype=annotation.dtype)
+    return arg_type
+
+
 def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> TensorType:
     """The argument's tensor type, where it fits the annotation's rank, fixed dimensions and
     dtype (`pl.Tensor[[ROWS, 64], ...]` with `ROWS` a pl.dynamic dimension)."""
@@ -1398,10 +1432,12 @@ def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> T
         if isinstance(want, int) and want != got:
             raise error(f"parameter `{name}` expects shape {_shape_text(annotation.shape)}, "
                         f"got {list(arg_type.shape)}")
-    if annotation.dtype not in (None, arg_type.dtype):
+    if annotation.dtype is None:
+        return arg_type
+    if not stands_for(arg_type.dtype, annotation.dtype):
         raise error(f"parameter `{name}` expects {annotation.dtype.name}, got "
                     f"{arg_type.dtype.name}")
-    return arg_type
+    return replace(arg_type, dtype=annotation.dtype)  # HF8 given as its uint8 codes
 
 
 def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: list | None,

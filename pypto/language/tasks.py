@@ -34,6 +34,7 @@ from ..ir.nodes import (
     Function,
     Param,
     Return,
+    RuntimeScope,
     Var,
 )
 from ..ir.types import (
@@ -51,11 +52,14 @@ from ..ir.types import (
 from .stubs import DslBuiltin
 
 _SCOPE_KEYWORDS = {
-    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations"),
-    "spmd": ("name_hint", "deps", "no_dep_args", "dumps", "core_num", "sync_start"),
+    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations",
+           "allow_early_resolve"),
+    "spmd": ("name_hint", "deps", "no_dep_args", "dumps", "core_num", "sync_start",
+             "allow_early_resolve"),
 }
-_SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps"),
-                    "spmd_submit": ("core_num", "deps", "no_dep_args", "dumps")}
+_SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps", "allow_early_resolve"),
+                    "spmd_submit": ("core_num", "deps", "no_dep_args", "dumps",
+                                    "allow_early_resolve")}
 _TASK_ID_HINT = "bind one with `with pl.at(...) as tid:` or `res, tid = pl.submit(kernel, ...)`"
 
 
@@ -105,9 +109,10 @@ class TaskSyntax:
 
     def _scope(self, node: ast.With, item: ast.withitem):
         """`with pl.scope(mode=pl.ScopeMode.MANUAL):` is `pl.manual_scope()`; `pl.scope()`
-        (AUTO) is a region whose tasks infer their edges as everywhere (upstream's runtime
-        scope is also a heap tier; here device memory is one pool, so AUTO changes nothing
-        the program can observe).  AUTO may not nest inside MANUAL, as upstream."""
+        (AUTO) is a runtime scope (`RuntimeScope`) whose tasks infer their edges as
+        everywhere: it picks the task ring of its depth (pypto.runtime.rings), which
+        nothing but ring capacity and scope stats can observe.  AUTO may not nest inside
+        MANUAL, as upstream."""
         self._orchestration_only(node, "pl.scope")
         call = item.context_expr
         mode_nodes = list(call.args) + [kw.value for kw in call.keywords]
@@ -125,7 +130,7 @@ class TaskSyntax:
             raise self.error(node, "an AUTO `pl.scope()` cannot be nested inside a manual "
                              "scope: the runtime forbids it",
                              hint="end the manual scope first, or leave this block out")
-        return list(self.body(node.body))
+        return RuntimeScope(tuple(self.body(node.body)), self.source.span(node))
 
     def _manual_scope(self, node: ast.With, item: ast.withitem):
         self._orchestration_only(node, "pl.manual_scope")
@@ -245,7 +250,7 @@ class TaskSyntax:
         return AtScope(options["level"], body, options["name_hint"], self.source.span(node),
                        deps=options["deps"], no_dep_args=options["no_dep_args"], task=task,
                        manual=self.manual, blocks=options["blocks"], dumps=options["dumps"],
-                       split=options["split"])
+                       split=options["split"], early_resolve=options["early_resolve"])
 
     def _spmd_dispatches(self, node: ast.With, body, options: dict, task) -> list:
         """`with pl.spmd(n): out = kernel(...)`, the dispatch form: each kernel call in the
@@ -263,7 +268,8 @@ class TaskSyntax:
         for stmt in calls:
             call = replace(stmt.value, blocks=options["blocks"], deps=options["deps"],
                            no_dep_args=stmt.value.no_dep_args + options["no_dep_args"],
-                           dumps=options["dumps"])
+                           dumps=options["dumps"],
+                           early_resolve=stmt.value.early_resolve or options["early_resolve"])
             passed = {a.name for a in call.args if isinstance(a, Var)}
             for var in call.no_dep_args + call.dumps:
                 if var.name not in passed:
@@ -287,7 +293,7 @@ class TaskSyntax:
         `pl.spmd(...)`."""
         allowed = _SCOPE_KEYWORDS[builtin]
         options = {"level": Level.CORE_GROUP, "blocks": None, "name_hint": "", "deps": (),
-                   "no_dep_args": (), "dumps": (), "split": None}
+                   "no_dep_args": (), "dumps": (), "split": None, "early_resolve": False}
         if builtin == "at":
             if call.args:
                 raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
@@ -315,6 +321,8 @@ class TaskSyntax:
             options[kw.arg] = self._tensor_list(kw.value, kw.arg)
         elif kw.arg == "optimizations":
             options["split"] = self._optimizations(kw.value)
+        elif kw.arg == "allow_early_resolve":
+            options["early_resolve"] = self._early_resolve(call, kw.value)
         elif kw.arg == "core_num":
             return  # the block count, read by _scope_options
         elif kw.arg == "sync_start":
@@ -504,7 +512,8 @@ class TaskSyntax:
         body = (Assign((index,), read_index, span),) + tuple(body)
         return AtScope(options["level"], body, options["name_hint"], span, deps=options["deps"],
                        no_dep_args=options["no_dep_args"], manual=self.manual,
-                       blocks=options["blocks"], dumps=options["dumps"])
+                       blocks=options["blocks"], dumps=options["dumps"],
+                       early_resolve=options["early_resolve"])
 
     def check_block_idx(self, node: ast.Call) -> None:
         """`pl.get_block_idx()` reads a kernel's block index: not in the orchestration itself."""
@@ -531,18 +540,7 @@ class TaskSyntax:
             if not getattr(ref, "__pypto_kernel__", False):
                 raise self.error(node, f"the first argument of {what} must be an "
                                  "@pl.jit.incore kernel (self.<kernel> in a @pl.program)")
-        options = {"deps": (), "no_dep_args": (), "dumps": (), "core_num": None}
-        for kw in node.keywords:
-            if kw.arg not in _SUBMIT_KEYWORDS[builtin]:
-                raise self.error(node, f"{what}({kw.arg}=...) is not supported",
-                                 hint=f"{what} accepts {', '.join(_SUBMIT_KEYWORDS[builtin])}; "
-                                 "kernel arguments are positional")
-            if kw.arg == "deps":
-                options["deps"] = self._task_deps(kw.value)
-            elif kw.arg in ("no_dep_args", "dumps"):
-                options[kw.arg] = self._tensor_list(kw.value, kw.arg)
-            else:
-                options["core_num"] = self._block_count(kw.value)
+        options = self._submit_options(node, builtin, what)
         if builtin == "spmd_submit" and options["core_num"] is None:
             raise self.error(node, "pl.spmd_submit needs core_num=<number of blocks>")
         call = self._func_call(ref, node, node.args[1:])
@@ -552,7 +550,36 @@ class TaskSyntax:
         return replace(call, type=rtype, deps=options["deps"],
                        no_dep_args=call.no_dep_args + options["no_dep_args"],
                        blocks=options["core_num"],
-                       task_id=True, dumps=options["dumps"])
+                       task_id=True, dumps=options["dumps"],
+                       early_resolve=options["early_resolve"])
+
+    def _submit_options(self, node: ast.Call, builtin: str, what: str) -> dict:
+        """The keywords of `pl.submit(...)` / `pl.spmd_submit(...)`."""
+        options = {"deps": (), "no_dep_args": (), "dumps": (), "core_num": None,
+                   "early_resolve": False}
+        for kw in node.keywords:
+            if kw.arg not in _SUBMIT_KEYWORDS[builtin]:
+                raise self.error(node, f"{what}({kw.arg}=...) is not supported",
+                                 hint=f"{what} accepts {', '.join(_SUBMIT_KEYWORDS[builtin])}; "
+                                 "kernel arguments are positional")
+            if kw.arg == "deps":
+                options["deps"] = self._task_deps(kw.value)
+            elif kw.arg in ("no_dep_args", "dumps"):
+                options[kw.arg] = self._tensor_list(kw.value, kw.arg)
+            elif kw.arg == "allow_early_resolve":
+                options["early_resolve"] = self._early_resolve(node, kw.value)
+            else:
+                options["core_num"] = self._block_count(kw.value)
+        return options
+
+    def _early_resolve(self, call: ast.AST, node: ast.AST) -> bool:
+        """`allow_early_resolve=True`: the task's consumers may pre-stage (a scheduling
+        hint; the runtime starts a consumer whose producers all carry it the moment the
+        last one ends)."""
+        value = self.static(node)
+        if not isinstance(value, bool):
+            raise self.error(call, "allow_early_resolve= takes True or False")
+        return value
 
     def _check_named_arguments(self, node: ast.Call, call, options: dict) -> None:
         """no_dep_args= and dumps= name arguments of the call."""

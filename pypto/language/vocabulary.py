@@ -55,6 +55,9 @@ BF16 = DataType.BF16
 FP32 = DataType.FP32
 FP8E4M3FN = DataType.FP8E4M3FN
 FP8E5M2 = DataType.FP8E5M2
+FP8E8M0 = DataType.FP8E8M0
+HF8 = DataType.HF8
+UINT64 = DataType.UINT64
 ND = TensorLayout.ND
 """Row-major, the layout of every tensor here (upstream's default; never needs writing)."""
 DN = TensorLayout.DN
@@ -147,8 +150,9 @@ dim = DslBuiltin("dim")
 """`pl.dim(t, axis)` (also `pl.tensor.dim`): a tensor's dimension, as `t.shape[axis]`."""
 
 __all__ = [
-    "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "FP16", "BF16",
-    "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
+    "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FP16",
+    "BF16",
+    "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "INDEX", "DataType",
     "Tensor", "Tile", "MemRef", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
     "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",

@@ -40,8 +40,8 @@ ABSENT = "absent"  # does not resolve: the parser reports `pl.X` does not exist 
 # Why a group of names is refused or absent, and what to do instead.
 WHY = {
     **REFUSED_OPS,
-    "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-32, FP16, "
-             "BF16, FP32, FP8E4M3FN, FP8E5M2)",
+    "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-64, FP16, "
+             "BF16, FP32, FP8E4M3FN, FP8E5M2, FP8E8M0, HF8)",
     "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
               "with a_trans= / b_trans= or pl.tile.transpose_view",
     "layout_marker": "a tensor in global memory is row-major (pl.ND) here: naming pl.DN or "
@@ -70,8 +70,9 @@ WHY = {
             "compute them on the host or load a table",
 }
 
-_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "INT8",
-                     "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32")
+_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8",
+                     "INDEX", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
+                     "UINT64")
 _OPS_SUPPORTED = (
     "abs", "add", "and_", "ands", "assemble", "batch_matmul", "cast", "cmp", "col_argmax",
     "col_argmin", "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif",
@@ -125,7 +126,7 @@ _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expa
                      "paged_gather", "random", "read", "scatter", "scatter_update", "sort32")
 
 _ABSENT = {
-    "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
+    "dtype": ("FP4", "HF4", "INT4", "UINT4"),
     "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
     "pipe": ("system.available_aiv_count",
              "system.available_cluster_count", "system.cacheinvalid", "system.fence",
@@ -222,9 +223,10 @@ CONSTRUCTS = (
     ("`return kernel(x, out)` in an orchestration (a kernel call as the returned value)",
      SUPPORTED, "the call is submitted as a statement and its results are returned"),
     ("`@pl.jit(auto_scope=False)` (also `.inline`, `.host`, `@pl.function`)", SUPPORTED,
-     "the compiler places no runtime scope, which here it never does (a scope picks a task "
-     "ring upstream; this runtime has one pool); `.incore` / `.opaque` / an InCore or "
-     "Opaque `@pl.function` refuse it at the decorator, as upstream"),
+     "the orchestration opens no runtime scope of its own (by default its body, each loop "
+     "body and each branch is one, picking the task ring of its depth); an inline body "
+     "follows its caller's flag; `.incore` / `.opaque` / an InCore or Opaque "
+     "`@pl.function` refuse it at the decorator, as upstream"),
     ("a standalone `@pl.function` called from a program, `pl.parse` / `pl.loads` of one",
      SUPPORTED, "added to the program, parsed for the call's argument types; "
      "`ir.serialize` / `ir.deserialize` go through the printed form"),
@@ -315,8 +317,14 @@ CONSTRUCTS = (
      "compile_profiling=)`", SUPPORTED, "see docs/running.md"),
     ("`RunConfig(distributed_config=)`, `DistributedWorker`, `@pl.jit.host`", REFUSED,
      WHY["host"]),
-    ("`RunConfig(enable_pmu=, enable_scope_stats=, ring_*=, aicpu_thread_num=, "
-     "save_kernels=, codegen_only=)`", REFUSED,
+    ("`RunConfig(ring_task_window=, ring_heap=, ring_dep_pool=, enable_scope_stats=)`, "
+     "`PTO2_RING_*`", SUPPORTED,
+     "the native scheduler's four task rings (docs/running.md \"Task rings\"); a run that "
+     "needs the Python scheduler refuses them"),
+    ("`allow_early_resolve=` on `pl.at` / `pl.spmd` / `pl.submit` / `pl.spmd_submit`",
+     SUPPORTED, "a consumer released by a flagged producer starts next, on the core it frees "
+     "(docs/dependencies.md); recorded in deps.json and the swimlane"),
+    ("`RunConfig(enable_pmu=, aicpu_thread_num=, save_kernels=, codegen_only=)`", REFUSED,
      "TypeError naming the argument and what it is for; they size or sample the device "
      "runtime, which the simulator does not have"),
     ("a program written for `platform=\"a2a3\"` / `\"a5\"` run without a device", SUPPORTED,
@@ -482,16 +490,10 @@ GUIDE_PAGES = (
     GuidePage("docs/en/user/language/00-types.md"),
     GuidePage("docs/en/user/language/04-scopes.md"),
     GuidePage("docs/en/user/performance/01-task-granularity.md"),
-    GuidePage("docs/en/user/performance/02-runtime-overhead.md",
-              refused=("allow_early_resolve",),
-              why="`pl.at(allow_early_resolve=True)` is not accepted yet (a scheduling hint: "
-                  "consumers pre-staged before their producer ends)"),
+    GuidePage("docs/en/user/performance/02-runtime-overhead.md"),
     GuidePage("docs/en/user/performance/03-dependencies.md"),
     GuidePage("docs/en/user/performance/04-incore.md"),
-    GuidePage("docs/en/user/performance/05-memory.md",
-              refused=("ring_heap",),
-              why="`RunConfig(ring_task_window=, ring_heap=)` size the device runtime's four "
-                  "task rings, which this runtime does not model yet"),
+    GuidePage("docs/en/user/performance/05-memory.md"),
     GuidePage("docs/en/user/precision/00-workflow.md"),
     GuidePage("docs/en/user/tasks/03-tuning.md"),
     GuidePage("docs/en/user/tools/00-debugging.md"),

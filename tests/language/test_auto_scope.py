@@ -1,7 +1,7 @@
 """Upstream's `auto_scope=False` (its Memory page: the compiler places none of the
-function's runtime scopes, the author does with `pl.scope()`).  Here no scope is placed
-either way (one task pool, docs/dependencies.md), so an orchestration, inline or program
-function takes it and runs as before; an InCore / Opaque kernel has no orchestration body
+function's runtime scopes, the author does with `pl.scope()`; which ring a task takes is
+tests/runtime/test_rings.py's).  An orchestration, inline or program function takes it and
+computes what it computes without it; an InCore / Opaque kernel has no orchestration body
 for a scope and is refused at its decorator's line, as upstream."""
 
 from __future__ import annotations

@@ -80,6 +80,9 @@ template <class T> inline T pad_zero() { return convert<T>(int32_t(0)); }
 template <class T> inline T pad_max() { return convert<T>(__builtin_huge_val()); }
 template <class T> inline T pad_min() { return convert<T>(-__builtin_huge_val()); }
 template <> inline bool pad_min<bool>() { return false; }
+// FP8E8M0 has no infinity (converting one gives NaN) and no sign: its pads are its ends.
+template <> inline fp8e8m0 pad_max<fp8e8m0>() { return fp8e8m0{0xfe}; }
+template <> inline fp8e8m0 pad_min<fp8e8m0>() { return fp8e8m0{0x00}; }
 
 namespace detail {
 
@@ -122,6 +125,8 @@ template <> struct Num<bf16> {
 };
 template <> struct Num<fp8e4m3fn> : NarrowFloat<fp8e4m3fn> {};
 template <> struct Num<fp8e5m2> : NarrowFloat<fp8e5m2> {};
+template <> struct Num<hf8> : NarrowFloat<hf8> {};
+template <> struct Num<fp8e8m0> : NarrowFloat<fp8e8m0> {};
 
 // A narrow float type (f16, bf16, fp8): computes in float, stored narrower.
 template <class T> constexpr bool kNarrow = Num<T>::is_float && !__is_same(T, float);
