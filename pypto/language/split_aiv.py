@@ -28,7 +28,7 @@ in a region is named by `pl.aiv_shard` and a region's tile read by the cube by
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..ir.errors import ParseError, Span
 from ..ir.nodes import (
@@ -47,7 +47,7 @@ from ..ir.nodes import (
 from ..ir.ops import get_op, make_call
 from ..ir.ops.cross_core import DEFAULT_SLOTS
 from ..ir.types import INDEX, FunctionType, Level, MemorySpace, SplitMode, TileType, TupleType
-from ..ir.visitor import defs, exposed_uses, statements, uses
+from ..ir.visitor import IRMutator, defs, exposed_uses, statements, uses
 
 REGION_KIND = "split_aiv:"  # For.kind of a region while its kernel is parsed
 REGION_BUILTINS = ("split_aiv", "aiv_shard", "aic_gather")
@@ -225,24 +225,36 @@ def _is_region(stmt) -> bool:
     return isinstance(stmt, For) and stmt.kind.startswith(REGION_KIND)
 
 
+_COMPOUND = (For, While, If)  # statements with bodies a kernel's regions may sit in
+
+
 def _holds_region(stmt) -> bool:
-    if _is_region(stmt):
-        return True
-    return any(_holds_region(s) for s in _bodies(stmt) for s in s)
+    return any(_is_region(s) for s in statements(stmt))
 
 
-def _bodies(stmt) -> list[tuple]:
-    if isinstance(stmt, (For, While)):
-        return [stmt.body]
-    if isinstance(stmt, If):
-        return [stmt.then_body, stmt.else_body]
-    return []
+class _EachBody(IRMutator):
+    """A loop or branch rebuilt with each of its bodies replaced by `side(body)` (the
+    visitor reads the bodies, loops and branches alike); `results` are the new bodies."""
+
+    def __init__(self, side):
+        self.side = side
+        self.results: list[tuple] = []
+
+    def mutate_body(self, body) -> tuple:
+        new = tuple(self.side(tuple(body)))
+        self.results.append(new)
+        return new
+
+    def mutate_expr(self, expr):
+        return expr
+
+    def mutate_def(self, var):
+        return var
 
 
-def _with_bodies(stmt, bodies: list[tuple]):
-    if isinstance(stmt, (For, While)):
-        return replace(stmt, body=bodies[0])
-    return replace(stmt, then_body=bodies[0], else_body=bodies[1])
+def _region_statements(region_loop: For) -> tuple:
+    """A region's statements (the region is a For of REGION_KIND while its kernel is split)."""
+    return region_loop.body
 
 
 class _Splitter:
@@ -305,13 +317,14 @@ class _Splitter:
                 continue
             if isinstance(stmt, Return):
                 continue
-            if _bodies(stmt):
+            if isinstance(stmt, _COMPOUND):
                 # A loop body's reads before its binds are the next iteration's.
                 # (A gathered name is bound by its region's pop, not in the kernel's IR.)
-                bodies = [self.cube(b, later | (exposed_uses(b) - self._gathered_in(b)))
-                          for b in _bodies(stmt)]
-                if any(bodies) or not _holds_region(stmt):
-                    out.append(_with_bodies(stmt, bodies))
+                nested = _EachBody(lambda b, later=later: self.cube(
+                    b, later | (exposed_uses(b) - self._gathered_in(b))))
+                rebuilt = nested.mutate_stmt(stmt)
+                if any(nested.results) or not _holds_region(stmt):
+                    out.append(rebuilt)
                 continue
             self._check_cube(stmt)
             out.append(stmt)
@@ -364,12 +377,12 @@ class _Splitter:
         for stmt in body:
             if _is_region(stmt):
                 out += self._region_body(self.regions[int(stmt.kind[len(REGION_KIND):])],
-                                         stmt.body)
+                                         _region_statements(stmt))
             elif isinstance(stmt, Return):
                 continue
-            elif _bodies(stmt):
+            elif isinstance(stmt, _COMPOUND):
                 if _holds_region(stmt):
-                    out.append(_with_bodies(stmt, [self.vector(b) for b in _bodies(stmt)]))
+                    out.append(_EachBody(self.vector).mutate_stmt(stmt))
             elif self.unit(stmt) is None:
                 out.append(stmt)  # scalar work: on both sides
         return tuple(out)
@@ -380,7 +393,7 @@ class _Splitter:
         _check_top_level(region, body)
         shards = {popped.name for _, popped, _ in region.shards}
         for stmt in statements(list(body)):
-            if _bodies(stmt):
+            if isinstance(stmt, _COMPOUND):
                 continue
             if self.unit(stmt) == "cube":
                 raise ParseError("cube work inside a lane region: the region runs on the "
