@@ -154,9 +154,27 @@ def _info(name: str, tensor: Any, *, allow_fp64: bool) -> TensorInfo:
     return TensorInfo(name, dtype, tuple(tensor.shape))
 
 
+BYTE_STORED = ("FP8E8M0",)
+"""Dtypes whose tensors the .safetensors files hold as their bytes (U8): safetensors writes
+F8_E8M0 but cannot read it back (0.8).  golden.json records the dtype, which reading
+restores (`stored_view`)."""
+
+
 def _plain(tensor: Any) -> Any:
     # safetensors wants dense CPU tensors that share no storage.
-    return tensor.detach().to("cpu").contiguous().clone()
+    plain = tensor.detach().to("cpu").contiguous().clone()
+    if dtype_name(plain.dtype) in BYTE_STORED:
+        import torch
+
+        return plain.view(torch.uint8)
+    return plain
+
+
+def stored_view(tensor: Any, recorded: str) -> Any:
+    """A tensor read from a .safetensors file as golden.json's dtype `recorded` has it."""
+    if recorded in BYTE_STORED and dtype_name(tensor.dtype) == "UINT8":
+        return tensor.view(dtypes.DataType[recorded].to_torch())
+    return tensor
 
 
 def dtype_name(torch_dtype: Any) -> str:

@@ -27,6 +27,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.ops import get_op
+from ..ir.ops.cross_core import BUFFER_OPS, FREE_OPS, INIT_OPS, POP_OPS, PUSH_OPS
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce
 from ..ir.ops.prefetch import without_prefetch_hints
 from ..ir.ops.random import SEEDS
@@ -43,6 +44,8 @@ from ..ir.types import (
     TileType,
 )
 from ..ir.visitor import IRVisitor, statements
+from ..passes.allocate_memory_addr import memref_slot_bytes
+from ..passes.cross_core_pipe import uses_pipe
 from .device import device_kernel
 from .environment import render
 from .expressions import (
@@ -68,7 +71,7 @@ _SPACE = {"Vec": "vec", "Mat": "mat", "Left": "left", "Right": "right", "Acc": "
 _DIRECTION = {Direction.In: "PTO_IN", Direction.Out: "PTO_OUT", Direction.InOut: "PTO_INOUT"}
 
 
-def _param_spec(p) -> ParamSpec:
+def param_spec(p) -> ParamSpec:
     t = p.var.type
     if isinstance(t, TensorType):
         return ParamSpec(p.var.name, "tensor", t.dtype.name, p.direction.value, tuple(t.shape))
@@ -132,6 +135,7 @@ class _KernelBuilder(_StatementModels):
         self.params = {p.var.name for p in fn.params}
         self.names = value_idents(fn)
         self.partial = _partially_valid(fn)
+        self.slot_bytes = memref_slot_bytes(fn)
 
     def tile(self, var: Var) -> str:
         t = var.type
@@ -157,13 +161,34 @@ class _KernelBuilder(_StatementModels):
 
     def body(self, stmts) -> list[dict]:
         return kernel_statements(stmts, self.visit_For, self.visit_While, self.assign,
-                                 self.visit_If)
+                                 self.visit_If, self.effect)
+
+    def effect(self, s: ExprStmt) -> dict:
+        """A cross-core pipe operator made for its effect (push, free, initialize)."""
+        op, form = operator_form(self, s.value, s)
+        model = form(op, s.value, None, s)
+        model["valid"] = None
+        return model
 
     def assign(self, s: Assign) -> dict:
+        model = self._assign(s)
+        dst = s.targets[0]
+        if isinstance(dst.type, TileType) and dst.type.memref is not None and \
+                dst.type.memref.slots > 1:
+            m = dst.type.memref  # the slot is read where the tile is defined
+            model["seat"] = {"dst": self.tile(dst), "space": _SPACE[dst.type.memory.name],
+                             "addr": dst.type.addr, "slot": expr_model(m.slot),
+                             "slots": m.slots, "slot_bytes": self.slot_bytes[m.name]}
+        return model
+
+    def _assign(self, s: Assign) -> dict:
         (dst,) = s.targets
         call = s.value
         if isinstance(dst.type, ScalarType):
             declare_scalar(self.scalars, self.params, dst)
+            if isinstance(call, Call) and call.op in BUFFER_OPS:
+                op, form = operator_form(self, call, s)
+                return self._with_valid(form(op, call, dst, s), dst)
             if isinstance(call, Call) and call.op == "read":
                 return self._with_valid(self._form_read(get_op("read"), call, dst, s), dst)
             return {"kind": "scalar_assign", "dst": ident(dst.name), "value": expr_model(call),
@@ -373,6 +398,29 @@ class _KernelBuilder(_StatementModels):
             model["target"] = self.tile(target)  # the result has its own buffer: copy first
         return model
 
+    def _pipe(self, call, s) -> dict:
+        direction = {**PUSH_OPS, **POP_OPS, **FREE_OPS, **dict.fromkeys(INIT_OPS, "")}[call.op]
+        return {"id": call.attr("id") or 0, "c2v": direction == "C2V",
+                "op": call.op.split(".")[-1], "line": s.span.line if s.span else 0}
+
+    def _form_tpush(self, op, call, dst, s):
+        return {"kind": "tpush", "tile": self.tile(call.args[0]), **self._pipe(call, s)}
+
+    def _form_tpop(self, op, call, dst, s):
+        return {"kind": "tpop", "dst": self.tile(dst), **self._pipe(call, s)}
+
+    def _form_tfree(self, op, call, dst, s):
+        return {"kind": "tfree", **self._pipe(call, s)}
+
+    def _form_pipe_buffer(self, op, call, dst, s):
+        # A ring buffer's base: the bottom of the consumer's buffer, where
+        # AllocateMemoryAddr leaves the ring's bytes (an explicit base is a name only).
+        base = max(call.attr("base", 0), 0) if call.op == "system.reserve_buffer" else 0
+        return {"kind": "pipe_buffer", "dst": ident(dst.name), "base": base}
+
+    def _form_pipe_init(self, op, call, dst, s):
+        return {"kind": "pipe_init", **self._pipe(call, s)}
+
     def _form_create(self, op, call, dst, s):
         return {"kind": "create", "dst": self.tile(dst)}
 
@@ -396,7 +444,9 @@ def _batch_window(offsets, stmt):
     return None, _window_origin(offsets, stmt)
 
 
-def kernel_source(fn: Function) -> KernelSource:
+def kernel_model(fn: Function) -> tuple[dict, dict[str, int]]:
+    """The simulator kernel template's model of `fn` (templates/kernel_function.cpp.j2),
+    and the on-chip bytes its tiles reach per space."""
     fn = without_prefetch_hints(fn)  # no L2 here: the cache hints change nothing
     builder = _KernelBuilder(fn)
     body = builder.body(fn.body)
@@ -408,14 +458,20 @@ def kernel_source(fn: Function) -> KernelSource:
         "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
         "body": body,
     }
+    return model, _on_chip_high_water(builder)
+
+
+def kernel_source(fn: Function) -> KernelSource:
+    model, on_chip = kernel_model(fn)
     return KernelSource(model["symbol"], render("kernel.cpp.j2", k=model), "vector",
-                        tuple(_param_spec(p) for p in fn.params), _on_chip_high_water(builder))
+                        tuple(param_spec(p) for p in fn.params), on_chip)
 
 
 def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     if platform is None or not platform.device_code:
         return kernel_source(fn)
     _refuse_transfers(fn, platform)
+    _refuse_subblock_idx(fn, platform)
     kernel = device_kernel(fn, platform.backend.capacities["Vec"], platform.backend.name)
     launch = ""
     if platform.kind == "cpu_model":
@@ -427,7 +483,32 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
                             for space, n in sorted(kernel.on_chip.items()) if n]}
         launch = render("cpu_model_launch.cpp.j2", l=model)
     return KernelSource(symbol(fn.name, device_code=True), kernel.cpp, kernel.core_type,
-                        tuple(_param_spec(p) for p in fn.params), kernel.on_chip, launch)
+                        tuple(param_spec(p) for p in fn.params), kernel.on_chip, launch)
+
+
+class _LaneIndexReads(IRVisitor):
+    """Whether the expressions visited read pl.tensor.get_subblock_idx()."""
+
+    found = False
+
+    def visit_Call(self, e: Call) -> None:
+        self.found = self.found or e.op == "get_subblock_idx"
+        super().visit_Call(e)
+
+
+def _refuse_subblock_idx(fn: Function, platform: Platform) -> None:
+    """pl.tensor.get_subblock_idx() reads the vector lane of a Group task, which device code
+    does not run yet (codegen/group.py refuses the group)."""
+    for s in statements(fn.body):
+        finds = _LaneIndexReads()
+        for name in ("value", "cond", "start", "stop", "step"):
+            if getattr(s, name, None) is not None:
+                finds.visit_expr(getattr(s, name))
+        if finds.found:
+            raise LoweringError(
+                    f"pl.tensor.get_subblock_idx() has no device code on {platform.name} yet: "
+                    "the vector lanes of a pl.FunctionType.Group run on the simulators only",
+                    s.span, hint="run it on a2a3sim or a5sim")
 
 
 def _refuse_transfers(fn: Function, platform: Platform) -> None:
@@ -516,6 +597,30 @@ class _OrchestrationBuilder(_StatementModels):
     def body(self, stmts) -> list[dict]:
         return [m for m in (self.visit_stmt(s) for s in stmts) if m is not None]
 
+    def auto_scope(self, body: list[dict]) -> list[dict]:
+        """Upstream's MaterializeRuntimeScopes: unless the function says
+        `auto_scope=False`, the function body, each loop body and each branch is a
+        runtime scope (its tasks take the ring of its depth, pypto.runtime.rings)."""
+        if not body or self.fn.attr("auto_scope", True) is False:
+            return body
+        return [{"kind": "scope", "body": body}]
+
+    def visit_For(self, s: For) -> dict:
+        model = super().visit_For(s)
+        model["body"] = self.auto_scope(model["body"])
+        return model
+
+    def visit_While(self, s: While) -> dict:
+        model = super().visit_While(s)
+        model["body"] = self.auto_scope(model["body"])
+        return model
+
+    def visit_If(self, s: If) -> dict:
+        model = super().visit_If(s)
+        model["then_body"] = self.auto_scope(model["then_body"])
+        model["else_body"] = self.auto_scope(model["else_body"])
+        return model
+
     def visit_Assign(self, s: Assign) -> dict:
         dst, value = s.targets[0], s.value
         if isinstance(value, FuncCall):
@@ -559,10 +664,16 @@ class _OrchestrationBuilder(_StatementModels):
         return self._refuse(s)
 
     def visit_Return(self, s: Return) -> None:
+        if any(isinstance(v, FuncCall) for v in s.values):  # the parser makes it a statement
+            raise InternalError("a kernel call inside a return reached codegen")
         return None
 
     def visit_AtScope(self, s) -> dict:
         return self._refuse(s)
+
+    def visit_RuntimeScope(self, s) -> dict:
+        """`with pl.scope():`: scope_begin, the body, scope_end (the runtime's rings)."""
+        return {"kind": "scope", "body": [self.visit_stmt(x) for x in s.body]}
 
     def _refuse(self, s) -> dict:
         raise LoweringError("this statement cannot run in an orchestration function",
@@ -632,7 +743,8 @@ class _OrchestrationBuilder(_StatementModels):
         return {"kind": "submit", "kernel_index": self.kernel_index[call.callee], "args": args,
                 "deps": self.deps(call.deps),
                 "blocks": expr_model(call.blocks) if call.blocks is not None else None,
-                "tid": tid, "results": self._results(call, callee, targets)}
+                "tid": tid, "results": self._results(call, callee, targets),
+                "flags": "PTO_TASK_EARLY_RESOLVE" if call.early_resolve else "0"}
 
     def _flags(self, call: FuncCall, arg: Var) -> str:
         """The flags OR-ed into a tensor argument's direction: no dependence tracking,
@@ -759,11 +871,18 @@ def generate(program: Program, frontend: Program | None = None,
     entry = program.entry_function
     if entry.func_type is not FunctionType.Orchestration:
         raise InternalError("the entry of a lowered program must be an orchestration function")
-    incore = [f for f in program.functions if f.func_type is FunctionType.InCore]
-    kernels = tuple(_kernel(f, platform) for f in incore)
+    # The kernels: every InCore function but those of the cross-core pipe, which run in
+    # the Group that calls them, and each Group (codegen/group.py).
+    from .group import group_source  # the Group kernels build on this module's kernels
+
+    incore = [f for f in program.functions
+              if (f.func_type is FunctionType.InCore and not uses_pipe(f))
+              or f.func_type is FunctionType.Group]
+    kernels = tuple(group_source(program, f, platform) if f.func_type is FunctionType.Group
+                    else _kernel(f, platform) for f in incore)
     index = {f.name: i for i, f in enumerate(incore)}
     builder = _OrchestrationBuilder(program, entry, index)
-    body = builder.body(entry.body)
+    body = builder.auto_scope(builder.body(entry.body))
     model = {
         "name": entry.name,
         "params": _param_models(entry),
@@ -771,7 +890,7 @@ def generate(program: Program, frontend: Program | None = None,
         "dump_slots": len(builder.dump_slots),
         "body": body,
     }
-    params = tuple(_param_spec(p) for p in entry.params)
+    params = tuple(param_spec(p) for p in entry.params)
     if frontend is not None:
         declared = {p.var.name: p.direction.value for p in frontend.entry_function.params}
         params = tuple(replace(p, declared=declared.get(p.name, p.direction)) for p in params)

@@ -56,6 +56,16 @@ _ELEM = {
     DataType.INT64: "int64_t", DataType.UINT8: "uint8_t", DataType.UINT16: "uint16_t",
     DataType.UINT32: "uint32_t", DataType.BOOL: "uint8_t",  # a BOOL is a byte, 0 or 1
 }
+# Why an element type pypto has gets no device code (docs/numerics.md).
+_NO_DEVICE_DTYPE = {
+    DataType.HF8: "(A5 only, and pto-isa's CPU model of hifloat8_t does not have the format's "
+                  "values: it decodes the codes of exponent width 0 and 1 with 5 - D mantissa "
+                  "bits where HiFloat8 has 3, and its TCVT rounds to the nearest of those, ties "
+                  "down, NaN to -inf and inf to 2^15, so no CPU-model run can check pl.cast's "
+                  "HF8)",
+    DataType.FP8E8M0: "(pto-isa has no TCVT to or from float8_e8m0_t: MX scales come from "
+                      "TQUANT, which pypto does not model)",
+}
 _ROUND = {"none": "CAST_NONE", "rint": "CAST_RINT", "round": "CAST_ROUND",
           "floor": "CAST_FLOOR", "ceil": "CAST_CEIL", "trunc": "CAST_TRUNC", "odd": "CAST_ODD"}
 _PAD = {"null": "Zero", "zero": "Zero", "max": "Max", "min": "Min"}
@@ -188,8 +198,15 @@ class _DeviceKernelBuilder:
         if not isinstance(t, TileType) or t.memory is None or t.addr is None:
             raise InternalError(f"tile `{var.name}` reached codegen without memory placement")
         if t.dtype not in _ELEM:
+            why = _NO_DEVICE_DTYPE.get(t.dtype, "yet")
             raise LoweringError(f"tile `{var.name}`: {t.dtype.name} tiles have no device code "
-                                "yet", var.span, hint="use a simulator platform")
+                                f"{why}", var.span, hint="use a simulator platform")
+        if t.memref is not None and t.memref.slots > 1:
+            raise LoweringError(
+                f"tile `{var.name}` in a slot of pl.MemRef(\"{t.memref.name}\", "
+                f"slots={t.memref.slots}) has no device code yet: its address is chosen at "
+                "run time, and the pipe synchronisation here tracks tiles at fixed addresses",
+                var.span, hint="use a simulator platform, or a one-slot pl.MemRef per buffer")
         key = (var.name, t)
         if key not in self.tiles:
             rows, cols = t.shape[0], t.shape[1] if len(t.shape) > 1 else 1

@@ -76,6 +76,8 @@ def _call_model(e: Call, idents: dict[str, str]) -> dict | None:
     if e.op in _BLOCK_FIELDS:  # kernels only
         return {"kind": "var", "name": idents.get(f"{e.op}()",
                                                   f"(int64_t)core->{_BLOCK_FIELDS[e.op]}")}
+    if e.op == "get_subblock_idx":  # the simulator kernels' vector lane (pto/lane.hpp)
+        return {"kind": "var", "name": "(int64_t)pto::lane_subblock()"}
     return None
 
 
@@ -115,11 +117,13 @@ def _scalar_cast(e: Call, idents) -> dict:
 
 
 def kernel_statements(stmts, on_for: Callable, on_while: Callable, on_assign: Callable,
-                      on_if: Callable) -> list:
+                      on_if: Callable, on_effect: Callable | None = None) -> list:
     """What `on_for` / `on_while` / `on_assign` / `on_if` make of each statement of a
     kernel body, in order (returns skipped; anything else is an error), shared by the
-    kernel code generators."""
+    kernel code generators; `on_effect`, of a statement that is an operator call made for
+    its effect (the cross-core pipe's), where the generator has such statements."""
     visitor = _KernelStatements(on_for, on_while, on_assign, on_if)
+    visitor.on_effect = on_effect
     return [m for m in (visitor.visit_stmt(s) for s in stmts) if m is not _NOTHING]
 
 
@@ -132,6 +136,7 @@ class _KernelStatements(IRVisitor):
     def __init__(self, on_for: Callable, on_while: Callable, on_assign: Callable,
                  on_if: Callable):
         self.on_for, self.on_while, self.on_assign, self.on_if = on_for, on_while, on_assign, on_if
+        self.on_effect: Callable | None = None
 
     def visit_For(self, s: For) -> dict:
         return self.on_for(s)
@@ -149,6 +154,9 @@ class _KernelStatements(IRVisitor):
         return _NOTHING
 
     def visit_ExprStmt(self, s: ExprStmt) -> dict:
+        if self.on_effect is not None and isinstance(s.value, Call) \
+                and get_op(s.value.op).category == "pipe":
+            return self.on_effect(s)
         raise LoweringError("an expression statement has no effect in a kernel", s.span)
 
     def visit_AtScope(self, s: AtScope) -> dict:

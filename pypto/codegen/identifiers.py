@@ -50,7 +50,7 @@ _GENERATED = frozenset("""
     kernel_entry row_stride col_stride tensor_at scalar_f64 saturate col_sum_tree
     Tile TileType TileConfig GlobalTensor Shape Stride Layout BLayout SLayout PadValue
     RoundMode CmpMode DYNAMIC set_flag wait_flag pipe_barrier get_block_idx get_block_num
-    half bfloat16_t float8_e4m3_t float8_e5m2_t TRandomKey TRandomCounter
+    half bfloat16_t float8_e4m3_t float8_e5m2_t hifloat8_t float8_e8m0_t TRandomKey TRandomCounter
     """.split())
 
 # Prefixes of generated names: the templates' helpers and locals (`pypto_`), the ABI's

@@ -10,6 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.dtypes import DataType
+from ..ir.formats import E8M0_VALUES as E8M0_VALUES
+from ..ir.formats import HF8_VALUES as HF8_VALUES
+from ..ir.formats import round_magnitude
+from ..ir.formats import to_e8m0 as to_e8m0
+from ..ir.formats import to_hf8 as to_hf8
 
 # (significand bits incl. the implicit one, smallest normal exponent, largest finite, has inf)
 FORMATS = {
@@ -29,26 +34,8 @@ INT_RANGES = {
     DataType.UINT8: (0, (1 << 8) - 1),
     DataType.UINT16: (0, (1 << 16) - 1),
     DataType.UINT32: (0, (1 << 32) - 1),
+    DataType.UINT64: (0, (1 << 64) - 1),
 }
-
-
-def round_magnitude(s: np.ndarray, neg: np.ndarray, mode: str) -> np.ndarray:
-    """Round non-negative float64 magnitudes to integers by `mode` (exact)."""
-    k = np.floor(s)
-    r = s - k  # exact: s and floor(s) share s's last bit
-    if mode == "rint":
-        return k + ((r > 0.5) | ((r == 0.5) & (k % 2 == 1)))
-    if mode == "round":
-        return k + (r >= 0.5)
-    if mode == "floor":
-        return k + (neg & (r > 0))
-    if mode == "ceil":
-        return k + (~neg & (r > 0))
-    if mode == "trunc":
-        return k
-    if mode == "odd":
-        return np.where((r > 0) & (k % 2 == 0), k + 1, k)
-    raise ValueError(f"unknown rounding mode {mode!r}")
 
 
 def to_float_format(x, dst: DataType, mode: str) -> np.ndarray:

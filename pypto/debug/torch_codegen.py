@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 
 from ..codegen.environment import render
+from ..codegen.group import ring_models
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError
 from ..ir.nodes import (
@@ -33,7 +34,7 @@ from ..ir.nodes import (
 from ..ir.ops import get_op
 from ..ir.ops.partial import PARTIAL_OPS
 from ..ir.printer import scalar_operator
-from ..ir.types import TaskIdType, TensorType, TileType
+from ..ir.types import FunctionType, Level, TaskIdType, TensorType, TileType
 from ..ir.visitor import IRVisitor
 from ..passes.derive_call_directions import entry_inputs_written
 from . import torch_runtime
@@ -51,6 +52,7 @@ def torch_codegen(program_or_function: Program | Function, *, check_shapes: bool
         raise TypeError("torch_codegen takes an ir.Program or an ir.Function, got "
                         f"{type(program_or_function).__name__}")
     builder = _Builder(check_shapes)
+    builder.functions = {f.name: f for f in program.functions}
     functions = [builder.function(f) for f in program.functions]
     for model_fn in functions:
         if model_fn["name"] == program.entry:
@@ -109,20 +111,50 @@ def _type_facts(call: Call) -> list:
     return []
 
 
+def _held_facts(call: Call) -> list:
+    """The dtype of an operand whose torch tensor does not name it (HF8: torch.uint8
+    holding the codes), for the operators that read its values or write values into it."""
+    if call.op in ("cast", "read", "load", "fillpad", "fillpad_expand"):
+        dtype = call.args[0].type.dtype
+        if dtype.value.torch_storage is not None:
+            return [("held", dtype.name)]
+    return []
+
+
 class _Builder(IRVisitor):
     """The template's model of a program: one dict per statement and expression."""
 
     def __init__(self, check_shapes: bool):
         self.check_shapes = check_shapes
+        self.functions: dict[str, Function] = {}
 
     def function(self, fn: Function) -> dict:
+        body = self.group(fn) if fn.func_type is FunctionType.Group else self.body(fn.body)
         return {
             "name": fn.name,
             "kind": fn.func_type.name,
             "params": [p.var.name for p in fn.params],
             "copies": [],
-            "body": self.body(fn.body),
+            "body": body,
         }
+
+    def group(self, fn: Function) -> list[dict]:
+        """A Group's body: its cube and vector functions run at once (torch_pipe.run_group),
+        with the group's rings, then its results."""
+        calls: dict = {"cube": None, "vector": None}
+        rest = []
+        for s in fn.body:
+            call = getattr(s, "value", None)
+            if isinstance(call, FuncCall):
+                level = self.functions[call.callee].attr("level")
+                calls["cube" if level is Level.AIC else "vector"] = {
+                    "fn": call.callee, "args": [self.expr(a) for a in call.args],
+                    "targets": [t.name for t in getattr(s, "targets", ())]}
+            else:
+                rest.append(self.visit_stmt(s))
+        members = [self.functions[c["fn"]] for c in calls.values() if c is not None]
+        rings = [(r["id"], r["c2v"], r["split"], r["slot_num"]) for r in ring_models(members)]
+        return [{"kind": "group", "rings": rings, **calls}, *rest]
 
     def body(self, stmts) -> list[dict]:
         return [self.visit_stmt(s) for s in stmts]
@@ -144,6 +176,9 @@ class _Builder(IRVisitor):
     def visit_If(self, s: If) -> dict:
         return {"kind": "if", "cond": self.expr(s.cond), "then_body": self.body(s.then_body),
                 "else_body": self.body(s.else_body)}
+
+    def visit_RuntimeScope(self, s) -> dict:
+        return {"kind": "scope", "body": self.body(s.body)}
 
     def visit_AtScope(self, s: AtScope) -> dict:
         return {"kind": "block", "level": s.level.name, "body": self.body(s.body),
@@ -201,7 +236,8 @@ class _Builder(IRVisitor):
         if not hasattr(torch_runtime, fn):
             raise InternalError(f"pl.{e.op} has no torch semantics in "
                                 "pypto.debug.torch_runtime")
-        attrs = [(k, self._attr_model(_attr(v))) for k, v in e.attrs + tuple(_type_facts(e))]
+        facts = (*_type_facts(e), *_held_facts(e))
+        attrs = [(k, self._attr_model(_attr(v))) for k, v in e.attrs + facts]
         args = [self.expr(a) for a in e.args]
         # An operand declared after an attribute (pl.slice's offsets follow its shape) or
         # after a left-out operand (pl.mrgsort's tmp after src2) is passed by name, so it

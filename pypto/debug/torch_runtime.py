@@ -26,6 +26,8 @@ from ..ir.ops.gather import COALESCE, GATHER_OOB, policy
 from ..ir.ops.movement import window_extent
 from ..ir.types import TileType
 from . import rounding
+from .torch_pipe import _free, _pop, _push, subblock_idx
+from .torch_pipe import run_group as run_group  # torch_codegen's Group functions call it
 
 
 def reference(op: str) -> Callable:
@@ -941,22 +943,23 @@ def set_validshape(x, valid_rows, valid_cols):
     return x
 
 
-def fillpad(x, pad_value="zero", valid=None):
+def fillpad(x, pad_value="zero", valid=None, held=None):
     """x with every element outside its valid region set to the pad value."""
     out = x.clone()
     if valid is None:
         return out
     r, c = valid
-    value = _pad_value(x.dtype, pad_value)
+    # as a tensor: slice assignment takes a Python int as int64, which UINT64's max is not
+    value = torch.tensor(_pad_value(x.dtype, pad_value, held), dtype=x.dtype)
     out[r:, :] = value
     out[:, c:] = value
     return out
 
 
-def fillpad_expand(x, shape, pad_value="zero", valid=None):
+def fillpad_expand(x, shape, pad_value="zero", valid=None, held=None):
     """A new tensor of `shape` holding x's valid region at its origin and the pad value
     everywhere else."""
-    out = torch.full(tuple(shape), _pad_value(x.dtype, pad_value), dtype=x.dtype)
+    out = torch.full(tuple(shape), _pad_value(x.dtype, pad_value, held), dtype=x.dtype)
     r, c = valid if valid is not None else x.shape
     out[:r, :c] = x[:r, :c]
     return out
@@ -1083,8 +1086,33 @@ def submit(fn, *args, blocks_=None, task_id=False):
 # ----------------------------------------------------------------------------- casts
 
 
-def cast(x: torch.Tensor, dtype: str, mode: str = "rint") -> torch.Tensor:
-    """One hop, rounded once by `mode` (exact for every source but INT64 beyond 2**53)."""
+def _exact_values(x: torch.Tensor, dtype: DataType) -> np.ndarray:
+    """The elements of x, of `dtype`, as float64 (exact but for INT64 beyond 2**53)."""
+    if dtype == DataType.HF8:
+        return rounding.HF8_VALUES[x.detach().numpy().astype(np.int64)]
+    if dtype == DataType.FP8E8M0:
+        return rounding.E8M0_VALUES[x.detach().view(torch.uint8).numpy().astype(np.int64)]
+    if dtype == DataType.BOOL:
+        return x.detach().numpy().astype(np.float64)
+    return x.detach().to(torch.float64).numpy()
+
+
+def _to_float(values: np.ndarray, dst: DataType, mode: str) -> torch.Tensor:
+    """Exact float64 values rounded once into the float dtype `dst`, as its tensor."""
+    if dst == DataType.HF8:
+        return torch.from_numpy(rounding.to_hf8(values, mode))
+    if dst == DataType.FP8E8M0:
+        return torch.from_numpy(rounding.to_e8m0(values, mode)).view(torch.float8_e8m0fnu)
+    return torch.from_numpy(rounding.to_float_format(values, dst, mode)).to(dst.to_torch())
+
+
+def cast(x: torch.Tensor, dtype: str, mode: str = "rint",
+         held: str | None = None) -> torch.Tensor:
+    """One hop, rounded once by `mode` (exact for every source but INT64 beyond 2**53).
+
+    `held` names the source dtype where its tensor does not (HF8: torch.uint8 holding the
+    codes); the result of a cast to HF8 is such a tensor, one to FP8E8M0 a
+    torch.float8_e8m0fnu one (docs/numerics.md)."""
     dst = DataType[dtype]
     if not isinstance(x, torch.Tensor):  # a scalar: ints and floats as the kernel holds them
         if dst.is_float:
@@ -1093,17 +1121,15 @@ def cast(x: torch.Tensor, dtype: str, mode: str = "rint") -> torch.Tensor:
                    "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
                    "none": math.trunc}.get(mode, round)
         return int(rounded(x)) if isinstance(x, float) else int(x)
-    src = _dt(x)
-    if src == dst:
+    source = DataType[held] if held is not None else _dt(x)
+    if source == dst:
         return x.clone()
-    values = x.detach().to(torch.float64).numpy() if src != DataType.BOOL else \
-        x.detach().numpy().astype(np.float64)
+    values = _exact_values(x, source)
     if dst.is_float:
-        out = rounding.to_float_format(values, dst, mode)
-        return torch.from_numpy(out).to(dst.to_torch())
+        return _to_float(values, dst, mode)
     if dst == DataType.BOOL:
         return torch.from_numpy(values != 0)
-    if src.is_float:
+    if source.is_float:
         out = rounding.to_integer(values, dst, mode)
     else:
         lo, hi = rounding.INT_RANGES[dst]
@@ -1114,9 +1140,13 @@ def cast(x: torch.Tensor, dtype: str, mode: str = "rint") -> torch.Tensor:
 # ----------------------------------------------------------------------------- movement
 
 
-def _pad_value(dtype: torch.dtype, pad: str):
+def _pad_value(dtype: torch.dtype, pad: str, held: str | None = None):
     if pad in ("zero", "null"):
         return 0
+    if held == "HF8":  # the codes of +-inf
+        return 0x6F if pad == "max" else 0xEF
+    if dtype == torch.float8_e8m0fnu:  # no infinity and no sign: its largest and smallest
+        return 2.0**127 if pad == "max" else 2.0**-127
     if dtype.is_floating_point:
         return float("inf") if pad == "max" else float("-inf")
     info = torch.iinfo(dtype)
@@ -1124,10 +1154,11 @@ def _pad_value(dtype: torch.dtype, pad: str):
 
 
 def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory="Vec",
-         pad_value="zero") -> torch.Tensor:
+         pad_value="zero", held=None) -> torch.Tensor:
     """A tile holding the window at `offsets`; outside `valid_shape` it holds the pad."""
     valid = tuple(valid_shape) if valid_shape is not None else tuple(shapes)
-    tile = torch.full(tuple(shapes), _pad_value(tensor.dtype, pad_value), dtype=tensor.dtype)
+    tile = torch.full(tuple(shapes), _pad_value(tensor.dtype, pad_value, held),
+                      dtype=tensor.dtype)
     region = tuple(builtins.slice(0, v) for v in valid)
     tile[region] = tensor[_window(offsets, valid)].reshape(valid)
     return tile
@@ -1422,8 +1453,72 @@ def check(name: str, value, shape, dtype_name: str, where: str) -> None:
 # ----------------------------------------------------------------------------- element reads
 
 
-def read(x: torch.Tensor, indices):
+def read(x: torch.Tensor, indices, held=None):
     """`t[i, j]`: one element as a Python number, as a kernel's scalar register holds it
-    (FP16/BF16 widen exactly; integers and bool become int)."""
+    (FP16/BF16 / FP8 / HF8 widen exactly; integers and bool become int)."""
     value = x[tuple(int(i) for i in indices)].item()
+    if held == "HF8":
+        return float(rounding.HF8_VALUES[value])
     return int(value) if isinstance(value, bool) else value
+
+
+# -- the cross-core pipe (torch_pipe.py: the lanes of a Group task on threads)
+
+
+def system_tpush_to_aiv(tile: torch.Tensor, split=None, id=None) -> None:  # noqa: A002
+    """Push the cube's tile into the cube-to-vector ring of pipe `id` (waits while full)."""
+    _push(tile, id, True, "tpush_to_aiv")
+
+
+def system_tpush_to_aic(tile: torch.Tensor, split=None, id=None) -> None:  # noqa: A002
+    """Push a vector lane's tile (its half with a split) into the vector-to-cube ring."""
+    _push(tile, id, False, "tpush_to_aic")
+
+
+def system_tpop_from_aic(shape=None, dtype=None, split=0, id=None) -> torch.Tensor:  # noqa: A002
+    """The next tile of the cube-to-vector ring (this lane's half with a split; zeros on
+    lane 1 of a no-split pipe), waiting while it is empty."""
+    return _pop(shape, dtype, split, id, True, "tpop_from_aic")
+
+
+def system_tpop_from_aiv(shape=None, dtype=None, split=0, id=None) -> torch.Tensor:  # noqa: A002
+    """The next tile of the vector-to-cube ring (both lanes' halves with a split)."""
+    return _pop(shape, dtype, split, id, False, "tpop_from_aiv")
+
+
+def system_tfree_to_aic(tile: torch.Tensor, id=None) -> None:  # noqa: A002
+    """Return this lane's oldest popped cube-to-vector slot to the cube."""
+    _free(id, True, "tfree_to_aic")
+
+
+def system_tfree_to_aiv(tile: torch.Tensor, id=None) -> None:  # noqa: A002
+    """Return the cube's oldest popped vector-to-cube slot to the vector lanes."""
+    _free(id, False, "tfree_to_aiv")
+
+
+def system_aic_initialize_pipe(c2v_consumer_buf=None, v2c_consumer_buf=None, dir_mask=None,
+                               slot_size=None, slot_num=None, local_slot_num=None,
+                               id=None) -> None:  # noqa: A002
+    """Nothing to do: the group's rings are set up by `run_group`."""
+
+
+def system_aiv_initialize_pipe(c2v_consumer_buf=None, v2c_consumer_buf=None, dir_mask=None,
+                               slot_size=None, slot_num=None, local_slot_num=None,
+                               id=None) -> None:  # noqa: A002
+    """Nothing to do: the group's rings are set up by `run_group`."""
+
+
+def system_reserve_buffer(name=None, size=None, base=-1) -> int:
+    """The ring buffer's base: 0, the bottom of the consumer's buffer (or `base` given)."""
+    return max(base, 0)
+
+
+def system_import_peer_buffer(name=None, peer_func=None) -> int:
+    """The peer's ring buffer base: 0, the bottom of its buffer."""
+    return 0
+
+
+def get_subblock_idx() -> int:
+    """The vector lane running the code: 0 or 1 in a Group task, 0 elsewhere."""
+    return subblock_idx()
+

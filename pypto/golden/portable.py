@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pypto.golden import fp64
+from pypto.ir import formats
 from pypto.ir.dtypes import DataType
 
 
@@ -129,6 +130,10 @@ def to_dtype(values: Any, dtype: DataType) -> Any:
     if not dtype.is_float:
         return _from_numpy(_exact_integers(array, dtype))
     wide = array.astype(np.float64)
+    if dtype == DataType.HF8:  # torch.uint8 codes; NaN is 0x80
+        return _from_numpy(formats.to_hf8(wide, "rint"))
+    if dtype == DataType.FP8E8M0:  # |x|, as torch's own conversion (docs/numerics.md)
+        return _from_numpy(formats.to_e8m0(wide, "rint")).view(torch.float8_e8m0fnu)
     if dtype == DataType.FP32:
         with np.errstate(over="ignore", invalid="ignore"):
             out = _from_numpy(wide.astype(np.float32))

@@ -43,6 +43,7 @@ from .nodes import (
     Param,
     Program,
     Return,
+    RuntimeScope,
     Var,
     While,
 )
@@ -122,6 +123,7 @@ __all__ = [
     "For",
     "While",
     "AtScope",
+    "RuntimeScope",
     "Return",
     "TensorType",
     "TileType",

@@ -16,6 +16,7 @@ class DTypeInfo:
     exponent_bits: int  # 0 for integers
     torch_name: str | None  # attribute of the torch module, None when torch has none
     cpp_type: str  # element type in the simulator's C++
+    torch_storage: str | None = None  # a torch dtype holding its bits, where torch has none
 
 
 class DataType(enum.Enum):
@@ -34,6 +35,12 @@ class DataType(enum.Enum):
     FP32 = DTypeInfo(10, 32, True, True, 24, 8, "float32", "float")
     FP8E4M3FN = DTypeInfo(11, 8, True, True, 4, 4, "float8_e4m3fn", "pto::fp8e4m3fn")
     FP8E5M2 = DTypeInfo(12, 8, True, True, 3, 5, "float8_e5m2", "pto::fp8e5m2")
+    # HiFloat8 (docs/numerics.md): up to 4 significant bits, binades 2^-22 .. 2^15.  torch has
+    # no such dtype: its tensors are torch.uint8 holding the codes, as upstream passes them.
+    HF8 = DTypeInfo(13, 8, True, True, 4, 5, None, "pto::hf8", "uint8")
+    # OCP MX scale 2^(e - 127): one significant bit, no sign (torch.float8_e8m0fnu).
+    FP8E8M0 = DTypeInfo(14, 8, True, False, 1, 8, "float8_e8m0fnu", "pto::fp8e8m0")
+    UINT64 = DTypeInfo(15, 64, False, False, 64, 0, "uint64", "uint64_t")
 
     @property
     def code(self) -> int:
@@ -75,12 +82,14 @@ class DataType(enum.Enum):
         return 0, (1 << self.bits) - 1
 
     def to_torch(self):
-        """The torch dtype of the same name (imports torch lazily)."""
+        """The torch dtype of the same name, or the one holding the bits of a dtype torch
+        lacks (HF8: torch.uint8); imports torch lazily."""
         import torch
 
-        if self.value.torch_name is None:
+        name = self.value.torch_name or self.value.torch_storage
+        if name is None:
             raise TypeError(f"{self.name} has no torch equivalent")
-        return getattr(torch, self.value.torch_name)
+        return getattr(torch, name)
 
     def __repr__(self) -> str:
         return f"pl.{self.name}"
@@ -99,6 +108,13 @@ def from_name(name: str) -> DataType:
     return DataType[name.upper()]
 
 
+def stands_for(found: DataType, declared: DataType) -> bool:
+    """Does a tensor whose torch dtype reads as `found` hold `declared`'s elements?  Its
+    own dtype, or the torch dtype storing one torch lacks (UINT8 for HF8's codes)."""
+    storage = declared.value.torch_storage
+    return found is declared or (storage is not None and found.value.torch_name == storage)
+
+
 def from_torch(torch_dtype) -> DataType:
     """torch.float16 → DataType.FP16; raises TypeError for dtypes pypto lacks."""
     name = str(torch_dtype).removeprefix("torch.")
@@ -106,3 +122,33 @@ def from_torch(torch_dtype) -> DataType:
         return _BY_TORCH_NAME[name]
     except KeyError:
         raise TypeError(f"torch dtype {torch_dtype} has no pypto equivalent") from None
+
+
+# (lowest payload, width of the dot field, exponent width D, mantissa width), by payload
+_HF8_DOT_FIELDS = ((0x60, 2, 4, 1), (0x40, 2, 3, 2), (0x20, 2, 2, 3), (0x10, 3, 1, 3),
+                   (0x08, 4, 0, 3))
+
+
+def hf8_value(code: int) -> float:
+    """The value of one HiFloat8 code (NaN for 0x80, +-inf for 0x6F / 0xEF)."""
+    sign = -1.0 if code & 0x80 else 1.0
+    p = code & 0x7F
+    if p < 0x08:
+        if p == 0:
+            return float("nan") if code & 0x80 else 0.0
+        return sign * 2.0 ** (p - 23)
+    width, d, mb = next(f for low, *f in _HF8_DOT_FIELDS if p >= low)
+    field = p & ((1 << (7 - width)) - 1)
+    m, e_bits = field & ((1 << mb) - 1), field >> mb
+    e = 0
+    if d:
+        mag = (1 << (d - 1)) | (e_bits & ((1 << (d - 1)) - 1))
+        e = -mag if e_bits >> (d - 1) else mag
+    if e == 15 and m == 1:
+        return sign * float("inf")
+    return sign * 2.0**e * (1 + m / (1 << mb))
+
+
+def e8m0_value(code: int) -> float:
+    """The value of one FP8E8M0 code: 2^(code - 127), NaN for 0xFF."""
+    return float("nan") if code == 0xFF else 2.0 ** (code - 127)

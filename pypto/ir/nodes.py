@@ -88,7 +88,9 @@ class FuncCall:
     inference; `dumps` are argument variables the runtime dumps at
     `enable_dump_args=1`; `manual` puts every argument out of inference (`pl.manual_scope`);
     `blocks` makes the call one SPMD dispatch of that many blocks; `task_id` makes the
-    call also yield its TaskId, last in its results (`res, tid = pl.submit(...)`).
+    call also yield its TaskId, last in its results (`res, tid = pl.submit(...)`);
+    `early_resolve` (`allow_early_resolve=True`) lets the task's consumers pre-stage: a
+    scheduling hint with no effect on results (docs/dependencies.md).
     """
 
     callee: str
@@ -101,6 +103,7 @@ class FuncCall:
     blocks: Any = None
     task_id: bool = False
     dumps: tuple = ()
+    early_resolve: bool = False
 
 
 Expr = Var | Const | ExprList | Call | FuncCall
@@ -172,6 +175,7 @@ class AtScope:
     dispatch of that many blocks, each reading its index with `pl.get_block_idx()`.
     `split` (`pl.at(optimizations=[pl.split(mode)])`) divides the block's vector work
     between the two vector lanes; the outlined kernel carries it as its `split` attribute.
+    `early_resolve` is `allow_early_resolve=True`, as on `FuncCall`.
     """
 
     level: Level
@@ -185,6 +189,18 @@ class AtScope:
     blocks: Any = None
     dumps: tuple = ()
     split: Any = None
+    early_resolve: bool = False
+
+
+@dataclass(frozen=True)
+class RuntimeScope:
+    """`with pl.scope():` in an orchestration function: a runtime scope.  Its tasks take
+    their slots from ring min(depth, 3) of the runtime (depth: the runtime scopes around
+    it), which holds them until the scope closes (pypto.runtime.rings).  Names bound in
+    the body stay bound after it, as in Python."""
+
+    body: tuple
+    span: Span | None = _span()
 
 
 @dataclass(frozen=True)
@@ -193,7 +209,7 @@ class Return:
     span: Span | None = _span()
 
 
-Stmt = Assign | ExprStmt | For | While | If | AtScope | Return
+Stmt = Assign | ExprStmt | For | While | If | AtScope | RuntimeScope | Return
 
 
 # ----------------------------------------------------------------------------- functions

@@ -21,6 +21,7 @@ from .nodes import (
     If,
     Program,
     Return,
+    RuntimeScope,
     Var,
     While,
     python_text,
@@ -92,6 +93,12 @@ class _Printer(IRVisitor):
         self.lines: list[str] = []
 
     # -- types
+    def _memref(self, m) -> str:
+        if m.slots == 1:
+            return f'pl.MemRef("{m.name}")'
+        slot = m.slot if isinstance(m.slot, int) else self.expr(m.slot)
+        return f'pl.MemRef("{m.name}", slots={m.slots})[{slot}]'
+
     def type(self, t) -> str:
         if isinstance(t, TensorType):
             return f"pl.Tensor[{_list(t.shape)}, {t.dtype!r}]"
@@ -99,6 +106,8 @@ class _Printer(IRVisitor):
             parts = [_list(t.shape), repr(t.dtype)]
             if t.valid_shape is not None:  # part of the value, printed even when concise
                 parts.append(self._extents(t.valid_shape))
+            if t.memref is not None:  # the author's placement, printed even when concise
+                parts.append(self._memref(t.memref))
             if t.memory is not None and not self.concise:
                 parts.append(repr(t.memory))
                 if t.addr is not None:
@@ -222,11 +231,16 @@ class _Printer(IRVisitor):
             self.lines.append(f"{pad}else:")
             self.body(stmt.else_body, depth + 1)
 
+    def visit_RuntimeScope(self, stmt: RuntimeScope) -> None:
+        depth = self.depth
+        self.lines.append(f"{'    ' * depth}with pl.scope():")
+        self.body(stmt.body, depth + 1)
+
     def visit_AtScope(self, stmt: AtScope) -> None:
         depth = self.depth
         args = [f"level={stmt.level!r}"] if stmt.blocks is None else [self.expr(stmt.blocks)]
         args += self._task_keywords(stmt.deps, stmt.no_dep_args, stmt.name_hint,
-                                    stmt.dumps)
+                                    stmt.dumps, stmt.early_resolve)
         if stmt.split is not None:
             args.append(f"optimizations=[pl.split({stmt.split!r})]")
         builtin = "pl.at" if stmt.blocks is None else "pl.spmd"
@@ -251,7 +265,7 @@ class _Printer(IRVisitor):
         return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
 
     def visit_FuncCall(self, e: FuncCall) -> str:
-        if not (e.task_id or e.deps or e.dumps or e.blocks is not None):
+        if not (e.task_id or e.deps or e.dumps or e.blocks is not None or e.early_resolve):
             # A plain call marks its untracked arguments in place: `pl.no_dep(t)`.
             untracked = {v.name for v in e.no_dep_args}
             marked = (f"pl.no_dep({self.expr(a)})" if getattr(a, "name", None) in untracked
@@ -260,7 +274,7 @@ class _Printer(IRVisitor):
         args = [f"self.{e.callee}"] + [self.expr(a) for a in e.args]
         if e.blocks is not None:
             args.append(f"core_num={self.expr(e.blocks)}")
-        args += self._task_keywords(e.deps, e.no_dep_args, "", e.dumps)
+        args += self._task_keywords(e.deps, e.no_dep_args, "", e.dumps, e.early_resolve)
         builtin = "pl.submit" if e.blocks is None else "pl.spmd_submit"
         return f"{builtin}({', '.join(args)})"
 
@@ -304,7 +318,8 @@ class _Printer(IRVisitor):
         return "[" + ", ".join(str(i) if isinstance(i, int) else self.expr(i)
                                for i in items) + "]"
 
-    def _task_keywords(self, deps, no_dep_args, name_hint: str, dumps=()) -> list[str]:
+    def _task_keywords(self, deps, no_dep_args, name_hint: str, dumps=(),
+                       early_resolve: bool = False) -> list[str]:
         out = [f"name_hint={name_hint!r}"] if name_hint else []
         if deps:
             out.append(f"deps=[{', '.join(self.expr(d) for d in deps)}]")
@@ -312,6 +327,8 @@ class _Printer(IRVisitor):
             out.append(f"no_dep_args=[{', '.join(self.expr(a) for a in no_dep_args)}]")
         if dumps:
             out.append(f"dumps=[{', '.join(self.expr(a) for a in dumps)}]")
+        if early_resolve:
+            out.append("allow_early_resolve=True")
         return out
 
     def _operand(self, e) -> str:

@@ -55,6 +55,12 @@ class FunctionType(_Spelled):
     InCore = "InCore"
     Inline = "Inline"
     Opaque = "Opaque"  # upstream's plane-less building block: spliced where it is called
+    # The cross-core pipe: a Group calls one AIC (cube) and one AIV (vector, two lanes)
+    # function, which run concurrently (ir/ops/cross_core).  The parser reads AIC / AIV as
+    # InCore functions of that "level"; a Group is one task.
+    AIC = "AIC"
+    AIV = "AIV"
+    Group = "Group"
 
 
 class Level(_Spelled):
@@ -122,6 +128,18 @@ class TensorType:
 
 
 @dataclass(frozen=True)
+class TileMemRef:
+    """Upstream's `pl.MemRef("name", slots=n)[slot]` in a tile's annotation: the tile lives
+    in slot `slot` (an index expression, read where the tile is defined) of the allocation
+    `name`, which holds `slots` equally sized slots and nothing else.  Placement only: the
+    tile's value is the same wherever it lives (`same_value_type`)."""
+
+    name: str
+    slots: int = 1
+    slot: object = 0  # an int, or an index expression (pypto.ir.nodes) read at run time
+
+
+@dataclass(frozen=True)
 class TileType:
     """A tile in an on-chip buffer; `memory` and `addr` are filled in by passes.
 
@@ -137,6 +155,7 @@ class TileType:
     memory: MemorySpace | None = None
     addr: int | None = None
     valid_shape: Shape | None = None
+    memref: TileMemRef | None = None  # a declared allocation (slot) the tile is placed in
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(self.shape))

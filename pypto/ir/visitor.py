@@ -26,6 +26,7 @@ from .nodes import (
     Function,
     If,
     Return,
+    RuntimeScope,
     Var,
     While,
 )
@@ -71,6 +72,9 @@ class IRVisitor:
         self.visit_expr(stmt.cond)
         self.visit_body(stmt.then_body)
         self.visit_body(stmt.else_body)
+
+    def visit_RuntimeScope(self, stmt: RuntimeScope) -> Any:
+        self.visit_body(stmt.body)
 
     def visit_AtScope(self, stmt: AtScope) -> Any:
         if stmt.blocks is not None:
@@ -163,6 +167,9 @@ class IRMutator:
         return replace(stmt, cond=self.mutate_expr(stmt.cond),
                        then_body=self.mutate_body(stmt.then_body),
                        else_body=self.mutate_body(stmt.else_body))
+
+    def mutate_RuntimeScope(self, stmt: RuntimeScope):
+        return replace(stmt, body=self.mutate_body(stmt.body))
 
     def mutate_AtScope(self, stmt: AtScope):
         return replace(
@@ -323,7 +330,7 @@ def exposed_uses(stmts) -> set[str]:
 def _walk(visitor: IRVisitor, node) -> None:
     if isinstance(node, (list, tuple)):
         visitor.visit_body(node)
-    elif isinstance(node, (Assign, ExprStmt, For, While, If, AtScope, Return)):
+    elif isinstance(node, (Assign, ExprStmt, For, While, If, AtScope, RuntimeScope, Return)):
         visitor.visit_stmt(node)
     else:
         visitor.visit_expr(node)

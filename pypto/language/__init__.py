@@ -57,12 +57,17 @@ def program(cls=None, *, entry: str | None = None):
 
 
 def function(fn=None, *, type: FunctionType = FunctionType.Opaque, level=None,  # noqa: A002
-             role=None):
+             role=None, auto_scope: bool = True):
     """`@pl.function(type=...)` marks a method of a `@pl.program` class (the class is parsed
     from source; `level=pl.Level.HOST` / `role=` functions are refused there).  At module
     level it makes a standalone function: a `@pl.program` that calls it by name gets it
-    as one of its functions (parsed for the call's argument types)."""
+    as one of its functions (parsed for the call's argument types).  `auto_scope=False`
+    (an orchestration or inline function): see `pl.jit`."""
     import sys
+
+    from .jit import check_auto_scope
+
+    check_auto_scope(auto_scope, type, "@pl.function")
 
     frame = sys._getframe(1)
     scope = dict(frame.f_locals) if frame.f_locals is not frame.f_globals else None
@@ -154,6 +159,9 @@ __all__ = [
     "manual_scope",
     "scope",
     "cluster",
+    "split_aiv",
+    "aiv_shard",
+    "aic_gather",
     "submit",
     "spmd_submit",
     "split",

@@ -64,6 +64,8 @@ class ControlFlowSyntax:
             return self.spmd_loop(node)
         if isinstance(fn, DslBuiltin) and fn.name == "while_":
             return self._while_(node, call)
+        if isinstance(fn, DslBuiltin) and fn.name == "split_aiv":
+            return self.split_aiv_region(node)
         if not (isinstance(fn, DslBuiltin) and fn.name in _LOOP_KINDS):
             raise self.error(node, "loop with `for i in pl.range(...)` (or pl.unroll / "
                              "pl.parallel / pl.pipeline)")

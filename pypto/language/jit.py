@@ -411,22 +411,32 @@ class _JitDecorator:
     `@pl.jit.inline` / `@pl.jit.opaque` (helpers spliced where they are called: see
     language/inline.py) and `@pl.jit.host` (a multi-chip HOST orchestrator: refused)."""
 
-    def __call__(self, fn) -> JitFunction:
+    def __call__(self, fn=None, *, auto_scope: bool = True):
+        check_auto_scope(auto_scope, FunctionType.Orchestration, "@pl.jit")
+        if fn is None:
+            return lambda f: JitFunction(f, FunctionType.Orchestration)
         return JitFunction(fn, FunctionType.Orchestration)
 
-    def incore(self, fn=None, *, level=None) -> JitFunction:
+    def incore(self, fn=None, *, level=None, auto_scope: bool = True) -> JitFunction:
         if level is not None and level is not Level.CORE_GROUP:
             raise ParseError(f"@pl.jit.incore(level={level!r}) targets one core type; this "
                              "project's kernels run on the whole core group", _caller_span(),
                              hint="drop level=, or use level=pl.Level.CORE_GROUP")
+        check_auto_scope(auto_scope, FunctionType.InCore, "@pl.jit.incore")
         if fn is None:
             return lambda f: JitFunction(f, FunctionType.InCore)
         return JitFunction(fn, FunctionType.InCore)
 
-    def inline(self, fn) -> InlineFunction:
+    def inline(self, fn=None, *, auto_scope: bool = True):
+        check_auto_scope(auto_scope, FunctionType.Inline, "@pl.jit.inline")
+        if fn is None:
+            return lambda f: InlineFunction(f, FunctionType.Inline)
         return InlineFunction(fn, FunctionType.Inline)
 
-    def opaque(self, fn) -> JitFunction:
+    def opaque(self, fn=None, *, auto_scope: bool = True):
+        check_auto_scope(auto_scope, FunctionType.Opaque, "@pl.jit.opaque")
+        if fn is None:
+            return lambda f: JitFunction(f, FunctionType.Opaque)
         return JitFunction(fn, FunctionType.Opaque)
 
     def host(self, fn=None, **options) -> HostFunction:
@@ -453,9 +463,27 @@ class HostFunction:
     __call__ = compile = lower = frontend = _refuse
 
 
-def _caller_span() -> Span:
-    frame = inspect.currentframe().f_back.f_back
+def _caller_span(depth: int = 2) -> Span:
+    frame = inspect.currentframe().f_back
+    for _ in range(depth - 1):
+        frame = frame.f_back
     return Span(frame.f_code.co_filename, frame.f_lineno)
+
+
+def check_auto_scope(auto_scope, func_type: FunctionType, decorator: str) -> None:
+    """Upstream's `auto_scope=False`: the compiler places none of the function's runtime
+    scopes (an orchestration records it as its "auto_scope" attribute, read by the parser
+    from the decorator; an inline body follows its caller's), so an orchestration, host or
+    inline function takes it; an InCore or Opaque one is refused, as upstream: it is
+    outlined into a kernel with no orchestration body for a scope to live in."""
+    if not isinstance(auto_scope, bool):
+        raise ParseError(f"{decorator}(auto_scope={auto_scope!r}): auto_scope is True or False",
+                         _caller_span(3))
+    if not auto_scope and func_type in (FunctionType.InCore, FunctionType.Opaque):
+        raise ParseError(f"{decorator}(auto_scope=False): an {func_type.name} function is a "
+                         "kernel with no orchestration body for a runtime scope to live in",
+                         _caller_span(3), hint="drop auto_scope=; place scopes in the @pl.jit "
+                         "entry that calls it")
 
 
 jit = _JitDecorator()

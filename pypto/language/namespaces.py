@@ -24,9 +24,10 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpa
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc",
               "tile.gemv_bias", "tile.matmul_bias", "max", "min", "ci", "random",
               "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb", "tile.scatter",
-              "tri", "sels", "batch_matmul")
+              "tri", "sels", "batch_matmul", "get_subblock_idx")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
-                "dump_tag", "tensor.gather", "scatter_update", "tensor.scatter", "paged_gather")
+                "dump_tag", "tensor.gather", "scatter_update", "tensor.scatter", "paged_gather",
+                "get_subblock_idx")
 # Other spellings of a registry operator, per level.
 _ALIASES = {"tile": {"create": "create_tile"},
             "tensor": {"create": "create_tensor", "full": "tensor.full", "ci": "tensor.ci",
@@ -45,7 +46,7 @@ REFUSED = {
 REFUSED_SPELLINGS = {**{name: why for name, why in REFUSED.items()},
                      **{f"tensor.{name}": why for name, why in REFUSED.items()}}
 # Parser constructs reached through a namespace (`pl.tensor.dim(t, 0)`).
-_BUILTINS = {"tensor": ("dim", "no_dep", "expand_clone")}
+_BUILTINS = {"tensor": ("dim", "no_dep", "expand_clone"), "system": ("task_dummy",)}
 # The scalar-operand spellings: `adds` is `add` with a scalar second operand.
 SCALAR_SPELLINGS = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div",
                     "maximums": "maximum", "minimums": "minimum", "cmps": "cmp",
@@ -105,5 +106,21 @@ prefetch = OpNamespace("prefetch", {name.split(".")[-1]: name for name in all_op
 """`pl.prefetch.make_context()`, `async_prefetch(src, ctx)`, `session(ctx)`, `wait(evt, s)`
 (ir/ops/prefetch: an L2 cache hint)."""
 
+
+
+class _SystemNamespace(OpNamespace):
+    """`pl.system`: the cross-core pipe (ir/ops/cross_core: `tpush_to_aiv`, `tpop_from_aic`,
+    `tfree_to_aic`, `aic_initialize_pipe`, `reserve_buffer`, ...), `AUTO` (a reserved
+    buffer's base the compiler picks) and `task_dummy(deps=[tids])` (a join of task ids)."""
+
+    AUTO = -1
+
+    def __repr__(self) -> str:
+        return "<pl.system>"
+
+
+system = _SystemNamespace("system", {name.split(".")[-1]: name for name in all_ops()
+                                     if name.startswith("system.")})
+
 __all__ = ["REFUSED", "REFUSED_SPELLINGS", "OpNamespace", "SCALAR_SPELLINGS", "array", "tile",
-           "tensor", "prefetch"]
+           "tensor", "prefetch", "system"]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..ir.dtypes import DataType
+from ..ir.dtypes import DataType, stands_for
 from ..ir.errors import (
     ParseContentError,
     ParseError,
@@ -39,6 +39,7 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.ops import REQUIRED, OpDef, get_op, make_call, write_destination
+from ..ir.ops.cross_core import POP_OPS
 from ..ir.ops.task_arrays import expect_value
 from ..ir.types import (
     INDEX,
@@ -61,6 +62,7 @@ from . import vocabulary
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
 from .inline import InlineSyntax
+from .split_aiv import REGION_BUILTINS, SplitAivSyntax, split_kernel
 from .stubs import DslBuiltin, OpStub, RefusedName
 from .tasks import TaskSyntax
 from .typing import RUNTIME, DirectedType, DynamicDim, Tensor, TensorSpec
@@ -107,6 +109,7 @@ class Callee:
     name: str
     params: tuple[Param, ...]
     returns: tuple
+    func_type: FunctionType | None = None  # as declared: AIC / AIV before they are InCore
 
 
 @dataclass
@@ -134,7 +137,8 @@ class FunctionSignature:
     fold_single_assignments: bool = False
 
 
-class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyntax):
+class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyntax,
+                     SplitAivSyntax):
     """Parses one function body in the context of its program."""
 
     def __init__(
@@ -147,7 +151,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.source = source
         # The body's own layer: `pl.constexpr` locals, never the caller's dicts.
         self.namespace = namespace.new_child()
-        self.func_type = func_type
+        # Upstream's pl.FunctionType.AIC / AIV: an InCore kernel on that unit (its "level").
+        self.core_level = {FunctionType.AIC: Level.AIC, FunctionType.AIV: Level.AIV}.get(func_type)
+        self.func_type = FunctionType.InCore if self.core_level else func_type
         self.resolve_callee = resolve_callee
         self.vars: dict[str, Var] = {}
         self.foldable: set[str] = set()  # see FunctionSignature.fold_single_assignments
@@ -162,6 +168,17 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.value_reads: list[tuple[str, tuple, Any]] = []
         self.value_dependent = False  # may be specialised that way (see static())
         self.in_scope = False
+        self.pop_annotation: TileType | None = None  # see stmt_AnnAssign
+        # `with pl.cluster():` (tasks.py): the declared type of each function called, the
+        # program's function names, and the Group functions the blocks become.
+        self.callee_types: dict[str, FunctionType | None] = {}
+        self.function_names: set[str] = set()
+        self.outlined: list[Function] = []
+        # `pl.split_aiv` regions (split_aiv.py): allowed in a @pl.program's InCore method;
+        # statements an expression puts before the statement holding it (a shard's pop).
+        self.regions_allowed = False
+        self.regions: list = []
+        self.pending: list = []
         self.init_compile_time({})
         self.init_control_flow()
 
@@ -268,6 +285,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"`{ast.unparse(node)}` is not a compile-time constant")
         try:
             return fn(*args, **kwargs)
+        except PyptoError as exc:  # a DSL object refusing its arguments: at this line
+            raise self.error(node, exc.message, exc.hint, cls=type(exc)) from None
         except Exception as exc:
             raise self.error(node, f"cannot evaluate `{ast.unparse(node)}`: {exc}") from None
 
@@ -321,6 +340,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         """The function's IR.  `constants` (name -> value) are parameters specialised to
         their call's value (`scale: pl.FP32` of a @pl.jit entry): the body reads them as
         constants; the parameter stays, so the call passes the same arguments."""
+        self.function_name = sig.name
         for p in sig.params:
             if constants and p.var.name in constants:
                 self.namespace.maps[0][p.var.name] = constants[p.var.name]
@@ -331,6 +351,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         self.foldable = _assigned_once(fndef) if sig.fold_single_assignments else set()
         attrs, stmts = self._function_attrs(fndef.body)
         attrs = self._decorated_level(fndef, attrs)
+        attrs = self._decorated_auto_scope(fndef, attrs)
         body = self.body(stmts)
         returns = sig.returns
         ret_stmts = [s for s in body if isinstance(s, Return)]
@@ -350,8 +371,12 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 raise self.error(fndef,
                                  f"`{sig.name}` returns values that differ from its annotation",
                                  cls=TypeCheckError)
-        return Function(sig.name, sig.params, tuple(returns), body, self.func_type,
-                        self.source.span(fndef), attrs=attrs)
+        fn = Function(sig.name, sig.params, tuple(returns), body, self.func_type,
+                      self.source.span(fndef), attrs=attrs)
+        if self.regions:  # a kernel with lane regions: its AIC, AIV and Group functions
+            *sides, fn = split_kernel(fn, self.regions, self.function_names)
+            self.outlined += sides
+        return fn
 
     def _function_attrs(self, stmts: list) -> tuple[tuple, list]:
         """`pl.func_attr({"split": pl.SplitMode.UP_DOWN})` (or `{"level": pl.Level.AIC}`) as
@@ -371,24 +396,46 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             key = self.static(key_node) if key_node is not None else None
             if key in attrs:
                 raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
-            if key not in ("split", "level"):
+            if key not in ("split", "level", "auto_scope", "split_aiv"):
                 raise self.error(key_node or call, f"function attribute {key!r} is not "
                                  "supported here", hint="supported: \"split\" (a pl.SplitMode), "
-                                 "\"level\" (pl.Level.AIC or pl.Level.AIV)")
-            value = self.static(value_node)
-            if key == "level" and value not in (Level.AIC, Level.AIV):
-                raise self.error(value_node, "the \"level\" attribute takes pl.Level.AIC or "
-                                 "pl.Level.AIV (a kernel on one unit of the core group)")
-            if key == "split" and not isinstance(value, SplitMode):
-                raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+                                 "\"level\" (pl.Level.AIC or pl.Level.AIV), \"auto_scope\" "
+                                 "(False), \"split_aiv\" (True: a side of a kernel with lane "
+                                 "regions)")
+            value = self._function_attr(key, value_node)
             if value is not SplitMode.NONE:
                 attrs[key] = value
         return tuple(sorted(attrs.items())), stmts[:start] + stmts[start + 1:]
 
+    def _function_attr(self, key: str, value_node: ast.AST):
+        """The value of one `pl.func_attr` entry, checked against its key."""
+        value = self.static(value_node)
+        if key == "auto_scope" and (value is not False
+                                    or self.func_type is not FunctionType.Orchestration):
+            raise self.error(value_node, "the \"auto_scope\" attribute is False, on an "
+                             "orchestration function (the compiler then places none of its "
+                             "runtime scopes)")
+        if key == "split_aiv" and value is not True:
+            raise self.error(value_node, "the \"split_aiv\" attribute is True")
+        if key == "level" and value not in (Level.AIC, Level.AIV):
+            raise self.error(value_node, "the \"level\" attribute takes pl.Level.AIC or "
+                             "pl.Level.AIV (a kernel on one unit of the core group)")
+        if key == "split" and not isinstance(value, SplitMode):
+            raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+        return value
+
     def _decorated_level(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:
         """`@pl.function(type=pl.FunctionType.InCore, level=pl.Level.AIC)`: a kernel on one
         unit of the core group, as `pl.func_attr({"level": ...})` says (CORE_GROUP, the
-        whole group, is every kernel's level and adds nothing; HOST is refused earlier)."""
+        whole group, is every kernel's level and adds nothing; HOST is refused earlier).
+        A pl.FunctionType.AIC / AIV function is of that level."""
+        if self.core_level is not None:
+            declared = dict(attrs)
+            if declared.setdefault("level", self.core_level) is not self.core_level:
+                raise self.error(fndef, f"`{fndef.name}` is a pl.FunctionType."
+                                 f"{self.core_level.name} function; its \"level\" attribute "
+                                 "says otherwise")
+            attrs = tuple(sorted(declared.items()))
         for deco in fndef.decorator_list:
             for kw in deco.keywords if isinstance(deco, ast.Call) else ():
                 if kw.arg != "level":
@@ -408,6 +455,18 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 return tuple(sorted(declared.items()))
         return attrs
 
+    def _decorated_auto_scope(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:
+        """`@pl.jit(auto_scope=False)` / `@pl.function(..., auto_scope=False)` on an
+        orchestration function: the "auto_scope" attribute (False), so the orchestration
+        places no runtime scope of its own (the decorator checked the value)."""
+        if self.func_type is not FunctionType.Orchestration:
+            return attrs
+        for deco in fndef.decorator_list:
+            for kw in deco.keywords if isinstance(deco, ast.Call) else ():
+                if kw.arg == "auto_scope" and self.static(kw.value) is False:
+                    return tuple(sorted(dict(attrs, auto_scope=False).items()))
+        return attrs
+
     def _is_builtin_call(self, stmt: ast.stmt, name: str) -> bool:
         if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
             return False
@@ -421,6 +480,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                     and isinstance(stmt.value.value, str)):
                 continue  # docstring
             result = self.stmt(stmt)
+            if self.pending:
+                out.extend(self.pending)
+                self.pending = []
             if isinstance(result, list):
                 out.extend(result)
             elif result is not None:
@@ -549,6 +611,12 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if isinstance(node.value, ast.Call) and self._is_builtin_call(
                 ast.Expr(node.value), "yield_"):
             return self.yield_assign(target, node.value, node)
+        if isinstance(node.value, ast.Call) and self._is_builtin_call(
+                ast.Expr(node.value), "aic_gather"):
+            return self.aic_gather(target, node.value, node)
+        if isinstance(node.value, ast.Call) and self._is_builtin_call(
+                ast.Expr(node.value), "aiv_shard"):
+            return self.aiv_shard_assign(target, node.value, node)
         callee = self.spliced_callee(node.value)
         if callee is not None:
             return self.inline_call(callee, node.value, target, node)
@@ -573,28 +641,60 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if isinstance(node.value, ast.Call) and self._is_builtin_call(
                 ast.Expr(node.value), "yield_"):
             return self.yield_assign(node.target, node.value, node, annotation)
-        value = self.expr(node.value)
+        # `t: pl.Tile[[16, 128], pl.FP32] = pl.tpop_from_aic(split=0)`: the annotation names
+        # the tile popped (upstream's spelling; shape= / dtype= say it in the call).
+        self.pop_annotation = annotation if isinstance(annotation, TileType) else None
+        try:
+            value = self.expr(node.value)
+        finally:
+            self.pop_annotation = None
         return self._bind(node.target, value, node, annotation)
 
     def _annotation(self, node: ast.AST):
         """A statement's annotation.  A tile type whose valid region holds runtime extents
         (`pl.Tile[[16, 64], pl.FP32, [16, n]]`, as the printer writes a runtime valid
-        region) reads those extents as index expressions."""
+        region) reads those extents as index expressions, and so the slot of an allocation
+        it lives in (`pl.MemRef("ub", slots=2)[i % 2]`)."""
         if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple)
-                and len(node.slice.elts) >= 3 and isinstance(node.slice.elts[2], ast.List)
-                and not self.is_static(node.slice.elts[2])):
+                and len(node.slice.elts) >= 3):
             return self.static(node)
-        valid_node = node.slice.elts[2]
-        placeholder = ast.copy_location(ast.List([ast.Constant(0) for _ in valid_node.elts],
+        elts = list(node.slice.elts)
+        valid_node = elts[2] if isinstance(elts[2], ast.List) and not self.is_static(
+            elts[2]) else None
+        if valid_node is not None:
+            elts[2] = ast.copy_location(ast.List([ast.Constant(0) for _ in valid_node.elts],
                                                  ast.Load()), valid_node)
-        elts = node.slice.elts[:2] + [placeholder] + node.slice.elts[3:]
+        slot_node = self._runtime_slot(elts)
+        if valid_node is None and slot_node is None:
+            return self.static(node)
         fixed = ast.copy_location(ast.Subscript(node.value, ast.copy_location(
             ast.Tuple(elts, ast.Load()), node.slice), ast.Load()), node)
         tile = self.static(fixed)
         if not isinstance(tile, TileType):
             raise self.error(node, f"`{ast.unparse(node)}` is not a type")
-        extents = self._runtime_valid_shape(valid_node, get_op("load"))
-        return replace(tile, valid_shape=extents)
+        if valid_node is not None:
+            tile = replace(tile, valid_shape=self._runtime_valid_shape(valid_node,
+                                                                       get_op("load")))
+        if slot_node is not None:
+            if tile.memref is None:
+                raise self.error(node, f"`{ast.unparse(node)}` is not a type")
+            slot = self.scalar(slot_node)
+            if not (isinstance(slot.type, ScalarType) and slot.type.dtype.is_int):
+                raise self.error(slot_node, "a pl.MemRef slot is an integer index",
+                                 cls=TypeCheckError)
+            tile = replace(tile, memref=replace(tile.memref, slot=slot))
+        return tile
+
+    def _runtime_slot(self, elts: list):
+        """The index of `pl.MemRef(...)[i % 2]` among a tile annotation's elements when it is
+        a run-time value, replaced in `elts` by 0 for the static reading; else None."""
+        for k, elt in enumerate(elts[2:], 2):
+            if isinstance(elt, ast.Subscript) and isinstance(elt.value, ast.Call) and \
+                    not self.is_static(elt.slice):
+                elts[k] = ast.copy_location(ast.Subscript(elt.value, ast.copy_location(
+                    ast.Constant(0), elt.slice), ast.Load()), elt)
+                return elt.slice
+        return None
 
     def stmt_AugAssign(self, node: ast.AugAssign):
         if type(node.op) not in _BINOPS or not isinstance(node.target, ast.Name):
@@ -699,7 +799,30 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             values = tuple(self.expr(e) for e in node.value.elts)
         else:
             values = (self.expr(node.value),)
-        return Return(values, self.source.span(node))
+        span = self.source.span(node)
+        # `return self.kernel(x, out)`: the call is a statement of its own whose results are
+        # returned (a task is submitted where it is a statement; inside a return it was
+        # dropped, and the entry handed back a buffer nothing wrote).
+        stmts: list = []
+        returned: list = []
+        for value in values:
+            if not isinstance(value, FuncCall):
+                returned.append(value)
+                continue
+            items = value.type.items if isinstance(value.type, TupleType) else (value.type,)
+            targets = tuple(Var(self._fresh_name("ret"), t, span) for t in items)
+            for var in targets:
+                self.vars[var.name] = var
+            stmts.append(Assign(targets, value, span))
+            returned.extend(targets)
+        return stmts + [Return(tuple(returned), span)] if stmts else Return(values, span)
+
+    def _fresh_name(self, stem: str) -> str:
+        """`stem_0`, `stem_1`, ...: the first not bound in the function."""
+        k = 0
+        while f"{stem}_{k}" in self.vars:
+            k += 1
+        return f"{stem}_{k}"
 
     def _loop_types(self, entry: dict, body, index: str, runs: bool) -> None:
         """A name the body reads before binding it carries a value from one iteration to
@@ -919,6 +1042,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, f"{fn.written} builds an array of task ids in a "
                              "@pl.jit (orchestration) function, outside pl.at blocks")
         op = get_op(fn.name)
+        if fn.name in POP_OPS:
+            return self._pop_call(op, node)
         if fn.name in ("full", "ci", "random") and fn.spelling in ("", "arange") and self.in_scope:
             # `pl.full` (`pl.ci`, `pl.arange`, `pl.random`) in a pl.at block is a tensor, as
             # upstream; `pl.tile.full` the tile.
@@ -929,6 +1054,18 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         if fn.level is not None or fn.scalar:
             self._check_spelling(fn, call, node)
         return call
+
+    def _pop_call(self, op: OpDef, node: ast.Call):
+        """`pl.tpop_from_aic(shape=, dtype=, split=)`, the shape and dtype from the
+        statement's tile annotation where the call leaves them out."""
+        bound = self._bound_arguments(op, node)
+        annotation = self.pop_annotation
+        attrs = {p.name: self._attr_value(self.static(bound[p.name]), bound[p.name])
+                 for p in op.params if p.name in bound}
+        if annotation is not None:
+            attrs.setdefault("shape", annotation.shape)
+            attrs.setdefault("dtype", annotation.dtype)
+        return self._call_op(op.name, [], attrs, node)
 
     def _builtin_call(self, fn: DslBuiltin, node: ast.Call):
         """The DSL builtins that are values: pl.const, pl.submit / pl.spmd_submit, pl.dim,
@@ -950,6 +1087,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, "pl.write(t, [i, j], value) is a statement of its own: it "
                              "rebinds `t` to the written value",
                              hint="write `pl.write(t, [i, j], value)` on a line of its own")
+        if fn.name in REGION_BUILTINS:
+            return self.region_builtin(fn.name, node)
         if fn.name == "no_dep":
             raise self.error(node, "pl.no_dep(t) marks an argument of a kernel call "
                              "(`self.kernel(pl.no_dep(t), ...)`)",
@@ -1038,7 +1177,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             raise self.error(node, "pass kernel arguments positionally",
                              hint="for deps=, call it as res, tid = pl.submit(kernel, *args, "
                                   "deps=[...])")
-        if self.func_type is not FunctionType.Orchestration:
+        if self.func_type not in (FunctionType.Orchestration, FunctionType.Group):
             raise self.error(node, "kernels are called from a @pl.jit (orchestration) function")
         if self.in_scope and not self.spmd_dispatch:
             raise self.error(node, "call kernels outside `pl.at`: each kernel call is its own task")
@@ -1047,6 +1186,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         args = [self.expr(self._unwrapped(a)) for a in arg_nodes]
         span = self.source.span(node)
         callee = self.resolve_callee(callee_ref, args, span)
+        self.callee_types[callee.name] = callee.func_type
         if len(args) != len(callee.params):
             raise self.error(node, f"`{callee.name}` takes {len(callee.params)} arguments, "
                              f"got {len(args)}", cls=TypeCheckError)
@@ -1250,6 +1390,7 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
     if isinstance(annotation, TensorSpec):
         return _specialised_tensor(annotation, arg_type, name, error)
     if isinstance(annotation, (TensorType, ScalarType, TileType)):
+        arg_type = _as_declared(annotation, arg_type)
         if arg_type is not None and not same_value_type(annotation, arg_type) \
                 and not _scalar_widens(arg_type, annotation):
             raise error(f"parameter `{name}` expects {describe(annotation)}, got "
@@ -1267,6 +1408,15 @@ def resolve_param_type(annotation, arg_type, name: str, error) -> Any:
     raise error(f"parameter `{name}` has an unsupported annotation {annotation!r}")
 
 
+def _as_declared(annotation, arg_type):
+    """A tensor argument as the annotation's dtype where its torch dtype stores that dtype's
+    elements (a torch.uint8 tensor of codes for a pl.HF8 parameter)."""
+    if isinstance(annotation, TensorType) and isinstance(arg_type, TensorType) and \
+            stands_for(arg_type.dtype, annotation.dtype):
+        return replace(arg_type, dtype=annotation.dtype)
+    return arg_type
+
+
 def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> TensorType:
     """The argument's tensor type, where it fits the annotation's rank, fixed dimensions and
     dtype (`pl.Tensor[[ROWS, 64], ...]` with `ROWS` a pl.dynamic dimension)."""
@@ -1282,10 +1432,12 @@ def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> T
         if isinstance(want, int) and want != got:
             raise error(f"parameter `{name}` expects shape {_shape_text(annotation.shape)}, "
                         f"got {list(arg_type.shape)}")
-    if annotation.dtype not in (None, arg_type.dtype):
+    if annotation.dtype is None:
+        return arg_type
+    if not stands_for(arg_type.dtype, annotation.dtype):
         raise error(f"parameter `{name}` expects {annotation.dtype.name}, got "
                     f"{arg_type.dtype.name}")
-    return arg_type
+    return replace(arg_type, dtype=annotation.dtype)  # HF8 given as its uint8 codes
 
 
 def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: list | None,
@@ -1503,6 +1655,8 @@ class _ProgramParser:
                 self.signatures[m.name] = (signature, self.ftypes[m.name], m)
         self.standalone: dict[str, Function] = {}
         self.parsed: dict[str, Function] = {}
+        self.function_names = set(self.ftypes)
+        self.groups: dict[str, list[Function]] = {}
 
     def parse(self, entry_values: list | None = None, by_value: bool = False) -> Program:
         # Kernels first: a kernel without a return annotation returns what its return
@@ -1514,14 +1668,19 @@ class _ProgramParser:
                 continue  # a pl.dynamic kernel parsed at its first call
             sig, ftype, m = signatures[name]
             parser = FunctionParser(self.info, self.ns, ftype, self.resolve)
+            parser.function_names = self.function_names
+            parser.regions_allowed = True
             if name == self.entry and ftype is FunctionType.Orchestration:
                 self._read_inputs(parser, sig, m, entry_values, by_value)
             self.parsed[name] = parser.parse(m, sig)
+            self.groups[name] = parser.outlined  # its `with pl.cluster():` blocks
             if parser.value_reads:
                 self.parsed[name] = _with_expected_values(self.parsed[name], parser.value_reads)
             signatures[name] = (replace(sig, returns=self.parsed[name].returns), ftype, m)
-        functions = list(self.standalone.values()) + [
-            self.parsed[m.name] for m in self.methods if m.name in self.parsed]
+        functions = list(self.standalone.values())
+        for m in self.methods:  # a cluster's Group just before the function calling it
+            functions += self.groups.get(m.name, []) + (
+                [self.parsed[m.name]] if m.name in self.parsed else [])
         return Program(self.cls.name, tuple(functions), self.entry)
 
     @staticmethod
@@ -1550,7 +1709,7 @@ class _ProgramParser:
         if not isinstance(ref, str) or ref not in self.signatures:
             raise ParseError(f"program has no function `{ref}`", span)
         sig = self.signatures[ref][0]
-        return Callee(sig.name, sig.params, sig.returns or ())
+        return Callee(sig.name, sig.params, sig.returns or (), self.ftypes[ref])
 
     def _parse_deferred(self, name: str, arg_types: list) -> None:
         """A pl.dynamic kernel, specialised to the types of its first call."""

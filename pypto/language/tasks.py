@@ -24,7 +24,19 @@ import ast
 from dataclasses import replace
 
 from ..ir.errors import TypeCheckError
-from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, FuncCall, Var
+from ..ir.nodes import (
+    Assign,
+    AtScope,
+    Call,
+    Const,
+    ExprStmt,
+    FuncCall,
+    Function,
+    Param,
+    Return,
+    RuntimeScope,
+    Var,
+)
 from ..ir.types import (
     INDEX,
     TASK_ID,
@@ -40,11 +52,14 @@ from ..ir.types import (
 from .stubs import DslBuiltin
 
 _SCOPE_KEYWORDS = {
-    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations"),
-    "spmd": ("name_hint", "deps", "no_dep_args", "dumps", "core_num", "sync_start"),
+    "at": ("level", "name_hint", "deps", "no_dep_args", "dumps", "optimizations",
+           "allow_early_resolve"),
+    "spmd": ("name_hint", "deps", "no_dep_args", "dumps", "core_num", "sync_start",
+             "allow_early_resolve"),
 }
-_SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps"),
-                    "spmd_submit": ("core_num", "deps", "no_dep_args", "dumps")}
+_SUBMIT_KEYWORDS = {"submit": ("deps", "no_dep_args", "dumps", "allow_early_resolve"),
+                    "spmd_submit": ("core_num", "deps", "no_dep_args", "dumps",
+                                    "allow_early_resolve")}
 _TASK_ID_HINT = "bind one with `with pl.at(...) as tid:` or `res, tid = pl.submit(kernel, ...)`"
 
 
@@ -55,6 +70,8 @@ class TaskSyntax:
     """True while parsing the body of `with pl.manual_scope():`."""
     spmd_dispatch = False
     """True while parsing the body of `with pl.spmd(n):`, which may call kernels."""
+    function_name = ""
+    """The name of the function being parsed."""
 
     # ------------------------------------------------------------------ with-statements
     def stmt_With(self, node: ast.With):
@@ -92,9 +109,10 @@ class TaskSyntax:
 
     def _scope(self, node: ast.With, item: ast.withitem):
         """`with pl.scope(mode=pl.ScopeMode.MANUAL):` is `pl.manual_scope()`; `pl.scope()`
-        (AUTO) is a region whose tasks infer their edges as everywhere (upstream's runtime
-        scope is also a heap tier; here device memory is one pool, so AUTO changes nothing
-        the program can observe).  AUTO may not nest inside MANUAL, as upstream."""
+        (AUTO) is a runtime scope (`RuntimeScope`) whose tasks infer their edges as
+        everywhere: it picks the task ring of its depth (pypto.runtime.rings), which
+        nothing but ring capacity and scope stats can observe.  AUTO may not nest inside
+        MANUAL, as upstream."""
         self._orchestration_only(node, "pl.scope")
         call = item.context_expr
         mode_nodes = list(call.args) + [kw.value for kw in call.keywords]
@@ -112,7 +130,7 @@ class TaskSyntax:
             raise self.error(node, "an AUTO `pl.scope()` cannot be nested inside a manual "
                              "scope: the runtime forbids it",
                              hint="end the manual scope first, or leave this block out")
-        return list(self.body(node.body))
+        return RuntimeScope(tuple(self.body(node.body)), self.source.span(node))
 
     def _manual_scope(self, node: ast.With, item: ast.withitem):
         self._orchestration_only(node, "pl.manual_scope")
@@ -132,15 +150,82 @@ class TaskSyntax:
             self.manual = False
 
     def _cluster(self, node: ast.With, item: ast.withitem):
-        """`with pl.cluster():` co-schedules the cube and vector kernels inside on one
-        physical cluster, so they can exchange tiles through the cross-core pipe.  This
-        project has no pipe (a kernel cannot use one), so nothing inside can observe where
-        its tasks run: the tasks are dispatched as they are written."""
+        """`with pl.cluster():` co-schedules the kernels inside on one physical cluster.
+        A block that calls a pl.FunctionType.AIC and a pl.FunctionType.AIV function becomes
+        a pl.FunctionType.Group function of the program (upstream's OutlineClusterScopes):
+        the block is replaced by one call of it, one task whose cube and vector functions
+        run at once with the pipe between them.  A block of other kernels (InCore, pl.spmd
+        dispatches) has nothing to co-schedule that the program could observe: its tasks
+        are dispatched as they are written."""
         self._orchestration_only(node, "pl.cluster")
         call = item.context_expr
         if call.args or call.keywords or item.optional_vars is not None:
             raise self.error(node, "write `with pl.cluster():` (no arguments, no `as`)")
-        return list(self.body(node.body))
+        outer = dict(self.vars)
+        body = list(self.body(node.body))
+        units = {self.callee_types.get(s.value.callee) for s in body
+                 if isinstance(getattr(s, "value", None), FuncCall)}
+        if not units & {FunctionType.AIC, FunctionType.AIV}:
+            return body
+        return self._cluster_group(node, body, outer)
+
+    def _cluster_group(self, node: ast.With, body: list, outer: dict[str, Var]) -> list:
+        """The Group function `body` (a cluster block's calls of one AIC and one AIV
+        function) becomes, added to the program; returns the block's replacement, the
+        group's call.  Its parameters are the outer values the block reads (in first-use
+        order), its results the values the block binds (their last binding)."""
+        self._check_cluster_calls(node, body)
+        params: dict[str, Var] = {}
+        results: dict[str, Var] = {}
+        for stmt in body:
+            for arg in stmt.value.args:
+                if not isinstance(arg, (Var, Const)):
+                    raise self.error(node, "pass the cluster's functions named values or "
+                                     "constants", hint="bind the argument to a name before "
+                                     "the `pl.cluster()` block")
+                if isinstance(arg, Var) and arg.name not in results and arg.name in outer:
+                    params.setdefault(arg.name, arg)
+            results.update((t.name, t) for t in getattr(stmt, "targets", ()))
+        span = self.source.span(node)
+        name = self._fresh_function_name(f"{self.function_name}_cluster")
+        returns = tuple(v.type for v in results.values())
+        group_body = tuple(body) + ((Return(tuple(results.values()), span),) if results else ())
+        self.outlined.append(Function(name, tuple(Param(v) for v in params.values()), returns,
+                                      group_body, FunctionType.Group, span))
+        rtype = returns[0] if len(returns) == 1 else TupleType(returns)
+        group_call = FuncCall(name, tuple(params.values()), rtype, span, manual=self.manual)
+        if not results:
+            return [ExprStmt(group_call, span)]
+        return [Assign(tuple(results.values()), group_call, span)]
+
+    def _check_cluster_calls(self, node: ast.With, body: list) -> None:
+        """A cluster block that becomes a group calls one AIC and one AIV function, as
+        plain calls (the group is the task)."""
+        kinds: dict[FunctionType, str] = {}
+        for stmt in body:
+            value = getattr(stmt, "value", None)
+            kind = self.callee_types.get(value.callee) if isinstance(value, FuncCall) else None
+            if kind not in (FunctionType.AIC, FunctionType.AIV) or kind in kinds:
+                raise self.error(node, "a `pl.cluster()` block that calls a cube (AIC) or "
+                                 "vector (AIV) function calls one of each and nothing else: "
+                                 "the two run at once as one task",
+                                 hint="move the other statements out of the block")
+            if value.no_dep_args or value.blocks is not None:
+                raise self.error(node, "a cluster's cube and vector functions are one task: "
+                                 "mark pl.no_dep / pl.spmd outside the `pl.cluster()` block")
+            kinds[kind] = value.callee
+        if len(kinds) != 2:
+            raise self.error(node, "a `pl.cluster()` block calls one AIC and one AIV "
+                             f"function; this one calls only `{next(iter(kinds.values()))}`",
+                             hint="call its peer function in the same block")
+
+    def _fresh_function_name(self, base: str) -> str:
+        """`base_0`, `base_1`, ...: the first name no function of the program has."""
+        n = 0
+        while f"{base}_{n}" in self.function_names:
+            n += 1
+        self.function_names.add(f"{base}_{n}")
+        return f"{base}_{n}"
 
     def _task_scope(self, node: ast.With, item: ast.withitem, builtin: str):
         self._orchestration_only(node, f"pl.{builtin}")
@@ -165,7 +250,7 @@ class TaskSyntax:
         return AtScope(options["level"], body, options["name_hint"], self.source.span(node),
                        deps=options["deps"], no_dep_args=options["no_dep_args"], task=task,
                        manual=self.manual, blocks=options["blocks"], dumps=options["dumps"],
-                       split=options["split"])
+                       split=options["split"], early_resolve=options["early_resolve"])
 
     def _spmd_dispatches(self, node: ast.With, body, options: dict, task) -> list:
         """`with pl.spmd(n): out = kernel(...)`, the dispatch form: each kernel call in the
@@ -183,7 +268,8 @@ class TaskSyntax:
         for stmt in calls:
             call = replace(stmt.value, blocks=options["blocks"], deps=options["deps"],
                            no_dep_args=stmt.value.no_dep_args + options["no_dep_args"],
-                           dumps=options["dumps"])
+                           dumps=options["dumps"],
+                           early_resolve=stmt.value.early_resolve or options["early_resolve"])
             passed = {a.name for a in call.args if isinstance(a, Var)}
             for var in call.no_dep_args + call.dumps:
                 if var.name not in passed:
@@ -207,7 +293,7 @@ class TaskSyntax:
         `pl.spmd(...)`."""
         allowed = _SCOPE_KEYWORDS[builtin]
         options = {"level": Level.CORE_GROUP, "blocks": None, "name_hint": "", "deps": (),
-                   "no_dep_args": (), "dumps": (), "split": None}
+                   "no_dep_args": (), "dumps": (), "split": None, "early_resolve": False}
         if builtin == "at":
             if call.args:
                 raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
@@ -235,6 +321,8 @@ class TaskSyntax:
             options[kw.arg] = self._tensor_list(kw.value, kw.arg)
         elif kw.arg == "optimizations":
             options["split"] = self._optimizations(kw.value)
+        elif kw.arg == "allow_early_resolve":
+            options["early_resolve"] = self._early_resolve(call, kw.value)
         elif kw.arg == "core_num":
             return  # the block count, read by _scope_options
         elif kw.arg == "sync_start":
@@ -424,7 +512,8 @@ class TaskSyntax:
         body = (Assign((index,), read_index, span),) + tuple(body)
         return AtScope(options["level"], body, options["name_hint"], span, deps=options["deps"],
                        no_dep_args=options["no_dep_args"], manual=self.manual,
-                       blocks=options["blocks"], dumps=options["dumps"])
+                       blocks=options["blocks"], dumps=options["dumps"],
+                       early_resolve=options["early_resolve"])
 
     def check_block_idx(self, node: ast.Call) -> None:
         """`pl.get_block_idx()` reads a kernel's block index: not in the orchestration itself."""
@@ -451,18 +540,7 @@ class TaskSyntax:
             if not getattr(ref, "__pypto_kernel__", False):
                 raise self.error(node, f"the first argument of {what} must be an "
                                  "@pl.jit.incore kernel (self.<kernel> in a @pl.program)")
-        options = {"deps": (), "no_dep_args": (), "dumps": (), "core_num": None}
-        for kw in node.keywords:
-            if kw.arg not in _SUBMIT_KEYWORDS[builtin]:
-                raise self.error(node, f"{what}({kw.arg}=...) is not supported",
-                                 hint=f"{what} accepts {', '.join(_SUBMIT_KEYWORDS[builtin])}; "
-                                 "kernel arguments are positional")
-            if kw.arg == "deps":
-                options["deps"] = self._task_deps(kw.value)
-            elif kw.arg in ("no_dep_args", "dumps"):
-                options[kw.arg] = self._tensor_list(kw.value, kw.arg)
-            else:
-                options["core_num"] = self._block_count(kw.value)
+        options = self._submit_options(node, builtin, what)
         if builtin == "spmd_submit" and options["core_num"] is None:
             raise self.error(node, "pl.spmd_submit needs core_num=<number of blocks>")
         call = self._func_call(ref, node, node.args[1:])
@@ -472,7 +550,36 @@ class TaskSyntax:
         return replace(call, type=rtype, deps=options["deps"],
                        no_dep_args=call.no_dep_args + options["no_dep_args"],
                        blocks=options["core_num"],
-                       task_id=True, dumps=options["dumps"])
+                       task_id=True, dumps=options["dumps"],
+                       early_resolve=options["early_resolve"])
+
+    def _submit_options(self, node: ast.Call, builtin: str, what: str) -> dict:
+        """The keywords of `pl.submit(...)` / `pl.spmd_submit(...)`."""
+        options = {"deps": (), "no_dep_args": (), "dumps": (), "core_num": None,
+                   "early_resolve": False}
+        for kw in node.keywords:
+            if kw.arg not in _SUBMIT_KEYWORDS[builtin]:
+                raise self.error(node, f"{what}({kw.arg}=...) is not supported",
+                                 hint=f"{what} accepts {', '.join(_SUBMIT_KEYWORDS[builtin])}; "
+                                 "kernel arguments are positional")
+            if kw.arg == "deps":
+                options["deps"] = self._task_deps(kw.value)
+            elif kw.arg in ("no_dep_args", "dumps"):
+                options[kw.arg] = self._tensor_list(kw.value, kw.arg)
+            elif kw.arg == "allow_early_resolve":
+                options["early_resolve"] = self._early_resolve(node, kw.value)
+            else:
+                options["core_num"] = self._block_count(kw.value)
+        return options
+
+    def _early_resolve(self, call: ast.AST, node: ast.AST) -> bool:
+        """`allow_early_resolve=True`: the task's consumers may pre-stage (a scheduling
+        hint; the runtime starts a consumer whose producers all carry it the moment the
+        last one ends)."""
+        value = self.static(node)
+        if not isinstance(value, bool):
+            raise self.error(call, "allow_early_resolve= takes True or False")
+        return value
 
     def _check_named_arguments(self, node: ast.Call, call, options: dict) -> None:
         """no_dep_args= and dumps= name arguments of the call."""

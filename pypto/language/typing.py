@@ -15,6 +15,7 @@ from ..ir.types import (
     TaskIdType,
     TensorLayout,
     TensorType,
+    TileMemRef,
     TileType,
 )
 
@@ -145,13 +146,55 @@ class Tensor:
         return TensorType(shape, item[1])
 
 
+class MemRef:
+    """Upstream's `pl.MemRef("name")`: an on-chip allocation of the kernel's own, named in a
+    tile annotation (`pl.Tile[[64, 128], pl.FP32, pl.MemRef("ub"), pl.Mem.Vec]`); nothing
+    else is packed into it.  With `slots=n` it holds n equally sized slots and the tile
+    picks one: `pl.MemRef("ub", slots=2)[i % 2]` (the slot is read where the tile is
+    defined).  Tiles sharing a one-slot allocation must not be live at the same time."""
+
+    def __init__(self, name: str, *, slots: int = 1):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise _annotation_error(f"pl.MemRef({name!r}): the allocation's name is an "
+                                    "identifier string", 'write e.g. pl.MemRef("ub")')
+        if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
+            raise _annotation_error(f"pl.MemRef({name!r}, slots={slots!r}): slots is a "
+                                    "positive int", 'write e.g. pl.MemRef("ub", slots=2)[i % 2]')
+        self.name, self.slots = name, slots
+
+    def __getitem__(self, slot) -> TileMemRef:
+        if isinstance(slot, bool) or not isinstance(slot, int):
+            raise _annotation_error(f"pl.MemRef({self.name!r})[{slot!r}]: a pl.MemRef slot is "
+                                    "an integer index", "index the slots with an int, e.g. "
+                                    "[i % 2]")
+        if not 0 <= slot < self.slots:
+            raise _annotation_error(f"pl.MemRef({self.name!r}, slots={self.slots})[{slot}]: "
+                                    f"the slot is in [0, {self.slots})",
+                                    "index the slots from 0, e.g. [i % 2]")
+        return TileMemRef(self.name, self.slots, slot)
+
+    def __repr__(self) -> str:
+        return f"pl.MemRef({self.name!r}" + (f", slots={self.slots})" if self.slots > 1 else ")")
+
+
+def _tile_memref(value) -> TileMemRef:
+    """A tile annotation's allocation: `pl.MemRef("ub")` (one slot) or a slot of one."""
+    if isinstance(value, TileMemRef):
+        return value
+    if value.slots > 1:
+        raise _annotation_error(f"{value!r} holds {value.slots} slots: the tile names one",
+                                f"write {value!r}[slot]")
+    return TileMemRef(value.name)
+
+
 class Tile:
     """`pl.Tile[[r, c], dtype]`: an on-chip tile.  Optional extras follow the dtype in this
-    order: the valid region `[vr, vc]` (when smaller than the tile), the memory space
-    `pl.Mem.Vec` and its byte address, as the IR printer writes them."""
+    order: the valid region `[vr, vc]` (when smaller than the tile), the allocation
+    `pl.MemRef("ub")` it lives in (or a slot of one, `pl.MemRef("ub", slots=2)[i % 2]`), the
+    memory space `pl.Mem.Vec` and its byte address, as the IR printer writes them."""
 
     def __class_getitem__(cls, item):
-        if not isinstance(item, tuple) or not 2 <= len(item) <= 5:
+        if not isinstance(item, tuple) or not 2 <= len(item) <= 6:
             raise TypeError("write pl.Tile[[rows, cols], dtype]")
         shape = _shape(item[0], "pl.Tile")
         extras = list(item[2:])
@@ -161,6 +204,8 @@ class Tile:
             if len(valid) != len(shape) or any(
                     v < 0 or v > d for v, d in zip(valid, shape, strict=True)):
                 raise TypeError(f"pl.Tile valid region {list(valid)} must fit in {list(shape)}")
+        memref = _tile_memref(extras.pop(0)) if extras and isinstance(
+            extras[0], (MemRef, TileMemRef)) else None
         memory = extras.pop(0) if extras else None
         if isinstance(memory, TensorLayout):
             raise _annotation_error(
@@ -170,11 +215,11 @@ class Tile:
         addr = extras.pop(0) if extras else None
         if extras:
             raise TypeError("write pl.Tile[[rows, cols], dtype, [valid rows, valid cols], "
-                            "memory, addr]")
+                            "pl.MemRef(...), memory, addr]")
         if memory is not None and not isinstance(memory, MemorySpace):
             raise _annotation_error(f"pl.Tile memory space must be a pl.Mem member, got "
                                     f"{memory!r}", "write e.g. pl.Mem.Vec")
-        return TileType(shape, item[1], memory, addr, valid)
+        return TileType(shape, item[1], memory, addr, valid, memref)
 
 
 class _RuntimeValue:

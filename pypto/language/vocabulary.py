@@ -9,7 +9,7 @@ alone, so reading IR back needs nothing above the frontend.
 from __future__ import annotations
 
 from ..ir.dtypes import DataType
-from ..ir.ops import all_ops
+from ..ir.ops import all_ops, cross_core
 from ..ir.types import (
     ASYNC_EVENT,
     ASYNC_SESSION,
@@ -32,6 +32,7 @@ from .typing import (
     Array,
     DynamicDim,
     InOut,
+    MemRef,
     Out,
     Scalar,
     Tensor,
@@ -54,6 +55,9 @@ BF16 = DataType.BF16
 FP32 = DataType.FP32
 FP8E4M3FN = DataType.FP8E4M3FN
 FP8E5M2 = DataType.FP8E5M2
+FP8E8M0 = DataType.FP8E8M0
+HF8 = DataType.HF8
+UINT64 = DataType.UINT64
 ND = TensorLayout.ND
 """Row-major, the layout of every tensor here (upstream's default; never needs writing)."""
 DN = TensorLayout.DN
@@ -88,6 +92,13 @@ scope = DslBuiltin("scope")
 region whose tasks infer their edges as everywhere else."""
 cluster = DslBuiltin("cluster")
 """`with pl.cluster():` groups cube and vector dispatches on one cluster (see language.md)."""
+split_aiv = DslBuiltin("split_aiv")
+"""`for aiv_id in pl.split_aiv(2, mode=pl.SplitMode.UP_DOWN):` a region of an InCore kernel
+run on the two vector lanes (language.md, "Lane regions")."""
+aiv_shard = DslBuiltin("aiv_shard")
+"""`pl.aiv_shard(x)` in a pl.split_aiv region: the cube's tile `x`, read on the vector lanes."""
+aic_gather = DslBuiltin("aic_gather")
+"""`y = pl.aic_gather(v)` in a pl.split_aiv region: the lanes' tile `v`, read by the cube."""
 submit = DslBuiltin("submit")
 spmd_submit = DslBuiltin("spmd_submit")
 split = DslBuiltin("split")
@@ -128,35 +139,32 @@ array = namespaces.array
 prefetch = namespaces.prefetch
 
 
-class _System:
-    """`pl.system`: of upstream's system operators, `task_dummy` (a join of task ids) is
-    here; the cross-core pipe and synchronisation operators are not (docs/upstream-compat.md)."""
-
-    task_dummy = DslBuiltin("task_dummy")
-    """`pl.system.task_dummy(deps=[tids])`: one value that stands for the tasks it waits on."""
-
-    def __repr__(self) -> str:
-        return "<pl.system>"
-
-
-system = _System()
+system = namespaces.system
+# The cross-core pipe's operators are also spelled at the top level (`pl.tpush_to_aiv`).
+_PIPE_SPELLINGS = [_name.split(".")[-1] for _name in cross_core.PIPE_OPS]
+for _name in cross_core.PIPE_OPS:
+    globals()[_name.split(".")[-1]] = OpStub(_name, spelling=_name.split(".")[-1])
+del _name
+AUTO = namespaces.system.AUTO
 dim = DslBuiltin("dim")
 """`pl.dim(t, axis)` (also `pl.tensor.dim`): a tensor's dimension, as `t.shape[axis]`."""
 
 __all__ = [
-    "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "FP16", "BF16",
-    "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "DataType",
-    "Tensor", "Tile", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
+    "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FP16",
+    "BF16",
+    "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "INDEX", "DataType",
+    "Tensor", "Tile", "MemRef", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
     "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
     "SplitMode",
     "Role", "TaskId", "TASK_ID", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession",
     "at", "range", "unroll", "parallel", "pipeline", "while_", "cond", "yield_", "const",
     "static_assert",
-    "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "submit",
+    "static_print", "constexpr", "spmd", "manual_scope", "scope", "cluster", "split_aiv",
+    "aiv_shard", "aic_gather", "submit",
     "spmd_submit",
     "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",
-    "prefetch", "system", "arange", "scatter",
+    "prefetch", "system", "arange", "scatter", "AUTO", *_PIPE_SPELLINGS,
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
     *namespaces.REFUSED,

@@ -1,6 +1,7 @@
 """IR passes.  `default_pipeline()` is the compiler's whole lowering, in order."""
 
 from .allocate_memory_addr import AllocateMemoryAddr
+from .cross_core_pipe import CheckCrossCorePipes
 from .cube_to_vector import TransferCubeToVector
 from .derive_call_directions import DeriveCallDirections
 from .flatten_batch import FlattenBatchTiles
@@ -38,6 +39,7 @@ def default_pipeline() -> PassManager:
             LegalizeTileCast(),
             InferMemorySpace(),
             TransferCubeToVector(),
+            CheckCrossCorePipes(),
             AllocateMemoryAddr(),
         ]
     )

@@ -7,17 +7,26 @@ loop, or crosses a loop's boundary, stays live for the whole loop.  Buffers whos
 live ranges overlap get disjoint addresses (first fit, 32-byte aligned), each taking its
 hardware footprint (`pypto.ir.layout`: rows padded to whole 32-byte blocks); a buffer
 that does not fit the backend's capacity is an error naming the tile.
+
+A tile annotated with an allocation of the author's (`pl.MemRef("ub", slots=2)[i % 2]`)
+is placed in it instead: every tile naming `ub` shares one region of `slots` slots, each
+as large as the largest of them (`memref_slot_bytes`), held for the whole kernel and
+holding nothing else; the tile's address is the region's, and its slot's
+offset is added where the tile is defined (codegen).  Tiles sharing a one-slot
+allocation must not be live at the same time, and all of an allocation's tiles name one
+memory space and one slot count.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..ir.errors import CapacityError, Span
+from ..ir.errors import CapacityError, Span, TypeCheckError
 from ..ir.layout import BLOCK_BYTES, tile_footprint
 from ..ir.nodes import Assign, For, Var, While
-from ..ir.types import FunctionType, TileType
+from ..ir.types import FunctionType, TileMemRef, TileType
 from ..ir.visitor import IRVisitor
+from .cross_core_pipe import ring_reservation
 from .manager import FunctionPass
 from .properties import IRProperty
 from .retype import VarRetyper
@@ -39,6 +48,11 @@ class _Buffer:
     start: int = 0
     end: int = 0
     addr: int = 0
+    size: int | None = None  # bytes taken, when not the tile's footprint (an allocation)
+
+    @property
+    def bytes(self) -> int:
+        return self.size if self.size is not None else tile_footprint(self.type)
 
 
 class _Occurrences(IRVisitor):
@@ -105,29 +119,107 @@ def _live_ranges(occ: _Occurrences) -> None:
                     changed = True
 
 
-def _first_fit(buffers: list[_Buffer], capacity: int, memory) -> None:
+def _first_fit(buffers: list[_Buffer], capacity: int, memory, reserved: int = 0) -> None:
+    """Places the tiles above the `reserved` bytes a cross-core ring takes."""
     placed: list[_Buffer] = []
     for buf in sorted(buffers, key=lambda b: (b.start, b.name)):
-        size = tile_footprint(buf.type)
+        size = buf.bytes
         live = sorted(
             (p for p in placed if p.start <= buf.end and buf.start <= p.end), key=lambda p: p.addr
         )
-        addr = 0
+        addr = _align(reserved)
         for p in live:
             if addr + size <= p.addr:
                 break
-            addr = max(addr, _align(p.addr + tile_footprint(p.type)))
+            addr = max(addr, _align(p.addr + p.bytes))
         if addr + size > capacity:
-            live_bytes = sum(tile_footprint(p.type) for p in live)
+            live_bytes = sum(p.bytes for p in live)
+            ref = buf.type.memref
+            what = (f"allocation pl.MemRef(\"{ref.name}\", slots={ref.slots}) ({size} bytes)"
+                    if buf.size is not None and ref is not None else
+                    f"tile `{buf.name}` ({list(buf.type.shape)} {buf.type.dtype.name}, "
+                    f"{size} bytes)")
             raise CapacityError(
-                f"tile `{buf.name}` ({list(buf.type.shape)} {buf.type.dtype.name}, {size} bytes) "
-                f"does not fit the {memory.name} buffer: {capacity} bytes, {live_bytes} already "
-                f"held by {len(live)} live tile(s)",
+                f"{what} does not fit the {memory.name} buffer: {capacity} bytes, {live_bytes} "
+                f"already held by {len(live)} live tile(s)" + (
+                    f", the first {reserved} reserved for the cross-core pipe's ring"
+                    if reserved else ""),
                 buf.span,
-                hint="use smaller tiles and walk the tensor with pl.range",
+                hint=("use fewer slots or smaller tiles" if buf.size is not None else
+                      "use smaller tiles and walk the tensor with pl.range") + (
+                    "; or lower the ring's slot_num" if reserved else ""),
             )
         buf.addr = addr
         placed.append(buf)
+
+
+def memref_slot_bytes(fn) -> dict[str, int]:
+    """Each declared allocation's slot size: the largest footprint of the tiles placed in
+    it, in whole 32-byte blocks (its slot `k` starts `k * size` bytes into it)."""
+    sizes: dict[str, int] = {}
+    for t in _tile_types(fn):
+        if t.memref is not None:
+            sizes[t.memref.name] = max(sizes.get(t.memref.name, 0), _align(tile_footprint(t)))
+    return sizes
+
+
+class _TileTypes(IRVisitor):
+    def __init__(self):
+        self.types: list[TileType] = []
+
+    def visit_def(self, var: Var) -> None:
+        if isinstance(var.type, TileType):
+            self.types.append(var.type)
+
+
+def _tile_types(fn) -> list[TileType]:
+    found = _TileTypes()
+    found.visit_function(fn)
+    return found.types
+
+
+def _allocations(occ: _Occurrences, fn) -> list[tuple[_Buffer, list[_Buffer]]]:
+    """The declared allocations (pl.MemRef) as one region each, with the buffers in it."""
+    groups: dict[str, list[tuple[_Buffer, TileMemRef]]] = {}
+    for buf in occ.buffers.values():
+        if buf.type.memref is not None:
+            groups.setdefault(buf.type.memref.name, []).append((buf, buf.type.memref))
+    slot_bytes = memref_slot_bytes(fn)
+    regions = []
+    for name, members in groups.items():
+        first, ref = min(members, key=lambda m: m[0].start)
+        for b, m in members:
+            if b.type.memory != first.type.memory or m.slots != ref.slots:
+                raise TypeCheckError(
+                    f"tile `{b.name}` names pl.MemRef(\"{name}\") in {_space(b)} with "
+                    f"{m.slots} slot(s), tile `{first.name}` in {_space(first)} with "
+                    f"{ref.slots}: one allocation has one memory space and one slot count",
+                    b.span, hint="give the other tile an allocation of its own")
+        _check_shared_slots(name, ref.slots, sorted(members, key=lambda m: m[0].start))
+        # Held for the whole kernel: nothing else is ever placed in it (a slot the next
+        # iteration fills may still be in use while this one computes).
+        region = _Buffer(name, first.type, first.span, start=0, end=occ.pos,
+                         size=ref.slots * slot_bytes[name])
+        regions.append((region, [b for b, _ in members]))
+    return regions
+
+
+def _space(buf: _Buffer) -> str:
+    return buf.type.memory.name if buf.type.memory is not None else "no memory space"
+
+
+def _check_shared_slots(name: str, slots: int, members: list) -> None:
+    """Two tiles live at the same time in one slot (of a one-slot allocation, or one
+    constant slot) would overwrite each other; a slot read at run time is the author's."""
+    for i, (a, ma) in enumerate(members):
+        for b, mb in members[i + 1:]:
+            same = slots == 1 or (isinstance(ma.slot, int) and ma.slot == mb.slot)
+            if same and b.start <= a.end:
+                raise TypeCheckError(
+                    f"tiles `{a.name}` and `{b.name}` share a slot of pl.MemRef(\"{name}\") "
+                    "and are live at the same time: one would overwrite the other", b.span,
+                    hint=f"end `{a.name}`'s use before `{b.name}` is defined, or place them "
+                         "in different slots (pl.MemRef(name, slots=2)[k])")
 
 
 def _align(n: int) -> int:
@@ -143,11 +235,19 @@ class AllocateMemoryAddr(FunctionPass):
         occ = _Occurrences()
         occ.visit_function(fn)
         _live_ranges(occ)
+        regions = _allocations(occ, fn)
         by_memory: dict = {}
         for buf in occ.buffers.values():
-            by_memory.setdefault(buf.type.memory, []).append(buf)
+            if buf.type.memref is None:
+                by_memory.setdefault(buf.type.memory, []).append(buf)
+        for region, _ in regions:
+            by_memory.setdefault(region.type.memory, []).append(region)
         for memory, bufs in sorted(by_memory.items(), key=lambda kv: kv[0].name):
-            _first_fit(bufs, ctx.backend.capacities[memory.name], memory)
+            _first_fit(bufs, ctx.backend.capacities[memory.name], memory,
+                       ring_reservation(fn).get(memory.name, 0))
+        for region, members in regions:
+            for buf in members:
+                buf.addr = region.addr
         addrs = {key: buf.addr for key, buf in occ.buffers.items()}
 
         def placed(stmt: Assign, var: Var):

@@ -127,10 +127,12 @@ class DeriveCallDirections(Pass):
 def _derived(program: Program):
     """Each function, what it reads and writes, and the function with its directions
     derived; kernels first, since an orchestration's accesses follow from the directions
-    of the kernels it calls."""
+    of the kernels it calls (a pl.FunctionType.Group's, of its cube and vector functions)."""
     directions: dict[str, tuple[Direction, ...]] = {}
     write_spans: dict[str, tuple[Span | None, ...]] = {}
-    for fn in sorted(program.functions, key=lambda f: f.func_type is FunctionType.Orchestration):
+    order = (FunctionType.Group, FunctionType.Orchestration)
+    for fn in sorted(program.functions, key=lambda f: order.index(f.func_type) + 1
+                     if f.func_type in order else 0):
         access = _Access(directions, write_spans)
         access.visit_function(fn)
         write_spans[fn.name] = tuple(access.first_write.get(p.var.name) for p in fn.params)

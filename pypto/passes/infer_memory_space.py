@@ -13,6 +13,7 @@ The operator that defines a tile decides its buffer:
   their source's buffer;
 - `pl.tile.assemble`: its target's buffer, when the backend inserts the source's buffer
   there (`[tile_inserts]`);
+- the cross-core pipe's pops: the consumer's ring (Vec on a vector lane, Mat on the cube);
 - every other operator runs on the vector unit: Vec, reading Vec tiles.
 `b = a` copies a tile within its buffer.  `pl.store` writes from Vec or Acc.  A tile in the
 wrong buffer is an error naming the operand, where it is and how to get it where it must be.
@@ -25,6 +26,7 @@ from dataclasses import replace
 from ..ir.errors import LoweringError
 from ..ir.nodes import Assign, Call, Var
 from ..ir.ops import get_op
+from ..ir.ops.cross_core import PIPE_OPS, POP_OPS
 from ..ir.types import FunctionType, MemorySpace, TileType
 from .cube_to_vector import is_transfer, transfer_landing
 from .manager import FunctionPass
@@ -48,9 +50,14 @@ class InferMemorySpace(FunctionPass):
         return _Placer(ctx.backend).mutate_function(fn)
 
 
-def _target_memory(call: Call, stmt) -> MemorySpace:
+def _target_memory(call: Call, stmt) -> MemorySpace | None:
     """Where pl.load or pl.create_tile puts its tile: its target_memory, which a load can
-    only give as Vec or Mat and a tile cannot give as global memory."""
+    only give as Vec or Mat and a tile cannot give as global memory.  A cross-core pop's
+    tile is in its consumer's ring: UB on a vector lane, L1 on the cube (the other pipe
+    operators make no tile)."""
+    if call.op in PIPE_OPS:
+        return None if call.op not in POP_OPS else (
+            Mem.Vec if POP_OPS[call.op] == "C2V" else Mem.Mat)
     target = call.attr("target_memory")
     if call.op == "load" and target not in _LOAD_TARGETS:
         raise LoweringError(
@@ -107,7 +114,7 @@ class _Placer(VarRetyper):
                 hint="build for a platform of a backend that has it (docs/operators.md names "
                      "the operators of one generation), or compute the values on the host "
                      "and pass them in")
-        if call.op in ("load", "create_tile"):
+        if call.op in ("load", "create_tile") or call.op in PIPE_OPS:
             return _target_memory(call, stmt)
         if call.op == "store":
             self._expect(call, "tile", operands["tile"], _STORE_SOURCES, stmt,

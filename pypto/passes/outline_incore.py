@@ -382,8 +382,9 @@ def _reads_and_binds(body, env: dict[str, Var]) -> tuple[dict, dict, dict]:
 
 
 def _task_attributes(scope: AtScope, inputs: dict[str, Var]) -> dict:
-    """The FuncCall fields that carry the block's deps, no_dep_args, dumps, manual and
-    blocks."""
+    """The FuncCall fields that carry the block's deps, no_dep_args, dumps, manual,
+    blocks and allow_early_resolve (a flagged call prints as `pl.submit`, which yields a
+    task id)."""
     for keyword, listed in (("no_dep_args", scope.no_dep_args), ("dumps", scope.dumps)):
         for var in listed:
             if var.name not in inputs:
@@ -393,9 +394,10 @@ def _task_attributes(scope: AtScope, inputs: dict[str, Var]) -> dict:
                     hint="list only tensors the block reads or writes",
                 )
     task_id = bool(scope.task is not None or scope.deps or scope.no_dep_args or scope.dumps
-                   or scope.blocks is not None)
+                   or scope.blocks is not None or scope.early_resolve)
     return {"deps": scope.deps, "no_dep_args": scope.no_dep_args, "manual": scope.manual,
-            "blocks": scope.blocks, "task_id": task_id, "dumps": scope.dumps}
+            "blocks": scope.blocks, "task_id": task_id, "dumps": scope.dumps,
+            "early_resolve": scope.early_resolve}
 
 
 def _kernel_attributes(scope: AtScope) -> tuple:

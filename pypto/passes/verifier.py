@@ -370,34 +370,54 @@ def check_memory_spaces(program: Program, backend) -> None:
                 raise _Violation(f"tile `{var.name}` has no memory space", stmt)
 
 
+def _extent(t, slot_bytes: dict[str, int]) -> int:
+    """The bytes a placed tile may occupy: a tile in a declared allocation may sit in any of
+    its slots."""
+    if t.memref is None:
+        return t.nbytes
+    return (t.memref.slots - 1) * slot_bytes[t.memref.name] + t.nbytes
+
+
 def check_addresses(program: Program, backend) -> None:
-    from .allocate_memory_addr import ALIGN, _live_ranges, _Occurrences
+    from .allocate_memory_addr import ALIGN, memref_slot_bytes
 
     for fn in program.functions:
+        slot_bytes = memref_slot_bytes(fn)
         for var, stmt in _tile_vars(fn):
             t = var.type
             if t.addr is None:
                 raise _Violation(f"tile `{var.name}` has no address", stmt)
             cap = backend.capacities[t.memory.name]
-            if t.addr % ALIGN or t.addr + t.nbytes > cap:
-                raise _Violation(f"tile `{var.name}` at {t.addr:#x} ({t.nbytes} B) is misaligned "
+            extent = _extent(t, slot_bytes)
+            if t.addr % ALIGN or t.addr + extent > cap:
+                raise _Violation(f"tile `{var.name}` at {t.addr:#x} ({extent} B) is misaligned "
                                  f"or beyond the {cap} B of {t.memory.name}", stmt)
-        occ = _Occurrences()
-        occ.visit_function(fn)
-        _live_ranges(occ)
-        addrs = {}
-        for var, _ in _tile_vars(fn):
-            addrs[(var.name, var.type.shape, var.type.dtype, var.type.memory)] = var.type.addr
-        bufs = list(occ.buffers.items())
-        for i, (ka, a) in enumerate(bufs):
-            for kb, b in bufs[i + 1:]:
-                if a.type.memory != b.type.memory or a.end < b.start or b.end < a.start:
-                    continue
-                pa, pb = addrs[(ka[0], *ka[1])], addrs[(kb[0], *kb[1])]
-                if pa < pb + b.type.nbytes and pb < pa + a.type.nbytes:
-                    space = a.type.memory.name if a.type.memory is not None else "memory"
-                    raise _Violation(f"tiles `{a.name}` and `{b.name}` are live together but "
-                                     f"overlap in {space}", fn)
+        _check_disjoint(fn, slot_bytes)
+
+
+def _check_disjoint(fn, slot_bytes: dict[str, int]) -> None:
+    """Tiles live at the same time do not overlap."""
+    from .allocate_memory_addr import _live_ranges, _Occurrences
+
+    occ = _Occurrences()
+    occ.visit_function(fn)
+    _live_ranges(occ)
+    addrs = {}
+    for var, _ in _tile_vars(fn):
+        addrs[(var.name, var.type.shape, var.type.dtype, var.type.memory)] = var.type.addr
+    bufs = list(occ.buffers.items())
+    for i, (ka, a) in enumerate(bufs):
+        for kb, b in bufs[i + 1:]:
+            if a.type.memory != b.type.memory or a.end < b.start or b.end < a.start:
+                continue
+            if a.type.memref is not None and b.type.memref is not None and \
+                    a.type.memref.name == b.type.memref.name and a.type.memref.slots > 1:
+                continue  # slots of one allocation: which one each takes is run-time
+            pa, pb = addrs[(ka[0], *ka[1])], addrs[(kb[0], *kb[1])]
+            if pa < pb + _extent(b.type, slot_bytes) and pb < pa + _extent(a.type, slot_bytes):
+                space = a.type.memory.name if a.type.memory is not None else "memory"
+                raise _Violation(f"tiles `{a.name}` and `{b.name}` are live together but "
+                                 f"overlap in {space}", fn)
 
 
 CHECKS = {

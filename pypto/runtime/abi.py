@@ -61,6 +61,11 @@ DUMP = 0x200
 DIRECTION_MASK = 0xFF
 """`PTO_DIRECTION_MASK`: the direction bits of `PtoArg.direction`."""
 
+TASK_EARLY_RESOLVE = 0x1
+"""`PTO_TASK_EARLY_RESOLVE`: a `dispatch` flag (`allow_early_resolve=True`): the task's
+consumers whose predecessors all carry it start the moment the last one ends, ahead of
+tasks that became ready earlier (a scheduling hint, no effect on results)."""
+
 
 class PtoTensor(ctypes.Structure):
     """A view of global memory; strides are in elements."""
@@ -122,9 +127,12 @@ AllocTensorFn = ctypes.CFUNCTYPE(
 """`PtoRuntimeApi.alloc_tensor`: (ctx, tensor, name or NULL) → 0 on success."""
 
 DispatchFn = ctypes.CFUNCTYPE(ctypes.c_int64, *_TASK_PARAMS, ctypes.POINTER(PtoTaskIds),
-                              ctypes.c_int64)
-"""`PtoRuntimeApi.dispatch`: (ctx, kernel_index, nargs, args, ndeps, dep ranges, blocks) →
-first task id or < 0."""
+                              ctypes.c_int64, ctypes.c_int32)
+"""`PtoRuntimeApi.dispatch`: (ctx, kernel_index, nargs, args, ndeps, dep ranges, blocks,
+flags) → first task id or < 0."""
+
+ScopeFn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+"""`PtoRuntimeApi.scope_begin` / `scope_end`: (ctx) → 0 on success."""
 
 
 class PtoRuntimeApi(ctypes.Structure):
@@ -135,6 +143,8 @@ class PtoRuntimeApi(ctypes.Structure):
         ("submit", SubmitFn),
         ("alloc_tensor", AllocTensorFn),
         ("dispatch", DispatchFn),
+        ("scope_begin", ScopeFn),
+        ("scope_end", ScopeFn),
     ]
 
 

@@ -38,7 +38,11 @@ class RunConfig:
     swimlane is labelled with it); `strategy` the pass pipeline (only
     `OptimizationStrategy.Default` exists); `backend_type` must be the platform's backend;
     `compile_profiling` writes `report/pipeline_profile.{txt,json}` with the artifact;
-    `distributed_config` (a multi-rank program) is refused when the config is used.  With
+    `distributed_config` (a multi-rank program) is refused when the config is used.
+    `ring_task_window` / `ring_heap` / `ring_dep_pool` size the runtime's four task rings
+    (an int for all, or a list of 4; 0 or None: the default, `PTO2_RING_*` overriding it)
+    and `enable_scope_stats` writes `dfx_outputs/scope_stats/scope_stats.jsonl`; see
+    `pypto.runtime.rings` (the native scheduler serves them).  With
     PYPTO_SIMULATE_DEVICE=1 a device platform ("a2a3", "a5") runs on its simulator, with
     PYPTO_SIMULATE_DEVICE=cpu-model as device code on its CPU-model platform ("a2a3cpu"):
     `platform` is then the stand-in and `requested_platform` the device asked for.
@@ -62,6 +66,10 @@ class RunConfig:
     backend_type: object = None
     compile_profiling: bool = False
     distributed_config: object = None
+    ring_task_window: int | list[int] | None = None
+    ring_heap: int | list[int] | None = None
+    ring_dep_pool: int | list[int] | None = None
+    enable_scope_stats: bool = False
     enable_chip_swimlane: InitVar[bool | None] = None
 
     def __post_init__(self, enable_chip_swimlane: bool | None) -> None:
@@ -91,6 +99,20 @@ class RunConfig:
                                            or self.device_id < 0):
             raise ValueError(f"device_id must be a non-negative integer, got {self.device_id!r}")
         check_target(self.platform, self.backend_type, self.strategy)
+        from pypto.runtime import rings
+
+        self.rings = {resource: rings.resolve(resource, getattr(self, f"ring_{resource}"))
+                      for resource in rings.RESOURCES}
+        """Per resource, the four rings' capacities this run gets."""
+        if not isinstance(self.enable_scope_stats, bool):
+            raise TypeError(f"enable_scope_stats must be True or False, got "
+                            f"{self.enable_scope_stats!r}")
+
+    @property
+    def sizes_rings(self) -> bool:
+        """True when the config asks for ring sizes or scope stats (native scheduler only)."""
+        return self.enable_scope_stats or any(
+            getattr(self, f"ring_{r}") is not None for r in ("task_window", "heap", "dep_pool"))
 
     def check_single_device(self) -> None:
         """Refuses a config asking for a multi-rank program: this project runs one chip."""
@@ -112,11 +134,6 @@ class RunConfig:
 UNSUPPORTED_ARGUMENTS = {
     "enable_pmu": "samples the device's performance counters; the simulator has none "
                   "(enable_swimlane=True records each task's time)",
-    "enable_scope_stats": "reports the device runtime's ring occupancy; this runtime has no "
-                          "fixed rings (enable_dep_gen=True shows the task graph)",
-    "ring_task_window": "sizes the device runtime's task ring; this runtime has no fixed rings",
-    "ring_heap": "sizes the device runtime's heap ring; this runtime has no fixed rings",
-    "ring_dep_pool": "sizes the device runtime's dependency pool; this runtime has none",
     "aicpu_thread_num": "sets the device's AICPU scheduler threads (workers= sets the "
                         "simulated cores here)",
     "save_kernels": "keeps upstream's build directory; artifacts here always stay in the "

@@ -72,6 +72,9 @@ def deps_document(run: ProgramRun) -> dict:
             "kernel_index": kernel_index.get(task.kernel_name),
             "block": [task.block_idx, task.block_num] if task.block_num != 1 else None,
             "core": task.core_id,
+            "ring": task.ring,
+            "allow_early_resolve": task.early_resolve,
+            "pre_staged": task.staged,
             "args": [_arg(memory, arg, signature[i].name if i < len(signature) else str(i))
                      for i, arg in enumerate(task.args)],
         })
@@ -160,6 +163,10 @@ def swimlane_document(run: ProgramRun) -> dict:
         args = {"task": task.task_id, "predecessors": list(task.predecessors)}
         if task.block_num != 1:
             args["block"] = [task.block_idx, task.block_num]
+        if task.early_resolve:
+            args["allow_early_resolve"] = True
+        if task.staged:
+            args["pre_staged"] = True
         events.append({
             "name": task.kernel_name, "cat": "task", "ph": "X", "pid": 0, "tid": task.core_id,
             "ts": (task.start_ns - origin) / 1000, "dur": (task.end_ns - task.start_ns) / 1000,

@@ -18,16 +18,23 @@ from pypto.ir import dtypes
 from pypto.runtime import native
 from pypto.runtime.abi import (
     MAX_RANK,
+    TASK_EARLY_RESOLVE,
     AllocTensorFn,
     ArgKind,
     DispatchFn,
     PtoArg,
     PtoRuntimeApi,
+    ScopeFn,
     SubmitFn,
 )
 from pypto.runtime.accesses import ARG_STRUCT, decode_accesses
 from pypto.runtime.config import RunConfig
-from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
+from pypto.runtime.errors import (
+    OrchestrationError,
+    PyptoRuntimeError,
+    UnsupportedError,
+    orchestration_failed,
+)
 from pypto.runtime.golden import GoldenCheck
 from pypto.runtime.manifest import KernelSpec, ParamSpec
 from pypto.runtime.memory import (
@@ -38,6 +45,7 @@ from pypto.runtime.memory import (
     tensor_arg,
 )
 from pypto.runtime.param_buffers import ParamBuffers
+from pypto.runtime.rings import DEFAULT_RINGS, RINGS
 from pypto.runtime.scheduler import Access, Scheduler
 
 if TYPE_CHECKING:
@@ -85,10 +93,17 @@ class ProgramRun:
         self.resident = resident
         self._reuse = _reuse_of(program)
         self._own_cores: list[SimCore] | None = None  # from the program's pool: given back
+        self.native = _native_for(self._reuse, config)
+        if self.native is None and config.sizes_rings:
+            raise UnsupportedError(
+                f"{config.where}: ring_task_window= / ring_heap= / ring_dep_pool= / "
+                "enable_scope_stats= are served by the native scheduler, and this run takes "
+                f"the Python one ({python_reason(config) or 'PYPTO_SCHEDULER=python'})",
+                hint="drop the ring arguments for this run, or the option that needs the "
+                     "Python scheduler")
         if cores is None:
             cores = self._own_cores = self._reuse.take_cores(config.workers)
         self.cores = cores
-        self.native = _native_for(self._reuse, config)
         # The tensor-dump collector (`enable_dump_args`); None keeps dispatch as it is.
         self._dump: ArgsDumpCollector | None = None
         if self.native is not None:
@@ -109,7 +124,11 @@ class ProgramRun:
         self._submit_fn = SubmitFn(self._submit)
         self._alloc_fn = AllocTensorFn(self._alloc_tensor)
         self._dispatch_fn = DispatchFn(self._dispatch)
-        self._api = PtoRuntimeApi(None, self._submit_fn, self._alloc_fn, self._dispatch_fn)
+        self._scope_begin_fn = ScopeFn(self._scope_begin)
+        self._scope_end_fn = ScopeFn(self._scope_end)
+        self._scope_depth = 0
+        self._api = PtoRuntimeApi(None, self._submit_fn, self._alloc_fn, self._dispatch_fn,
+                                  self._scope_begin_fn, self._scope_end_fn)
 
     def execute(self, args: Sequence[Any]) -> Any:
         """Runs the orchestration on `args` and returns the output tensor(s)."""
@@ -130,10 +149,11 @@ class ProgramRun:
             self._reuse.check_arguments(args)  # before the golden check reads them
             golden = GoldenCheck.start(self.config, manifest.params, args)
         after_run = None
-        if self.config.enable_dep_gen or self.config.enable_swimlane:
+        if self.config.enable_dep_gen or self.config.enable_swimlane \
+                or self.config.enable_scope_stats:
             after_run = self._record_native_run
         self._reuse.run_native(engine, self.cores, self.scheduler, args, self.resident,
-                               after_run)
+                               after_run, self.config.rings)
         if golden is not None:
             golden.finish(args, self.scheduler)  # raises GoldenMismatchError
         return _outputs(manifest, args)
@@ -143,6 +163,11 @@ class ProgramRun:
         self.memory = DeviceMemory()
         buffers.record_into(self.memory, args)
         self.scheduler.record_scratch(self.memory)
+        if self.config.enable_scope_stats:
+            from pypto.runtime import dfx, rings
+
+            rings.write_scope_stats(dfx.dfx_dir(), self.config.rings,
+                                    self.scheduler.scopes())
         if code:
             with contextlib.suppress(Exception):  # never mask the run's own failure
                 self._write_dfx_outputs(complete=False)
@@ -228,7 +253,24 @@ class ProgramRun:
             self._failure = exc
             return -1
 
-    def _dispatch(self, ctx, kernel_index, nargs, args, ndeps, deps, blocks):
+    def _scope_begin(self, ctx):
+        """`PtoRuntimeApi.scope_begin`: the Python scheduler has no rings (ring sizes are
+        the native scheduler's); it checks that scopes pair."""
+        self._scope_depth += 1
+        return 0
+
+    def _scope_end(self, ctx):
+        """`PtoRuntimeApi.scope_end`."""
+        if self._failure is not None:
+            return -1
+        if self._scope_depth == 0:
+            self._failure = OrchestrationError(
+                "scope_end: no runtime scope is open (scope_begin and scope_end must pair)")
+            return -1
+        self._scope_depth -= 1
+        return 0
+
+    def _dispatch(self, ctx, kernel_index, nargs, args, ndeps, deps, blocks, flags):
         """`PtoRuntimeApi.dispatch`: `blocks` tasks after the dep ranges; the first id or -1."""
         if self._failure is not None:
             return -1
@@ -241,13 +283,14 @@ class ProgramRun:
                 if count < 0:
                     raise OrchestrationError(f"dispatch: dependency range of {count} tasks")
                 ids.extend(range(first, first + count))
-            return self._submit_task(kernel_index, nargs, args, ids, blocks)
+            return self._submit_task(kernel_index, nargs, args, ids, blocks, flags)
         except BaseException as exc:  # noqa: BLE001 - nothing may unwind through C frames
             self._failure = exc
             return -1
 
     def _submit_task(
-        self, kernel_index: int, nargs: int, args: Any, deps: list[int], blocks: int = 1
+        self, kernel_index: int, nargs: int, args: Any, deps: list[int], blocks: int = 1,
+        flags: int = 0,
     ) -> int:
         kernels = self.program.manifest.kernels
         if not 0 <= kernel_index < len(kernels):
@@ -270,7 +313,11 @@ class ProgramRun:
             # Only one thread submits, so the next id is the number of tasks so far.
             kernel = self._dump.wrap(kernel, len(self.scheduler.tasks), kernel_index, spec,
                                      copied)
-        return self.scheduler.submit(spec.name, kernel, copied, accesses, deps, blocks)
+        # The ring the native scheduler would give it (the scopes open, less the implicit
+        # one: the Python scheduler keeps no ring resources, only records the ring).
+        ring = min(max(self._scope_depth - 1, 0), RINGS - 1)
+        return self.scheduler.submit(spec.name, kernel, copied, accesses, deps, blocks,
+                                     early_resolve=bool(flags & TASK_EARLY_RESOLVE), ring=ring)
 
     def _accesses(self, spec: KernelSpec, raw: bytes) -> list[Access]:
         """The device bytes each tensor argument (`raw`: the PtoArg array's bytes) can
@@ -373,7 +420,9 @@ class RunReuse:
         for index, spec in enumerate(params):
             if spec.is_tensor:
                 torch_dtype = spec.dtype.to_torch()
-                exact = dtypes.from_torch(torch_dtype).name == spec.dtype.name
+                # HF8's tensors are torch.uint8 ones holding the codes (docs/numerics.md)
+                exact = dtypes.from_torch(torch_dtype).name == spec.dtype.name or \
+                    spec.dtype.value.torch_storage is not None
                 self._tensor_checks.append((index, torch_dtype if exact else None, spec.shape,
                                             spec.direction.writes))
             else:
@@ -408,7 +457,8 @@ class RunReuse:
 
     def run_native(self, engine: native.NativeProgram, cores: Sequence[SimCore],
                    schedule: native.NativeSchedule, args: Sequence[Any],
-                   resident: Container[int] = (), after_run: Any = None) -> None:
+                   resident: Container[int] = (), after_run: Any = None,
+                   rings: dict[str, tuple[int, ...]] | None = None) -> None:
         """One native run on `cores`: checks `args`, binds them to pooled buffers (tensors
         whose `data_ptr()` is in `resident` in place), runs the orchestration and every task
         in one call, hands the run to `schedule`, calls `after_run(buffers, args, code)`
@@ -417,6 +467,7 @@ class RunReuse:
         buffers = self.take_buffers(engine)
         try:
             call = buffers.bind(args, resident, self.core_array(cores))
+            buffers.size_rings(rings or DEFAULT_RINGS)
             code = engine.lib.pnr_run(engine.handle, call)
             schedule.attach(engine.lib, buffers.call.run)
             if after_run is not None:
@@ -470,14 +521,15 @@ def run(program: LoadedProgram, config: RunConfig, args: Sequence[Any]) -> Any:
     A plain native run (no golden, no DFX outputs) goes straight to `RunReuse.run_native`:
     the warm path of a JIT call, ~2 µs shorter than building a `ProgramRun`."""
     reuse = _reuse_of(program)
-    if config.golden_data_dir is None and not (config.enable_dep_gen or config.enable_swimlane):
+    if config.golden_data_dir is None and not (config.enable_dep_gen or config.enable_swimlane
+                                               or config.enable_scope_stats):
         engine = _native_for(reuse, config)
         if engine is not None:
             cores = reuse.take_cores(config.workers)
             schedule = native.NativeSchedule(program, cores, time.perf_counter_ns())
             program.last_schedule = schedule
             try:
-                reuse.run_native(engine, cores, schedule, args)
+                reuse.run_native(engine, cores, schedule, args, rings=config.rings)
             finally:
                 reuse.give_back_cores(cores)
             return _outputs(program.manifest, args)
@@ -538,8 +590,11 @@ def _check_tensor(spec: ParamSpec, value: Any) -> None:
         found = dtypes.from_torch(value.dtype).name
     except TypeError:
         found = str(value.dtype)
-    if found != spec.dtype.name:
-        raise TypeError(f"parameter {spec.name!r}: expected dtype {spec.dtype.name}, found {found}")
+    if found != spec.dtype.name and value.dtype != spec.dtype.to_torch():
+        held = f" (a {spec.dtype.to_torch()} tensor of its codes)" \
+            if spec.dtype.value.torch_storage else ""
+        raise TypeError(f"parameter {spec.name!r}: expected dtype {spec.dtype.name}{held}, "
+                        f"found {found}")
     if tuple(value.shape) != spec.shape:
         raise ValueError(
             f"parameter {spec.name!r}: expected shape {list(spec.shape)}, found {list(value.shape)}"

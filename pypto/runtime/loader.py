@@ -158,14 +158,23 @@ class LoadedProgram:
 
     def check_bounds_faults(self) -> None:
         """Raises KernelError naming each kernel whose bounds check fired in the last run
-        (sim kernels), and clears the records; else does nothing."""
+        (sim kernels), or whose cross-core pipe stopped (a deadlock, a ring left holding
+        tiles), and clears the records; else does nothing."""
         found = []
+        pipe = False  # a group's cross-core pipe stopped (pto/pipe.hpp), not an access
         for spec, count, message in self._faults:
             if count.value:
-                found.append(f"kernel {spec.name!r} ({spec.file}): {message.value.decode()}"
+                text = message.value.decode()
+                pipe = pipe or text.startswith("cross-core pipe")
+                found.append(f"kernel {spec.name!r} ({spec.file}): {text}"
                              + (f" (and {count.value - 1} more)" if count.value > 1 else ""))
                 count.value = 0
                 message[0] = b"\0"
+        if found and pipe:
+            raise KernelError(
+                "; ".join(found) + ". Every pl.tpush needs its pl.tpop in the peer function "
+                "and every pop its pl.tfree, as many times; a ring of slot_num slots holds "
+                "that many tiles pushed and not yet freed")
         if found:
             raise KernelError(
                 "; ".join(found) + ". The simulator skipped the access (on a device it "

@@ -21,7 +21,8 @@ POISON_BYTE = 0xA5
 ON_CHIP_POISON_BYTE = 0xFF
 """Fill byte of on-chip memory at the start of every run.  On-chip buffers are untyped,
 so one byte serves every tile dtype at any offset: all-ones is NaN in FP32, FP16, BF16,
-FP8E4M3FN and FP8E5M2 (as an unwritten Out's NaN) and -1 / all bits set in integers."""
+FP8E4M3FN, FP8E5M2 and FP8E8M0 (as an unwritten Out's NaN) and -1 / all bits set in
+integers; in HF8 it is the number -1.5 * 2^-15 (HF8's NaN is 0x80)."""
 
 ON_CHIP_ALIGNMENT = 64
 """Byte alignment of every on-chip buffer, as the device guarantees for its SRAMs."""

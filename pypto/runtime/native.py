@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.ir.diagnostics import PyptoWarning
 from pypto.resources import native_scheduler, scheduler_digest, scheduler_sources
-from pypto.runtime.abi import MAX_RANK, PtoArg, PtoKernelFn, PtoOrchestrateFn
+from pypto.runtime.abi import (
+    MAX_RANK,
+    TASK_EARLY_RESOLVE,
+    PtoArg,
+    PtoKernelFn,
+    PtoOrchestrateFn,
+)
 from pypto.runtime.errors import OrchestrationError, PyptoRuntimeError, orchestration_failed
 from pypto.runtime.manifest import ON_CHIP_SPACES
 
@@ -39,7 +45,7 @@ if TYPE_CHECKING:
     from pypto.runtime.manifest import KernelSpec
     from pypto.runtime.memory import SimCore
 
-_VERSION = 5  # PNR_VERSION in the source
+_VERSION = 6  # PNR_VERSION in the source
 MODES = ("auto", "native", "python")
 """Values of $PYPTO_SCHEDULER."""
 REBUILD = "rebuild pypto (`pip install -e .` in a checkout, or reinstall its wheel)"
@@ -68,7 +74,19 @@ class PnrTaskRecord(ctypes.Structure):
                 ("block_num", ctypes.c_int64), ("group", ctypes.c_int64),
                 ("start_ns", ctypes.c_int64), ("end_ns", ctypes.c_int64),
                 ("args", ctypes.c_void_p), ("pred_offset", ctypes.c_int64),
-                ("pred_count", ctypes.c_int64)]
+                ("pred_count", ctypes.c_int64), ("flags", ctypes.c_int32),
+                ("staged", ctypes.c_int32), ("ring", ctypes.c_int32), ("scope", ctypes.c_int32)]
+
+
+class PnrScope(ctypes.Structure):
+    """One runtime scope of a native run (depth -1: the implicit top-level scope): its
+    ring, the tasks submitted while it was open, the first one, and its ring's peak task
+    slots, heap bytes and dependency entries while it was open."""
+
+    _fields_ = [("depth", ctypes.c_int32), ("ring", ctypes.c_int32),
+                ("tasks", ctypes.c_int64), ("first_task", ctypes.c_int64),
+                ("task_window_peak", ctypes.c_int64), ("heap_peak", ctypes.c_int64),
+                ("dep_pool_peak", ctypes.c_int64)]
 
 
 class PnrScratch(ctypes.Structure):
@@ -98,7 +116,9 @@ class PnrCall(ctypes.Structure):
                 ("copy_in", ctypes.c_void_p), ("fill", ctypes.c_void_p),
                 ("copy_out", ctypes.c_void_p), ("cores", ctypes.c_void_p),
                 ("ranges", ctypes.c_void_p), ("nranges", ctypes.c_int64),
-                ("run", ctypes.c_void_p), ("on_chip", ctypes.c_uint64 * len(ON_CHIP_SPACES))]
+                ("run", ctypes.c_void_p), ("on_chip", ctypes.c_uint64 * len(ON_CHIP_SPACES)),
+                ("ring_task_window", ctypes.c_int64 * 4), ("ring_heap", ctypes.c_int64 * 4),
+                ("ring_dep_pool", ctypes.c_int64 * 4)]
 
 
 _lock = threading.Lock()
@@ -177,6 +197,8 @@ def _load(path: Path) -> ctypes.CDLL:
         "pnr_run_predecessors": (ctypes.POINTER(i64), [p]),
         "pnr_run_scratch_count": (i64, [p]),
         "pnr_run_scratch": (None, [p, p]),
+        "pnr_run_scope_count": (i64, [p]),
+        "pnr_run_scopes": (None, [p, p]),
         "pnr_run_free": (None, [p]),
     }
     for name, (restype, argtypes) in signatures.items():
@@ -191,7 +213,8 @@ def _load(path: Path) -> ctypes.CDLL:
     if lib.pnr_source_digest().decode() != scheduler_digest():
         raise PyptoRuntimeError(f"{path} was built from other sources than "
                                 f"{scheduler_sources()[0]} ({REBUILD})")
-    for which, struct in enumerate((PnrError, PnrTaskRecord, PnrEdge, PnrCall, PnrScratch)):
+    for which, struct in enumerate((PnrError, PnrTaskRecord, PnrEdge, PnrCall, PnrScratch,
+                                    PnrScope)):
         if lib.pnr_sizes(which) != ctypes.sizeof(struct):
             raise PyptoRuntimeError(f"{path}: {struct.__name__} layout differs ({REBUILD})")
     return lib
@@ -219,8 +242,10 @@ class NativeProgram:
         poison = (ctypes.c_uint8 * 128)()
         for dt in DataType:
             itemsize[dt.code] = dt.itemsize
-            is_float[dt.code] = int(dt.is_float)
-            if dt.is_float:
+            # poisoned as its torch tensor is: HF8's torch.uint8 codes take the integer bytes
+            as_float = dt.to_torch().is_floating_point
+            is_float[dt.code] = int(as_float)
+            if as_float:
                 # The bytes torch's fill_(nan) writes: what DeviceMemory.allocate poisons with.
                 nan = torch.full((1,), float("nan"), dtype=dt.to_torch()).view(torch.uint8)
                 for k, byte in enumerate(nan.tolist()):
@@ -369,8 +394,18 @@ class NativeSchedule:
                 r.task_id, spec.name, kernels[r.kernel], shared[0], shared[1],
                 tuple(predecessors[r.pred_offset + k] for k in range(r.pred_count)),
                 r.block_idx, r.block_num, r.group, r.core_id if ran else None,
-                r.start_ns if ran else None, r.end_ns if ran else None))
+                r.start_ns if ran else None, r.end_ns if ran else None,
+                bool(r.flags & TASK_EARLY_RESOLVE), bool(r.staged), r.ring))
         return tasks
+
+    def scopes(self) -> list[PnrScope]:
+        """The run's scopes in the order they opened, the implicit top-level one first."""
+        if self._run is None:
+            return []
+        lib, handle = self._run
+        records = (PnrScope * lib.pnr_run_scope_count(handle))()
+        lib.pnr_run_scopes(handle, records)
+        return list(records)
 
 
 def run_error(lib: ctypes.CDLL, handle: int, program: LoadedProgram) -> OrchestrationError:
@@ -409,6 +444,13 @@ def _run_refusal(error: PnrError, nkernels: int, spec: KernelSpec | None) -> str
         what = ("args", "deps")[error.position]
         who = f"kernel {spec.name!r}" if spec is not None else "submit"
         return f"{who}: {what} is a null pointer for {a} entries"
+    if code in (14, 15, 16):
+        from pypto.runtime.rings import ring_overflow
+
+        return ring_overflow(code - 14, error.position, a, b, bool(error.pad),
+                             spec.name if spec is not None else None)
+    if code == 17:
+        return "scope_end: no runtime scope is open (scope_begin and scope_end must pair)"
     return None
 
 

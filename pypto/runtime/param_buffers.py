@@ -68,10 +68,22 @@ class ParamBuffers:
         for k, size in enumerate(on_chip):
             self.call.on_chip[k] = size
         self._cores = None
+        self._rings: object = None
         self._address = ctypes.addressof(self.call)
         self._by_torch: list[tuple[int, torch.Tensor]] = []
         self._bound: tuple = ()
         self._in_place: Container[int] = ()
+
+    def size_rings(self, rings: dict[str, tuple[int, ...]]) -> None:
+        """The call's ring capacities (`RunConfig.rings`), set again only when they change."""
+        if rings is self._rings:
+            return
+        self._rings = rings
+        call = self.call
+        for k in range(4):
+            call.ring_task_window[k] = rings["task_window"][k]
+            call.ring_heap[k] = rings["heap"][k]
+            call.ring_dep_pool[k] = rings["dep_pool"][k]
 
     def bind(self, args: Sequence, resident, cores) -> int:
         """Prepares the call on `args` and `cores` (a `PtoCore *[]`): scalars, what to

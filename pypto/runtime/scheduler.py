@@ -103,6 +103,14 @@ class Task:
     """`time.perf_counter_ns()` when the kernel was called."""
     end_ns: int | None = None
     """`time.perf_counter_ns()` when the kernel returned."""
+    early_resolve: bool = False
+    """Dispatched with `allow_early_resolve=True`."""
+    staged: bool = False
+    """Pre-staged: released by an early-resolve predecessor, so it started next on the core
+    that predecessor freed, ahead of tasks that became ready earlier."""
+    ring: int = 0
+    """The ring of its scope depth, min(depth, 3) (the Python scheduler records it; only
+    the native one keeps the rings' resources)."""
 
 
 # An OverlapMap entry is a task id (the one plain last writer: the common case, kept
@@ -205,12 +213,17 @@ class Scheduler:
         accesses: Iterable[Access],
         deps: Iterable[int] = (),
         blocks: int = 1,
+        early_resolve: bool = False,
+        ring: int = 0,
     ) -> int:
         """Adds `blocks` tasks that call `kernel(core_pointer, args)`; returns the first id.
 
         Ids count up from 0 in submission order; the blocks of one call get consecutive
         ids.  `deps` are explicit predecessors and must name already-submitted tasks.
-        Only one thread may submit.
+        Only one thread may submit.  `early_resolve` (`allow_early_resolve=True`): a
+        dependent this dispatch's tasks are the last to wait for is pre-staged: it goes to
+        the front of the ready queue and runs next (a seeded schedule too runs it next,
+        then picks among the others by its seed).
         """
         task_id = len(self.tasks)
         explicit = sorted(set(deps)) if deps else ()
@@ -246,6 +259,9 @@ class Scheduler:
         if blocks > 1:
             # Every block has the dispatch's predecessors; edges are per task.
             edges = [e._replace(dst=i) for i in ids for e in edges]
+        for task in tasks:
+            task.early_resolve = early_resolve
+            task.ring = ring
         self._enqueue(tasks, predecessors, edges)
         return task_id
 
@@ -383,9 +399,14 @@ class Scheduler:
         ready = self._ready
         step = 0
         while ready and self._error is None:
-            pick = rng.randrange(len(ready))
-            ready[pick], ready[-1] = ready[-1], ready[pick]
-            task = self.tasks[ready.pop()]
+            if self.tasks[ready[0]].staged:
+                # Pre-staged (allow_early_resolve): it starts the moment its producer
+                # ended, before the seed picks among the others.
+                task = self.tasks[ready.popleft()]
+            else:
+                pick = rng.randrange(len(ready))
+                ready[pick], ready[-1] = ready[-1], ready[pick]
+                task = self.tasks[ready.pop()]
             error = self._execute(task, self.cores[step % len(self.cores)])
             step += 1
             with self._lock:
@@ -420,11 +441,20 @@ class Scheduler:
         if waiting:
             released = 0
             pending = self._pending
+            staged: list[int] = []
             for dst in waiting:
                 pending[dst] -= 1
                 if pending[dst] == 0:
-                    self._ready.append(dst)
+                    if task.early_resolve:
+                        # Pre-staged: next on the core this task frees (as the native
+                        # scheduler), in submit order among themselves.
+                        self.tasks[dst].staged = True
+                        staged.append(dst)
+                    else:
+                        self._ready.append(dst)
                     released += 1
+            if staged:
+                self._ready.extendleft(reversed(staged))
             # A pool worker that completes a task takes the next ready one itself.
             if released > 1 and self._attached:
                 self._work_available.notify(released - 1)

@@ -12,6 +12,7 @@ listed), and the page against this table.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +40,8 @@ ABSENT = "absent"  # does not resolve: the parser reports `pl.X` does not exist 
 # Why a group of names is refused or absent, and what to do instead.
 WHY = {
     **REFUSED_OPS,
-    "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-32, FP16, "
-             "BF16, FP32, FP8E4M3FN, FP8E5M2)",
+    "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-64, FP16, "
+             "BF16, FP32, FP8E4M3FN, FP8E5M2, FP8E8M0, HF8)",
     "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
               "with a_trans= / b_trans= or pl.tile.transpose_view",
     "layout_marker": "a tensor in global memory is row-major (pl.ND) here: naming pl.DN or "
@@ -48,16 +49,20 @@ WHY = {
                      "pl.create_tensor(layout=)) or a pl.Tile is refused at that line (upstream "
                      "refuses the DN shorthand too); transpose at the use with a_trans= / "
                      "b_trans= or pl.transpose",
-    "pipe": "the cross-core pipe (TPUSH/TPOP, AIV lanes) is not modelled: write mixed "
-            "kernels with pl.at(optimizations=[pl.split(...)]), which hands values through "
-            "global memory",
+    "pipe": "of the cross-core pipe, the explicit form (a pl.FunctionType.Group of an AIC "
+            "and an AIV function, pl.tpush_* / tpop_* / tfree_*, pl.cluster) and the lane "
+            "regions of a @pl.program InCore kernel (pl.split_aiv, pl.aiv_shard, "
+            "pl.aic_gather) are modelled (docs/language.md); the tile-namespace spellings "
+            "and the cross-core barriers are not yet: write pl.aiv_shard / pl.aic_gather, "
+            "and order the lanes through the pipe",
     "host": "multi-chip (L3) programs are not supported: run the chip-level @pl.jit program",
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
     "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
-    "memref": "placement is printed as pl.Tile[..., pl.Mem.X, addr], not as pl.MemRef",
-    "split_ring": "pl.cross_core_slot sizes the cube->vector ring, which this project "
-                  "does not have (values cross through global memory); remove it",
+    "split_ring": "pl.cross_core_slot sizes the ring of pl.split's automatic pipe, which "
+                  "this project does not insert (pl.split hands values through global "
+                  "memory); remove it, or write the explicit pipe, whose rings "
+                  "aic/aiv_initialize_pipe(slot_num=) size",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
     "task_dummy": "spelled pl.system.task_dummy(deps=[...]) (a join of task ids)",
     "trig": "the PTO ISA has no sine or cosine instruction (no TSIN / TCOS in pto-isa), and "
@@ -65,8 +70,9 @@ WHY = {
             "compute them on the host or load a table",
 }
 
-_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "INDEX", "INT8",
-                     "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32")
+_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8",
+                     "INDEX", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
+                     "UINT64")
 _OPS_SUPPORTED = (
     "abs", "add", "and_", "ands", "assemble", "batch_matmul", "cast", "cmp", "col_argmax",
     "col_argmin", "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif",
@@ -83,10 +89,11 @@ _OPS_SUPPORTED = (
     "set_validshape", "shl", "shls", "shr", "shrs", "slice", "sort32", "sqrt", "store", "sub",
     "transpose", "tri", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
-    "Array", "AtomicType.Add", "FunctionType.InCore", "FunctionType.Orchestration", "InOut",
+    "Array", "AtomicType.Add", "FunctionType.AIV", "FunctionType.InCore",
+    "FunctionType.Orchestration", "InOut",
     "InlineFunction",
     "Level.CORE_GROUP", "Mem", "Mem.Acc", "Mem.Bias", "Mem.DDR", "Mem.Left", "Mem.Mat",
-    "Mem.Right", "Mem.Vec",
+    "Mem.Right", "Mem.Vec", "MemRef",
     "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
     "Out", "PadValue.min", "PadValue.zero", "Scalar", "ScopeMode", "ScopeMode.AUTO",
     "ScopeMode.MANUAL", "SplitMode.LEFT_RIGHT", "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID",
@@ -97,7 +104,14 @@ _LANGUAGE_SUPPORTED = (
     "loads", "loads_program", "manual_scope", "ND", "no_dep", "parallel", "parse", "RUNTIME",
     "parse_program", "pipeline", "prefetch", "program",
     "range", "scope", "split", "spmd", "spmd_submit", "static_assert", "static_print", "submit",
-    "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_")
+    "system", "system.task_dummy", "tensor", "tile", "unroll", "while_", "write", "yield_",
+    # the explicit cross-core pipe (ir/ops/cross_core)
+    *(f"{ns}{name}" for ns in ("", "system.")
+      for name in ("aic_initialize_pipe", "aiv_initialize_pipe", "tfree_to_aic", "tfree_to_aiv",
+                   "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv")),
+    "system.import_peer_buffer", "system.reserve_buffer",
+    # upstream's lane regions (language/split_aiv.py)
+    "split_aiv", "aiv_shard", "aic_gather")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "cmps", "create",
                    "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
@@ -107,26 +121,19 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "
                    "subsc",
                    "transpose_view", "tri")
 _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
-                     "full", "gather", "get_block_idx", "get_block_num", "mrgsort", "no_dep",
+                     "full", "gather", "get_block_idx", "get_block_num", "get_subblock_idx",
+                     "mrgsort", "no_dep",
                      "paged_gather", "random", "read", "scatter", "scatter_update", "sort32")
 
 _ABSENT = {
-    "dtype": ("FP4", "FP8E8M0", "HF4", "HF8", "INT4", "UINT4", "UINT64"),
+    "dtype": ("FP4", "HF4", "INT4", "UINT4"),
     "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
-    "pipe": ("aic_gather", "aic_initialize_pipe", "aiv_initialize_pipe", "aiv_shard",
-             "split_aiv", "system.aic_initialize_pipe", "system.aiv_initialize_pipe",
-             "system.available_aiv_count", "system.available_cluster_count",
-             "system.cacheinvalid", "system.fence", "system.import_peer_buffer",
-             "system.reserve_buffer", "system.syncall", "system.tfree_to_aic",
-             "system.tfree_to_aiv", "system.tpop_from_aic", "system.tpop_from_aiv",
-             "system.tpush_to_aic", "system.tpush_to_aiv", "tfree_to_aic", "tfree_to_aiv",
-             "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv",
-             "tile.aic_gather", "tile.aiv_shard", "tensor.get_subblock_idx"),
+    "pipe": ("system.available_aiv_count",
+             "system.available_cluster_count", "system.cacheinvalid", "system.fence",
+             "system.syncall", "tile.aic_gather", "tile.aiv_shard"),
     "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),
-    "memref": ("MemRef",),
-    "level": ("FunctionType.AIV",),
     "task_dummy": ("task_dummy",),
 }
 _REFUSED = {
@@ -206,6 +213,20 @@ CONSTRUCTS = (
      "a tensor some task writes is refused at the read's line"),
     ("`@pl.jit.inline` / `@pl.jit.opaque` helpers", SUPPORTED,
      "spliced into the caller (locals suffixed)"),
+    ("`pl.Tile[..., pl.MemRef(\"ub\"), pl.Mem.Vec]`, `pl.MemRef(\"ub\", slots=2)[i % 2]` "
+     "(explicit slots)", SUPPORTED,
+     "the tile is placed in an allocation of its own (nothing else packed into it), in the "
+     "slot the index names where the tile is defined; tiles sharing a slot while live "
+     "together, or one allocation in two memory spaces, are refused at the line. The "
+     "simulators place a slotted tile at run time; device code takes one-slot allocations "
+     "and refuses slots (docs/language.md)"),
+    ("`return kernel(x, out)` in an orchestration (a kernel call as the returned value)",
+     SUPPORTED, "the call is submitted as a statement and its results are returned"),
+    ("`@pl.jit(auto_scope=False)` (also `.inline`, `.host`, `@pl.function`)", SUPPORTED,
+     "the orchestration opens no runtime scope of its own (by default its body, each loop "
+     "body and each branch is one, picking the task ring of its depth); an inline body "
+     "follows its caller's flag; `.incore` / `.opaque` / an InCore or Opaque "
+     "`@pl.function` refuse it at the decorator, as upstream"),
     ("a standalone `@pl.function` called from a program, `pl.parse` / `pl.loads` of one",
      SUPPORTED, "added to the program, parsed for the call's argument types; "
      "`ir.serialize` / `ir.deserialize` go through the printed form"),
@@ -296,8 +317,14 @@ CONSTRUCTS = (
      "compile_profiling=)`", SUPPORTED, "see docs/running.md"),
     ("`RunConfig(distributed_config=)`, `DistributedWorker`, `@pl.jit.host`", REFUSED,
      WHY["host"]),
-    ("`RunConfig(enable_pmu=, enable_scope_stats=, ring_*=, aicpu_thread_num=, "
-     "save_kernels=, codegen_only=)`", REFUSED,
+    ("`RunConfig(ring_task_window=, ring_heap=, ring_dep_pool=, enable_scope_stats=)`, "
+     "`PTO2_RING_*`", SUPPORTED,
+     "the native scheduler's four task rings (docs/running.md \"Task rings\"); a run that "
+     "needs the Python scheduler refuses them"),
+    ("`allow_early_resolve=` on `pl.at` / `pl.spmd` / `pl.submit` / `pl.spmd_submit`",
+     SUPPORTED, "a consumer released by a flagged producer starts next, on the core it frees "
+     "(docs/dependencies.md); recorded in deps.json and the swimlane"),
+    ("`RunConfig(enable_pmu=, aicpu_thread_num=, save_kernels=, codegen_only=)`", REFUSED,
      "TypeError naming the argument and what it is for; they size or sample the device "
      "runtime, which the simulator does not have"),
     ("a program written for `platform=\"a2a3\"` / `\"a5\"` run without a device", SUPPORTED,
@@ -418,12 +445,67 @@ PROGRAMS = (
 )
 
 
+GUIDE = "docs/en/user"
+"""Upstream's user guide, in the snapshot: its pages' executable blocks run here too."""
+
+_GUIDE_BLOCK = re.compile(r"<!-- doctest: (run|setup) -->\s*\n```python\n(.*?)\n```", re.S)
+GUIDE_DONE = "every block of the page ran"
+
+
+@dataclass(frozen=True)
+class GuidePage:
+    """A page of upstream's user guide with executable blocks (`<!-- doctest: setup -->` /
+    `<!-- doctest: run -->` before a python block, `__PLATFORM__` for the platform), and how
+    it must end here: every block run (its own torch comparisons are asserts), or
+    `refused`: fragments of the located refusal, `why` saying what stops it."""
+
+    path: str
+    refused: tuple = ()
+    why: str = ""
+
+    @property
+    def status(self) -> str:
+        return REFUSED if self.refused else SUPPORTED
+
+
+def guide_script(text: str, platform: str) -> str:
+    """A page's setup and run blocks in order, as one program for `platform`, ending with
+    the line GUIDE_DONE (printed only when every block ran)."""
+    blocks = [code.replace("__PLATFORM__", platform) for _, code in _GUIDE_BLOCK.findall(text)]
+    return "\n\n".join(blocks + [f"print({GUIDE_DONE!r})"]) + "\n"
+
+
+def guide_pages(root: Path) -> list[str]:
+    """The pages of the snapshot's user guide that hold executable blocks."""
+    guide = root / GUIDE
+    return sorted(str(p.relative_to(root)) for p in guide.rglob("*.md")
+                  if _GUIDE_BLOCK.search(p.read_text()))
+
+
+GUIDE_PAGES = (
+    GuidePage("docs/en/user/00-getting_started.md"),
+    GuidePage("docs/en/user/02-quickstart.md"),
+    GuidePage("docs/en/user/execution/00-compile.md"),
+    GuidePage("docs/en/user/execution/01-run.md"),
+    GuidePage("docs/en/user/language/00-types.md"),
+    GuidePage("docs/en/user/language/04-scopes.md"),
+    GuidePage("docs/en/user/performance/01-task-granularity.md"),
+    GuidePage("docs/en/user/performance/02-runtime-overhead.md"),
+    GuidePage("docs/en/user/performance/03-dependencies.md"),
+    GuidePage("docs/en/user/performance/04-incore.md"),
+    GuidePage("docs/en/user/performance/05-memory.md"),
+    GuidePage("docs/en/user/precision/00-workflow.md"),
+    GuidePage("docs/en/user/tasks/03-tuning.md"),
+    GuidePage("docs/en/user/tools/00-debugging.md"),
+)
+
+
 def render() -> str:
     """The compatibility page as Markdown."""
     from pypto.codegen.environment import render as render_template
 
     return render_template("upstream_compat.md.j2", names=NAMES, constructs=CONSTRUCTS,
-                           programs=PROGRAMS)
+                           programs=PROGRAMS, guide=GUIDE_PAGES)
 
 
 def add_arguments(parser) -> None:

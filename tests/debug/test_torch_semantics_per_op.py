@@ -22,6 +22,7 @@ from sim_and_torch import sim_and_torch
 
 from pypto.debug.torch_runtime import reference
 from pypto.ir.ops import all_ops
+from pypto.ir.ops.cross_core import PIPE_OPS
 from pypto.ir.ops.prefetch import PREFETCH_OPS
 
 pytestmark = pytest.mark.small_tiles  # values on small tiles: see tests/conftest.py
@@ -155,6 +156,9 @@ UNCHECKED = {
                     "(tests/language/test_input_values.py)",
     **{name: "an L2 cache hint: changes no value (tests/language/test_prefetch.py)"
        for name in PREFETCH_OPS},
+    **{name: "the cross-core pipe: runs only in a Group task, checked against both "
+             "simulators in tests/debug/test_torch_cross_core_pipe.py"
+       for name in (*PIPE_OPS, "get_subblock_idx")},
 }
 
 

@@ -1,8 +1,10 @@
 """`with pl.scope(...)`: upstream's runtime scope.  `mode=pl.ScopeMode.MANUAL` is
-`pl.manual_scope()`; `pl.scope()` (AUTO) is a region whose tasks infer their edges as
-everywhere else."""
+`pl.manual_scope()`; `pl.scope()` (AUTO) is a runtime scope (its tasks take the task ring of
+its depth) whose tasks infer their edges as everywhere else."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
@@ -87,8 +89,18 @@ def test_a_manual_scope_infers_no_edge_whatever_its_spelling():
         manual_unordered(x, out, config=RunConfig(detect_races=True))
 
 
-def test_auto_scopes_leave_the_program_as_it_is():
-    assert _body(in_auto_scopes.frontend(*_args())) == _body(without_scopes.frontend(*_args()))
+def test_auto_scopes_are_runtime_scopes_that_change_no_edge(tmp_path, monkeypatch):
+    # They stay in the IR (they pick the task ring of their depth, pypto.runtime.rings);
+    # the tasks inside infer the same edges.
+    assert _body(in_auto_scopes.frontend(*_args())).count("with pl.scope():") == 2
+    edges = []
+    for name, kernel in (("scoped", in_auto_scopes), ("flat", without_scopes)):
+        monkeypatch.setenv("PYPTO_WORK_DIR", str(tmp_path / name))
+        x, out = _args()
+        kernel(x, out, config=RunConfig(enable_dep_gen=True))
+        graph = json.loads((tmp_path / name / "dfx_outputs" / "deps.json").read_text())
+        edges.append([(e["src"], e["dst"], e["kind"]) for e in graph["edges"]])
+    assert edges[0] == edges[1] == [(0, 1, "RAW")]
     x, out = _args()
     in_auto_scopes(x, out, config=RunConfig(detect_races=True, schedule_seed=3))
     assert torch.equal(out, (x + 1.0) * 2.0)

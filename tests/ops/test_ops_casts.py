@@ -237,6 +237,11 @@ def _dtypes() -> list[DT]:
     return [d for d in DT if d is not DT.BOOL]
 
 
+# Formats the emulation here does not model (not IEEE-shaped): their legal casts are run
+# against their own reference in tests/ops/test_dtypes_hf8.py.
+OWN_MODEL = (DT.HF8, DT.FP8E8M0)
+
+
 def _pairs(backend):
     legal, illegal = [], []
     for src in DT:
@@ -244,9 +249,12 @@ def _pairs(backend):
             if src is dst:
                 continue
             try:
-                legal.append((src, dst, cast_path(src, dst, backend)))
+                path = cast_path(src, dst, backend)
             except LoweringError:
                 illegal.append((src, dst))
+                continue
+            if src not in OWN_MODEL and dst not in OWN_MODEL:
+                legal.append((src, dst, path))
     return legal, illegal
 
 
@@ -366,7 +374,7 @@ def test_native_pairs_are_one_hop_and_the_rest_shortest(platform):
     for src, dsts in backend.native_casts.items():
         for dst in dsts:
             if src in DT.__members__ and dst in DT.__members__:
-                assert (DT[src], DT[dst], [DT[src], DT[dst]]) in legal
+                assert cast_path(DT[src], DT[dst], backend) == [DT[src], DT[dst]]
 
 
 def _one_cast_program(src: DT, dst: DT):

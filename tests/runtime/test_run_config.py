@@ -28,6 +28,10 @@ def test_defaults_are_the_documented_ones():
         "backend_type": None,
         "compile_profiling": False,
         "distributed_config": None,
+        "ring_task_window": None,
+        "ring_heap": None,
+        "ring_dep_pool": None,
+        "enable_scope_stats": False,
     }
 
 

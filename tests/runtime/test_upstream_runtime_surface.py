@@ -75,7 +75,7 @@ def test_a_distributed_config_is_refused_where_it_is_used():
         DistributedWorker([])
 
 
-@pytest.mark.parametrize("name", ["enable_pmu", "ring_heap", "save_kernels"])
+@pytest.mark.parametrize("name", ["enable_pmu", "aicpu_thread_num", "save_kernels"])
 def test_upstream_only_arguments_are_refused_with_what_to_do(name):
     with pytest.raises(TypeError, match=f"RunConfig\\({name}=...\\) is not supported: it"):
         RunConfig(**{name: 1})

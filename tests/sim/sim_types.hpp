@@ -22,6 +22,9 @@ template <class F> inline int with_type(int code, F f) {
     case PTO_FP32: f(float()); return 0;
     case PTO_FP8E4M3FN: f(fp8e4m3fn()); return 0;
     case PTO_FP8E5M2: f(fp8e5m2()); return 0;
+    case PTO_HF8: f(hf8()); return 0;
+    case PTO_FP8E8M0: f(fp8e8m0()); return 0;
+    case PTO_UINT64: f(uint64_t()); return 0;
     default: return -1;
     }
 }

@@ -296,6 +296,12 @@ def _infer_set_validshape(args, attrs, span):
 def _infer_read(args, attrs, span):
     x, indices = args
     xt = require_block("read", x.type, "the value read from", span)
+    if xt.dtype is DataType.UINT64:
+        raise TypeCheckError(
+            "pl.read: a kernel's integer scalars are INT64, which does not hold every UINT64 "
+            "element (2^63 and above)", span,
+            hint="keep UINT64 data in tiles and tensors (load, store, move) and read its "
+                 "elements on the host")
     items = indices.items
     if len(items) != len(xt.shape):
         raise TypeCheckError(

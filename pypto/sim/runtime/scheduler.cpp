@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#define PNR_VERSION 5
+#define PNR_VERSION 6
 
 namespace {
 
@@ -50,7 +50,17 @@ enum ErrorCode : int32_t {
     ERR_ALLOC_INVALID = 11, /* a: ndim, b: dtype, shape[4] */
     ERR_ALLOC_FAILED = 12, /* a: bytes */
     ERR_NULL_ARRAY = 13,   /* kernel (-1: unknown), a: count; position: 0 args, 1 deps */
+    /* A ring resource that can never be had (position: the ring; a: needed, b: capacity):
+     * ERR_RING_WINDOW / ERR_RING_DEP_POOL carry kernel; ERR_RING_HEAP kernel -1.
+     * pad: 1 when it could fit but what holds it belongs to a scope still open (the
+     * orchestration waits for nothing that could free it), 0 when it exceeds the ring. */
+    ERR_RING_WINDOW = 14,
+    ERR_RING_HEAP = 15,
+    ERR_RING_DEP_POOL = 16,
+    ERR_SCOPE_END = 17,    /* scope_end with no scope open */
 };
+
+constexpr int kRings = 4;
 
 struct PnrError {
     int32_t code;
@@ -74,6 +84,22 @@ struct PnrTaskRecord {
     const PtoArg *args;
     int64_t pred_offset; /* into the run's predecessor list */
     int64_t pred_count;
+    int32_t flags;       /* PTO_TASK_* of its dispatch */
+    int32_t staged;      /* 1: released by an early-resolve predecessor (pre-staged) */
+    int32_t ring;
+    int32_t scope;       /* index into the run's scope records (0: the implicit one) */
+};
+
+/* One runtime scope's sample (scope_stats.jsonl): its ring, depth, tasks and the peaks of
+ * its ring's three resources while it was open. */
+struct PnrScope {
+    int32_t depth; /* -1: the implicit top-level scope */
+    int32_t ring;
+    int64_t tasks;
+    int64_t first_task;
+    int64_t task_window_peak;
+    int64_t heap_peak;
+    int64_t dep_pool_peak;
 };
 
 struct PnrScratch {
@@ -111,6 +137,10 @@ struct PnrCall {
     int64_t nranges;
     void *run; /* out: the run, for pnr_run_* (free it with pnr_run_free) */
     uint64_t on_chip[6];
+    /* Ring capacities (RunConfig ring_*), per ring: task slots, heap bytes, dep entries. */
+    int64_t ring_task_window[4];
+    int64_t ring_heap[4];
+    int64_t ring_dep_pool[4];
 };
 
 /* memory.ON_CHIP_POISON_BYTE: NaN in every float format, at any offset. */
@@ -156,6 +186,13 @@ struct Task {
     int64_t pred_count;
     int64_t pending = 0;
     std::vector<int64_t> dependents;
+    std::vector<int64_t> holds;  /* predecessors unfinished at submit: it holds their slots */
+    int64_t consumers = 0;       /* dependents that hold this task's slot, not yet finished */
+    int64_t ndeps = 0;           /* dependency entries it takes from its ring's pool */
+    int32_t flags = 0;
+    bool staged = false;
+    int32_t ring = 0;
+    int32_t scope = 0;
     bool finished = false;
     int64_t start_ns = 0;
     int64_t end_ns = 0;
@@ -222,6 +259,32 @@ struct Run {
     PnrError error = {};
     int32_t status = 0;
     PtoRuntimeApi api;
+
+    /* Rings (under the pool's lock): a task takes a slot and its dependency entries from
+     * ring min(depth, 3) of its scope, a scratch tensor its bytes from its scope's ring;
+     * each ring frees them first in, first out (a slot once its task, the consumers that
+     * hold it and its scope are done; an allocation once its scope closed and every task
+     * submitted before the close finished). */
+    struct Scope {
+        int32_t depth;
+        int32_t ring;
+        bool open;
+        int64_t first_task;
+        int64_t end_task; /* tasks submitted when it closed */
+        int64_t peak[3];
+    };
+    struct Alloc {
+        int32_t scope;
+        int64_t bytes;
+    };
+    int64_t capacity[3][kRings] = {};
+    int64_t used[3][kRings] = {}; /* 0 task window, 1 heap, 2 dep pool */
+    std::deque<int64_t> ring_tasks[kRings]; /* unreclaimed tasks, in submit order */
+    std::deque<Alloc> ring_allocs[kRings];
+    std::vector<Scope> scopes;
+    std::vector<int32_t> open_scopes; /* innermost last; [0] is the implicit scope */
+    int64_t finished_prefix = 0;      /* tasks 0 .. finished_prefix - 1 have all finished */
+    bool orchestrator_waiting = false;
 
     /* Shared state, under the pool's lock. */
     std::deque<Task> tasks;
@@ -364,7 +427,17 @@ struct Run {
     }
 
     int64_t submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
-                   std::vector<int64_t> &explicit_deps, int64_t blocks);
+                   std::vector<int64_t> &explicit_deps, int64_t blocks, int32_t flags = 0);
+    int32_t current_scope() const { return open_scopes.back(); }
+    bool retired(const Task &task) const {
+        return task.finished && task.consumers == 0 && !scopes[size_t(task.scope)].open;
+    }
+    void reclaim(int32_t ring);
+    void take_from(int32_t ring, int resource, int64_t amount);
+    bool make_room(int32_t ring, int64_t slots, int64_t deps, int64_t bytes, int32_t kernel,
+                   std::unique_lock<std::mutex> &guard);
+    int32_t scope_begin();
+    int32_t scope_end();
     int32_t alloc_tensor(PtoTensor *t, const char *name);
     bool take(Task *&task, int32_t &slot, bool &fresh);
     void execute(Task *task, int32_t slot, bool fresh);
@@ -445,8 +518,97 @@ inline void sort_unique(std::vector<int64_t> &ids) {
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
 }
 
+void Run::reclaim(int32_t ring) {
+    while (finished_prefix < int64_t(tasks.size()) && tasks[size_t(finished_prefix)].finished)
+        ++finished_prefix;
+    std::deque<int64_t> &fifo = ring_tasks[ring];
+    while (!fifo.empty() && retired(tasks[size_t(fifo.front())])) {
+        used[0][ring] -= 1;
+        used[2][ring] -= tasks[size_t(fifo.front())].ndeps;
+        fifo.pop_front();
+    }
+    std::deque<Alloc> &allocs = ring_allocs[ring];
+    while (!allocs.empty()) {
+        const Scope &scope = scopes[size_t(allocs.front().scope)];
+        if (scope.open || finished_prefix < scope.end_task) break;
+        used[1][ring] -= allocs.front().bytes;
+        allocs.pop_front();
+    }
+}
+
+void Run::take_from(int32_t ring, int resource, int64_t amount) {
+    used[resource][ring] += amount;
+    for (int32_t id : open_scopes) {
+        Scope &scope = scopes[size_t(id)];
+        if (scope.ring == ring) scope.peak[resource] = std::max(scope.peak[resource], used[resource][ring]);
+    }
+}
+
+/* Waits (running ready tasks meanwhile) until ring `ring` has `slots` task slots, `deps`
+ * dependency entries and `bytes` heap bytes free.  Fails when they exceed the ring, or
+ * when what holds them belongs to a scope still open: only the orchestration, which is
+ * the one waiting, could close it. */
+bool Run::make_room(int32_t ring, int64_t slots, int64_t deps, int64_t bytes, int32_t kernel,
+                    std::unique_lock<std::mutex> &guard) {
+    const int64_t need[3] = {slots, bytes, deps};
+    const int32_t codes[3] = {ERR_RING_WINDOW, ERR_RING_HEAP, ERR_RING_DEP_POOL};
+    for (;;) {
+        reclaim(ring);
+        int short_of = -1;
+        for (int k = 0; k < 3; ++k)
+            if (need[k] > 0 && used[k][ring] + need[k] > capacity[k][ring]) short_of = k;
+        if (short_of < 0) return true;
+        bool held_by_open_scope;
+        if (short_of == 1) {
+            held_by_open_scope = ring_allocs[ring].empty() ||
+                                 scopes[size_t(ring_allocs[ring].front().scope)].open;
+        } else {
+            held_by_open_scope = ring_tasks[ring].empty() ||
+                                 scopes[size_t(tasks[size_t(ring_tasks[ring].front())].scope)].open;
+        }
+        if (need[short_of] > capacity[short_of][ring] || held_by_open_scope) {
+            if (error.code == ERR_NONE) error.pad = need[short_of] > capacity[short_of][ring] ? 0 : 1;
+            fail(codes[short_of], kernel, ring, need[short_of], capacity[short_of][ring]);
+            return false;
+        }
+        Task *task = nullptr;
+        int32_t slot = -1;
+        bool fresh = false;
+        if (take(task, slot, fresh)) {
+            guard.unlock();
+            execute(task, slot, fresh);
+            guard.lock();
+            finish(task, slot);
+            continue;
+        }
+        orchestrator_waiting = true;
+        pool().progress.wait(guard);
+        orchestrator_waiting = false;
+    }
+}
+
+/* Scope records are the orchestrating thread's alone (workers never read them), as is
+ * the task list's length: no lock. */
+int32_t Run::scope_begin() {
+    int32_t depth = int32_t(open_scopes.size()) - 1;
+    int32_t ring = std::min(depth, kRings - 1);
+    scopes.push_back({depth, ring, true, int64_t(tasks.size()), 0,
+                      {used[0][ring], used[1][ring], used[2][ring]}});
+    open_scopes.push_back(int32_t(scopes.size() - 1));
+    return 0;
+}
+
+int32_t Run::scope_end() {
+    if (open_scopes.size() <= 1) return fail(ERR_SCOPE_END, -1, 0, 0, 0), -1;
+    Scope &scope = scopes[size_t(open_scopes.back())];
+    scope.open = false;
+    scope.end_task = int64_t(tasks.size());
+    open_scopes.pop_back();
+    return 0;
+}
+
 int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
-                    std::vector<int64_t> &explicit_deps, int64_t blocks) {
+                    std::vector<int64_t> &explicit_deps, int64_t blocks, int32_t flags) {
     const int64_t task_id = int64_t(tasks.size());
     if (kernel_index < 0 || size_t(kernel_index) >= program->kernels.size())
         return fail(ERR_KERNEL_INDEX, kernel_index, 0, int64_t(program->kernels.size()), 0), -1;
@@ -575,6 +737,15 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
 
     Pool &p = pool();
     std::unique_lock<std::mutex> guard(p.lock);
+    const int32_t scope_id = current_scope();
+    const int32_t ring = scopes[size_t(scope_id)].ring;
+    if (blocks > 0 &&
+        !make_room(ring, blocks, blocks * int64_t(raw.size()), 0, kernel_index, guard)) {
+        /* The run stops here: what it recorded ends with the last task submitted. */
+        edges.resize(edges_before);
+        predecessors.resize(size_t(pred_offset));
+        return -1;
+    }
     int64_t released = 0;
     for (int64_t b = 0; b < blocks; ++b) {
         tasks.emplace_back();
@@ -587,14 +758,23 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
         task.kernel_index = kernel_index;
         task.pred_offset = pred_offset;
         task.pred_count = int64_t(raw.size());
+        task.flags = flags;
+        task.ring = ring;
+        task.scope = scope_id;
+        task.ndeps = int64_t(raw.size());
         int64_t pending = 0;
         for (int64_t src : raw) {
             Task &before = tasks[size_t(src)];
             if (!before.finished) {
                 ++pending;
                 before.dependents.push_back(task_id + b);
+                ++before.consumers;
+                task.holds.push_back(src);
             }
         }
+        ring_tasks[ring].push_back(task_id + b);
+        take_from(ring, 0, 1);
+        take_from(ring, 2, task.ndeps);
         task.pending = pending;
         if (pending == 0) {
             ready.push_back(task_id + b);
@@ -629,6 +809,16 @@ int32_t Run::alloc_tensor(PtoTensor *t, const char *name) {
         if (numel > (unsigned __int128)(INT64_MAX)) break;
     }
     unsigned __int128 bytes = numel * unsigned(program->itemsize[dtype]);
+    if (bytes > 0) {
+        Pool &p = pool();
+        std::unique_lock<std::mutex> guard(p.lock);
+        int32_t scope_id = current_scope();
+        int32_t ring = scopes[size_t(scope_id)].ring;
+        int64_t size = bytes > (unsigned __int128)(INT64_MAX) ? INT64_MAX : int64_t(bytes);
+        if (!make_room(ring, 0, 0, size, -1, guard)) return -1;
+        ring_allocs[ring].push_back({scope_id, size});
+        take_from(ring, 1, size);
+    }
     void *data = nullptr;
     if (bytes > 0) {
         if (bytes > (unsigned __int128)(INT64_MAX) || posix_memalign(&data, 64, size_t(bytes)) != 0)
@@ -689,10 +879,21 @@ void Run::finish(Task *task, int32_t slot) {
     free_cores.push_back(slot);
     task->finished = true;
     ++completed;
+    for (int64_t held : task->holds) --tasks[size_t(held)].consumers;
     int64_t released = 0;
+    /* allow_early_resolve: a consumer this task was the last to wait for was pre-staged;
+     * it starts next, on the core this task frees (the front of the queue, ahead of tasks
+     * that became ready earlier), its siblings in their submit order. */
+    const bool early = task->flags & PTO_TASK_EARLY_RESOLVE;
+    size_t staged = 0;
     for (int64_t dst : task->dependents) {
         if (--tasks[size_t(dst)].pending == 0) {
-            ready.push_back(dst);
+            if (early) {
+                tasks[size_t(dst)].staged = true;
+                ready.insert(ready.begin() + long(staged++), dst);
+            } else {
+                ready.push_back(dst);
+            }
             ++released;
         }
     }
@@ -700,7 +901,7 @@ void Run::finish(Task *task, int32_t slot) {
     if (released > 1 && attached && p.idle) {
         for (int64_t k = 1; k < released && k <= p.idle; ++k) p.work.notify_one();
     }
-    if (completed == int64_t(tasks.size()) || (running == 0 && closing))
+    if (completed == int64_t(tasks.size()) || (running == 0 && closing) || orchestrator_waiting)
         p.progress.notify_all();
 }
 
@@ -756,8 +957,20 @@ int64_t api_submit(void *ctx, int32_t kernel_index, int32_t nargs, const PtoArg 
     return run->submit(kernel_index, nargs, args, explicit_deps, 1);
 }
 
+int32_t api_scope_begin(void *ctx) {
+    Run *run = static_cast<Run *>(ctx);
+    if (run->error.code != ERR_NONE) return -1;
+    return run->scope_begin();
+}
+
+int32_t api_scope_end(void *ctx) {
+    Run *run = static_cast<Run *>(ctx);
+    if (run->error.code != ERR_NONE) return -1;
+    return run->scope_end();
+}
+
 int64_t api_dispatch(void *ctx, int32_t kernel_index, int32_t nargs, const PtoArg *args,
-                     int32_t ndeps, const PtoTaskIds *deps, int64_t blocks) {
+                     int32_t ndeps, const PtoTaskIds *deps, int64_t blocks, int32_t flags) {
     Run *run = static_cast<Run *>(ctx);
     if (run->error.code != ERR_NONE) return -1;
     if (ndeps < 0) return run->fail(ERR_NDEPS, kernel_index, 1, ndeps, 0), -1;
@@ -776,7 +989,7 @@ int64_t api_dispatch(void *ctx, int32_t kernel_index, int32_t nargs, const PtoAr
         }
         for (int64_t id = first; id < first + count; ++id) explicit_deps.push_back(id);
     }
-    return run->submit(kernel_index, nargs, args, explicit_deps, blocks);
+    return run->submit(kernel_index, nargs, args, explicit_deps, blocks, flags);
 }
 
 int32_t api_alloc_tensor(void *ctx, PtoTensor *t, const char *name) {
@@ -822,6 +1035,8 @@ int32_t run_call(Run *run, const PnrCall *call) {
             run->finish(task, slot);
         }
         p.detach(run);
+        run->scopes[0].end_task = int64_t(run->tasks.size());
+        for (int32_t id : run->open_scopes) run->scopes[size_t(id)].open = false;
     }
     for (void *data : run->scratch) free(data);
     run->scratch.clear();
@@ -886,6 +1101,13 @@ int32_t pnr_run(void *program, PnrCall *call) {
     for (int32_t i = call->ncores - 1; i >= 0; --i) run->free_cores.push_back(i);
     run->poisoned.assign(size_t(call->ncores), 0);
     memcpy(run->on_chip, call->on_chip, sizeof run->on_chip);
+    for (int r = 0; r < kRings; ++r) {
+        run->capacity[0][r] = call->ring_task_window[r];
+        run->capacity[1][r] = call->ring_heap[r];
+        run->capacity[2][r] = call->ring_dep_pool[r];
+    }
+    run->scopes.push_back({-1, 0, true, 0, 0, {0, 0, 0}});
+    run->open_scopes.push_back(0);
     for (int64_t i = 0; i < call->nranges; ++i)
         if (call->ranges[2 * i + 1] > call->ranges[2 * i])
             run->ranges.push_back({call->ranges[2 * i], call->ranges[2 * i + 1]});
@@ -894,6 +1116,8 @@ int32_t pnr_run(void *program, PnrCall *call) {
     run->api.submit = api_submit;
     run->api.alloc_tensor = api_alloc_tensor;
     run->api.dispatch = api_dispatch;
+    run->api.scope_begin = api_scope_begin;
+    run->api.scope_end = api_scope_end;
     return run_call(run, call);
 }
 
@@ -911,7 +1135,7 @@ void pnr_run_tasks(void *handle, PnrTaskRecord *out) {
         const Task &task = run->tasks[i];
         out[i] = {int64_t(i), task.kernel_index, task.core_id, task.block_idx, task.block_num,
                   task.group, task.start_ns, task.end_ns, task.args, task.pred_offset,
-                  task.pred_count};
+                  task.pred_count, task.flags, int32_t(task.staged), task.ring, task.scope};
     }
 }
 
@@ -933,6 +1157,21 @@ void pnr_run_scratch(void *handle, PnrScratch *out) {
     for (size_t i = 0; i < run->scratch_records.size(); ++i) out[i] = run->scratch_records[i];
 }
 
+int64_t pnr_run_scope_count(void *handle) {
+    return int64_t(static_cast<Run *>(handle)->scopes.size());
+}
+
+/* Scope samples, in the order the scopes opened (the implicit one first). */
+void pnr_run_scopes(void *handle, PnrScope *out) {
+    Run *run = static_cast<Run *>(handle);
+    for (size_t i = 0; i < run->scopes.size(); ++i) {
+        const Run::Scope &scope = run->scopes[i];
+        int64_t end = scope.open ? int64_t(run->tasks.size()) : scope.end_task;
+        out[i] = {scope.depth, scope.ring, end - scope.first_task, scope.first_task,
+                  scope.peak[0], scope.peak[1], scope.peak[2]};
+    }
+}
+
 void pnr_run_free(void *handle) { delete static_cast<Run *>(handle); }
 
 int32_t pnr_sizes(int32_t which) {
@@ -942,6 +1181,7 @@ int32_t pnr_sizes(int32_t which) {
         case 2: return int32_t(sizeof(PnrEdge));
         case 3: return int32_t(sizeof(PnrCall));
         case 4: return int32_t(sizeof(PnrScratch));
+        case 5: return int32_t(sizeof(PnrScope));
         default: return -1;
     }
 }

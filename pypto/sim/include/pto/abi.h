@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define PTO_ABI_VERSION 4
+#define PTO_ABI_VERSION 5
 #define PTO_MAX_RANK 4
 
 /* Element type codes; pypto/ir/dtypes.py holds the same numbering. */
@@ -26,7 +26,10 @@ enum PtoDType {
     PTO_BF16 = 9,
     PTO_FP32 = 10,
     PTO_FP8E4M3FN = 11,
-    PTO_FP8E5M2 = 12
+    PTO_FP8E5M2 = 12,
+    PTO_HF8 = 13,
+    PTO_FP8E8M0 = 14,
+    PTO_UINT64 = 15
 };
 
 enum PtoArgKind { PTO_ARG_TENSOR = 0, PTO_ARG_INT = 1, PTO_ARG_FLOAT = 2 };
@@ -41,6 +44,12 @@ enum PtoDirection { PTO_IN = 0, PTO_OUT = 1, PTO_INOUT = 2, PTO_ACCUM = 3 };
 #define PTO_NO_DEP 0x100
 #define PTO_DUMP 0x200
 #define PTO_DIRECTION_MASK 0xff
+
+/* Task flags: the last argument of `dispatch`.  PTO_TASK_EARLY_RESOLVE
+ * (`allow_early_resolve=True`) is a scheduling hint with no effect on results: a task
+ * whose predecessors all carry it (or have finished) is staged to start the moment its
+ * last predecessor ends, ahead of tasks that became ready earlier. */
+#define PTO_TASK_EARLY_RESOLVE 0x1
 
 /* A view of global memory.  Strides are in elements. */
 typedef struct PtoTensor {
@@ -98,9 +107,16 @@ typedef struct PtoRuntimeApi {
      * per SPMD block (block b runs with core->block_idx == b), all ordered after
      * every task of the `ndeps` ranges in `deps` and after what inference finds;
      * blocks of one dispatch are not ordered against each other.  Returns the
-     * first id, or a negative value when the runtime refused the dispatch. */
+     * first id, or a negative value when the runtime refused the dispatch.  `flags`:
+     * PTO_TASK_* bits. */
     int64_t (*dispatch)(void *ctx, int32_t kernel_index, int32_t nargs, const PtoArg *args,
-                        int32_t ndeps, const PtoTaskIds *deps, int64_t blocks);
+                        int32_t ndeps, const PtoTaskIds *deps, int64_t blocks, int32_t flags);
+    /* Opens / closes a runtime scope (`pl.scope()`).  A task dispatched at scope depth d
+     * takes its slot, dependency entries and the scratch tensors allocated at that depth
+     * from ring min(d, 3); the scope holds its tasks' slots until it closes.  0 on
+     * success; a scope_end without a scope open is refused. */
+    int32_t (*scope_begin)(void *ctx);
+    int32_t (*scope_end)(void *ctx);
 } PtoRuntimeApi;
 
 /* Exported by the orchestration shared object:

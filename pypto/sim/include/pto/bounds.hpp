@@ -46,6 +46,16 @@ inline bool batch_inside(const char *op, const PtoTensor &t, int64_t b) {
                            (long long)b, (long long)batches);
     return false;
 }
+/* Whether `slot` is one of a declared allocation's `slots` (pl.MemRef(name, slots=n)[slot]);
+ * otherwise the fault is recorded and the tile stays in slot 0. */
+inline bool slot_inside(int64_t slot, int64_t slots) {
+    if (slot >= 0 && slot < slots) return true;
+    if (__atomic_fetch_add(&pto_sim_fault_count, 1, __ATOMIC_ACQ_REL) == 0)
+        __builtin_snprintf(pto_sim_fault, sizeof pto_sim_fault,
+                           "pl.MemRef slot %lld lies outside the allocation's %lld slots",
+                           (long long)slot, (long long)slots);
+    return false;
+}
 }  // namespace detail
 }  // namespace pto
 

@@ -42,6 +42,7 @@
 
 #include "abi.h"
 #include "bounds.hpp"  // PTO_CHECK_WINDOW: bounds checks of sim debug builds
+#include "lane.hpp"    // lane_subblock(): pl.tensor.get_subblock_idx()
 #include "fmath.hpp"
 #include "numerics.hpp"
 
@@ -61,6 +62,15 @@ inline Tile<T> make_tile(uint8_t *base, int64_t byte_addr, int32_t rows, int32_t
     return t;
 }
 
+/* A tile of a declared allocation of `slots` slots of `slot_bytes` each, at `byte_addr`,
+ * placed in its slot where it is defined (pl.MemRef(name, slots=n)[slot]). */
+template <class T>
+inline void seat(Tile<T> &t, uint8_t *base, int64_t byte_addr, int64_t slot, int64_t slots,
+                 int64_t slot_bytes) {
+    if (!detail::slot_inside(slot, slots)) slot = 0;
+    t.data = reinterpret_cast<T *>(base + byte_addr + slot * slot_bytes);
+}
+
 /* Comparison of pl.cmp (cmp_type codes 0..5, in this order). */
 enum class CmpMode : int { EQ = 0, NE = 1, LT = 2, LE = 3, GT = 4, GE = 5 };
 
@@ -70,6 +80,9 @@ template <class T> inline T pad_zero() { return convert<T>(int32_t(0)); }
 template <class T> inline T pad_max() { return convert<T>(__builtin_huge_val()); }
 template <class T> inline T pad_min() { return convert<T>(-__builtin_huge_val()); }
 template <> inline bool pad_min<bool>() { return false; }
+// FP8E8M0 has no infinity (converting one gives NaN) and no sign: its pads are its ends.
+template <> inline fp8e8m0 pad_max<fp8e8m0>() { return fp8e8m0{0xfe}; }
+template <> inline fp8e8m0 pad_min<fp8e8m0>() { return fp8e8m0{0x00}; }
 
 namespace detail {
 
@@ -112,6 +125,8 @@ template <> struct Num<bf16> {
 };
 template <> struct Num<fp8e4m3fn> : NarrowFloat<fp8e4m3fn> {};
 template <> struct Num<fp8e5m2> : NarrowFloat<fp8e5m2> {};
+template <> struct Num<hf8> : NarrowFloat<hf8> {};
+template <> struct Num<fp8e8m0> : NarrowFloat<fp8e8m0> {};
 
 // A narrow float type (f16, bf16, fp8): computes in float, stored narrower.
 template <class T> constexpr bool kNarrow = Num<T>::is_float && !__is_same(T, float);

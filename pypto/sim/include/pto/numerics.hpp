@@ -18,6 +18,8 @@
  *  - FP8E4M3FN has no infinity: wherever IEEE would give +-inf (overflow under
  *    any mode, and an infinite input) it saturates to +-448, as torch's
  *    conversion does (goldens come from torch); only NaN gives NaN.
+ *  - HF8 (HiFloat8) and FP8E8M0 are not IEEE-shaped; their encoders are below
+ *    (EncodeHf8, EncodeE8m0) and docs/numerics.md specifies both.
  */
 #ifndef PTO_NUMERICS_HPP
 #define PTO_NUMERICS_HPP
@@ -33,6 +35,8 @@ struct f16 { uint16_t bits; };
 struct bf16 { uint16_t bits; };
 struct fp8e4m3fn { uint8_t bits; };
 struct fp8e5m2 { uint8_t bits; };
+struct hf8 { uint8_t bits; };      // HiFloat8: tapered precision (docs/numerics.md)
+struct fp8e8m0 { uint8_t bits; };  // OCP MX scale: 2^(bits - 127), 0xFF NaN; no sign, zero or inf
 
 /* None means the conversion's natural mode: Rint for float targets, Trunc for float -> int. */
 enum class RoundMode : int { None = 0, Rint = 1, Round = 2, Floor = 3, Ceil = 4, Trunc = 5, Odd = 6 };
@@ -119,12 +123,55 @@ inline Exact decompose(int64_t x) { return decode_signed(x); }
 inline Exact decompose(uint8_t x) { return decode_unsigned(x); }
 inline Exact decompose(uint16_t x) { return decode_unsigned(x); }
 inline Exact decompose(uint32_t x) { return decode_unsigned(x); }
+inline Exact decompose(uint64_t x) { return decode_unsigned(x); }
 inline Exact decompose(f16 x) { return decode_float(x); }
 inline Exact decompose(bf16 x) { return decode_float(x); }
 inline Exact decompose(float x) { return decode_float(x); }
 inline Exact decompose(double x) { return decode_float(x); }
 inline Exact decompose(fp8e4m3fn x) { return decode_float(x); }
 inline Exact decompose(fp8e5m2 x) { return decode_float(x); }
+
+/* HiFloat8: sign, then a prefix-coded dot field giving the exponent's width D, the
+ * exponent in sign-magnitude with an implicit leading one, and 3 - 3 - 3 - 2 - 1
+ * mantissa bits for D = 0 - 1 - 2 - 3 - 4 (the payload's 7 bits: 0001 mmm, 001 s mmm,
+ * 01 sx mmm, 10 sxx mm, 11 sxxx m).  Payload 0000 mmm: 2^(m - 23) for m > 0 (the
+ * denormals), zero for m = 0 (0x00) and NaN with the sign set (0x80).  Exponent +15 with
+ * mantissa 1 (0x6F / 0xEF) is +-inf, so 2^15 is the largest finite magnitude. */
+inline Exact decompose(hf8 x) {
+    const int b = x.bits, p = b & 0x7f;
+    Exact r = {0, 0, bool(b & 0x80), Exact::Finite};
+    if (p < 0x08) {
+        if (p == 0) r.kind = r.neg ? Exact::NaN : Exact::Finite;
+        else { r.mag = 1; r.exp = p - 23; }
+        return r;
+    }
+    int d, field;  // exponent width, then the exponent and mantissa bits after the dot field
+    if (p >= 0x60) { d = 4; field = p & 0x1f; }
+    else if (p >= 0x40) { d = 3; field = p & 0x1f; }
+    else if (p >= 0x20) { d = 2; field = p & 0x1f; }
+    else if (p >= 0x10) { d = 1; field = p & 0x0f; }
+    else { d = 0; field = p & 0x07; }
+    const int mb = d <= 2 ? 3 : 5 - d;
+    const int m = field & ((1 << mb) - 1), e_bits = field >> mb;
+    int e = 0;
+    if (d > 0) {
+        const int mag = (1 << (d - 1)) | (e_bits & ((1 << (d - 1)) - 1));
+        e = (e_bits >> (d - 1)) ? -mag : mag;
+    }
+    if (e == 15 && m == 1) {
+        r.kind = Exact::Inf;
+        return r;
+    }
+    r.mag = uint64_t((1 << mb) | m);
+    r.exp = e - mb;
+    return r;
+}
+
+/* FP8E8M0: 2^(bits - 127); 0xFF is NaN. */
+inline Exact decompose(fp8e8m0 x) {
+    Exact r = {1, int32_t(x.bits) - 127, false, x.bits == 0xff ? Exact::NaN : Exact::Finite};
+    return r;
+}
 
 // Drops the low `shift` (>= 1) bits of mag, rounding the kept magnitude by mode;
 // neg is the value's sign, which the directed modes need.
@@ -224,6 +271,77 @@ template <> struct Encode<int64_t> : EncodeInt<int64_t, INT64_MIN, INT64_MAX> {}
 template <> struct Encode<uint8_t> : EncodeInt<uint8_t, 0, UINT8_MAX> {};
 template <> struct Encode<uint16_t> : EncodeInt<uint16_t, 0, UINT16_MAX> {};
 template <> struct Encode<uint32_t> : EncodeInt<uint32_t, 0, UINT32_MAX> {};
+template <> struct Encode<uint64_t> : EncodeInt<uint64_t, 0, UINT64_MAX> {};
+/* Mantissa bits of HiFloat8 numbers in the binade [2^e, 2^(e+1)): 3 up to |e| = 3, 2 up
+ * to 7, 1 up to 15; none below 2^-15, where the denormals are the powers of two down to
+ * 2^-22. */
+inline int hf8_mantissa_bits(int e) {
+    if (e < -15) return 0;
+    const int a = e < 0 ? -e : e;
+    return a <= 3 ? 3 : a <= 7 ? 2 : 1;
+}
+
+/* x rounded once by `mode` onto the HF8 grid.  The natural mode (None) is Round, ties away
+ * from zero: pto-isa's A5 TCVT converts to hifloat8 by ROUND_A whatever mode it is given.
+ * NaN -> 0x80; zero, and what rounds to zero, -> 0x00 (HF8 has one zero); an infinite input
+ * -> +-inf; overflow past 2^15 follows IEEE (Rint / Round -> +-inf, Trunc / Odd -> +-2^15,
+ * Floor / Ceil -> inf on the side they round towards). */
+template <> struct Encode<hf8> {
+    __attribute__((noinline)) static hf8 from(const Exact &v, RoundMode m) {
+        const uint8_t sign = v.neg ? 0x80 : 0;
+        if (v.kind == Exact::NaN) return hf8{0x80};
+        if (v.kind == Exact::Inf) return hf8{uint8_t(sign | 0x6f)};
+        if (v.mag == 0) return hf8{0};
+        if (m == RoundMode::None) m = RoundMode::Round;
+        const int top = msb(v.mag) + v.exp;
+        int q = (top > -22 ? top : -22) - hf8_mantissa_bits(top);
+        const int shift = q - v.exp;
+        uint64_t sig = shift <= 0 ? v.mag << -shift : round_shift(v.mag, shift, v.neg, m);
+        if (sig == 0) return hf8{0};
+        const int e = msb(sig) + q;  // the rounded value's binade (a carry moves it up one)
+        if (e > 15 || (e == 15 && sig != (uint64_t(1) << msb(sig)))) {
+            const bool to_inf = m == RoundMode::Rint || m == RoundMode::Round ||
+                                (m == RoundMode::Ceil && !v.neg) || (m == RoundMode::Floor && v.neg);
+            return hf8{uint8_t(sign | (to_inf ? 0x6f : 0x6e))};
+        }
+        if (e < -15) return hf8{uint8_t(sign | (e + 23))};
+        const int mb = hf8_mantissa_bits(e), lead = msb(sig);
+        const uint64_t frac = sig & ((uint64_t(1) << lead) - 1);
+        const int mant = int(lead <= mb ? frac << (mb - lead) : frac >> (lead - mb));
+        const int a = e < 0 ? -e : e, es = e < 0;
+        int payload;
+        if (a == 0) payload = 0x08;
+        else if (a == 1) payload = 0x10 | es << 3;
+        else if (a <= 3) payload = 0x20 | es << 4 | (a - 2) << 3;
+        else if (a <= 7) payload = 0x40 | es << 4 | (a - 4) << 2;
+        else payload = 0x60 | es << 4 | (a - 8) << 1;
+        return hf8{uint8_t(sign | payload | mant)};
+    }
+};
+
+/* |x| rounded once by `mode` onto the powers of two 2^-127 .. 2^127, as torch's
+ * float8_e8m0fnu conversion does for Rint: the sign is dropped, zero and what rounds
+ * below 2^-127 give 2^-127 (0x00, there is no zero), NaN and inf give NaN (0xFF), and
+ * overflow past 2^127 gives NaN where IEEE would give inf (Rint, Round, Ceil), 2^127
+ * otherwise.  Each binade holds one value, so Rint's ties (1.5 * 2^e) go up as Round's do. */
+template <> struct Encode<fp8e8m0> {
+    __attribute__((noinline)) static fp8e8m0 from(const Exact &v, RoundMode m) {
+        if (v.kind != Exact::Finite) return fp8e8m0{0xff};
+        if (v.mag == 0) return fp8e8m0{0};
+        if (m == RoundMode::None) m = RoundMode::Rint;
+        const int top = msb(v.mag) + v.exp;
+        const int q = top > -127 ? top : -127, shift = q - v.exp;
+        const uint64_t sig = shift <= 0 ? v.mag << -shift : round_shift(v.mag, shift, false, m);
+        if (sig == 0) return fp8e8m0{0};
+        const int e = msb(sig) + q;
+        if (e > 127) {
+            const bool to_nan = m == RoundMode::Rint || m == RoundMode::Round || m == RoundMode::Ceil;
+            return fp8e8m0{uint8_t(to_nan ? 0xff : 0xfe)};
+        }
+        return fp8e8m0{uint8_t(e + 127)};
+    }
+};
+
 template <> struct Encode<bool> {
     static bool from(const Exact &v, RoundMode) { return v.kind != Exact::Finite || v.mag != 0; }
 };
