@@ -328,7 +328,10 @@ CONSTRUCTS = (
      "TypeError naming the argument and what it is for; they size or sample the device "
      "runtime, which the simulator does not have"),
     ("a program written for `platform=\"a2a3\"` / `\"a5\"` run without a device", SUPPORTED,
-     "PYPTO_SIMULATE_DEVICE=1 runs it on that backend's simulator"),
+     "PYPTO_SIMULATE_DEVICE=1 runs it on that backend's simulator, "
+     "PYPTO_SIMULATE_DEVICE=cpu-model as device code on its CPU-model platform (a2a3cpu, "
+     "a5cpu: pto-isa's CPU model; docs/device-code.md lists the upstream programs that run "
+     "there)"),
     ("`pypto.runtime.run`, `TensorSpec`, `ChipWorker.alloc_tensor(init=)`", SUPPORTED, ""),
     ("`pypto.backend.BackendType`, `pto_backend.PartialCodegenError`", SUPPORTED,
      "PartialCodegenError is LoweringError"),
