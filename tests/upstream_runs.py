@@ -28,8 +28,8 @@ def run_program(program: Program, platform: str, work_dir: Path, env: tuple = ()
     """Runs `program` unmodified from the snapshot, as a user would, on `platform` (its
     `PYPTO_PLATFORM`, and its own platform flag unless `flag` names another platform for
     it); `env` overrides the program's."""
-    env = dict(os.environ, PYPTO_PLATFORM=platform, PYPTO_WORK_DIR=str(work_dir),
-               PYTHONDONTWRITEBYTECODE="1", **dict(program.env), **dict(env))
+    env = {**os.environ, "PYPTO_PLATFORM": platform, "PYPTO_WORK_DIR": str(work_dir),
+           "PYTHONDONTWRITEBYTECODE": "1", **dict(program.env), **dict(env)}
     target = ["-m", program.path.removesuffix(".py").replace("/", ".")] if program.module \
         else [program.path]
     return subprocess.run([sys.executable, *target, *with_platform(program, flag or platform)],
