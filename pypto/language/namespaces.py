@@ -46,7 +46,8 @@ REFUSED = {
 REFUSED_SPELLINGS = {**{name: why for name, why in REFUSED.items()},
                      **{f"tensor.{name}": why for name, why in REFUSED.items()}}
 # Parser constructs reached through a namespace (`pl.tensor.dim(t, 0)`).
-_BUILTINS = {"tensor": ("dim", "no_dep", "expand_clone"), "system": ("task_dummy",)}
+_BUILTINS = {"tensor": ("dim", "no_dep", "expand_clone"), "system": ("task_dummy",),
+             "tile": ("aiv_shard", "aic_gather")}
 # The scalar-operand spellings: `adds` is `add` with a scalar second operand.
 SCALAR_SPELLINGS = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div",
                     "maximums": "maximum", "minimums": "minimum", "cmps": "cmp",

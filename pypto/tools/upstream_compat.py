@@ -112,7 +112,8 @@ _LANGUAGE_SUPPORTED = (
     "system.import_peer_buffer", "system.reserve_buffer",
     # upstream's lane regions (language/split_aiv.py)
     "split_aiv", "aiv_shard", "aic_gather")
-_TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "assemble", "batch_matmul", "cmps", "create",
+_TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "aic_gather", "aiv_shard", "assemble",
+                   "batch_matmul", "cmps", "create",
                    "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
                    "get_block_num", "load", "lrelu", "matmul_bias", "max", "maximums", "mgather",
@@ -130,7 +131,7 @@ _ABSENT = {
     "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
     "pipe": ("system.available_aiv_count",
              "system.available_cluster_count", "system.cacheinvalid", "system.fence",
-             "system.syncall", "tile.aic_gather", "tile.aiv_shard"),
+             "system.syncall"),
     "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "trig": ("tensor.sin", "tensor.cos"),

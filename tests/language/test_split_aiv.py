@@ -21,6 +21,15 @@ def test_the_names_are_upstreams():
     assert {pl.SplitMode.NONE, pl.SplitMode.UP_DOWN, pl.SplitMode.LEFT_RIGHT} <= set(pl.SplitMode)
 
 
+@pytest.mark.parametrize("mode", ["UP_DOWN", "NONE"])
+def test_the_tile_spellings_are_the_same_builtins(mode):
+    source = round_trip_source(mode)
+    tile_spelled = source.replace("pl.aiv_shard(", "pl.tile.aiv_shard(").replace(
+        "pl.aic_gather(", "pl.tile.aic_gather(")
+    assert tile_spelled != source
+    assert parse(tile_spelled) == parse(source)
+
+
 @pytest.mark.parametrize("mode", ["UP_DOWN", "LEFT_RIGHT", "NONE"])
 def test_a_kernel_with_regions_is_a_group_of_its_cube_and_vector_sides(mode):
     program = parse(round_trip_source(mode))
