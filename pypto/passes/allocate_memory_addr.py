@@ -156,35 +156,27 @@ def _first_fit(buffers: list[_Buffer], capacity: int, memory, reserved: int = 0)
 def memref_slot_bytes(fn) -> dict[str, int]:
     """Each declared allocation's slot size: the largest footprint of the tiles placed in
     it, in whole 32-byte blocks (its slot `k` starts `k * size` bytes into it)."""
+    occ = _Occurrences()
+    occ.visit_function(fn)
+    return _slot_bytes(occ)
+
+
+def _slot_bytes(occ: _Occurrences) -> dict[str, int]:
     sizes: dict[str, int] = {}
-    for t in _tile_types(fn):
+    for buf in occ.buffers.values():
+        t = buf.type
         if t.memref is not None:
             sizes[t.memref.name] = max(sizes.get(t.memref.name, 0), _align(tile_footprint(t)))
     return sizes
 
 
-class _TileTypes(IRVisitor):
-    def __init__(self):
-        self.types: list[TileType] = []
-
-    def visit_def(self, var: Var) -> None:
-        if isinstance(var.type, TileType):
-            self.types.append(var.type)
-
-
-def _tile_types(fn) -> list[TileType]:
-    found = _TileTypes()
-    found.visit_function(fn)
-    return found.types
-
-
-def _allocations(occ: _Occurrences, fn) -> list[tuple[_Buffer, list[_Buffer]]]:
+def _allocations(occ: _Occurrences) -> list[tuple[_Buffer, list[_Buffer]]]:
     """The declared allocations (pl.MemRef) as one region each, with the buffers in it."""
     groups: dict[str, list[tuple[_Buffer, TileMemRef]]] = {}
     for buf in occ.buffers.values():
         if buf.type.memref is not None:
             groups.setdefault(buf.type.memref.name, []).append((buf, buf.type.memref))
-    slot_bytes = memref_slot_bytes(fn)
+    slot_bytes = _slot_bytes(occ)
     regions = []
     for name, members in groups.items():
         first, ref = min(members, key=lambda m: m[0].start)
@@ -235,7 +227,7 @@ class AllocateMemoryAddr(FunctionPass):
         occ = _Occurrences()
         occ.visit_function(fn)
         _live_ranges(occ)
-        regions = _allocations(occ, fn)
+        regions = _allocations(occ)
         by_memory: dict = {}
         for buf in occ.buffers.values():
             if buf.type.memref is None:

@@ -379,10 +379,12 @@ def _extent(t, slot_bytes: dict[str, int]) -> int:
 
 
 def check_addresses(program: Program, backend) -> None:
-    from .allocate_memory_addr import ALIGN, memref_slot_bytes
+    from .allocate_memory_addr import ALIGN, _Occurrences, _slot_bytes
 
     for fn in program.functions:
-        slot_bytes = memref_slot_bytes(fn)
+        occ = _Occurrences()
+        occ.visit_function(fn)
+        slot_bytes = _slot_bytes(occ)
         for var, stmt in _tile_vars(fn):
             t = var.type
             if t.addr is None:
@@ -392,15 +394,13 @@ def check_addresses(program: Program, backend) -> None:
             if t.addr % ALIGN or t.addr + extent > cap:
                 raise _Violation(f"tile `{var.name}` at {t.addr:#x} ({extent} B) is misaligned "
                                  f"or beyond the {cap} B of {t.memory.name}", stmt)
-        _check_disjoint(fn, slot_bytes)
+        _check_disjoint(fn, occ, slot_bytes)
 
 
-def _check_disjoint(fn, slot_bytes: dict[str, int]) -> None:
-    """Tiles live at the same time do not overlap."""
-    from .allocate_memory_addr import _live_ranges, _Occurrences
+def _check_disjoint(fn, occ, slot_bytes: dict[str, int]) -> None:
+    """Tiles live at the same time (`occ`, the function's buffers) do not overlap."""
+    from .allocate_memory_addr import _live_ranges
 
-    occ = _Occurrences()
-    occ.visit_function(fn)
     _live_ranges(occ)
     addrs = {}
     for var, _ in _tile_vars(fn):

@@ -104,14 +104,11 @@ def test_the_annotation_prints_and_reads_back():
 def test_one_slot_tiles_live_in_turn(work):
     a, out = torch.randn(TR, TC), torch.zeros(TR, TC)
     one_slot_in_turn(a, out, config=RunConfig(platform="a2a3sim"))
-    expected = torch.zeros_like(out)
-    reference = one_slot_in_turn.frontend(a, out)
-    assert [t.memref for t in _tile_types(reference) if t.memref] == [TileMemRef("scratch")] * 2
+    frontend = one_slot_in_turn.frontend(a, out)
+    assert [t.memref for t in _tile_types(frontend) if t.memref] == [TileMemRef("scratch")] * 2
     tiles = {v.name: v.type.addr for v in _tile_vars(one_slot_in_turn.lower(a, out))}
     assert tiles["t0"] == tiles["t1"]  # one allocation, used in turn
-    placed_by_torch = torch.exp(a * 2.0)
-    torch.testing.assert_close(out, placed_by_torch, rtol=1e-6, atol=1e-6)
-    del expected
+    torch.testing.assert_close(out, torch.exp(a * 2.0), rtol=1e-6, atol=1e-6)
 
 
 def test_a_slot_outside_the_allocation_stops_the_run(work):
