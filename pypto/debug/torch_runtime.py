@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import math
 from collections.abc import Callable
 
@@ -48,6 +49,41 @@ def _dt(t: torch.Tensor) -> DataType:
     from ..ir.dtypes import from_torch
 
     return from_torch(t.dtype)
+
+
+# ----------------------------------------------------------------------------- NaN
+
+# The operators that compute their results (not copy them): on FP16 / BF16 tiles the
+# simulator widens, computes in FP32 and rounds once, and that rounding gives the format's
+# one canonical NaN (docs/numerics.md). torch keeps a NaN's sign and payload (neg, abs,
+# FP16 arithmetic), and its vectorised FP32 -> BF16 conversion gives 0xFFFF for every NaN.
+# (The reductions make theirs in `_sequential` and `col_sum`: one of a single row or
+# column is a copy.)
+_COMPUTING = ("binary", "unary", "ternary", "expand_row", "expand_col", "matmul", "batch",
+              "cast")
+_CANONICAL_NAN = {torch.float16: 0x7E00, torch.bfloat16: 0x7FC0}
+
+
+def _canonical_nans(value):
+    """value (a tensor, a tuple of them, or anything else) with each NaN of an FP16 / BF16
+    tensor made the format's canonical one."""
+    if isinstance(value, tuple):
+        return tuple(_canonical_nans(v) for v in value)
+    if not isinstance(value, torch.Tensor) or value.dtype not in _CANONICAL_NAN:
+        return value
+    nan = torch.isnan(value)
+    if not bool(nan.any()):
+        return value
+    code = torch.tensor(_CANONICAL_NAN[value.dtype], dtype=torch.int16).view(value.dtype)
+    return torch.where(nan, code, value)
+
+
+def _computed(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        return _canonical_nans(fn(*args, **kwargs))
+
+    return op
 
 
 # ----------------------------------------------------------------------------- scalars
@@ -399,7 +435,7 @@ def _sequential(columns, op):
     acc = columns[0]
     for c in columns[1:]:
         acc = op(acc, c)  # every step rounds to the dtype, as the simulator does
-    return acc
+    return _canonical_nans(acc) if len(columns) > 1 else acc
 
 
 _REDUCE = {"sum": torch.add, "max": _max, "min": _min}
@@ -440,7 +476,8 @@ def col_sum(x, tmp_tile=None):
         if len(rows) % 2:
             pairs[0] = pairs[0] + rows[-1]
         rows = pairs
-    return rows[0].unsqueeze(0)
+    total = rows[0].unsqueeze(0)
+    return _canonical_nans(total) if x.shape[0] > 1 else total
 
 
 def col_max(x, tmp_tile=None):
@@ -1522,3 +1559,9 @@ def get_subblock_idx() -> int:
     """The vector lane running the code: 0 or 1 in a Group task, 0 elsewhere."""
     return subblock_idx()
 
+
+# Declared last: every operator's function above, wrapped where it computes.
+for _name, _op in all_ops().items():
+    if _op.category in _COMPUTING:
+        _fn = _name.replace(".", "_")
+        globals()[_fn] = _computed(globals()[_fn])

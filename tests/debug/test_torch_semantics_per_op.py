@@ -298,6 +298,11 @@ A5_ONLY = {
                       ["r = pl.tile.random(-1, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 3, "
                        "[9, 304], valid_shape=[9, 300], dtype=pl.INT32, rounds=7)"]),
 }
+BITS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+NAN_CODES = {"FP32": [0xFFC00001 - (1 << 32), 0x7F800001],
+             "FP16": [0xFE01 - (1 << 16), 0x7C01], "BF16": [0xFF81 - (1 << 16), 0x7F81]}
+
+
 def special_values(dtype: str, seed: int) -> torch.Tensor:
     """A [R, C] input: random values with the special ones of `dtype` at fixed places."""
     g = torch.Generator().manual_seed(seed)
@@ -307,7 +312,12 @@ def special_values(dtype: str, seed: int) -> torch.Tensor:
         specials = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), finfo.tiny / 4,
                     -finfo.tiny / 4, finfo.max, -finfo.max, 1.0, -1.0, 0.5, -2.5, 2.5]
         x.view(-1)[seed:seed + len(specials)] = torch.tensor(specials, dtype=torch.float64)
-        return x.to(TORCH[dtype])
+        x = x.to(TORCH[dtype])
+        # NaNs other than the canonical one: a negative one and one with a payload.
+        bits = x.view(BITS[x.dtype]).view(-1)
+        at = seed + len(specials)
+        bits[at:at + 2] = torch.tensor(NAN_CODES[dtype], dtype=torch.int64).to(bits.dtype)
+        return x
     info = torch.iinfo(TORCH[dtype])
     x = torch.randint(info.min, info.max + 1, (R, C), generator=g, dtype=torch.int64)
     x.view(-1)[::7] = torch.randint(-3, 40, (len(x.view(-1)[::7]),), generator=g)  # shifts
@@ -337,15 +347,23 @@ def load_kernel(text: str, name: str, tmp_path):
 
 
 def differences(got: torch.Tensor, want: torch.Tensor) -> str | None:
-    """None when equal bit for bit (any NaN matching any NaN), else the first difference."""
-    if got.is_floating_point():
+    """None when equal bit for bit, else the first difference. FP16 and BF16 NaNs too
+    (a computed one is the format's canonical NaN, a copied one keeps its bits); an FP32
+    NaN matches any NaN, its sign and payload being the host CPU's."""
+    if got.dtype == torch.float32:
         g, w = got.double().numpy(), want.double().numpy()
         same = ((g == w) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))
+    elif got.is_floating_point():
+        same = (got.view(BITS[got.dtype]) == want.view(BITS[want.dtype])).numpy()
     else:
         same = (got == want).numpy()
     if same.all():
         return None
     index = tuple(int(i) for i in np.argwhere(~same)[0])
+    if got.is_floating_point():
+        bits = [hex(t.view(BITS[t.dtype])[index].item() & 0xFFFFFFFF) for t in (got, want)]
+        return (f"at {list(index)}: simulator {got[index].item()!r} ({bits[0]}), "
+                f"torch {want[index].item()!r} ({bits[1]})")
     return f"at {list(index)}: simulator {got[index].item()!r}, torch {want[index].item()!r}"
 
 
