@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from .ir.errors import api_boundary
+
 
 class CompiledProgram:
     """A program built into an artifact directory.  Calling it runs it on its platform."""
@@ -48,6 +50,7 @@ class CompiledProgram:
     def output_indices(self) -> list[int]:
         return list(self._manifest["outputs"])
 
+    @api_boundary
     def __call__(self, *args, config=None):
         """Run on the artifact's platform; outputs are copied back into the caller's tensors.
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from .compiled import CompiledProgram
 from .filesystem import swap_directory
 from .ir.diagnostics import DiagnosticPhase, active_checks, emit, resolve_phase
+from .ir.errors import api_boundary
 from .ir.nodes import Program
 from .ir.options import PassDumpLevel, VerificationLevel, resolve_dump_level, resolve_level
 from .passes import (
@@ -230,6 +231,7 @@ def _prepare(program: Program, options: CompileOptions) -> _Prepared:
     return _Prepared(program, lowered, platform, toolchain, key)
 
 
+@api_boundary
 def compile(  # noqa: A001 - upstream's `ir.compile`, reached as `pypto.ir.compile`
     program: Program,
     output_dir=None,

@@ -9,6 +9,8 @@ parser and its vocabulary sit below it.
 
 from __future__ import annotations
 
+from ..ir.errors import api_boundary as _api_boundary
+from ..ir.errors import user_frame as _user_frame
 from ..ir.types import FunctionType
 from .jit import InlineFunction, JitFunction, jit
 from .parser import DynamicProgram, parse_program
@@ -18,6 +20,7 @@ from .vocabulary import *  # noqa: F403 - the DSL's names (`pl.FP32`, `pl.at`, `
 inline = jit.inline
 """`@pl.inline`: a helper spliced into its callers (the same as `@pl.jit.inline`)."""
 
+@_api_boundary
 def program(cls=None, *, entry: str | None = None):
     """`@pl.program` marks a class of `@pl.function` methods: the form the IR printer emits.
 
@@ -52,10 +55,11 @@ def program(cls=None, *, entry: str | None = None):
             return ProgramTemplate(c.__name__, source, file, namespace, first - 1)
 
     if cls is not None:
-        return wrap(cls, sys._getframe(1))
-    return lambda c: wrap(c, sys._getframe(1))
+        return wrap(cls, _user_frame())  # the class's defining frame
+    return _api_boundary(lambda c: wrap(c, _user_frame()))
 
 
+@_api_boundary
 def function(fn=None, *, type: FunctionType = FunctionType.Opaque, level=None,  # noqa: A002
              role=None, auto_scope: bool = True):
     """`@pl.function(type=...)` marks a method of a `@pl.program` class (the class is parsed
@@ -63,13 +67,11 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, level=None,  
     level it makes a standalone function: a `@pl.program` that calls it by name gets it
     as one of its functions (parsed for the call's argument types).  `auto_scope=False`
     (an orchestration or inline function): see `pl.jit`."""
-    import sys
-
     from .jit import check_auto_scope
 
     check_auto_scope(auto_scope, type, "@pl.function")
 
-    frame = sys._getframe(1)
+    frame = _user_frame()
     scope = dict(frame.f_locals) if frame.f_locals is not frame.f_globals else None
     cls = InlineFunction if type is FunctionType.Inline else JitFunction
     if fn is None:
@@ -77,12 +79,14 @@ def function(fn=None, *, type: FunctionType = FunctionType.Opaque, level=None,  
     return cls(fn, type, scope)
 
 
+@_api_boundary
 def parse(source: str, filename: str = "<pl.parse>"):
     """Read `Program.as_python()` text back into a Program; text holding one standalone
     `@pl.function` (no class) gives that Function.  `pl` needs no import in the text."""
     return parse_program(source, filename)
 
 
+@_api_boundary
 def loads(source_or_path):
     """`pl.parse` of a file's text when given the path of an existing file (upstream's
     `pl.loads(path)`), else of the text itself."""
@@ -94,6 +98,7 @@ def loads(source_or_path):
     return parse_program(text)
 
 
+@_api_boundary
 def loads_program(path):
     """Upstream's `pl.loads_program(path)`: the `@pl.program` class in a file (such as
     `Program.as_python()` wrote) read back into a Program; errors name the file's lines.

@@ -12,7 +12,7 @@ from collections import ChainMap
 from dataclasses import replace
 
 from ..ir.dtypes import DataType, from_torch
-from ..ir.errors import ParseError, Span, TypeCheckError
+from ..ir.errors import ParseError, Span, TypeCheckError, api_boundary, user_frame
 from ..ir.nodes import Assign, ExprStmt, FuncCall, Function, Param, Program, Return, Var
 from ..ir.ops.task_arrays import expect_value
 from ..ir.types import FunctionType, Level, ScalarType, TensorType, TupleType, same_value_type
@@ -190,6 +190,7 @@ class JitFunction:
                 info.span(fndef), hint=f"call `{self.__name__}` from a @pl.jit function and "
                 "run that")
 
+    @api_boundary
     def frontend(self, *args, **scalars) -> Program:
         """The parsed (pre-pass) program specialised to these arguments; without
         arguments, a kernel whose parameters are all fully annotated needs none.  Keyword
@@ -199,12 +200,14 @@ class JitFunction:
         constants = self._constant_values(args, scalars)
         return build_program(self, self._arg_types(args) if args else None, constants)
 
+    @api_boundary
     def frontend_for_types(self, arg_types) -> Program:
         """The parsed (pre-pass) program for IR argument types (`TensorType`, `ScalarType`)
         instead of argument values: what a kernel spec builds from, without torch."""
         self._check_entry()
         return build_program(self, list(arg_types))
 
+    @api_boundary
     def lower(self, *args, config=None, **scalars) -> Program:
         """The program after every pass, for the config's platform (no artifacts); the
         compiler's diagnostics are reported as a compile reports them."""
@@ -218,6 +221,7 @@ class JitFunction:
         emit(lowered.diagnostics)
         return lowered.program
 
+    @api_boundary
     def compile(self, *args, config=None, **scalars):
         """Build (or fetch from the cache) the artifact for these arguments; keyword
         scalars as upstream's: `compile(n=128)` specialises `n` (the artifact checks, when
@@ -229,6 +233,7 @@ class JitFunction:
         config = _config(config)
         return CompiledProgram(build(self.frontend(*args, **scalars), _options(config)))
 
+    @api_boundary
     def __call__(self, *args, config=None):
         """Run on the config's platform; outputs land in the caller's tensors.
 
@@ -463,10 +468,9 @@ class HostFunction:
     __call__ = compile = lower = frontend = _refuse
 
 
-def _caller_span(depth: int = 2) -> Span:
-    frame = inspect.currentframe().f_back
-    for _ in range(depth - 1):
-        frame = frame.f_back
+def _caller_span() -> Span:
+    """The line of the user's code that called in (a decorator's)."""
+    frame = user_frame()
     return Span(frame.f_code.co_filename, frame.f_lineno)
 
 
@@ -478,11 +482,11 @@ def check_auto_scope(auto_scope, func_type: FunctionType, decorator: str) -> Non
     outlined into a kernel with no orchestration body for a scope to live in."""
     if not isinstance(auto_scope, bool):
         raise ParseError(f"{decorator}(auto_scope={auto_scope!r}): auto_scope is True or False",
-                         _caller_span(3))
+                         _caller_span())
     if not auto_scope and func_type in (FunctionType.InCore, FunctionType.Opaque):
         raise ParseError(f"{decorator}(auto_scope=False): an {func_type.name} function is a "
                          "kernel with no orchestration body for a runtime scope to live in",
-                         _caller_span(3), hint="drop auto_scope=; place scopes in the @pl.jit "
+                         _caller_span(), hint="drop auto_scope=; place scopes in the @pl.jit "
                          "entry that calls it")
 
 

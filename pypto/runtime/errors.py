@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from pypto.ir.errors import UserError
 from pypto.ir.ops.task_arrays import SPECIALISED_PARAM_STATUS
 
 
-class PyptoRuntimeError(RuntimeError):
+class PyptoRuntimeError(UserError, RuntimeError):
     """Base of every error the runtime raises about an artifact or a run."""
 
 

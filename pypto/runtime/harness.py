@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pypto.ir.errors import api_boundary
 from pypto.runtime.config import RunConfig
 
 
+@api_boundary
 def run(program: Any, *args: Any, config: RunConfig | None = None) -> Any:
     """Compiles `program` (a `@pl.program` or a `@pl.jit` function) for the config's
     platform through the content-keyed cache and runs it on `args`; returns its outputs.

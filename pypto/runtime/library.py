@@ -42,6 +42,7 @@ from typing import Any, Literal, Self, TypeVar, overload
 from pypto.comparison import Tolerance
 from pypto.filesystem import read_recorded
 from pypto.golden_files import GOLDEN_NAME
+from pypto.ir.errors import api_boundary
 from pypto.platform import get_platform
 from pypto.records import MAX_RECORD_BYTES
 from pypto.runtime.config import RunConfig
@@ -235,6 +236,7 @@ class LibraryVariant:
                     self._loaded = load_artifact(self.artifact, platform=self.platform)
         return self._loaded
 
+    @api_boundary
     def run(self, *args: Any, config: RunConfig | None = None) -> Any:
         """Runs the kernel on `args` (parameter order), as `LoadedProgram.run` does."""
         return self.load().run(args, config or RunConfig(platform=self.platform))
@@ -322,6 +324,7 @@ class Library:
                 f"kernels={sorted(self.kernels)})")
 
 
+@api_boundary
 def load_library(path: str | os.PathLike, *, platform: str | None = None,
                  trusted_keys: Iterable[Any] | None = None,
                  allow_unsigned: bool = False) -> Library:

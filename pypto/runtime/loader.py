@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pypto.filesystem import read_recorded
+from pypto.ir.errors import api_boundary
 from pypto.platform import PLATFORM_NAMES, Backend, get_platform
 from pypto.records import MANIFEST_NAME
 from pypto.runtime.abi import PtoKernelFn, PtoOrchestrateFn
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from pypto.runtime.scheduler import Scheduler
 
 
+@api_boundary
 def load_artifact(path: str | os.PathLike, *, platform: str | None = None) -> LoadedProgram:
     """Loads the artifact at `path` for running on this host.
 
@@ -139,6 +141,7 @@ class LoadedProgram:
         """Kernel names in manifest order (the order `submit` indexes)."""
         return tuple(k.name for k in self.manifest.kernels)
 
+    @api_boundary
     def run(self, args: Sequence[Any], config: RunConfig | None = None) -> Any:
         """Runs the entry on `args` (manifest params order) and returns its outputs.
 
