@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
+from ..ir.names import fresh_name
 from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, If, Var, While
 from ..ir.ops import get_op
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce, table_rows
@@ -187,9 +188,7 @@ class _DeviceKernelBuilder:
     # -- names and tiles
 
     def _fresh(self, base: str) -> str:
-        name, n = base, 1
-        while name in self.names:
-            name, n = f"{base}_{n}", n + 1
+        name = fresh_name(base, self.names)
         self.names.add(name)
         return name
 

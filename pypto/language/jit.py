@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from ..ir.dtypes import DataType, from_torch
 from ..ir.errors import ParseError, Span, TypeCheckError, api_boundary, user_frame
+from ..ir.names import fresh_name
 from ..ir.nodes import Assign, ExprStmt, FuncCall, Function, Param, Program, Return, Var
 from ..ir.ops.task_arrays import expect_value
 from ..ir.types import FunctionType, Level, ScalarType, TensorType, TupleType, same_value_type
@@ -330,7 +331,8 @@ def build_program(entry: JitFunction, arg_types: list, constants: dict | None = 
             # the call by the parser, against the first one.
             try:
                 fn = ref._parse(types, resolve)
-                fn = replace(fn, name=_fresh(ref.__name__, callees.keys() | {entry.__name__}))
+                taken = callees.keys() | {entry.__name__}
+                fn = replace(fn, name=fresh_name(ref.__name__, taken, first=1))
             except TypeCheckError as exc:
                 if not ref._in_signature(exc.span):
                     raise  # the body does not fit these shapes: its own message
@@ -341,7 +343,8 @@ def build_program(entry: JitFunction, arg_types: list, constants: dict | None = 
         elif fn is None:
             fn = ref._parse(types, resolve)
             if fn.name in callees:  # taken by another kernel's specialisation
-                fn = replace(fn, name=_fresh(fn.name, callees.keys() | {entry.__name__}))
+                taken = callees.keys() | {entry.__name__}
+                fn = replace(fn, name=fresh_name(fn.name, taken, first=1))
             seen.append(fn)
             callees[fn.name] = fn
         return Callee(fn.name, fn.params, fn.returns)
@@ -372,14 +375,6 @@ def _check_kernel_call(ref, types: list, span: Span) -> None:
     if len(types) != expected:
         raise TypeCheckError(f"`{ref.__name__}` takes {expected} arguments, got {len(types)}",
                              span)
-
-
-def _fresh(name: str, taken) -> str:
-    """`name_1`, `name_2`, ...: the first not in `taken`."""
-    n = 1
-    while f"{name}_{n}" in taken:
-        n += 1
-    return f"{name}_{n}"
 
 
 def _direct_call(kernel: Function) -> Function:

@@ -25,6 +25,7 @@ from ..ir.errors import (
     TypeCheckError,
     syntax_error_line,
 )
+from ..ir.names import fresh_name
 from ..ir.nodes import (
     Assign,
     Call,
@@ -819,10 +820,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
 
     def _fresh_name(self, stem: str) -> str:
         """`stem_0`, `stem_1`, ...: the first not bound in the function."""
-        k = 0
-        while f"{stem}_{k}" in self.vars:
-            k += 1
-        return f"{stem}_{k}"
+        return fresh_name(stem, self.vars, first=0)
 
     def _loop_types(self, entry: dict, body, index: str, runs: bool) -> None:
         """A name the body reads before binding it carries a value from one iteration to
@@ -1783,9 +1781,7 @@ def _with_expected_values(fn: Function, reads: list) -> Function:
     guards: list = []
     for k, (param, indices, value) in enumerate(reads):
         tensor = params[param]
-        name = f"_expected_{k}"
-        while name in taken:
-            name = "_" + name
+        name = fresh_name(f"_expected_{k}", taken)
         read = make_call("read", tensor, ExprList(tuple(Const(i, INDEX) for i in indices)),
                          span=fn.span)
         var = Var(name, read.type, fn.span)

@@ -31,6 +31,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ..ir.errors import ParseError, Span
+from ..ir.names import fresh_name
 from ..ir.nodes import (
     Assign,
     Call,
@@ -192,11 +193,7 @@ class SplitAivSyntax:
         return pending
 
     def _region_name(self, base: str) -> str:
-        name, n = base, 0
-        while name in self.vars:
-            n += 1
-            name = f"{base}_{n}"
-        return name
+        return fresh_name(base, self.vars)
 
 
 def _halved(shape: tuple, split: int, error, node) -> tuple:
@@ -499,9 +496,6 @@ def _initialized(level: Level, regions: list[Region]) -> tuple:
 
 
 def _fresh(base: str, taken: set[str]) -> str:
-    name, n = base, 0
-    while name in taken:
-        n += 1
-        name = f"{base}_{n}"
+    name = fresh_name(base, taken)
     taken.add(name)
     return name

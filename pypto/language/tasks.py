@@ -24,6 +24,7 @@ import ast
 from dataclasses import replace
 
 from ..ir.errors import TypeCheckError
+from ..ir.names import fresh_name
 from ..ir.nodes import (
     Assign,
     AtScope,
@@ -221,11 +222,9 @@ class TaskSyntax:
 
     def _fresh_function_name(self, base: str) -> str:
         """`base_0`, `base_1`, ...: the first name no function of the program has."""
-        n = 0
-        while f"{base}_{n}" in self.function_names:
-            n += 1
-        self.function_names.add(f"{base}_{n}")
-        return f"{base}_{n}"
+        name = fresh_name(base, self.function_names, first=0)
+        self.function_names.add(name)
+        return name
 
     def _task_scope(self, node: ast.With, item: ast.withitem, builtin: str):
         self._orchestration_only(node, f"pl.{builtin}")

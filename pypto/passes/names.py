@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..ir.names import fresh_name
 from ..ir.visitor import defs, uses
 
 
@@ -12,9 +13,6 @@ class NameSupply:
         self.taken = set(defs(fn.body)) | set(uses(fn.body)) | {p.var.name for p in fn.params}
 
     def fresh(self, base: str) -> str:
-        n = 0
-        while f"{base}_{n}" in self.taken:
-            n += 1
-        name = f"{base}_{n}"
+        name = fresh_name(base, self.taken, first=0)
         self.taken.add(name)
         return name

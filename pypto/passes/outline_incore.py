@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..ir.errors import LoweringError
+from ..ir.names import fresh_name
 from ..ir.nodes import (
     Assign,
     AtScope,
@@ -313,10 +314,7 @@ class _Outliner(IRMutator):
 
     def _fresh_name(self, base: str) -> str:
         """`base`, or `base_<n>` when that is taken in the function."""
-        name, n = base, 0
-        while name in self.names:
-            n += 1
-            name = f"{base}_{n}"
+        name = fresh_name(base, self.names)
         self.names.add(name)
         return name
 
