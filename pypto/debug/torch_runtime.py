@@ -1174,6 +1174,39 @@ def cast(x: torch.Tensor, dtype: str, mode: str = "rint",
     return torch.from_numpy(np.asarray(out).astype(np.int64)).to(dst.to_torch())
 
 
+# ----------------------------------------------------------------------------- composites
+
+
+def _expanded(op: str, **operands: torch.Tensor) -> torch.Tensor:
+    """A composite operator computed as its registry `expansion`: each step by the
+    primitive's function here, in order; the last step's value is the result."""
+    values: dict = dict(operands)
+    steps = all_ops()[op].expansion
+    for step in steps:
+        args = [values[a] if isinstance(a, str) else a for a in step.args]
+        attrs = {k: v.name if isinstance(v, DataType) else v for k, v in step.attrs}
+        values[step.dst] = reference(step.op)(*args, **attrs)
+    return values[steps[-1].dst]
+
+
+def sin(x):
+    """sin(x) of FP32 elements as upstream PyPTO computes it, its expansion step by step
+    (pypto/ir/ops/trig.py: k = x / pi rounded ties away from zero, t = x - k pi in five
+    parts, y = (-1)^k t P(t^2)), each step this module's mul / add / sub / cast, rounded to
+    FP32 as the simulators round it (docs/numerics.md says how close to the true sine).
+    NaN gives NaN."""
+    return _expanded("sin", x=x)
+
+
+def cos(x):
+    """cos(x) of FP32 elements as upstream PyPTO computes it, its expansion step by step
+    (pypto/ir/ops/trig.py: k = x / pi + 1/2 rounded ties to even, t = x - k pi + pi / 2,
+    y = (-1)^k t P(t^2)), each step this module's mul / add / sub / cast, rounded to FP32
+    as the simulators round it (docs/numerics.md says how close to the true cosine).  NaN
+    gives NaN."""
+    return _expanded("cos", x=x)
+
+
 # ----------------------------------------------------------------------------- movement
 
 

@@ -8,6 +8,7 @@ from .flatten_batch import FlattenBatchTiles
 from .flatten_call_expr import FlattenCallExpr
 from .infer_memory_space import InferMemorySpace
 from .legalize_tile_cast import LegalizeTileCast, cast_path
+from .lower_composite_ops import LowerCompositeOps
 from .manager import (
     DUMP_DIR,
     FRONTEND_DUMP,
@@ -35,6 +36,7 @@ def default_pipeline() -> PassManager:
             DeriveCallDirections(),
             FlattenCallExpr(),
             TensorToTile(),
+            LowerCompositeOps(),
             FlattenBatchTiles(),
             LegalizeTileCast(),
             InferMemorySpace(),
@@ -65,6 +67,7 @@ __all__ = [
     "DeriveCallDirections",
     "FlattenCallExpr",
     "TensorToTile",
+    "LowerCompositeOps",
     "FlattenBatchTiles",
     "LegalizeTileCast",
     "InferMemorySpace",

@@ -12,6 +12,7 @@ class IRProperty(enum.Enum):
     ScopesOutlined = "no pl.at block remains and orchestration runs no device operator"
     DirectionsResolved = "every written tensor parameter is Out or InOut"
     TileLevelKernels = "kernels compute on tiles only"
+    CompositesLowered = "no composite operator (pl.sin, pl.cos) is left in a kernel"
     TilesFlat = "every tile is [rows, cols]: a [B, rows, cols] tile is B of them"
     CastsLegal = "every cast is one native instruction of the backend"
     MemorySpacesInferred = "every tile has a memory space"

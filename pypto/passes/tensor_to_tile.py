@@ -472,7 +472,8 @@ class _VectorRun:
         return (r if shape[0] == self.rows else 1, c if shape[1] == self.cols else 1)
 
     def _bytes(self, r: int, c: int) -> int:
-        """Vec bytes one chunk's tiles take (cast hops and reduction scratch included)."""
+        """Vec bytes one chunk's tiles take (cast hops, reduction scratch and the buffers of
+        a composite operator's expansion included)."""
         total = 0
         for v in self.inputs.values():
             t = tensor_type_of(v)
@@ -487,6 +488,9 @@ class _VectorRun:
                 total += sum(_aligned(shape, d.itemsize) for d in path[1:])
                 continue
             total += _aligned(shape, t.dtype.itemsize)
+            # LowerCompositeOps gives pl.sin / pl.cos buffers of their own.
+            total += sum(_aligned(shape, d.itemsize)
+                         for d in get_op(call.op).scratch_dtypes(t.dtype))
             if needs_scratch(call.op):
                 x = tensor_type_of(call.args[0])
                 total += _aligned(self._tile_shape(x.shape, r, c), x.dtype.itemsize)

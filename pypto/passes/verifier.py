@@ -334,6 +334,12 @@ def check_tile_level(program: Program, backend) -> None:
             raise _Violation(f"pl.{call.op} still works on tensors in a kernel", stmt)
 
 
+def check_composites_lowered(program: Program, backend) -> None:
+    for call, stmt in _kernel_calls(program):
+        if get_op(call.op).expansion:
+            raise _Violation(f"pl.{call.op} is a composite operator left in a kernel", stmt)
+
+
 def check_casts(program: Program, backend) -> None:
     for call, stmt in _kernel_calls(program):
         if call.op != "cast":
@@ -427,6 +433,7 @@ CHECKS = {
     IRProperty.ScopesOutlined: check_outlined,
     IRProperty.DirectionsResolved: check_directions,
     IRProperty.TileLevelKernels: check_tile_level,
+    IRProperty.CompositesLowered: check_composites_lowered,
     IRProperty.CastsLegal: check_casts,
     IRProperty.TilesFlat: check_tiles_flat,
     IRProperty.MemorySpacesInferred: check_memory_spaces,

@@ -65,9 +65,6 @@ WHY = {
                   "aic/aiv_initialize_pipe(slot_num=) size",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
     "task_dummy": "spelled pl.system.task_dummy(deps=[...]) (a join of task ids)",
-    "trig": "the PTO ISA has no sine or cosine instruction (no TSIN / TCOS in pto-isa), and "
-            "upstream does not say how it approximates them, so no bit-exact model exists; "
-            "compute them on the host or load a table",
 }
 
 _DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8",
@@ -77,7 +74,8 @@ _OPS_SUPPORTED = (
     "abs", "add", "and_", "ands", "assemble", "batch_matmul", "cast", "cmp", "col_argmax",
     "col_argmin", "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif",
     "col_expand_max", "col_expand_min", "col_expand_mul", "col_expand_sub", "col_max", "col_min",
-    "col_prod", "col_sum", "concat", "create_tensor", "create_tile", "div", "dump_tag", "exp",
+    "col_prod", "col_sum", "concat", "cos", "create_tensor", "create_tile", "div", "dump_tag",
+    "exp",
     "expands", "fillpad", "fillpad_expand", "fmod", "fmods", "full", "get_block_idx", "load", "log",
     "matmul", "matmul_acc", "max", "maximum", "min", "minimum", "move", "mrgsort", "mul", "neg",
     "not_", "or_", "ors", "paged_gather", "part_add", "part_max", "part_min", "part_mul",
@@ -86,7 +84,8 @@ _OPS_SUPPORTED = (
     "row_expand_add", "row_expand_div",
     "row_expand_expdif", "row_expand_max", "row_expand_min", "row_expand_mul", "row_expand_sub",
     "row_max", "row_min", "row_prod", "row_sum", "rsqrt", "scatter", "scatter_update", "sels",
-    "set_validshape", "shl", "shls", "shr", "shrs", "slice", "sort32", "sqrt", "store", "sub",
+    "set_validshape", "shl", "shls", "shr", "shrs", "sin", "slice", "sort32", "sqrt", "store",
+    "sub",
     "transpose", "tri", "xor", "xors")
 _LANGUAGE_SUPPORTED = (
     "Array", "AtomicType.Add", "FunctionType.AIV", "FunctionType.InCore",
@@ -113,18 +112,20 @@ _LANGUAGE_SUPPORTED = (
     # upstream's lane regions (language/split_aiv.py)
     "split_aiv", "aiv_shard", "aic_gather")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "aic_gather", "aiv_shard", "assemble",
-                   "batch_matmul", "cmps", "create",
+                   "batch_matmul", "cmps", "cos", "create",
                    "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
                    "get_block_num", "load", "lrelu", "matmul_bias", "max", "maximums", "mgather",
                    "min", "minimums", "move", "mrgsort", "mscatter", "prelu", "read", "relu",
-                   "rem", "rems", "rsqrt", "scatter", "sel", "sels", "sort32", "store", "subc",
+                   "rem", "rems", "rsqrt", "scatter", "sel", "sels", "sin", "sort32", "store",
+                   "subc",
                    "subsc",
                    "transpose_view", "tri")
-_TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expand_clone",
+_TENSOR_SUPPORTED = ("add", "assemble", "ci", "cos", "create", "dim", "dump_tag", "expand_clone",
                      "full", "gather", "get_block_idx", "get_block_num", "get_subblock_idx",
                      "mrgsort", "no_dep",
-                     "paged_gather", "random", "read", "scatter", "scatter_update", "sort32")
+                     "paged_gather", "random", "read", "scatter", "scatter_update", "sin",
+                     "sort32")
 
 _ABSENT = {
     "dtype": ("FP4", "HF4", "INT4", "UINT4"),
@@ -134,7 +135,6 @@ _ABSENT = {
              "system.syncall"),
     "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
-    "trig": ("tensor.sin", "tensor.cos"),
     "task_dummy": ("task_dummy",),
 }
 _REFUSED = {

@@ -148,6 +148,10 @@ UNCHECKED = {
     "batch_matmul": "one `matmul` per batch (FlattenBatchTiles), checked through it; "
                     "torch_runtime.batch_matmul against both simulators in "
                     "tests/ops/test_ops_batch_matmul.py",
+    **{name: "a composite operator: LowerCompositeOps expands it into the operators the "
+             "lanes check; its torch semantics, run unexpanded, agree with both simulators "
+             "bit for bit in tests/ops/test_ops_trig.py"
+       for name in ("sin", "cos")},
     "dump_tag": "orchestration only: computes nothing",
     "array.create": "orchestration only: task ids, no data (tests/language/test_task_arrays.py)",
     "array.update_element": "orchestration only: task ids, no data",

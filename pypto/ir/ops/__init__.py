@@ -17,7 +17,7 @@ The registry and its lookups live in `registry`; the operators are declared by f
 each module with its own type inference (`inference` holds the checks they share):
 `elementwise`, `reduction`, `matmul`, `movement`, `partial`, `orchestration`,
 `task_arrays`, `gather`, `scatter`, `random`, `sort`, `masks`, `prefetch`,
-`cross_core`.  Importing this package declares them all, in that order.
+`cross_core`, `trig`.  Importing this package declares them all, in that order.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from .registry import (
     REQUIRED,
     OpDef,
     OpParam,
+    Step,
     all_ops,
     get_op,
     make_call,
@@ -45,10 +46,10 @@ from .registry import (
 from . import (  # noqa: F401
     elementwise, reduction, matmul, movement, partial, orchestration, task_arrays,
 )
-from . import gather, scatter, random, sort, masks, prefetch, cross_core  # noqa: F401
+from . import gather, scatter, random, sort, masks, prefetch, cross_core, trig  # noqa: F401
 # isort: on
 
 __all__ = [
     "ANY", "CAST_MODES", "CMP_TYPES", "FLOATS", "INTS", "MATMUL_INPUTS", "NUMERIC", "REQUIRED",
-    "OpDef", "OpParam", "all_ops", "get_op", "make_call", "register", "write_destination",
+    "OpDef", "OpParam", "Step", "all_ops", "get_op", "make_call", "register", "write_destination",
 ]

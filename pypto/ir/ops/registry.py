@@ -50,6 +50,19 @@ class OpParam:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One primitive operation of a composite operator's expansion: `dst = op(*args,
+    **attrs)`.  An argument is the name of an earlier step's value (or of the operator's
+    operand) or an FP32 constant; `attrs` are the primitive's attributes as (name, value)
+    pairs (a cast's dtype and mode).  A name bound again is the same buffer updated."""
+
+    dst: str
+    op: str
+    args: tuple
+    attrs: tuple = ()
+
+
+@dataclass(frozen=True)
 class OpDef:
     """An operator: signature, typing, lowering hooks and documentation.
 
@@ -66,6 +79,9 @@ class OpDef:
     reads_destination: the write reads the values it does not replace (pl.scatter loads each
     row of its input, writes some elements and stores the row back), so a task making it is
     InOut on the destination, not Out.
+    expansion: a composite operator's primitive operations (`Step`s, the last one its
+    result): LowerCompositeOps replaces each of its tile calls by them before anything is
+    placed, and its torch semantics run the same steps; it has no macro or instruction.
     """
 
     name: str
@@ -80,6 +96,7 @@ class OpDef:
     isa_rscalar: str = ""
     writes: int | None = None
     reads_destination: bool = False
+    expansion: tuple[Step, ...] = ()
 
     @property
     def operand_names(self) -> tuple[str, ...]:
@@ -88,6 +105,20 @@ class OpDef:
     @property
     def attr_params(self) -> tuple[OpParam, ...]:
         return tuple(p for p in self.params if p.kind == "attr")
+
+    def scratch_dtypes(self, dtype: DataType) -> tuple[DataType, ...]:
+        """The element types of the buffers a composite operator's expansion binds besides
+        its operands and result (one per name), for operands of `dtype`: a cast's value is
+        of its dtype, any other step's of its first named argument."""
+        held = dict.fromkeys(self.operand_names, dtype)
+        scratch: dict[str, DataType] = {}
+        for step in self.expansion[:-1]:
+            if step.dst not in held:
+                attrs = dict(step.attrs)
+                made = attrs["dtype"] if "dtype" in attrs else next(
+                    held[a] for a in step.args if isinstance(a, str))
+                held[step.dst] = scratch[step.dst] = made
+        return tuple(scratch.values())
 
     def operands(self, args: tuple, attrs: dict) -> dict[str, Any]:
         """Operand name -> expression (None for a left-out optional operand)."""
