@@ -45,6 +45,9 @@ REFUSED = {
 }
 REFUSED_SPELLINGS = {**{name: why for name, why in REFUSED.items()},
                      **{f"tensor.{name}": why for name, why in REFUSED.items()}}
+# Names upstream's users reach for at `pl.` that live elsewhere, upstream too (its FAQ):
+# where they are, for the parser's hint at a `pl.<name>` that does not exist.
+ELSEWHERE = {"task_dummy": "pl.system.task_dummy(deps=[...])"}
 # Parser constructs reached through a namespace (`pl.tensor.dim(t, 0)`).
 _BUILTINS = {"tensor": ("dim", "no_dep", "expand_clone"), "system": ("task_dummy",),
              "tile": ("aiv_shard", "aic_gather")}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+import sys
 from collections import ChainMap
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -63,10 +64,20 @@ from . import vocabulary
 from .compile_time import TYPE_ATTRIBUTES, CompileTimeSyntax
 from .control_flow import ControlFlowSyntax
 from .inline import InlineSyntax
+from .namespaces import ELSEWHERE
 from .split_aiv import REGION_BUILTINS, SplitAivSyntax, split_kernel
 from .stubs import DslBuiltin, OpStub, RefusedName
 from .tasks import TaskSyntax
 from .typing import RUNTIME, DirectedType, DynamicDim, Tensor, TensorSpec
+
+
+def _elsewhere(base, name: str) -> str | None:
+    """Where `pl.<name>`, which does not exist, lives (upstream's FAQ), for a hint."""
+    if base is vocabulary or base is sys.modules.get("pypto.language"):
+        where = ELSEWHERE.get(name)
+        return where and f"it lives elsewhere: {where}"
+    return None
+
 
 _BINOPS = {
     ast.Add: "add",
@@ -227,7 +238,8 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         try:
             return getattr(base, node.attr)
         except AttributeError:
-            raise self.error(node, f"`{ast.unparse(node)}` does not exist") from None
+            raise self.error(node, f"`{ast.unparse(node)}` does not exist",
+                             hint=_elsewhere(base, node.attr)) from None
 
     def _constant_List(self, node: ast.List | ast.Tuple) -> list:
         return [self.static(e) for e in node.elts]
@@ -1025,9 +1037,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             return self._func_call(fn, node)
         if fn is not None and self.is_static(node):
             return self._const(self.static(node), node)
+        elsewhere = None
+        if isinstance(func, ast.Attribute):
+            base = self._callable(func.value)
+            elsewhere = _elsewhere(base, func.attr)
         raise self.error(node, f"`{ast.unparse(func)}` is not a pypto operator or kernel",
-                         hint="operators are spelled pl.<op>(...); kernels must be decorated "
-                              "with @pl.jit.incore")
+                         hint=elsewhere or "operators are spelled pl.<op>(...); kernels must be "
+                                           "decorated with @pl.jit.incore")
 
     def _stub_call(self, fn: OpStub, node: ast.Call):
         """`pl.<op>(...)`, `pl.tile.<op>(...)`: the operator's call."""

@@ -64,7 +64,9 @@ WHY = {
                   "memory); remove it, or write the explicit pipe, whose rings "
                   "aic/aiv_initialize_pipe(slot_num=) size",
     "level": "kernels run on the whole core group (pl.Level.CORE_GROUP) here",
-    "task_dummy": "spelled pl.system.task_dummy(deps=[...]) (a join of task ids)",
+    "task_dummy": "not defined upstream either (its FAQ): the error at its line says it "
+                  "lives under pl.system: call pl.system.task_dummy(deps=[...]) (a join of "
+                  "task ids)",
 }
 
 _DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8",

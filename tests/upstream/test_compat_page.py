@@ -61,3 +61,20 @@ def _snapshot_names() -> set[str]:
 def test_every_name_the_snapshot_uses_is_in_the_table():
     missing = sorted(_snapshot_names() - set(NAMES))
     assert missing == [], f"add these to pypto/tools/upstream_compat.py: {missing}"
+
+
+@pl.jit
+def _joins_tasks(x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
+    gate = pl.task_dummy(deps=[])  # upstream's FAQ: not defined, it lives under pl.system
+    return out
+
+
+def test_a_name_upstream_keeps_elsewhere_is_an_error_saying_where_it_lives():
+    import torch
+
+    from pypto.ir.errors import ParseError
+
+    with pytest.raises(ParseError, match=r"`pl\.task_dummy` is not a pypto operator") as info:
+        _joins_tasks.frontend(torch.zeros(16, 16), torch.zeros(16, 16))
+    assert info.value.hint == "it lives elsewhere: pl.system.task_dummy(deps=[...])"
+    assert info.value.span.line == _joins_tasks.fn.__code__.co_firstlineno + 2
