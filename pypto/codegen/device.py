@@ -427,7 +427,13 @@ class _DeviceKernelBuilder:
         if call.op in PUSH_OPS:
             (tile,) = call.args
             ring, pipe = self._ring(call)
-            self._check_crossing(tile, f"pl.{call.op.split('.')[-1]}", s)
+            self._check_crossing(tile, self._spelled(call), s)
+            if ring.c2v and call.attr("split") and self.backend != "Ascend910B" \
+                    and tile.type.dtype.itemsize != 4:
+                raise LoweringError(
+                    f"{self._spelled(call)} on {self.backend or 'this backend'}: A5's TPUSH "
+                    f"splits a cube tile between the lanes for 32-bit elements only, not "
+                    f"{tile.type.dtype.name}", s.span, hint="push it with split=0")
             x = self.tile(tile)
             model = {"kind": "tpush", "ring": ring.type, "pipe": pipe, "tile": x.ident,
                      "split": SPLIT_AXES[call.attr("split")]}
@@ -448,7 +454,7 @@ class _DeviceKernelBuilder:
         function's views are known); on pto-isa's CPU model it copies the slot into the
         tile's bytes, which the views already share."""
         ring, pipe = self._ring(call)
-        self._check_crossing(dst, f"pl.{call.op.split('.')[-1]}", s)
+        self._check_crossing(dst, self._spelled(call), s)
         t = self.tile(dst)
         split = call.attr("split") or 0
         self.popped_split[dst.name] = split
@@ -466,6 +472,14 @@ class _DeviceKernelBuilder:
         if key not in self.pipe_objects:
             self.pipe_objects[key] = self._fresh(f"pipe{key[0]}_{direction.lower()}")
         return self.pipes.rings[key], self.pipe_objects[key]
+
+    def _spelled(self, call: Call) -> str:
+        """A push or pop as the program wrote it: in a lane region's kernel, the shard or
+        gather it is (language/split_aiv.py)."""
+        if self.fn.attr("split_aiv"):
+            return "pl.aiv_shard" if ({**PUSH_OPS, **POP_OPS}[call.op] == "C2V") \
+                else "pl.aic_gather"
+        return f"pl.{call.op.split('.')[-1]}"
 
     def _check_crossing(self, var: Var, what: str, s) -> None:
         """Refuses, at `s`, a tile device code cannot hand through the pipe: one whose

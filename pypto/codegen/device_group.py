@@ -27,9 +27,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir.errors import LoweringError
-from ..ir.nodes import Function, Program
-from ..ir.ops.cross_core import BOTH_LANES, POP_OPS
+from ..ir.nodes import Assign, Call, ExprStmt, Function, Program, Return
+from ..ir.ops.cross_core import BOTH_LANES, FREE_OPS, POP_OPS
 from ..ir.types import Level
+from ..ir.visitor import defs, statements, uses
 from ..passes.cross_core_pipe import pipe_calls
 from .cpp import param_models, param_spec
 from .device import GroupPipes, PipeRing, device_function
@@ -67,6 +68,8 @@ def device_group_source(program: Program, group: Function, members: dict,
                  "(a2a3cpu, a5cpu) or on a simulator")
     if vector is not None:
         _refuse_shared_shards(vector[0], rings)
+    for fn, _ in members.values():
+        _refuse_reads_after_free(fn)
     pipes = _group_pipes(group, members, rings, platform)
     name = symbol(group.name, device_code=True)
     functions, sides, on_chip = [], {}, {}
@@ -161,3 +164,29 @@ def _refuse_shared_shards(vector: Function, rings: list[dict]) -> None:
                 "code for it can be proven here", span,
                 hint="split the tile between the lanes (pl.SplitMode.UP_DOWN / LEFT_RIGHT), "
                      "or run it on a simulator (a2a3sim, a5sim)")
+
+
+def _refuse_reads_after_free(fn: Function) -> None:
+    """A popped tile read after its tfree is refused at the read: on the NPU the popped tile
+    is the ring's slot (TPOP points it there), which the tfree hands back to the producer
+    to fill again; the simulators and pto-isa's CPU model copy the slot into the tile's
+    own bytes, so no run here would show it."""
+    freed: dict[str, int] = {}  # a freed tile's name -> the line of its tfree
+    for s in statements(list(fn.body)):
+        if not isinstance(s, (Assign, ExprStmt, Return)):
+            continue
+        call = getattr(s, "value", None)
+        if isinstance(call, Call) and call.op in FREE_OPS:
+            freed[call.args[0].name] = s.span.line if s.span else 0
+            continue
+        read = sorted(set(uses(s)) & set(freed))
+        if read:
+            name = read[0]
+            raise LoweringError(
+                f"`{name}` is read after its tfree (line {freed[name]}): on the device a "
+                "popped tile is the ring's slot, which the tfree hands back to the producer "
+                "to fill again", s.span,
+                hint=f"move the tfree of `{name}` after its last use")
+        for name in defs(s):
+            freed.pop(name, None)
+
