@@ -67,6 +67,9 @@ def test_a_group_is_one_mixed_source_with_a_tpipe_per_ring():
     assert "TPOP<Pipe0C2V, decltype(t), TileSplitAxis::TILE_UP_DOWN>(pipe0_c2v, t);" in cpp
     assert "TFREE<Pipe0C2V, TileSplitAxis::TILE_UP_DOWN>(pipe0_c2v);" in cpp
     assert "lane = static_cast<int64_t>(get_subblockid());" in cpp
+    # Each function only in its core's build (pto-isa's CPU model defines both macros).
+    assert cpp.index("#if defined(__DAV_CUBE__)") < cpp.index("void group__aic(") \
+        < cpp.index("#if defined(__DAV_VEC__)") < cpp.index("void group__aiv(")
     entry = cpp[cpp.index('extern "C"'):]
     assert entry.index("#if defined(__DAV_CUBE__)") < entry.index("group__aic(args);") \
         < entry.index("#if defined(__DAV_VEC__)") < entry.index("group__aiv(args);")
@@ -145,6 +148,17 @@ def test_a_popped_tile_read_after_its_free_is_refused_at_the_read():
     assert "the tfree hands back to the producer" in message
 
 
+def test_a5_splits_only_32_bit_cube_tiles():
+    source = c2v_source(3, 2, 1).replace(
+        "pl.move(bm, pl.Mem.Right))", "pl.move(bm, pl.Mem.Right), out_dtype=pl.FP16)").replace(
+        "pl.Tile[[8, 16], pl.FP32]", "pl.Tile[[8, 16], pl.FP16]").replace(
+        "r = pl.add(t, bt)", "r = pl.add(pl.cast(t, pl.FP32), bt)")
+    _refusal(source, "a5cpu", "pl.tpush_to_aiv(acc, split=1)",
+             "A5's TPUSH splits a cube tile between the lanes for 32-bit elements only, not FP16")
+    assert "TPUSH<Pipe0C2V, decltype(acc), TileSplitAxis::TILE_UP_DOWN>" in \
+        _group_source(source, "a2a3cpu").cpp
+
+
 def test_the_device_platforms_refuse_a_group_at_its_first_pipe_operator():
     source = c2v_source()
     message = _refusal(source, "a2a3", "pl.aic_initialize_pipe",
@@ -183,30 +197,6 @@ def test_more_rings_than_flags_is_refused_at_the_first_ring_over():
         "        return out", ""])
     message = _refusal(source, "a5cpu", f"id={MAX_RINGS})", f"has {MAX_RINGS + 1} rings")
     assert f"so {MAX_RINGS} at most" in message
-
-
-LANE_OUTSIDE = """
-@pl.program
-class LaneOutside:
-    @pl.function(type=pl.FunctionType.InCore)
-    def k(self, x: pl.Tensor[[32, 16], pl.FP32],
-          out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]) -> pl.Tensor[[32, 16], pl.FP32]:
-        lane = pl.tensor.get_subblock_idx()
-        out = pl.store(pl.load(x, [lane * 16, 0], [16, 16]), [lane * 16, 0], out)
-        return out
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def main(self, x: pl.Tensor[[32, 16], pl.FP32],
-             out: pl.Out[pl.Tensor[[32, 16], pl.FP32]]) -> pl.Tensor[[32, 16], pl.FP32]:
-        out = self.k(x, out)
-        return out
-"""
-
-
-def test_the_lane_index_outside_a_group_is_still_refused():
-    # The simulators answer 0 there; the NPU, whichever vector core runs the task.
-    _refusal(LANE_OUTSIDE, "a2a3cpu", "get_subblock_idx()",
-             "in `k`, which is no function of a pl.FunctionType.Group, has no device code")
 
 
 # ----------------------------------------------------------------------------- runs
