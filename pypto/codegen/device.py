@@ -201,6 +201,7 @@ class _DeviceKernelBuilder:
         self.pipe_objects: dict[tuple[int, bool], str] = {}  # ring -> its TPipe's C++ name
         self.pops: list[tuple[dict, _Tile]] = []  # each TPOP's model, with its tile
         self.popped_split: dict[str, int] = {}  # a popped tile's name -> its pop's split
+        self.popped: set[str] = set()  # the names holding a popped tile where code stands
         self.vec_capacity = vec_capacity  # the backend's UB bytes (None: not checked)
         self.backend = backend  # its name ("Ascend910B"; "": none named)
         self.scratch_addr = _vec_high_water(fn.body)  # free UB above every tile
@@ -390,6 +391,7 @@ class _DeviceKernelBuilder:
                                     "value": {"kind": "int", "value": base}})]
             return [_statement({"kind": "scalar_assign", "dst": ident(dst.name),
                                 "value": _expr(call)})]
+        self.popped.discard(dst.name)  # a pop (below) marks it again
         if isinstance(call, Var) and isinstance(call.type, TileType):
             return self._set_extents(dst, call) + [self._move(dst, call, s)]
         if isinstance(call, Call) and call.op in _NO_DEVICE_CODE:
@@ -458,6 +460,7 @@ class _DeviceKernelBuilder:
         t = self.tile(dst)
         split = call.attr("split") or 0
         self.popped_split[dst.name] = split
+        self.popped.add(dst.name)
         model = {"kind": "tpop", "ring": ring.type, "pipe": pipe, "tile": t.ident,
                  "split": SPLIT_AXES[split], "views": []}
         self.pops.append((model, t))
@@ -472,6 +475,19 @@ class _DeviceKernelBuilder:
         if key not in self.pipe_objects:
             self.pipe_objects[key] = self._fresh(f"pipe{key[0]}_{direction.lower()}")
         return self.pipes.rings[key], self.pipe_objects[key]
+
+    def _refuse_popped_alias(self, var: Var, what: str, s) -> None:
+        """Refuses, at `s`, reading a popped tile's bytes as another element type (a tile
+        of its own declared at the popped tile's address): on the NPU TPOP points the popped
+        tile at the ring's slot, which its own object and its views follow, and such a tile
+        does not."""
+        if var.name in self.popped:
+            raise LoweringError(
+                f"{what} reads `{var.name}`, a tile popped from the cross-core pipe, as "
+                "another element type: on the NPU the popped tile is the ring's slot (TPOP "
+                "points it there), which device code reaches through the tile and its views "
+                "alone", s.span,
+                hint=f"copy it first: pl.move({var.name}, pl.Mem.Vec) is a tile of its own")
 
     def _spelled(self, call: Call) -> str:
         """A push or pop as the program wrote it: in a lane region's kernel, the shard or
@@ -646,6 +662,7 @@ class _DeviceKernelBuilder:
         tmp = self._scratch("scatter_tmp", replace(dst.type, dtype=bits), what, s,
                             above=ones.access().end)
         x, i = self.tile(src), self.valid_view(idx)
+        self._refuse_popped_alias(base, "pl.tile.scatter", s)
         as_bits = [self.elementwise(Var(f"{v.name}_bits", replace(v.type, dtype=bits), v.span))
                    for v in (base, dst)]
         d, r = as_bits
@@ -767,6 +784,8 @@ class _DeviceKernelBuilder:
         are neither on the CPU model), so its view is the tile declared at the source's
         address alone: what TRESHAPE does on A2/A3 (TASSIGN of the source's pointer)."""
         what_op = "pl.reshape" if dst.type.dtype == src.type.dtype else "pl.reinterpret_view"
+        if dst.type.dtype != src.type.dtype:  # TRESHAPE follows a popped tile; TASSIGN not
+            self._refuse_popped_alias(src, what_op, s)
         for what, var in (("source", src), ("result", dst)):
             _check_linear(what_op, what, var.type, s)
         # A column [R, 1] (column-major) is the row [1, R] of the same bytes.
@@ -843,6 +862,7 @@ class _DeviceKernelBuilder:
         tile the allocator placed; the instructions return its float view."""
         t = src.type
         ibits, abs_mask, inf_bits = _FLOAT_BITS[t.dtype]
+        self._refuse_popped_alias(src, f"pl.{s.value.op}", s)
         bits = self.elementwise(Var(f"{src.name}_bits", replace(t, dtype=ibits), src.span))
         m = self._scratch("nan_guard", replace(t, dtype=ibits), f"pl.{s.value.op}", s)
         value = self._scratch("nan_guard_value", t, f"pl.{s.value.op}", s)
@@ -1435,7 +1455,8 @@ def device_function(fn: Function, vec_capacity: int | None = None, backend: str 
         "mrgsort_lists": builder.mrgsort_lists,
         "batched": builder.batched,
         "pipes": [_pipe_model(pipes, builder.pipe_objects[key], pipes.rings[key])
-                  for key in sorted(builder.pipe_objects)] if pipes is not None else [],
+                  for key in sorted(builder.pipe_objects, key=lambda k: pipes.rings[k].flag)]
+        if pipes is not None else [],
     }
     on_chip = dict.fromkeys((m.name for m in MemorySpace if m is not MemorySpace.DDR), 0)
     for tile in builder.tiles.values():

@@ -86,7 +86,7 @@ def device_group_source(program: Program, group: Function, members: dict,
         for space, mark in function.on_chip.items():
             on_chip[space] = max(on_chip.get(space, 0), mark)
     model = {"name": group.name, "functions": functions,
-             "rings": [pipes.rings[key] for key in sorted(pipes.rings)],
+             "rings": sorted(pipes.rings.values(), key=lambda r: r.flag),
              "cube": sides[Level.AIC][0] if Level.AIC in sides else None,
              "vector": sides[Level.AIV][0] if Level.AIV in sides else None,
              **{flag: any(f[flag] for f in functions)

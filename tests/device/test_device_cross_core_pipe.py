@@ -148,6 +148,20 @@ def test_a_popped_tile_read_after_its_free_is_refused_at_the_read():
     assert "the tfree hands back to the producer" in message
 
 
+def test_a_popped_tile_read_as_another_element_type_is_refused():
+    # A float -> integer cast reads the tile's bits through a tile of its own at the
+    # popped tile's address, which TPOP's pointing at the slot does not move.
+    source = c2v_source().replace("r = pl.add(t, bt)",
+                                  "r = pl.cast(pl.cast(t, pl.INT32), pl.FP32)")
+    _refusal(source, "a2a3cpu", "pl.cast(t, pl.INT32)",
+             "pl.cast reads `t`, a tile popped from the cross-core pipe, as another element type")
+    # A copy of it is a tile of its own.
+    copied = c2v_source().replace("r = pl.add(t, bt)",
+                                  "r = pl.cast(pl.cast(pl.move(t, pl.Mem.Vec), pl.INT32), "
+                                  "pl.FP32)")
+    assert "TCVT(" in _group_source(copied, "a2a3cpu").cpp
+
+
 def test_a5_splits_only_32_bit_cube_tiles():
     source = c2v_source(3, 2, 1).replace(
         "pl.move(bm, pl.Mem.Right))", "pl.move(bm, pl.Mem.Right), out_dtype=pl.FP16)").replace(
