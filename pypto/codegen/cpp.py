@@ -476,11 +476,11 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     kernel = device_kernel(fn, platform.backend.capacities["Vec"], platform.backend.name)
     launch = ""
     if platform.kind == "cpu_model":
-        _refuse_bias_beside_vec(fn, platform, kernel.on_chip)
+        refuse_bias_beside_vec(fn, platform, kernel.on_chip)
         model = {"name": symbol(fn.name, device_code=True), "params": param_models(fn),
                  "arch": platform.cpu_model_arch,
                  "block_num": "get_block_num()" in kernel.cpp,
-                 "poison": [{"base": _POISON_BASE[space], "bytes": n}
+                 "poison": [{"base": POISON_BASE[space], "bytes": n}
                             for space, n in sorted(kernel.on_chip.items()) if n]}
         launch = render("cpu_model_launch.cpp.j2", l=model)
     return KernelSource(symbol(fn.name, device_code=True), kernel.cpp, kernel.core_type,
@@ -530,7 +530,7 @@ def _refuse_transfers(fn: Function, platform: Platform) -> None:
                 hint="run it on a simulator platform (a2a3sim, a5sim)")
 
 
-def _refuse_bias_beside_vec(fn: Function, platform: Platform, on_chip: dict[str, int]) -> None:
+def refuse_bias_beside_vec(fn: Function, platform: Platform, on_chip: dict[str, int]) -> None:
     """pto-isa's CPU model has no bias table: it resolves a Bias tile's address into UB, so
     a kernel with Vec tiles too would have both at the same bytes there."""
     if not (on_chip["Vec"] and on_chip["Bias"]):
@@ -547,7 +547,7 @@ def _refuse_bias_beside_vec(fn: Function, platform: Platform, on_chip: dict[str,
 
 # pto-isa's NPUMemoryModel names each on-chip space by its buffer.
 # Its CPU model has no bias table: a Bias tile resolves into UB (NPUMemoryModel::GetPointer).
-_POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C",
+POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C",
                 "Bias": "UB"}
 
 

@@ -27,12 +27,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir.errors import LoweringError
-from ..ir.nodes import Assign, Call, ExprStmt, Function, Program, Return
+from ..ir.nodes import Assign, Call, ExprStmt, Function, Return
 from ..ir.ops.cross_core import BOTH_LANES, FREE_OPS, POP_OPS
 from ..ir.types import Level
 from ..ir.visitor import defs, statements, uses
 from ..passes.cross_core_pipe import pipe_calls
-from .cpp import param_models, param_spec
+from .cpp import POISON_BASE, param_models, param_spec, refuse_bias_beside_vec
 from .device import GroupPipes, PipeRing, device_function
 from .environment import render
 from .identifiers import symbol
@@ -45,12 +45,8 @@ MAX_RINGS = 8
 """Rings a group may have: each takes two of the AI Core's 16 cross-core flag ids (pto-isa's
 TPipe uses FlagID and FlagID + 1, below 16)."""
 
-# pto-isa's NPUMemoryModel names each on-chip space by its buffer (as codegen/cpp.py).
-_POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C"}
-
-
-def device_group_source(program: Program, group: Function, members: dict,
-                        rings: list[dict], platform: Platform) -> KernelSource:
+def device_group_source(group: Function, members: dict, rings: list[dict],
+                        platform: Platform) -> KernelSource:
     """The device source of `group` (and its CPU-model launcher); `members` are its
     functions by level with the group parameter each of their parameters is, `rings` the
     group's rings as codegen/group.py finds them."""
@@ -79,6 +75,7 @@ def device_group_source(program: Program, group: Function, members: dict,
         fn, positions = member
         function = device_function(fn, platform.backend.capacities["Vec"],
                                    platform.backend.name, pipes, positions)
+        refuse_bias_beside_vec(fn, platform, function.on_chip)
         side = f"{name}__{level.name.lower()}"
         functions.append({**function.model, "symbol": side,
                           "side": "cube" if level is Level.AIC else "vector"})
@@ -109,9 +106,9 @@ def _side_launch(side: tuple[str, dict[str, int]] | None) -> dict | None:
     if side is None:
         return None
     name, on_chip = side
-    return {"symbol": name, "poison": [{"base": _POISON_BASE[space], "bytes": n}
+    return {"symbol": name, "poison": [{"base": POISON_BASE[space], "bytes": n}
                                        for space, n in sorted(on_chip.items())
-                                       if n and space in _POISON_BASE]}
+                                       if n and space in POISON_BASE]}
 
 
 def _group_pipes(group: Function, members: dict, rings: list[dict],

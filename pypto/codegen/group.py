@@ -68,7 +68,7 @@ def ring_models(functions: list[Function]) -> list[dict]:
 def group_source(program: Program, group: Function, platform: Platform | None) -> KernelSource:
     members = _members(program, group)
     if platform is not None and platform.device_code:
-        return device_group_source(program, group, members,
+        return device_group_source(group, members,
                                    ring_models([fn for fn, _ in members.values()]), platform)
     models, on_chip = {}, {}
     for level, (fn, positions) in members.items():
