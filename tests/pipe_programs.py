@@ -120,6 +120,33 @@ def v2c_source(n: int = 3, slots: int = 2, split: int = 0) -> str:
                       push_rows=push_rows, push_cols=push_cols, row0=row0, col0=col0)
 
 
+C2V_GROUP_CALL = "        out = self.group(a, b, bias, out)\n"
+C2V_CLUSTER = ("        with pl.cluster():\n"
+               "            self.cube(a, b)\n"
+               "            out = self.vector(bias, out)\n")
+V2C_GROUP_CALL = "        out = self.group(x, b, out)\n"
+V2C_CLUSTER = ("        with pl.cluster():\n"
+               "            self.vector(x)\n"
+               "            out = self.cube(b, out)\n")
+
+
+def without_group(source: str) -> str:
+    """`source` without its hand-written Group function."""
+    start = source.index("    @pl.function(type=pl.FunctionType.Group)")
+    end = source.index("    @pl.function(type=pl.FunctionType.Orchestration)")
+    return source[:start] + source[end:]
+
+
+def c2v_cluster(n: int = 3, slots: int = 2, split: int = 0) -> str:
+    """The C2V program with its group written as a `with pl.cluster():` block."""
+    return without_group(c2v_source(n, slots, split)).replace(C2V_GROUP_CALL, C2V_CLUSTER)
+
+
+def v2c_cluster(n: int = 3, slots: int = 2, split: int = 0) -> str:
+    """The V2C program with its group written as a `with pl.cluster():` block."""
+    return without_group(v2c_source(n, slots, split)).replace(V2C_GROUP_CALL, V2C_CLUSTER)
+
+
 def parse(source: str, name: str = "<pipe program>"):
     """The program of `source` (pl.parse: errors name its lines)."""
     return pl.parse(source, name)

@@ -136,3 +136,33 @@ class LanesOnly:
         out = self.k(x, out)
         return out
 '''
+
+
+# A NONE region that only gathers: both lanes double the same rows of `x` and hand them to
+# the cube (lane 0's tile), which multiplies them by `w`; no cube tile is read in a region.
+GATHER_ONLY = '''
+@pl.program
+class GatherOnly:
+    @pl.function(type=pl.FunctionType.InCore)
+    def mixed(self, x: pl.Tensor[[{n} * 16, 16], pl.FP16], w: pl.Tensor[[16, 16], pl.FP16],
+              out: pl.Out[pl.Tensor[[{n} * 16, 16], pl.FP32]]
+              ) -> pl.Tensor[[{n} * 16, 16], pl.FP32]:
+        wm = pl.load(w, [0, 0], [16, 16], target_memory=pl.Mem.Mat)
+        for i in pl.range({n}):
+            for _ in pl.split_aiv(2, mode=pl.SplitMode.NONE):
+                v = pl.mul(pl.load(x, [i * 16, 0], [16, 16]), 2.0)
+                g = pl.aic_gather(v)
+            y = pl.matmul(pl.move(g, pl.Mem.Left), pl.move(wm, pl.Mem.Right))
+            out = pl.store(y, [i * 16, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[{n} * 16, 16], pl.FP16], w: pl.Tensor[[16, 16], pl.FP16],
+             out: pl.Out[pl.Tensor[[{n} * 16, 16], pl.FP32]]) -> pl.Tensor[[{n} * 16, 16], pl.FP32]:
+        out = self.mixed(x, w, out)
+        return out
+'''
+
+
+def gather_only_source(n: int = N) -> str:
+    return GATHER_ONLY.format(n=n)

@@ -78,7 +78,8 @@ def param_spec(p) -> ParamSpec:
     return ParamSpec(p.var.name, "scalar", t.dtype.name)
 
 
-def _param_models(fn: Function) -> list[dict]:
+def param_models(fn: Function) -> list[dict]:
+    """The templates' model of `fn`'s parameters: C++ name, index, tensor / int / float."""
     out = []
     for i, p in enumerate(fn.params):
         t = p.var.type
@@ -453,7 +454,7 @@ def kernel_model(fn: Function) -> tuple[dict, dict[str, int]]:
     model = {
         "name": fn.name,
         "symbol": symbol(fn.name),
-        "params": _param_models(fn),
+        "params": param_models(fn),
         "tiles": sorted(builder.tiles.values(), key=lambda t: t["ident"]),
         "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
         "body": body,
@@ -475,11 +476,11 @@ def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     kernel = device_kernel(fn, platform.backend.capacities["Vec"], platform.backend.name)
     launch = ""
     if platform.kind == "cpu_model":
-        _refuse_bias_beside_vec(fn, platform, kernel.on_chip)
-        model = {"name": symbol(fn.name, device_code=True), "params": _param_models(fn),
+        refuse_bias_beside_vec(fn, platform, kernel.on_chip)
+        model = {"name": symbol(fn.name, device_code=True), "params": param_models(fn),
                  "arch": platform.cpu_model_arch,
                  "block_num": "get_block_num()" in kernel.cpp,
-                 "poison": [{"base": _POISON_BASE[space], "bytes": n}
+                 "poison": [{"base": POISON_BASE[space], "bytes": n}
                             for space, n in sorted(kernel.on_chip.items()) if n]}
         launch = render("cpu_model_launch.cpp.j2", l=model)
     return KernelSource(symbol(fn.name, device_code=True), kernel.cpp, kernel.core_type,
@@ -497,8 +498,9 @@ class _LaneIndexReads(IRVisitor):
 
 
 def _refuse_subblock_idx(fn: Function, platform: Platform) -> None:
-    """pl.tensor.get_subblock_idx() reads the vector lane of a Group task, which device code
-    does not run yet (codegen/group.py refuses the group)."""
+    """pl.tensor.get_subblock_idx() reads the vector lane of a Group task; in any other
+    kernel the simulators answer 0, where the NPU answers the sub-block of whichever
+    vector core runs the task, which nothing fixes."""
     for s in statements(fn.body):
         finds = _LaneIndexReads()
         for name in ("value", "cond", "start", "stop", "step"):
@@ -506,9 +508,12 @@ def _refuse_subblock_idx(fn: Function, platform: Platform) -> None:
                 finds.visit_expr(getattr(s, name))
         if finds.found:
             raise LoweringError(
-                    f"pl.tensor.get_subblock_idx() has no device code on {platform.name} yet: "
-                    "the vector lanes of a pl.FunctionType.Group run on the simulators only",
-                    s.span, hint="run it on a2a3sim or a5sim")
+                    f"pl.tensor.get_subblock_idx() in `{fn.name}`, which is no function of a "
+                    f"pl.FunctionType.Group, has no device code on {platform.name}: the "
+                    "simulators answer 0 there, where the NPU answers the sub-block of "
+                    "whichever vector core runs the task", s.span,
+                    hint="read the lane in the AIV function of a group (or a pl.split_aiv "
+                         "region), or run it on a2a3sim or a5sim")
 
 
 def _refuse_transfers(fn: Function, platform: Platform) -> None:
@@ -525,7 +530,7 @@ def _refuse_transfers(fn: Function, platform: Platform) -> None:
                 hint="run it on a simulator platform (a2a3sim, a5sim)")
 
 
-def _refuse_bias_beside_vec(fn: Function, platform: Platform, on_chip: dict[str, int]) -> None:
+def refuse_bias_beside_vec(fn: Function, platform: Platform, on_chip: dict[str, int]) -> None:
     """pto-isa's CPU model has no bias table: it resolves a Bias tile's address into UB, so
     a kernel with Vec tiles too would have both at the same bytes there."""
     if not (on_chip["Vec"] and on_chip["Bias"]):
@@ -542,7 +547,7 @@ def _refuse_bias_beside_vec(fn: Function, platform: Platform, on_chip: dict[str,
 
 # pto-isa's NPUMemoryModel names each on-chip space by its buffer.
 # Its CPU model has no bias table: a Bias tile resolves into UB (NPUMemoryModel::GetPointer).
-_POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C",
+POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "L0C",
                 "Bias": "UB"}
 
 
@@ -871,12 +876,15 @@ def generate(program: Program, frontend: Program | None = None,
     entry = program.entry_function
     if entry.func_type is not FunctionType.Orchestration:
         raise InternalError("the entry of a lowered program must be an orchestration function")
-    # The kernels: every InCore function but those of the cross-core pipe, which run in
-    # the Group that calls them, and each Group (codegen/group.py).
+    # The kernels: every InCore function but those that run only in the Group calling
+    # them (those of the cross-core pipe, and a lane region's kernel's other side), and
+    # each Group (codegen/group.py).
     from .group import group_source  # the Group kernels build on this module's kernels
 
+    in_groups = _group_only(program)
     incore = [f for f in program.functions
-              if (f.func_type is FunctionType.InCore and not uses_pipe(f))
+              if (f.func_type is FunctionType.InCore and not uses_pipe(f)
+                  and f.name not in in_groups)
               or f.func_type is FunctionType.Group]
     kernels = tuple(group_source(program, f, platform) if f.func_type is FunctionType.Group
                     else _kernel(f, platform) for f in incore)
@@ -885,7 +893,7 @@ def generate(program: Program, frontend: Program | None = None,
     body = builder.auto_scope(builder.body(entry.body))
     model = {
         "name": entry.name,
-        "params": _param_models(entry),
+        "params": param_models(entry),
         "locals": sorted(builder.locals.values(), key=lambda v: v["ident"]),
         "dump_slots": len(builder.dump_slots),
         "body": body,
@@ -901,6 +909,18 @@ def generate(program: Program, frontend: Program | None = None,
         kernels=kernels,
         orchestration_cpp=render("orchestration.cpp.j2", o=model),
     )
+
+
+def _group_only(program: Program) -> set[str]:
+    """The functions a pl.FunctionType.Group calls and no other function does."""
+    by_group: set[str] = set()
+    elsewhere: set[str] = set()
+    for fn in program.functions:
+        for s in statements(list(fn.body)):
+            call = getattr(s, "value", None)
+            if isinstance(call, FuncCall):
+                (by_group if fn.func_type is FunctionType.Group else elsewhere).add(call.callee)
+    return by_group - elsewhere
 
 
 def _entry_outputs(entry: Function) -> tuple[int, ...]:

@@ -10,6 +10,8 @@ pairs between pipes.  The entry point follows the upstream runtime's convention,
 pointers to pypto's tensor descriptor (`PtoTensor`, pto/abi.h), scalars their 64 bits.
 
 This module decides what to emit; the text comes from templates/device_kernel.cpp.j2.
+The functions of a pl.FunctionType.Group (the cross-core pipe's TPUSH / TPOP / TFREE) are
+built here too, one at a time; codegen/device_group.py puts them together.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
 from ..ir.names import fresh_name
-from ..ir.nodes import Assign, Call, Const, ExprList, For, Function, If, Var, While
+from ..ir.nodes import Assign, Call, Const, ExprList, ExprStmt, For, Function, If, Var, While
 from ..ir.ops import get_op
+from ..ir.ops.cross_core import BUFFER_OPS, FREE_OPS, INIT_OPS, POP_OPS, PUSH_OPS
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce, table_rows
 from ..ir.ops.prefetch import first_prefetch
 from ..ir.ops.random import SEEDS
@@ -110,6 +113,37 @@ _PARTIAL_DTYPES = {
 }
 # The first instruction of pl.addc / subc / addsc / subsc (the second adds rhs2).
 _SUM3_FIRST = {"addc": "TADD", "subc": "TSUB", "addsc": "TADDS", "subsc": "TSUBS"}
+# pto-isa's TileSplitAxis of a pipe operator's `split`.
+SPLIT_AXES = {0: "TILE_NO_SPLIT", 1: "TILE_UP_DOWN", 2: "TILE_LEFT_RIGHT"}
+
+
+@dataclass(frozen=True)
+class PipeRing:
+    """One ring of a group's cross-core pipe (pipe `id`, one direction) as device code
+    declares it: pto-isa's `TPipe<flag, direction, slot_size, slot_num, slot_num>` under the
+    alias `type`, its slots `base` bytes into the consumer's buffer (Vec for cube to vector,
+    Mat for vector to cube: the bytes AllocateMemoryAddr reserves there), and on A2/A3
+    `gm_offset` bytes into the GM slot buffer the task is given (None on A5, whose rings
+    are the consumer's buffer alone)."""
+
+    id: int
+    c2v: bool
+    split: int  # the simulators' split of its pushes and pops (BOTH_LANES: a NONE region's)
+    slot_num: int
+    slot_size: int
+    flag: int
+    base: int
+    gm_offset: int | None
+    type: str
+
+
+@dataclass(frozen=True)
+class GroupPipes:
+    """The rings of a group, by (pipe id, cube to vector?), and the argument of the task
+    holding the GM slot buffer's address (None: no GM ring)."""
+
+    rings: dict[tuple[int, bool], PipeRing]
+    gm_arg: int | None
 
 
 @dataclass
@@ -161,8 +195,14 @@ class _Tile:
 class _DeviceKernelBuilder:
     """Builds the device template's model of one InCore function."""
 
-    def __init__(self, fn: Function, vec_capacity: int | None = None, backend: str = ""):
+    def __init__(self, fn: Function, vec_capacity: int | None = None, backend: str = "",
+                 pipes: GroupPipes | None = None):
         self.fn = fn
+        self.pipes = pipes  # the group's rings, for a function of a pl.FunctionType.Group
+        self.pipe_objects: dict[tuple[int, bool], str] = {}  # ring -> its TPipe's C++ name
+        self.pops: list[tuple[dict, _Tile]] = []  # each TPOP's model, with its tile
+        self.popped_split: dict[str, int] = {}  # a popped tile's name -> its pop's split
+        self.popped: set[str] = set()  # the names holding a popped tile where code stands
         self.vec_capacity = vec_capacity  # the backend's UB bytes (None: not checked)
         self.backend = backend  # its name ("Ascend910B"; "": none named)
         self.scratch_addr = _vec_high_water(fn.body)  # free UB above every tile
@@ -313,7 +353,7 @@ class _DeviceKernelBuilder:
 
     def body(self, stmts) -> list:
         return [node for nodes in kernel_statements(stmts, self.loop, self.while_loop,
-                                                    self.assign, self.visit_If)
+                                                    self.assign, self.visit_If, self.effect)
                 for node in nodes]
 
     def loop(self, s: For) -> list:
@@ -340,8 +380,17 @@ class _DeviceKernelBuilder:
             declare_scalar(self.scalars, self.params, dst)
             if isinstance(call, Call) and call.op == "read":
                 return self._read(call, dst, s)
+            if isinstance(call, Call) and call.op in BUFFER_OPS:
+                # A ring buffer's base, as the simulators give it: the rings take the bottom
+                # of the consumer's buffer (AllocateMemoryAddr), where device code's TPipes
+                # place them whatever the program passes its initialize_pipe (`PipeRing`).
+                base = max(call.attr("base", 0), 0) if call.op == "system.reserve_buffer" \
+                    else 0
+                return [_statement({"kind": "scalar_assign", "dst": ident(dst.name),
+                                    "value": {"kind": "int", "value": base}})]
             return [_statement({"kind": "scalar_assign", "dst": ident(dst.name),
                                 "value": _expr(call)})]
+        self.popped.discard(dst.name)  # a pop (below) marks it again
         if isinstance(call, Var) and isinstance(call.type, TileType):
             return self._set_extents(dst, call) + [self._move(dst, call, s)]
         if isinstance(call, Call) and call.op in _NO_DEVICE_CODE:
@@ -365,6 +414,111 @@ class _DeviceKernelBuilder:
             tuple(Access(f"GM:{g}") for g in gm_writes)
         text = f"{name}({', '.join(a['name'] if a['kind'] == 'ref' else '...' for a in rendered)})"
         return Instr(pipe, accesses_r, accesses_w, text, model)
+
+    # -- the cross-core pipe (a function of a pl.FunctionType.Group)
+
+    def effect(self, s: ExprStmt) -> list:
+        """A pipe operator called for its effect: TPUSH, TFREE; an initialize_pipe emits
+        nothing where it stands (the function's TPipes are declared with its tiles)."""
+        call = s.value
+        if self.pipes is None:
+            raise InternalError(f"a cross-core pipe operator outside a group: {s!r}")
+        if call.op in INIT_OPS:
+            return []
+        if call.op in PUSH_OPS:
+            (tile,) = call.args
+            ring, pipe = self._ring(call)
+            self._check_crossing(tile, self._spelled(call), s)
+            if ring.c2v and call.attr("split") and self.backend != "Ascend910B" \
+                    and tile.type.dtype.itemsize != 4:
+                raise LoweringError(
+                    f"{self._spelled(call)} on {self.backend or 'this backend'}: A5's TPUSH "
+                    f"splits a cube tile between the lanes for 32-bit elements only, not "
+                    f"{tile.type.dtype.name}", s.span, hint="push it with split=0")
+            x = self.tile(tile)
+            model = {"kind": "tpush", "ring": ring.type, "pipe": pipe, "tile": x.ident,
+                     "split": SPLIT_AXES[call.attr("split")]}
+            return [Instr("PIPE_ALL", (x.access(),), (), f"TPUSH({x.ident})", model,
+                          fence=True)]
+        if call.op in FREE_OPS:
+            (tile,) = call.args
+            ring, pipe = self._ring(call)
+            model = {"kind": "tfree", "ring": ring.type, "pipe": pipe,
+                     "split": SPLIT_AXES[self.popped_split[tile.name]]}
+            return [Instr("PIPE_ALL", (), (), f"TFREE({ident(tile.name)})", model, fence=True)]
+        raise InternalError(f"no device code for the pipe operator {call.op}: {s!r}")
+
+    def _form_tpop(self, op, call, dst, s):
+        """TPOP into the popped tile's C++ object.  On the NPU TPOP points the object at
+        the ring's slot (it moves no data into the tile's own bytes), so every other view
+        of the tile is pointed at the same bytes after it (`views`, filled in when the
+        function's views are known); on pto-isa's CPU model it copies the slot into the
+        tile's bytes, which the views already share."""
+        ring, pipe = self._ring(call)
+        self._check_crossing(dst, self._spelled(call), s)
+        t = self.tile(dst)
+        split = call.attr("split") or 0
+        self.popped_split[dst.name] = split
+        self.popped.add(dst.name)
+        model = {"kind": "tpop", "ring": ring.type, "pipe": pipe, "tile": t.ident,
+                 "split": SPLIT_AXES[split], "views": []}
+        self.pops.append((model, t))
+        return [Instr("PIPE_ALL", (), (t.access(),), f"TPOP({t.ident})", model, fence=True)]
+
+    def _ring(self, call: Call) -> tuple[PipeRing, str]:
+        """The ring a pipe operator uses, and the C++ name of its TPipe in this function."""
+        direction = {**PUSH_OPS, **POP_OPS, **FREE_OPS}[call.op]
+        key = (call.attr("id") or 0, direction == "C2V")
+        if self.pipes is None or key not in self.pipes.rings:
+            raise InternalError(f"pipe {key[0]} ({direction}) has no ring in its group")
+        if key not in self.pipe_objects:
+            self.pipe_objects[key] = self._fresh(f"pipe{key[0]}_{direction.lower()}")
+        return self.pipes.rings[key], self.pipe_objects[key]
+
+    def _refuse_popped_alias(self, var: Var, what: str, s) -> None:
+        """Refuses, at `s`, reading a popped tile's bytes as another element type (a tile
+        of its own declared at the popped tile's address): on the NPU TPOP points the popped
+        tile at the ring's slot, which its own object and its views follow, and such a tile
+        does not."""
+        if var.name in self.popped:
+            raise LoweringError(
+                f"{what} reads `{var.name}`, a tile popped from the cross-core pipe, as "
+                "another element type: on the NPU the popped tile is the ring's slot (TPOP "
+                "points it there), which device code reaches through the tile and its views "
+                "alone", s.span,
+                hint=f"copy it first: pl.move({var.name}, pl.Mem.Vec) is a tile of its own")
+
+    def _spelled(self, call: Call) -> str:
+        """A push or pop as the program wrote it: in a lane region's kernel, the shard or
+        gather it is (language/split_aiv.py)."""
+        if self.fn.attr("split_aiv"):
+            return "pl.aiv_shard" if ({**PUSH_OPS, **POP_OPS}[call.op] == "C2V") \
+                else "pl.aic_gather"
+        return f"pl.{call.op.split('.')[-1]}"
+
+    def _check_crossing(self, var: Var, what: str, s) -> None:
+        """Refuses, at `s`, a tile device code cannot hand through the pipe: one whose
+        rows are padded on the device (pto-isa's TPUSH / TPOP copy a slot row by row at
+        the tile's declared columns on one side and its valid columns on the other, which
+        then disagree), a column held column-major, or a partial tile."""
+        t = var.type
+        layout = tile_layout(t)
+        rows, cols = t.shape[0], t.shape[1] if len(t.shape) > 1 else 1
+        if layout.col_major or (layout.rows, layout.cols) != (rows, cols):
+            unit = "32-byte blocks" if t.memory is MemorySpace.Vec else "16 x 32-byte fractals"
+            raise LoweringError(
+                f"{what} on device platforms: a [{rows}, {cols}] {t.dtype.name} tile in "
+                f"{t.memory.name}, which the device holds as {layout.rows} x {layout.cols} "
+                f"elements; device code hands through the cross-core pipe only tiles whose rows "
+                f"and columns fill whole {unit}", s.span,
+                hint="push and pop tiles (a lane's half of them with a split) whose rows are "
+                     "whole 32-byte blocks and, on the cube, whole 16 x 16 fractals")
+        if tuple(t.valid) != tuple(t.shape):
+            raise LoweringError(
+                f"{what} on device platforms: `{var.name}` is valid over "
+                f"[{', '.join(_extent(v) for v in t.valid)}] of [{rows}, {cols}]; device code "
+                "hands only whole tiles through the cross-core pipe", s.span,
+                hint="pl.fillpad the tile first, or push a tile of the valid shape")
 
     # -- one builder per operator form (the `emit` field of the op registry)
 
@@ -507,6 +661,7 @@ class _DeviceKernelBuilder:
         tmp = self._scratch("scatter_tmp", replace(dst.type, dtype=bits), what, s,
                             above=ones.access().end)
         x, i = self.tile(src), self.valid_view(idx)
+        self._refuse_popped_alias(base, "pl.tile.scatter", s)
         as_bits = [self.elementwise(Var(f"{v.name}_bits", replace(v.type, dtype=bits), v.span))
                    for v in (base, dst)]
         d, r = as_bits
@@ -628,6 +783,8 @@ class _DeviceKernelBuilder:
         are neither on the CPU model), so its view is the tile declared at the source's
         address alone: what TRESHAPE does on A2/A3 (TASSIGN of the source's pointer)."""
         what_op = "pl.reshape" if dst.type.dtype == src.type.dtype else "pl.reinterpret_view"
+        if dst.type.dtype != src.type.dtype:  # TRESHAPE follows a popped tile; TASSIGN not
+            self._refuse_popped_alias(src, what_op, s)
         for what, var in (("source", src), ("result", dst)):
             _check_linear(what_op, what, var.type, s)
         # A column [R, 1] (column-major) is the row [1, R] of the same bytes.
@@ -704,6 +861,7 @@ class _DeviceKernelBuilder:
         tile the allocator placed; the instructions return its float view."""
         t = src.type
         ibits, abs_mask, inf_bits = _FLOAT_BITS[t.dtype]
+        self._refuse_popped_alias(src, f"pl.{s.value.op}", s)
         bits = self.elementwise(Var(f"{src.name}_bits", replace(t, dtype=ibits), src.span))
         m = self._scratch("nan_guard", replace(t, dtype=ibits), f"pl.{s.value.op}", s)
         value = self._scratch("nan_guard_value", t, f"pl.{s.value.op}", s)
@@ -1075,6 +1233,9 @@ def _arg(a) -> dict:
 # registers (on pto-isa's CPU model, the launcher's: templates/cpu_model_launch.cpp.j2).
 _BLOCK_READS = {f"{op}()": f"static_cast<int64_t>({op}())"
                 for op in ("get_block_idx", "get_block_num")}
+# The vector lane of a pl.FunctionType.Group's AIV function: its sub-block's index (0 on the
+# cube; codegen/cpp.py refuses it in every other kernel).
+_BLOCK_READS["get_subblock_idx()"] = "static_cast<int64_t>(get_subblockid())"
 
 
 def _expr(e) -> dict:
@@ -1234,6 +1395,28 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
     backend's UB bytes) bounds the scratch instructions take (a float-to-integer cast's
     NaN guard, ...), and `backend` (its name) says which form an instruction takes where
     backends differ (pl.cmp)."""
+    function = device_function(fn, vec_capacity, backend)
+    return DeviceKernel(fn.name, render("device_kernel.cpp.j2", k=function.model),
+                        function.core_type, function.body, function.on_chip)
+
+
+@dataclass(frozen=True)
+class DeviceFunction:
+    """One function's model for the device templates (templates/device_function.cpp.j2),
+    the synchronised body it was rendered from, its core and its on-chip high-water marks."""
+
+    model: dict
+    body: list
+    core_type: str
+    on_chip: dict[str, int]
+
+
+def device_function(fn: Function, vec_capacity: int | None = None, backend: str = "",
+                    pipes: GroupPipes | None = None,
+                    arg_index: list[int] | None = None) -> DeviceFunction:
+    """`device_kernel`'s model of `fn`; a function of a pl.FunctionType.Group also gets
+    the group's rings (`pipes`) and reads its parameters from the task's arguments at
+    `arg_index` (by default, in order)."""
     if (hint := first_prefetch(fn)) is not None:
         raise LoweringError(
             f"pl.{hint.op} in device code: TPREFETCH_ASYNC needs the SDMA workspace the host "
@@ -1241,33 +1424,72 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
             "runtime does not provide", hint.span,
             hint="the prefetch changes no value: leave it out for device platforms, or run on "
                  "a simulator platform (a2a3sim, a5sim)")
-    builder = _DeviceKernelBuilder(fn, vec_capacity, backend)
+    builder = _DeviceKernelBuilder(fn, vec_capacity, backend, pipes)
     stmts = builder.body(fn.body)
     named, unread = _extents_read(builder)
     body = insert_pipe_sync(without_nodes(stmts, unread))
     tiles = []
+    declared: dict[int, list[str]] = {}  # a tile's id -> the idents of its declared views
     for tile in sorted(builder.tiles.values(), key=lambda t: t.ident):
         tiles.append(tile.model())
-        tiles += [v.model() for _, v in sorted(tile.views.items(), key=lambda kv: kv[1].ident)
-                  if v.vrows is not None and v.vcols is not None or id(v) in named]
+        views = [v for _, v in sorted(tile.views.items(), key=lambda kv: kv[1].ident)
+                 if v.vrows is not None and v.vcols is not None or id(v) in named]
+        tiles += [v.model() for v in views]
+        declared[id(tile)] = [v.ident for v in views]
+    for pop, tile in builder.pops:
+        pop["views"] = declared[id(tile)]
     cube = any(t.type.memory not in (MemorySpace.Vec,) for t in builder.tiles.values())
+    index = arg_index if arg_index is not None else list(range(len(fn.params)))
     model = {
         "name": fn.name,
-        "params": [{"ident": ident(p.var.name), "index": i,
+        "params": [{"ident": ident(p.var.name), "index": index[i],
                     "kind": "tensor" if isinstance(p.var.type, TensorType)
                     else ("float" if p.var.type.dtype.is_float else "int")}
                    for i, p in enumerate(fn.params)],
         "tiles": tiles,
         "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
-        "body": template_models(body),
+        "body": _merged_barriers(template_models(body)),
         "saturates": builder.saturates,
         "col_sum_tree": builder.col_sum_tree,
         "mrgsort_lists": builder.mrgsort_lists,
         "batched": builder.batched,
+        "pipes": [_pipe_model(pipes, builder.pipe_objects[key], pipes.rings[key])
+                  for key in sorted(builder.pipe_objects, key=lambda k: pipes.rings[k].flag)]
+        if pipes is not None else [],
     }
     on_chip = dict.fromkeys((m.name for m in MemorySpace if m is not MemorySpace.DDR), 0)
     for tile in builder.tiles.values():
         end = tile.access().end
         on_chip[tile.type.memory.name] = max(on_chip[tile.type.memory.name], end)
-    return DeviceKernel(fn.name, render("device_kernel.cpp.j2", k=model),
-                        "cube" if cube else "vector", body, on_chip)
+    return DeviceFunction(model, body, "cube" if cube else "vector", on_chip)
+
+
+def _pipe_model(pipes: GroupPipes, name: str, ring: PipeRing) -> dict:
+    """The declaration of a function's TPipe of `ring`: the GM slot buffer (A2/A3: its
+    part of the task's, `args[gm_arg]`; A5: none) and the consumer's bases of the slots."""
+    gm = "nullptr"
+    if ring.gm_offset is not None and pipes.gm_arg is not None:
+        gm = (f"reinterpret_cast<__gm__ void *>(args[{pipes.gm_arg}] + "
+              f"INT64_C({ring.gm_offset}))")
+    return {"type": ring.type, "ident": name, "gm": gm,
+            "c2v_base": f"{ring.base:#x}" if ring.c2v else "0x0",
+            "v2c_base": "0x0" if ring.c2v else f"{ring.base:#x}"}
+
+
+def _merged_barriers(models: list[dict]) -> list[dict]:
+    """`models` (a body's statement models, loops' and branches' bodies too) with the
+    barrier before a pipe operator left out where the operator before it ends with one:
+    both drain the same pipes."""
+    out: list[dict] = []
+    for m in models:
+        m = dict(m)
+        for key in ("body", "then_body", "else_body"):
+            if key in m:
+                m[key] = _merged_barriers(m[key])
+        if m.get("kind") in _PIPE_OPERATORS:
+            m["barrier_before"] = not (out and out[-1].get("kind") in _PIPE_OPERATORS)
+        out.append(m)
+    return out
+
+
+_PIPE_OPERATORS = ("tpush", "tpop", "tfree")

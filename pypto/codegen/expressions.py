@@ -27,7 +27,8 @@ def scalar_ctype(dtype: DataType) -> str:
 def expr_model(e, idents=None) -> dict:
     """The template model of a scalar expression (`idents`: C++ names of user names, and
     of the SPMD block reads by their call, "get_block_idx()" / "get_block_num()", which
-    default to the simulators' `core->block_idx` / `core->block_num`)."""
+    default to the simulators' `core->block_idx` / `core->block_num`, and of the vector
+    lane's, "get_subblock_idx()", by default the simulators' `pto::lane_subblock()`)."""
     return _ScalarModel(idents or {}).visit_expr(e)
 
 
@@ -76,8 +77,9 @@ def _call_model(e: Call, idents: dict[str, str]) -> dict | None:
     if e.op in _BLOCK_FIELDS:  # kernels only
         return {"kind": "var", "name": idents.get(f"{e.op}()",
                                                   f"(int64_t)core->{_BLOCK_FIELDS[e.op]}")}
-    if e.op == "get_subblock_idx":  # the simulator kernels' vector lane (pto/lane.hpp)
-        return {"kind": "var", "name": "(int64_t)pto::lane_subblock()"}
+    if e.op == "get_subblock_idx":  # by default the simulator kernels' lane (pto/lane.hpp)
+        return {"kind": "var", "name": idents.get("get_subblock_idx()",
+                                                  "(int64_t)pto::lane_subblock()")}
     return None
 
 

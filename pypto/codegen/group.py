@@ -6,7 +6,8 @@ lanes' UBs), the others shared (the cube's buffers are not the vector lanes').
 
 The rings are the group's pipes as the functions' initialize_pipe calls declare them
 (passes/cross_core_pipe.py checked both sides agree), each with the split its pushes and
-pops use (BOTH_LANES for the no-split pipe of a lane region).
+pops use (BOTH_LANES for the no-split pipe of a lane region).  On the device and CPU-model
+platforms the group is device code instead (codegen/device_group.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..ir.types import Level
 from ..ir.visitor import statements
 from ..passes.cross_core_pipe import pipe_calls, rings
 from .cpp import kernel_model, param_spec
+from .device_group import device_group_source
 from .environment import render
 from .identifiers import symbol
 from .sources import KernelSource
@@ -66,13 +68,8 @@ def ring_models(functions: list[Function]) -> list[dict]:
 def group_source(program: Program, group: Function, platform: Platform | None) -> KernelSource:
     members = _members(program, group)
     if platform is not None and platform.device_code:
-        first = next((span for fn, _ in members.values() for _, span, _ in pipe_calls(fn)),
-                     group.span)
-        raise LoweringError(
-            f"the cross-core pipe of the group `{group.name}` has no device code on "
-            f"{platform.name} yet (pto-isa's TPUSH / TPOP / TFREE with a TPipe per ring, the "
-            "cube and the two vector sub-blocks launched together): it runs on the "
-            "simulators", first, hint="run it on a2a3sim or a5sim")
+        return device_group_source(group, members,
+                                   ring_models([fn for fn, _ in members.values()]), platform)
     models, on_chip = {}, {}
     for level, (fn, positions) in members.items():
         model, marks = kernel_model(fn)

@@ -18,6 +18,12 @@ happens-before over traces of the body (each loop run twice, and loops that may 
 times skipped), every cross-pipe dependency ordered, every wait matched by an earlier set,
 no flag set twice before its wait, none left set at the end.
 
+An operator of the cross-core pipe (TPUSH / TPOP / TFREE) is a `fence` instruction:
+device code puts `pipe_barrier(PIPE_ALL)` before and after it, so it is ordered after
+everything issued before it and before everything issued after it (on A2/A3 a push or pop
+is a store or load on a pipe of its own, on A5 the peer core writes the slot; either way
+the barriers order it whatever it does inside).  A flag may stay set across it.
+
 A run-time `if` is a `Branch` node.  One that issues pipe work is a fence: device code puts
 `pipe_barrier(PIPE_ALL)` before the `if` and after its join, so everything issued before
 the `if` is done before either branch starts and everything a branch issued is done before
@@ -63,13 +69,17 @@ class Access:
 
 @dataclass(eq=False)
 class Instr:
-    """One instruction: the pipe it runs on, what it reads and writes, how to name it."""
+    """One instruction: the pipe it runs on, what it reads and writes, how to name it.
+    A `fence` instruction (an operator of the cross-core pipe, which device code emits
+    between two `pipe_barrier(PIPE_ALL)`) is ordered after everything before it and before
+    everything after it."""
 
     pipe: str
     reads: tuple[Access, ...]
     writes: tuple[Access, ...]
     name: str
     payload: object = None  # the code generator's model of the instruction
+    fence: bool = False
 
 
 @dataclass(eq=False)
@@ -213,6 +223,9 @@ def _happens_before(trace: list[_Event], event_limit: bool = True
         node = event.node
         pipe = _event_pipe(node)
         ordered = [j for j in (last_on_pipe.get(pipe), fence) if j is not None]
+        if isinstance(node, Instr) and node.fence:
+            ordered += last_on_pipe.values()  # between pipe_barrier(PIPE_ALL)s
+            fence = i
         if isinstance(node, Branch) and node.fence:
             ordered += last_on_pipe.values()  # pipe_barrier(PIPE_ALL): every pipe drained
             fence = i

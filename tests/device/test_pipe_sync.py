@@ -99,6 +99,24 @@ def test_event_ids_stay_within_the_hardware_limit():
     assert verify_pipe_sync(body) == []
 
 
+def test_a_fenced_pipe_operator_orders_what_it_touches_without_flags():
+    # TMATMUL writes the Acc tile a cross-core TPUSH then reads; TMATMUL writes it again.
+    acc = Access("Acc", 0, 1024)
+    matmul = Instr("PIPE_M", (), (acc,), "TMATMUL(acc)")
+    again = Instr("PIPE_M", (), (acc,), "TMATMUL(acc) again")
+    push = Instr("PIPE_ALL", (acc,), (), "TPUSH(acc)", fence=True)
+    assert verify_pipe_sync([matmul, push, again]) == []
+    assert not any(isinstance(n, Flag) for n in insert_pipe_sync([matmul, push, again]))
+    unfenced = Instr("PIPE_FIX", (acc,), (), "TPUSH(acc)")
+    found = verify_pipe_sync([matmul, unfenced, again])
+    assert [(v.producer, v.consumer) for v in found] == [(matmul, unfenced), (unfenced, again)]
+    # A flag may stay set across one (unlike a fenced `if`'s, whose branches reuse events).
+    load, add = _load(UB_A), _add(UB_B, UB_A)
+    free = Instr("PIPE_ALL", (), (), "TFREE", fence=True)
+    pair = [Flag(op, "PIPE_MTE2", "PIPE_V", 0, 0) for op in ("set", "wait")]
+    assert verify_pipe_sync([load, pair[0], free, pair[1], add]) == []
+
+
 def _shipped_variants():
     from pypto.spec.module import specs_of
 

@@ -7,37 +7,20 @@ from __future__ import annotations
 
 import pytest
 import torch
-from pipe_programs import c2v_out_rows, c2v_source, parse, parse_error, v2c_source
+from pipe_programs import (
+    c2v_cluster,
+    c2v_out_rows,
+    c2v_source,
+    parse,
+    parse_error,
+    v2c_cluster,
+)
 
 import pypto.language as pl
 from pypto import ir
 from pypto.compiler import lower
 from pypto.ir.types import Direction, FunctionType
 from pypto.platform import get_platform
-
-C2V_GROUP_CALL = "        out = self.group(a, b, bias, out)\n"
-C2V_CLUSTER = ("        with pl.cluster():\n"
-               "            self.cube(a, b)\n"
-               "            out = self.vector(bias, out)\n")
-V2C_GROUP_CALL = "        out = self.group(x, b, out)\n"
-V2C_CLUSTER = ("        with pl.cluster():\n"
-               "            self.vector(x)\n"
-               "            out = self.cube(b, out)\n")
-
-
-def _without_group(source: str) -> str:
-    """`source` without its hand-written Group function."""
-    start = source.index("    @pl.function(type=pl.FunctionType.Group)")
-    end = source.index("    @pl.function(type=pl.FunctionType.Orchestration)")
-    return source[:start] + source[end:]
-
-
-def c2v_cluster(n: int = 3, slots: int = 2, split: int = 0) -> str:
-    return _without_group(c2v_source(n, slots, split)).replace(C2V_GROUP_CALL, C2V_CLUSTER)
-
-
-def v2c_cluster(n: int = 3, slots: int = 2, split: int = 0) -> str:
-    return _without_group(v2c_source(n, slots, split)).replace(V2C_GROUP_CALL, V2C_CLUSTER)
 
 
 def test_a_cluster_of_a_cube_and_a_vector_call_is_a_group_function():
