@@ -65,7 +65,7 @@ def test_every_name_the_snapshot_uses_is_in_the_table():
 
 @pl.jit
 def _joins_tasks(x: pl.Tensor[[16, 16], pl.FP32], out: pl.Out[pl.Tensor[[16, 16], pl.FP32]]):
-    gate = pl.task_dummy(deps=[])  # upstream's FAQ: not defined, it lives under pl.system
+    _gate = pl.task_dummy(deps=[])  # upstream's FAQ: not defined, it lives under pl.system
     return out
 
 
