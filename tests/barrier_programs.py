@@ -153,6 +153,44 @@ def one_line_source(publish: str = PUBLISH, consume: str = CONSUME) -> str:
     return ONE_LINE.format(publish=publish, consume=consume)
 
 
+# Three steps of a rotation in place: at each step block i reads the next block's rows of
+# `buf`, then writes its own rows with them + 1.  The barrier after the read (`{war}`)
+# keeps a block from overwriting rows its neighbour has not read yet; the one after the
+# write hands the rows to the next step.
+STEPS = '''
+@pl.program
+class Steps:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64, 64], pl.FP32],
+             buf: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> pl.Tensor[[64, 64], pl.FP32]:
+        for i in pl.spmd(4):
+            buf = pl.store(pl.load(x, [i * 16, 0], [16, 64]), [i * 16, 0], buf)
+            pl.system.cacheinvalid()
+            pl.system.fence()
+            pl.system.syncall(core_type="aiv_only", mode="soft", gm_workspace=ws, used_cores=0)
+            pl.system.cacheinvalid()
+            for step in pl.range(3):
+                v = pl.load(buf, [(i + 1) % 4 * 16, 0], [16, 64])
+{war}
+                buf = pl.store(pl.add(v, 1.0), [i * 16, 0], buf)
+                pl.system.cacheinvalid()
+                pl.system.fence()
+                pl.system.syncall(core_type="aiv_only", mode="soft", gm_workspace=ws,
+                                  used_cores=0)
+                pl.system.cacheinvalid()
+        return buf
+'''
+WAR_BARRIER = ("                pl.system.syncall(core_type=\"aiv_only\", mode=\"soft\", "
+               "gm_workspace=ws, used_cores=0)")
+
+
+def steps_source(war: str = WAR_BARRIER) -> str:
+    """STEPS with `war` between a step's read and its write, and its workspace `ws`."""
+    return STEPS.format(war=war).replace(
+        "             buf: pl.Out[", "             ws: pl.InOut[pl.Tensor[[16], pl.INT32]],\n"
+        "             buf: pl.Out[")
+
+
 def parse(source: str, name: str = "<barrier program>"):
     """The program of `source` (pl.parse: errors name its lines)."""
     return pl.parse(source, name)

@@ -25,6 +25,8 @@ from pypto.ir import LoweringError, ParseError
 from pypto.ir.errors import PyptoError
 from pypto.platform import get_platform
 
+pytestmark = pytest.mark.small_tiles
+
 
 def _lowered(source: str, platform: str = "a2a3sim"):
     program = parse(source)

@@ -25,6 +25,7 @@ from barrier_programs import (
     rotate_args,
     rotate_expected,
     rotate_source,
+    steps_source,
 )
 
 from pypto import ir
@@ -234,3 +235,31 @@ def test_runs_of_a_gang_give_the_same_bits():
     first = _run(source, args)
     for _ in range(3):
         assert _same(_run(source, args), first)
+
+
+def test_barriers_in_a_loop_order_each_step():
+    torch.manual_seed(6)
+    x = torch.randn(64, 64)
+    args = [x, torch.zeros(16, dtype=torch.int32), torch.zeros(64, 64)]
+    source = steps_source()
+    sim = _run(source, args)
+    want = x
+    for _ in range(3):  # a step: the next block's rows, + 1
+        want = want.roll(-16, 0) + 1.0
+    assert torch.equal(sim[2], want)
+    assert sim[1][0] == 4 * 7  # seven barriers of four blocks
+    assert _same(sim, _torch(source, args))
+    assert _same(sim, _torch(source, args, lowered=False))
+
+
+def test_a_write_over_rows_another_block_has_not_read_yet_is_a_race():
+    source = steps_source(war="")
+    args = [torch.randn(64, 64), torch.zeros(16, dtype=torch.int32), torch.zeros(64, 64)]
+    line_read, line_write = line_of(source, "v = pl.load(buf"), line_of(source, "pl.add(v, 1.0)")
+    race = (rf"cross-block barrier: block \d (writes `buf` at line {line_write}, bytes block "
+            rf"\d reads at line {line_read}|reads `buf` at line {line_read}, bytes block \d "
+            rf"writes at line {line_write}) with no pl.system.syncall between the two")
+    with pytest.raises(KernelError, match=race):
+        _run(source, args)
+    with pytest.raises(BarrierError, match=race):
+        _torch(source, args)
