@@ -509,9 +509,11 @@ def kernel_model(fn: Function, backend=None) -> tuple[dict, dict[str, int]]:
     if builder.gang:
         # Each further block's core (pto/gang.hpp), in PtoCore order: buffers of the
         # backend's capacities, the bytes the kernel's tiles reach poisoned.
+        blocks, _, cores = hard_launch(kernel_class(fn), backend)
         model["gang"] = {"line_bytes": backend.gm_cache_line,
                          "capacity": [backend.capacities[space] for space in _SPACE],
-                         "poison": [on_chip[space] for space in _SPACE]}
+                         "poison": [on_chip[space] for space in _SPACE],
+                         "max_blocks": blocks, "cores": f"the {cores} cores of {backend.name}"}
     return model, on_chip
 
 

@@ -282,10 +282,15 @@ class _Builder(IRVisitor):
 
     def visit_FuncCall(self, e: FuncCall) -> dict:
         callee = self.functions.get(e.callee)
-        gang = callee is not None and is_gang_kernel(callee)
+        gang = None
+        if callee is not None and is_gang_kernel(callee):
+            gang = [self._line_bytes()]
+            if _placed(callee):  # its cores are known: at most as many blocks
+                blocks, _, cores = hard_launch(kernel_class(callee), self.backend)
+                gang += [blocks, f"the {cores} cores of {self.backend.name}"]
         return {"kind": "submit", "fn": e.callee, "args": [self.expr(a) for a in e.args],
                 "blocks": self.expr(e.blocks) if e.blocks is not None else None,
-                "task_id": e.task_id, "gang": self._line_bytes() if gang else None}
+                "task_id": e.task_id, "gang": gang}
 
     def visit_Call(self, e: Call) -> dict:
         # Index division truncates in C++; Python's `/` would not, so it stays a call.

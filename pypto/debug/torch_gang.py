@@ -336,10 +336,17 @@ def observe(window: torch.Tensor, write: bool, atomic: bool = False) -> None:
                         _record(g, g.reads, b, line, mask, False, False)
 
 
-def run_gang(n: int, line_bytes: int, block: Callable[[], object]) -> object:
-    """Runs `block` as each of the `n` blocks of a launch, at once; the result of block
-    n - 1 (what running the blocks in order leaves).  A deadlock, a race or a break of
-    the cache protocol raises BarrierError (the simulators' KernelError)."""
+def run_gang(n: int, line_bytes: int, block: Callable[[], object],
+             max_blocks: int | None = None, cores: str = "") -> object:
+    """Runs `block` as each of the `n` blocks of a launch, at once (at most `max_blocks`,
+    the `cores` of the kernel's type, where known); the result of block n - 1 (what
+    running the blocks in order leaves).  A deadlock, a race or a break of the cache
+    protocol raises BarrierError (the simulators' KernelError)."""
+    if max_blocks is not None and n > max_blocks:
+        raise BarrierError(f"cross-block barrier: a launch of {n} blocks of a kernel with a "
+                           f"pl.system.syncall, more than {cores} ({max_blocks}): on the device "
+                           "the rest would run in a later wave, which a barrier across waves "
+                           "never lets start")
     gang = _Gang(max(n, 1), line_bytes)
     results: dict[int, object] = {}
     failures: list[BaseException] = []

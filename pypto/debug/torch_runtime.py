@@ -1073,10 +1073,13 @@ def _run_task(fn, args):
 
 def submit(fn, *args, blocks_=None, task_id=False, gang_=None):
     """One task (or one SPMD dispatch of `blocks_` blocks) run to completion in order;
-    `gang_` (the backend's cache-line bytes): the kernel holds a pl.system.syncall, and its
-    blocks run at once (`run_gang`)."""
+    `gang_` (the backend's cache-line bytes, and where known the most blocks the kernel's
+    cores take and which cores): the kernel holds a pl.system.syncall, and its blocks run at
+    once (`run_gang`)."""
     if gang_ is not None:
-        result = run_gang(1 if blocks_ is None else blocks_, gang_, lambda: _run_task(fn, args))
+        line_bytes, *limit = gang_
+        result = run_gang(1 if blocks_ is None else blocks_, line_bytes,
+                          lambda: _run_task(fn, args), *limit)
     elif blocks_ is None:
         result = _run_task(fn, args)
     else:
@@ -1090,11 +1093,13 @@ def submit(fn, *args, blocks_=None, task_id=False, gang_=None):
     return (*result, tid) if isinstance(result, tuple) else (result, tid)
 
 
-def run_gang(count: int, line_bytes: int, block: Callable[[], object]) -> object:
+def run_gang(count: int, line_bytes: int, block: Callable[[], object],
+             max_blocks: int | None = None, cores: str = "") -> object:
     """The `count` blocks of a launch whose kernel holds a pl.system.syncall, each running
-    `block` at once (torch_gang.run_gang, the simulators' pto/gang.hpp); what block
-    count - 1 returns."""
-    return torch_gang.run_gang(count, line_bytes, block)
+    `block` at once (torch_gang.run_gang, the simulators' pto/gang.hpp): at most
+    `max_blocks` (the `cores` of the kernel's type), where known; what block count - 1
+    returns."""
+    return torch_gang.run_gang(count, line_bytes, block, max_blocks, cores)
 
 
 # ----------------------------------------------------------------------------- casts

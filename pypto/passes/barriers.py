@@ -16,6 +16,9 @@ can wait for the others.  Each rule is an error at the line at fault:
   one on clusters of both.  A hard barrier waiting for cores the kernel does not run on
   never completes; a soft one there would count no core on the device (pto-isa's SYNCALL
   is empty on a core outside its participant set);
+- the launch of a kernel with a barrier has at most as many blocks as the platform has
+  cores of the kernel's type (its blocks run at once: on the device more would run in
+  waves, which a barrier across waves deadlocks);
 - the launch of a kernel with a hard barrier fills the platform's cores of the kernel's
   type, one block each: as many blocks as `pl.system.available_aiv_count()` (a vector
   kernel) or `available_cluster_count()` (a cube or mixed one) gives.  A launch sized by
@@ -169,28 +172,39 @@ def _check_launches(caller: Function, gangs: dict[str, Function], backend) -> No
                 defs.setdefault(t.name, []).append(s.value if len(s.targets) == 1 else None)
     for s in statements(list(caller.body)):
         call = getattr(s, "value", None)
-        if not isinstance(call, FuncCall) or call.callee not in gangs:
-            continue
-        kernel = gangs[call.callee]
-        hard = [span for call, span in barrier_calls(kernel)
-                if call.op == SYNCALL and call.attr("mode") == "hard"]
-        if not hard:
-            continue
-        blocks, query, cores = hard_launch(kernel_class(kernel), backend)
-        spelling, value = _launch_width(call.blocks, defs)
-        at = _line(hard[0])
-        need = (f"the hard pl.system.syncall{at} of `{kernel.name}` needs the launch to fill "
-                f"all {blocks} {cores} cores of {backend.name}, one block each")
-        hint = (f"launch it with pl.spmd({_spelled(query)}), or use mode=\"soft\" (a counter "
-                "in global memory) for a partial launch")
-        if spelling == "literal" and value != blocks:
-            what = "is a plain task (one block)" if call.blocks is None else \
-                f"has {value} blocks"
-            raise LoweringError(f"{need}, but the launch {what}", s.span, hint=hint)
-        if spelling == "query" and value != query:
-            raise LoweringError(
-                f"{need}, but the launch sizes itself on {_spelled(str(value))} "
-                f"({query_count(str(value), backend)} on {backend.name})", s.span, hint=hint)
+        if isinstance(call, FuncCall) and call.callee in gangs:
+            _check_launch(call, s.span, gangs[call.callee], _launch_width(call.blocks, defs),
+                          backend)
+
+
+def _check_launch(call: FuncCall, at: Span | None, kernel: Function,
+                  width: tuple[str, int | str | None], backend) -> None:
+    """One launch of a gang kernel: no more blocks than the cores it runs on, and exactly
+    as many for a hard barrier."""
+    blocks, query, cores = hard_launch(kernel_class(kernel), backend)
+    spelling, value = width
+    count = value if spelling == "literal" else \
+        query_count(str(value), backend) if spelling == "query" else None
+    what = "is a plain task (one block)" if call.blocks is None else \
+        f"has {count} blocks" if spelling == "literal" else \
+        f"sizes itself on {_spelled(str(value))} ({count} on {backend.name})"
+    if isinstance(count, int) and count > blocks:
+        raise LoweringError(
+            f"`{kernel.name}` holds a pl.system.syncall, so the blocks of its launch run at "
+            f"once, at most one on each of the {blocks} {cores} cores of {backend.name}; the "
+            f"launch {what}: on the device the blocks past them run in a later wave, which "
+            "a barrier across waves never lets start", at,
+            hint=f"launch at most {blocks} blocks (pl.spmd({_spelled(query)}))")
+    hard = [span for c, span in barrier_calls(kernel)
+            if c.op == SYNCALL and c.attr("mode") == "hard"]
+    if not hard:
+        return
+    need = (f"the hard pl.system.syncall{_line(hard[0])} of `{kernel.name}` needs the launch "
+            f"to fill all {blocks} {cores} cores of {backend.name}, one block each")
+    hint = (f"launch it with pl.spmd({_spelled(query)}), or use mode=\"soft\" (a counter in "
+            "global memory) for a partial launch")
+    if (spelling == "literal" and value != blocks) or (spelling == "query" and value != query):
+        raise LoweringError(f"{need}, but the launch {what}", at, hint=hint)
 
 
 def _line(span: Span | None) -> str:

@@ -208,7 +208,19 @@ def test_a_cube_kernels_hard_barrier_fills_the_clusters():
     assert torch.equal(out, (a.float() @ b.float()).repeat(24, 1))
     _lowering_error(CUBE.format(rows=48 * 16, width="pl.system.available_aiv_count()",
                                 core_type="aic_only"),
-                    "pl.spmd(", "all 24 cluster \\(cube\\) cores of Ascend910B")
+                    "pl.spmd(", "at most one on each of the 24 cluster \\(cube\\) cores of "
+                    r"Ascend910B; the launch sizes itself on pl.system.available_aiv_count\(\) "
+                    r"\(48 on Ascend910B\)")
+
+
+def test_a_soft_barrier_launch_of_more_blocks_than_cores_is_refused():
+    source = rotate_source(49, UPSTREAM_SEQUENCE)
+    error = _lowering_error(source, "pl.spmd(49)", "`main_incore_0` holds a pl.system.syncall, "
+                            "so the blocks of its launch run at once, at most one on each of "
+                            "the 48 vector cores of Ascend910B; the launch has 49 blocks: on "
+                            "the device the blocks past them run in a later wave")
+    assert "pl.spmd(pl.system.available_aiv_count())" in error.hint
+    _lowered(source, "a5sim")  # 72 vector cores there
 
 
 @pytest.mark.parametrize("source, core_type, match", [

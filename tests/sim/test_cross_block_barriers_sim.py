@@ -142,10 +142,15 @@ def test_a_counter_that_was_not_zeroed_is_named_in_the_deadlock():
         _torch(source, args)
 
 
+def _sized_at_run_time(blocks: int, barrier: str) -> str:
+    """ROTATE over `blocks` blocks launched as pl.spmd(n), `n` a scalar of the entry."""
+    out = f"out: pl.Out[pl.Tensor[[{blocks * 16}, 64], pl.FP32]]"
+    return rotate_source(blocks, barrier, width="n").replace(
+        f"{out}) -> tuple[", f"{out}, n: pl.Scalar[pl.INDEX]) -> tuple[")
+
+
 def test_a_hard_barrier_in_a_launch_sized_at_run_time_stops_at_the_barrier():
-    source = rotate_source(4, HARD_SEQUENCE, width="n").replace(
-        "             out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> tuple[",
-        "             out: pl.Out[pl.Tensor[[64, 64], pl.FP32]], n: pl.Scalar[pl.INDEX]) -> tuple[")
+    source = _sized_at_run_time(4, HARD_SEQUENCE)
     args = rotate_args(4)
     message = (f"cross-block barrier: the hard pl.system.syncall (line "
                f"{line_of(source, 'syncall(')}) needs a launch of 48 blocks (the vector cores "
@@ -157,6 +162,21 @@ def test_a_hard_barrier_in_a_launch_sized_at_run_time_stops_at_the_barrier():
     code = torch_codegen(lowered, backend=get_platform("a2a3sim").backend)
     with pytest.raises(BarrierError, match=re.escape(message)):
         load_entry(code, lowered.entry)(*_clones(args), 4)
+
+
+def test_a_launch_of_more_blocks_than_cores_sized_at_run_time_is_refused():
+    source = _sized_at_run_time(49, UPSTREAM_SEQUENCE)
+    args = rotate_args(49)
+    message = ("cross-block barrier: a launch of 49 blocks of a kernel with a pl.system.syncall, "
+               "more than the vector cores of Ascend910B (48): on the device the rest would run "
+               "in a later wave, which a barrier across waves never lets start")
+    program = parse(source)
+    with pytest.raises(KernelError, match=re.escape(message)):
+        ir.compile(program, platform="a2a3sim", dump_passes=False)(*_clones(args), 49)
+    lowered = lower(program, get_platform("a2a3sim"))
+    code = torch_codegen(lowered, backend=get_platform("a2a3sim").backend)
+    with pytest.raises(BarrierError, match=re.escape(message)):
+        load_entry(code, lowered.entry)(*_clones(args), 49)
 
 
 def _one_line_args():

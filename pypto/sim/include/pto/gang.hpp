@@ -431,14 +431,25 @@ inline void run_block(Gang &g, int32_t b, PtoCore *core, const PtoArg *args, Fn 
     g.cv.notify_all();
 }
 
-/* Runs the launch's block_num blocks of `fn` at once: block 0 on this thread and `core`,
+/* Runs the launch's block_num blocks of `fn` at once (at most `max_blocks`, `core_kind`:
+ * the cores of the kernel's type): block 0 on this thread and `core`,
  * the others each on a thread and a core of their own, whose on-chip buffers hold
  * `capacity[k]` bytes of each space (vec, mat, left, right, acc, bias), the first
  * `poison[k]` poisoned as the runtime poisons a core's (0xFF: NaN in every float format). */
 template <class Fn>
 inline void run(PtoCore *core, const PtoArg *args, Fn fn, int64_t line_bytes,
-                const int64_t capacity[6], const int64_t poison[6]) {
+                const int64_t capacity[6], const int64_t poison[6], int64_t max_blocks,
+                const char *core_kind) {
     const int32_t n = core->block_num > 0 ? core->block_num : 1;
+    if (n > max_blocks) {  // CheckCrossBlockBarriers refuses such a launch it can see
+        if (__atomic_fetch_add(&pto_sim_fault_count, 1, __ATOMIC_ACQ_REL) == 0)
+            snprintf(pto_sim_fault, sizeof pto_sim_fault,
+                     "cross-block barrier: a launch of %d blocks of a kernel with a "
+                     "pl.system.syncall, more than %s (%lld): on the device the rest would run "
+                     "in a later wave, which a barrier across waves never lets start", n,
+                     core_kind, (long long)max_blocks);
+        return;
+    }
     Gang g(n, line_bytes);
     std::vector<PtoCore> cores(size_t(n), *core);
     std::vector<std::unique_ptr<uint8_t[]>> buffers;
