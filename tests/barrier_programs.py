@@ -72,6 +72,29 @@ def rotate_expected(x: torch.Tensor, blocks: int) -> torch.Tensor:
     return ((x + 1.0) * 2.0).reshape(blocks, R, C).roll(-1, 0).reshape(blocks * R, C)
 
 
+# ROTATE in tensor-level code (pl.slice / pl.assemble), which TensorToTile lowers to loads
+# and stores on each side of the barrier.
+TENSOR_ROTATE = '''
+@pl.program
+class TensorRotate:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, x: pl.Tensor[[64, 64], pl.FP32],
+             sync_ws: pl.InOut[pl.Tensor[[16], pl.INT32]],
+             mid: pl.Out[pl.Tensor[[64, 64], pl.FP32]],
+             out: pl.Out[pl.Tensor[[64, 64], pl.FP32]]) -> tuple[
+                 pl.Tensor[[64, 64], pl.FP32], pl.Tensor[[64, 64], pl.FP32]]:
+        for i in pl.spmd(4):
+            mid = pl.assemble(mid, pl.add(pl.slice(x, [16, 64], [i * 16, 0]), 1.0),
+                              [i * 16, 0])
+            pl.system.cacheinvalid()
+            pl.system.fence()
+            pl.system.syncall(mode="soft", gm_workspace=sync_ws, used_cores=4)
+            pl.system.cacheinvalid()
+            nxt = pl.slice(mid, [16, 64], [(i + 1) % 4 * 16, 0])
+            out = pl.assemble(out, pl.mul(nxt, 2.0), [i * 16, 0])
+        return mid, out
+'''
+
 # Only block 0 reaches the barrier; the others finish without it.
 ONE_BLOCK_BARRIER = '''
 @pl.program

@@ -46,13 +46,7 @@ from ..ir.types import (
 )
 from ..ir.visitor import IRVisitor, statements
 from ..passes.allocate_memory_addr import memref_slot_bytes
-from ..passes.barriers import (
-    barrier_calls,
-    hard_launch,
-    is_gang_kernel,
-    kernel_class,
-    query_count,
-)
+from ..passes.barriers import barrier_calls, is_gang_kernel, launch_limit, query_count
 from ..passes.cross_core_pipe import uses_pipe
 from .device import device_kernel
 from .environment import render
@@ -438,8 +432,8 @@ class _KernelBuilder(_StatementModels):
         model = {"kind": "syncall", "mode": call.attr("mode"),
                  "line": s.span.line if s.span else 0}
         if model["mode"] == "hard":
-            blocks, _, cores = hard_launch(kernel_class(self.fn), self.backend)
-            model.update(required=blocks, cores=f"the {cores} cores of {self.backend.name}")
+            blocks, cores = launch_limit(self.fn, self.backend)
+            model.update(required=blocks, cores=cores)
         else:
             model.update(ws=ident(operands["gm_workspace"].name),
                          used=expr_model(operands["used_cores"]))
@@ -509,11 +503,11 @@ def kernel_model(fn: Function, backend=None) -> tuple[dict, dict[str, int]]:
     if builder.gang:
         # Each further block's core (pto/gang.hpp), in PtoCore order: buffers of the
         # backend's capacities, the bytes the kernel's tiles reach poisoned.
-        blocks, _, cores = hard_launch(kernel_class(fn), backend)
+        blocks, cores = launch_limit(fn, backend)
         model["gang"] = {"line_bytes": backend.gm_cache_line,
                          "capacity": [backend.capacities[space] for space in _SPACE],
                          "poison": [on_chip[space] for space in _SPACE],
-                         "max_blocks": blocks, "cores": f"the {cores} cores of {backend.name}"}
+                         "max_blocks": blocks, "cores": cores}
     return model, on_chip
 
 

@@ -37,7 +37,7 @@ from ..ir.ops.partial import PARTIAL_OPS
 from ..ir.printer import scalar_operator
 from ..ir.types import FunctionType, Level, TaskIdType, TensorType, TileType
 from ..ir.visitor import IRVisitor, defs, statements
-from ..passes.barriers import hard_launch, is_gang_kernel, kernel_class, query_count
+from ..passes.barriers import is_gang_kernel, launch_limit, query_count
 from ..passes.derive_call_directions import entry_inputs_written
 from . import torch_runtime
 
@@ -242,8 +242,8 @@ class _Builder(IRVisitor):
         fn = self.function_now
         if call.attr("mode") == "hard" and fn is not None and fn.func_type is \
                 FunctionType.InCore and _placed(fn) and self.backend is not None:
-            blocks, _, cores = hard_launch(kernel_class(fn), self.backend)
-            facts += [("required", blocks), ("cores", f"the {cores} cores of {self.backend.name}")]
+            blocks, cores = launch_limit(fn, self.backend)
+            facts += [("required", blocks), ("cores", cores)]
         return facts
 
     def visit_Return(self, s: Return) -> dict:
@@ -286,8 +286,7 @@ class _Builder(IRVisitor):
         if callee is not None and is_gang_kernel(callee):
             gang = [self._line_bytes()]
             if _placed(callee):  # its cores are known: at most as many blocks
-                blocks, _, cores = hard_launch(kernel_class(callee), self.backend)
-                gang += [blocks, f"the {cores} cores of {self.backend.name}"]
+                gang += list(launch_limit(callee, self.backend))
         return {"kind": "submit", "fn": e.callee, "args": [self.expr(a) for a in e.args],
                 "blocks": self.expr(e.blocks) if e.blocks is not None else None,
                 "task_id": e.task_id, "gang": gang}

@@ -84,6 +84,13 @@ def hard_launch(kind: str, backend) -> tuple[int, str, str]:
     return backend.cube_cores, CLUSTER_COUNT, "cluster (cube)"
 
 
+def launch_limit(fn: Function, backend) -> tuple[int, str]:
+    """The blocks a launch of the lowered gang kernel `fn` has at most (a hard barrier's,
+    exactly), and which cores they are: "the vector cores of Ascend910B"."""
+    blocks, _, cores = hard_launch(kernel_class(fn), backend)
+    return blocks, f"the {cores} cores of {backend.name}"
+
+
 def query_count(op: str, backend) -> int:
     """What `pl.system.available_aiv_count()` / `available_cluster_count()` give."""
     return backend.vector_cores if op == AIV_COUNT else backend.cube_cores

@@ -18,6 +18,7 @@ from barrier_programs import (
     HARD_SEQUENCE,
     ONE_BLOCK_BARRIER,
     SLOW_WRITER,
+    TENSOR_ROTATE,
     UPSTREAM_SEQUENCE,
     line_of,
     one_line_source,
@@ -85,6 +86,14 @@ def test_a_hard_barrier_meets_every_vector_core_of_the_platform(platform, blocks
     sim = _run(source, args, platform)
     assert torch.equal(sim[3], rotate_expected(args[0], blocks))
     assert _same(sim, _torch(source, args, platform))
+
+
+def test_tensor_level_code_around_a_barrier_is_lowered_on_each_side_of_it():
+    args = rotate_args(4, seed=7)
+    sim = _run(TENSOR_ROTATE, args)
+    assert torch.equal(sim[3], rotate_expected(args[0], 4))
+    assert _same(sim, _torch(TENSOR_ROTATE, args))
+    assert _same(sim, _torch(TENSOR_ROTATE, args, lowered=False))
 
 
 def test_the_barrier_orders_what_a_block_reads_after_what_another_wrote():
