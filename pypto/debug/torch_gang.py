@@ -190,13 +190,13 @@ def syncall_soft(ws: torch.Tensor, used: int, line: int) -> None:
             g.stop(f"cross-block barrier: pl.system.syncall(mode=\"soft\") (line {line}) has "
                    f"used_cores {used}")
         _arrive(b)
-        flat = ws.view(-1)
-        before = int(flat[0])
-        flat[0] = _int32(before + 1)
+        first = (0,) * ws.dim()  # the counter: the workspace's first element
+        before = int(ws[first])
+        ws[first] = _int32(before + 1)
         quotient = abs(before) // total * (1 if before >= 0 else -1)  # C++ truncates
         target = _int32((quotient + 1) * total)
         g.cond.notify_all()
-        g.wait(b, line, lambda: int(flat[0]) >= target, target, lambda: int(flat[0]),
+        g.wait(b, line, lambda: int(ws[first]) >= target, target, lambda: int(ws[first]),
                ws.data_ptr())
         _pass(b)
 

@@ -26,7 +26,6 @@ from ..ir.ops.gather import COALESCE, GATHER_OOB, policy
 from ..ir.ops.movement import window_extent
 from ..ir.types import TileType
 from . import rounding, torch_gang
-from .torch_gang import at as gang_at  # noqa: F401  (torch_codegen's gang kernels call it)
 from .torch_pipe import _free, _pop, _push, subblock_idx
 from .torch_pipe import run_group as run_group  # torch_codegen's Group functions call it
 
@@ -1091,6 +1090,12 @@ def submit(fn, *args, blocks_=None, task_id=False, gang_=None):
     if result is None:
         return tid
     return (*result, tid) if isinstance(result, tuple) else (result, tid)
+
+
+def gang_at(line: int, name: str) -> None:
+    """Names the statement a block of a gang runs next, a pl.load / pl.store of tensor
+    `name` at `line`: what a break of the cache protocol reports (torch_gang.at)."""
+    torch_gang.at(line, name)
 
 
 def run_gang(count: int, line_bytes: int, block: Callable[[], object],
