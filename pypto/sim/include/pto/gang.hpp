@@ -452,15 +452,20 @@ inline void run(PtoCore *core, const PtoArg *args, Fn fn, int64_t line_bytes,
     }
     Gang g(n, line_bytes);
     std::vector<PtoCore> cores(size_t(n), *core);
-    std::vector<std::unique_ptr<uint8_t[]>> buffers;
+    // One allocation holds every further core's buffers, each 64-byte aligned: its pages
+    // are mapped as they are touched, so a core costs the bytes its kernel poisons.
+    size_t per_core = 0;
+    for (int k = 0; k < 6; ++k) per_core += (size_t(capacity[k] > 0 ? capacity[k] : 1) + 63) & ~size_t(63);
+    std::unique_ptr<uint8_t[]> storage(new uint8_t[per_core * size_t(n > 1 ? n - 1 : 1) + 64]);
+    uint8_t *next = reinterpret_cast<uint8_t *>((uintptr_t(storage.get()) + 63) & ~uintptr_t(63));
     for (int32_t b = 1; b < n; ++b) {
         uint8_t **spaces[6] = {&cores[size_t(b)].vec, &cores[size_t(b)].mat,
                                &cores[size_t(b)].left, &cores[size_t(b)].right,
                                &cores[size_t(b)].acc, &cores[size_t(b)].bias};
         for (int k = 0; k < 6; ++k) {
-            buffers.emplace_back(new uint8_t[size_t(capacity[k] > 0 ? capacity[k] : 1)]);
-            memset(buffers.back().get(), 0xFF, size_t(poison[k]));
-            *spaces[k] = buffers.back().get();
+            memset(next, 0xFF, size_t(poison[k]));
+            *spaces[k] = next;
+            next += (size_t(capacity[k] > 0 ? capacity[k] : 1) + 63) & ~size_t(63);
         }
         cores[size_t(b)].block_idx = b;
     }
