@@ -136,6 +136,21 @@ def test_a_barrier_some_block_never_reaches_is_a_kernel_error_not_a_hang():
             _torch(source, args, lowered=lowered)
 
 
+def test_a_hard_barrier_the_last_block_skips_is_a_kernel_error_naming_the_others():
+    source = ONE_BLOCK_BARRIER.replace("64, 64", "768, 64").replace(
+        "pl.spmd(4)", "pl.spmd(pl.system.available_aiv_count())").replace(
+        "if i == 0:", "if i != pl.get_block_num() - 1:").replace(
+        'pl.system.syncall(mode="soft", gm_workspace=sync_ws, used_cores=4)',
+        'pl.system.syncall(core_type="aiv_only")')
+    args = [torch.randn(768, 64), torch.zeros(16, dtype=torch.int32), torch.zeros(768, 64)]
+    message = (f"cross-block barrier deadlock: blocks 0-46 wait in pl.system.syncall (line "
+               f"{line_of(source, 'syncall(')}); block 47 has finished")
+    with pytest.raises(KernelError, match=re.escape(message)):
+        _run(source, args)
+    with pytest.raises(BarrierError, match=re.escape(message)):
+        _torch(source, args)
+
+
 def test_a_counter_that_was_not_zeroed_is_named_in_the_deadlock():
     source = ONE_BLOCK_BARRIER.replace("            if i == 0:\n                pl.system.syncall",
                                        "            pl.system.syncall")
