@@ -307,3 +307,12 @@ def test_a_write_over_rows_another_block_has_not_read_yet_is_a_race():
         _run(source, args)
     with pytest.raises(BarrierError, match=race):
         _torch(source, args)
+
+
+def test_every_pass_dump_of_a_program_with_barriers_runs_on_torch(capsys):
+    args = rotate_args(4, seed=8)
+    compiled = ir.compile(parse(rotate_source(4, UPSTREAM_SEQUENCE)), platform="a5sim",
+                          dump_passes=True)
+    results = compiled.validate_ir(args, {"out": rotate_expected(args[0], 4)}, rtol=0, atol=0)
+    assert [r.file for r in results][0] == "00_frontend.py"
+    assert len(results) > 5 and all(r.within_tolerance and r.max_abs_diff == 0 for r in results)
