@@ -87,13 +87,15 @@ class CompiledProgram:
         """
         from .debug import validate_pass_dumps
         from .passes.manager import DUMP_DIR
+        from .platform import get_platform
 
         dump_dir = self.output_dir / DUMP_DIR
         if not dump_dir.is_dir():
             raise FileNotFoundError(
                 f"{self.output_dir} has no {DUMP_DIR}/: compile with dump_passes=True"
             )
-        return validate_pass_dumps(dump_dir, tensors, expected, rtol=rtol, atol=atol)
+        return validate_pass_dumps(dump_dir, tensors, expected, rtol=rtol, atol=atol,
+                                   backend=get_platform(self.platform).backend)
 
     def __fspath__(self) -> str:
         """The artifact directory, so the handle works where upstream code takes a path."""

@@ -66,12 +66,13 @@ class Backend:
     native_casts: dict[str, tuple[str, ...]]  # source dtype name -> single-instruction targets
     atomic_add_dtypes: tuple[str, ...]
     innermost_hint_bytes: int
-    cube_cores: int
-    vector_cores: int
+    cube_cores: int  # clusters: pl.system.available_cluster_count()
+    vector_cores: int  # pl.system.available_aiv_count()
     device_arch: dict[str, str]  # core type -> AI Core ISA name for the device compiler
     tile_moves: dict[str, tuple[str, ...]]  # on-chip buffer -> buffers pl.move can copy it to
     tile_inserts: dict[str, tuple[str, ...]]  # source buffer -> pl.tile.assemble targets
     missing_instructions: tuple[str, ...] = ()  # PTO instructions it lacks ("TRANDOM")
+    gm_cache_line: int = 64  # bytes of a data-cache line over global memory (cacheinvalid)
 
     # The dict fields would make the generated hash raise; the name identifies a backend.
     def __hash__(self) -> int:
@@ -540,6 +541,7 @@ def _load_backend(rules: Path, name: str) -> Backend:
         tile_moves={src: moves.texts(src) for src in moves.data},
         tile_inserts={src: inserts.texts(src) for src in inserts.data},
         missing_instructions=rule.texts("missing_instructions", ()),
+        gm_cache_line=rule.positive_int("gm_cache_line"),
     )
 
 

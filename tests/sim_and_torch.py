@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from pypto.debug import load_entry, torch_codegen
+from pypto.platform import get_platform
 from pypto.runtime import RunConfig
 
 
@@ -18,7 +19,9 @@ def sim_and_torch(kernel, args: list[torch.Tensor], platform: str,
     kernel(*sim_args, config=RunConfig(platform=platform))
     program = kernel.lower(*args, config=RunConfig(platform=platform))
     torch_args = _clones(args)
-    load_entry(torch_codegen(program, check_shapes=check_shapes), program.entry)(*torch_args)
+    code = torch_codegen(program, check_shapes=check_shapes,
+                         backend=get_platform(platform).backend)
+    load_entry(code, program.entry)(*torch_args)
     return sim_args, torch_args
 
 

@@ -27,6 +27,7 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.ops import get_op
+from ..ir.ops.barrier import SYNCALL
 from ..ir.ops.cross_core import BUFFER_OPS, FREE_OPS, INIT_OPS, POP_OPS, PUSH_OPS
 from ..ir.ops.gather import mgather_policies, mscatter_coalesce
 from ..ir.ops.prefetch import without_prefetch_hints
@@ -45,11 +46,13 @@ from ..ir.types import (
 )
 from ..ir.visitor import IRVisitor, statements
 from ..passes.allocate_memory_addr import memref_slot_bytes
+from ..passes.barriers import barrier_calls, is_gang_kernel, launch_limit, query_count
 from ..passes.cross_core_pipe import uses_pipe
 from .device import device_kernel
 from .environment import render
 from .expressions import (
     CMP_MODES,
+    LAUNCH_COUNT_IDENTS,
     SWAPPED_CMP,
     declare_scalar,
     expr_model,
@@ -129,7 +132,7 @@ class _KernelBuilder(_StatementModels):
     """Builds the kernel template's model: one statement model per IR statement, its
     form (template macro) and instruction taken from the op registry."""
 
-    def __init__(self, fn: Function):
+    def __init__(self, fn: Function, backend=None):
         self.fn = fn
         self.tiles: dict[tuple, dict] = {}
         self.scalars: dict[str, dict] = {}
@@ -137,6 +140,12 @@ class _KernelBuilder(_StatementModels):
         self.names = value_idents(fn)
         self.partial = _partially_valid(fn)
         self.slot_bytes = memref_slot_bytes(fn)
+        # A kernel with a pl.system.syncall runs its launch's blocks at once (pto/gang.hpp);
+        # its hard barriers need the backend's core counts.
+        self.gang = is_gang_kernel(fn)
+        self.backend = backend
+        if self.gang and backend is None:
+            raise InternalError(f"the gang kernel {fn.name!r} needs the backend to generate")
 
     def tile(self, var: Var) -> str:
         t = var.type
@@ -165,7 +174,8 @@ class _KernelBuilder(_StatementModels):
                                  self.visit_If, self.effect)
 
     def effect(self, s: ExprStmt) -> dict:
-        """A cross-core pipe operator made for its effect (push, free, initialize)."""
+        """An operator made for its effect: the cross-core pipe's (push, free, initialize)
+        and the cross-block barriers."""
         op, form = operator_form(self, s.value, s)
         model = form(op, s.value, None, s)
         model["valid"] = None
@@ -173,6 +183,11 @@ class _KernelBuilder(_StatementModels):
 
     def assign(self, s: Assign) -> dict:
         model = self._assign(s)
+        call = s.value
+        if self.gang and isinstance(call, Call) and call.op in ("load", "store"):
+            # The statement pto/gang.hpp names when a block's access breaks the protocol.
+            tensor = call.args[0] if call.op == "load" else call.args[2]
+            model["gm"] = {"line": s.span.line if s.span else 0, "name": tensor.name}
         dst = s.targets[0]
         if isinstance(dst.type, TileType) and dst.type.memref is not None and \
                 dst.type.memref.slots > 1:
@@ -413,6 +428,30 @@ class _KernelBuilder(_StatementModels):
     def _form_tfree(self, op, call, dst, s):
         return {"kind": "tfree", **self._pipe(call, s)}
 
+    def _form_syncall(self, op, call, dst, s):
+        operands = op.operands(call.args, dict(call.attrs))
+        model = {"kind": "syncall", "mode": call.attr("mode"),
+                 "line": s.span.line if s.span else 0}
+        if model["mode"] == "hard":
+            blocks, cores = launch_limit(self.fn, self.backend)
+            model.update(required=blocks, cores=cores)
+        else:
+            model.update(ws=ident(operands["gm_workspace"].name),
+                         used=expr_model(operands["used_cores"]))
+        return model
+
+    def _form_fence(self, op, call, dst, s):
+        return {"kind": "fence", "gang": self.gang}
+
+    def _form_cacheinvalid(self, op, call, dst, s):
+        operands = op.operands(call.args, dict(call.attrs))
+        tensor, offsets = operands["tensor"], operands["offsets"]
+        model = {"kind": "cacheinvalid", "gang": self.gang, "tensor": None}
+        if tensor is not None:
+            model.update(tensor=ident(tensor.name), itemsize=tensor.type.dtype.itemsize,
+                         offsets=[expr_model(o) for o in offsets.items])
+        return model
+
     def _form_pipe_buffer(self, op, call, dst, s):
         # A ring buffer's base: the bottom of the consumer's buffer, where
         # AllocateMemoryAddr leaves the ring's bytes (an explicit base is a name only).
@@ -445,12 +484,14 @@ def _batch_window(offsets, stmt):
     return None, _window_origin(offsets, stmt)
 
 
-def kernel_model(fn: Function) -> tuple[dict, dict[str, int]]:
+def kernel_model(fn: Function, backend=None) -> tuple[dict, dict[str, int]]:
     """The simulator kernel template's model of `fn` (templates/kernel_function.cpp.j2),
-    and the on-chip bytes its tiles reach per space."""
+    and the on-chip bytes its tiles reach per space.  `backend`: the target's facts, which
+    a kernel with a pl.system.syncall needs (its cores, its cache line)."""
     fn = without_prefetch_hints(fn)  # no L2 here: the cache hints change nothing
-    builder = _KernelBuilder(fn)
+    builder = _KernelBuilder(fn, backend)
     body = builder.body(fn.body)
+    on_chip = _on_chip_high_water(builder)
     model = {
         "name": fn.name,
         "symbol": symbol(fn.name),
@@ -458,19 +499,29 @@ def kernel_model(fn: Function) -> tuple[dict, dict[str, int]]:
         "tiles": sorted(builder.tiles.values(), key=lambda t: t["ident"]),
         "scalars": sorted(builder.scalars.values(), key=lambda v: v["ident"]),
         "body": body,
+        "gang": None,
     }
-    return model, _on_chip_high_water(builder)
+    if builder.gang:
+        # Each further block's core (pto/gang.hpp), in PtoCore order: buffers of the
+        # backend's capacities, the bytes the kernel's tiles reach poisoned.
+        blocks, cores = launch_limit(fn, backend)
+        model["gang"] = {"line_bytes": backend.gm_cache_line,
+                         "capacity": [backend.capacities[space] for space in _SPACE],
+                         "poison": [on_chip[space] for space in _SPACE],
+                         "max_blocks": blocks, "cores": cores}
+    return model, on_chip
 
 
-def kernel_source(fn: Function) -> KernelSource:
-    model, on_chip = kernel_model(fn)
+def kernel_source(fn: Function, backend=None) -> KernelSource:
+    model, on_chip = kernel_model(fn, backend)
     return KernelSource(model["symbol"], render("kernel.cpp.j2", k=model), "vector",
                         tuple(param_spec(p) for p in fn.params), on_chip)
 
 
 def _kernel(fn: Function, platform: Platform | None) -> KernelSource:
     if platform is None or not platform.device_code:
-        return kernel_source(fn)
+        return kernel_source(fn, platform.backend if platform is not None else None)
+    _refuse_barriers(fn, platform)
     _refuse_transfers(fn, platform)
     _refuse_subblock_idx(fn, platform)
     kernel = device_kernel(fn, platform.backend.capacities["Vec"], platform.backend.name)
@@ -514,6 +565,20 @@ def _refuse_subblock_idx(fn: Function, platform: Platform) -> None:
                     "whichever vector core runs the task", s.span,
                     hint="read the lane in the AIV function of a group (or a pl.split_aiv "
                          "region), or run it on a2a3sim or a5sim")
+
+
+def _refuse_barriers(fn: Function, platform: Platform) -> None:
+    """The cross-block barriers have no device code here: pto-isa's CPU model makes SYNCALL
+    and the cache maintenance it needs (dcci, dsb) empty (common/cpu_stub.hpp), so the
+    blocks would run past a barrier that orders nothing."""
+    for call, span in barrier_calls(fn):
+        what = "SYNCALL" if call.op == SYNCALL else "the cache maintenance (dcci, dsb)"
+        raise LoweringError(
+            f"pl.{call.op} has no device code on {platform.name}: pto-isa's CPU model "
+            f"implements {what} as an empty function (include/pto/common/cpu_stub.hpp), so "
+            "the blocks would not wait for each other", span,
+            hint="run it on a simulator platform (a2a3sim, a5sim), where the barrier and its "
+                 "cache protocol are modelled")
 
 
 def _refuse_transfers(fn: Function, platform: Platform) -> None:
@@ -745,11 +810,15 @@ class _OrchestrationBuilder(_StatementModels):
         if call.task_id:
             tid = self.local(targets[-1]) if targets else None
             targets = targets[:-1]
+        # A kernel with a pl.system.syncall runs its blocks at once: the runtime calls it
+        # once per launch (pto/gang.hpp).
+        flags = [f for f, on in (("PTO_TASK_EARLY_RESOLVE", call.early_resolve),
+                                 ("PTO_TASK_GANG", is_gang_kernel(callee))) if on]
         return {"kind": "submit", "kernel_index": self.kernel_index[call.callee], "args": args,
                 "deps": self.deps(call.deps),
                 "blocks": expr_model(call.blocks) if call.blocks is not None else None,
                 "tid": tid, "results": self._results(call, callee, targets),
-                "flags": "PTO_TASK_EARLY_RESOLVE" if call.early_resolve else "0"}
+                "flags": " | ".join(flags) or "0"}
 
     def _flags(self, call: FuncCall, arg: Var) -> str:
         """The flags OR-ed into a tensor argument's direction: no dependence tracking,
@@ -896,6 +965,7 @@ def generate(program: Program, frontend: Program | None = None,
         "params": param_models(entry),
         "locals": sorted(builder.locals.values(), key=lambda v: v["ident"]),
         "dump_slots": len(builder.dump_slots),
+        "launch_counts": _launch_counts(entry, platform),
         "body": body,
     }
     params = tuple(param_spec(p) for p in entry.params)
@@ -921,6 +991,29 @@ def _group_only(program: Program) -> set[str]:
             if isinstance(call, FuncCall):
                 (by_group if fn.func_type is FunctionType.Group else elsewhere).add(call.callee)
     return by_group - elsewhere
+
+
+class _LaunchQueries(IRVisitor):
+    """The pl.system.available_*_count() calls of the expressions visited."""
+
+    def __init__(self):
+        self.found: set[str] = set()
+
+    def visit_Call(self, e: Call) -> None:
+        if e.op in LAUNCH_COUNT_IDENTS:
+            self.found.add(e.op)
+        super().visit_Call(e)
+
+
+def _launch_counts(fn: Function, platform: Platform | None) -> list[dict]:
+    """The constants of the platform's core counts the orchestration reads: what
+    pl.system.available_aiv_count() / available_cluster_count() give (the backend's data)."""
+    finder = _LaunchQueries()
+    finder.visit_function(fn)
+    if finder.found and platform is None:
+        raise InternalError("pl.system.available_*_count() needs the platform to generate")
+    return [{"ident": LAUNCH_COUNT_IDENTS[op], "value": query_count(op, platform.backend),
+             "op": op} for op in sorted(finder.found)]
 
 
 def _entry_outputs(entry: Function) -> tuple[int, ...]:

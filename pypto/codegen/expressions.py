@@ -8,6 +8,7 @@ from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.nodes import Assign, AtScope, Call, Const, ExprStmt, For, If, Return, Var, While
 from ..ir.ops import OpDef, get_op
+from ..ir.ops.barrier import AIV_COUNT, CLUSTER_COUNT
 from ..ir.printer import CMP_SYMBOLS
 from ..ir.types import ScalarType, TensorType, TileType
 from ..ir.visitor import IRVisitor
@@ -18,6 +19,10 @@ _INDEX_CALLS = {"floordiv": "pypto_floordiv", "mod": "pypto_mod"}
 _SELECT = {"min": "<", "max": ">"}  # pl.min / pl.max: lhs if lhs OP rhs else rhs
 _LOGIC = {"and_": "&&", "or_": "||"}  # of conditions (BOOL scalars)
 _BLOCK_FIELDS = {"get_block_idx": "block_idx", "get_block_num": "block_num"}
+# pl.system.available_*_count(): constants of the platform the orchestration declares
+# (codegen/cpp.py, launch_counts).
+LAUNCH_COUNT_IDENTS = {AIV_COUNT: "pypto_available_aiv_count",
+                       CLUSTER_COUNT: "pypto_available_cluster_count"}
 
 
 def scalar_ctype(dtype: DataType) -> str:
@@ -74,6 +79,8 @@ def _call_model(e: Call, idents: dict[str, str]) -> dict | None:
             return {"kind": "not", "operand": expr_model(e.args[0], idents)}
         if len(e.args) == 2 and (model := _binary_model(e, idents)) is not None:
             return model
+    if e.op in LAUNCH_COUNT_IDENTS:  # orchestration only (the parser refuses it in kernels)
+        return {"kind": "var", "name": LAUNCH_COUNT_IDENTS[e.op]}
     if e.op in _BLOCK_FIELDS:  # kernels only
         return {"kind": "var", "name": idents.get(f"{e.op}()",
                                                   f"(int64_t)core->{_BLOCK_FIELDS[e.op]}")}
@@ -123,7 +130,8 @@ def kernel_statements(stmts, on_for: Callable, on_while: Callable, on_assign: Ca
     """What `on_for` / `on_while` / `on_assign` / `on_if` make of each statement of a
     kernel body, in order (returns skipped; anything else is an error), shared by the
     kernel code generators; `on_effect`, of a statement that is an operator call made for
-    its effect (the cross-core pipe's), where the generator has such statements."""
+    its effect (the cross-core pipe's, the cross-block barriers), where the generator has
+    such statements."""
     visitor = _KernelStatements(on_for, on_while, on_assign, on_if)
     visitor.on_effect = on_effect
     return [m for m in (visitor.visit_stmt(s) for s in stmts) if m is not _NOTHING]
@@ -157,7 +165,7 @@ class _KernelStatements(IRVisitor):
 
     def visit_ExprStmt(self, s: ExprStmt) -> dict:
         if self.on_effect is not None and isinstance(s.value, Call) \
-                and get_op(s.value.op).category == "pipe":
+                and get_op(s.value.op).category in ("pipe", "barrier"):
             return self.on_effect(s)
         raise LoweringError("an expression statement has no effect in a kernel", s.span)
 

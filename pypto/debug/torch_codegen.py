@@ -32,17 +32,22 @@ from ..ir.nodes import (
     While,
 )
 from ..ir.ops import get_op
+from ..ir.ops.barrier import LAUNCH_QUERIES, SYNCALL
 from ..ir.ops.partial import PARTIAL_OPS
 from ..ir.printer import scalar_operator
 from ..ir.types import FunctionType, Level, TaskIdType, TensorType, TileType
-from ..ir.visitor import IRVisitor
+from ..ir.visitor import IRVisitor, defs, statements
+from ..passes.barriers import is_gang_kernel, launch_limit, query_count
 from ..passes.derive_call_directions import entry_inputs_written
 from . import torch_runtime
 
 
-def torch_codegen(program_or_function: Program | Function, *, check_shapes: bool = False) -> str:
+def torch_codegen(program_or_function: Program | Function, *, check_shapes: bool = False,
+                  backend=None) -> str:
     """Executable Python (torch) reproducing the IR; `check_shapes` asserts every value's
-    shape and dtype as the IR states them."""
+    shape and dtype as the IR states them.  `backend` (pypto.platform.Backend): the target's
+    facts, which a program with cross-block barriers or launch-shape queries needs (its
+    core counts, its cache line)."""
     if isinstance(program_or_function, Function):
         program = Program(program_or_function.name, (program_or_function,),
                           program_or_function.name)
@@ -51,7 +56,7 @@ def torch_codegen(program_or_function: Program | Function, *, check_shapes: bool
     else:
         raise TypeError("torch_codegen takes an ir.Program or an ir.Function, got "
                         f"{type(program_or_function).__name__}")
-    builder = _Builder(check_shapes)
+    builder = _Builder(check_shapes, backend)
     builder.functions = {f.name: f for f in program.functions}
     functions = [builder.function(f) for f in program.functions]
     for model_fn in functions:
@@ -84,6 +89,14 @@ def _attr(value):
     if isinstance(value, tuple):
         return list(value)
     return value
+
+
+def _placed(fn: Function) -> bool:
+    """Whether a kernel's tiles have their buffers (the program is lowered): then its kind
+    (vector, cube, mixed) is known."""
+    tiles = [t for st in statements(list(fn.body)) if isinstance(st, Assign)
+             for t in st.targets if isinstance(t.type, TileType)]
+    return bool(tiles) and all(t.type.addr is not None for t in tiles)
 
 
 def _type_facts(call: Call) -> list:
@@ -124,12 +137,20 @@ def _held_facts(call: Call) -> list:
 class _Builder(IRVisitor):
     """The template's model of a program: one dict per statement and expression."""
 
-    def __init__(self, check_shapes: bool):
+    def __init__(self, check_shapes: bool, backend=None):
         self.check_shapes = check_shapes
+        self.backend = backend
         self.functions: dict[str, Function] = {}
+        self.function_now: Function | None = None
+        # In a gang kernel (or a pl.spmd block holding a pl.system.syncall): loads and stores
+        # name their statement for the check of the cache protocol (torch_gang.at).
+        self.in_gang = False
+        self.gangs = 0  # the gang blocks of the function, numbered
 
     def function(self, fn: Function) -> dict:
+        self.function_now, self.in_gang, self.gangs = fn, is_gang_kernel(fn), 0
         body = self.group(fn) if fn.func_type is FunctionType.Group else self.body(fn.body)
+        self.in_gang = False
         return {
             "name": fn.name,
             "kind": fn.func_type.name,
@@ -160,8 +181,14 @@ class _Builder(IRVisitor):
         return [self.visit_stmt(s) for s in stmts]
 
     def visit_Assign(self, s: Assign) -> dict:
-        return {"kind": "assign", "targets": [t.name for t in s.targets],
-                "value": self.expr(s.value), "checks": self.checks(s)}
+        model = {"kind": "assign", "targets": [t.name for t in s.targets],
+                 "value": self.expr(s.value), "checks": self.checks(s), "at": None}
+        call = s.value
+        if self.in_gang and isinstance(call, Call) and call.op in ("load", "store"):
+            tensor = call.args[0] if call.op == "load" else call.args[2]
+            if isinstance(tensor.type, TensorType):
+                model["at"] = {"line": s.span.line if s.span else 0, "name": tensor.name}
+        return model
 
     def visit_ExprStmt(self, s: ExprStmt) -> dict:
         return {"kind": "expr", "value": self.expr(s.value)}
@@ -181,9 +208,43 @@ class _Builder(IRVisitor):
         return {"kind": "scope", "body": self.body(s.body)}
 
     def visit_AtScope(self, s: AtScope) -> dict:
-        return {"kind": "block", "level": s.level.name, "body": self.body(s.body),
-                "task": s.task.name if s.task is not None else None,
-                "blocks": self.expr(s.blocks) if s.blocks is not None else None}
+        gang = any(isinstance(b, ExprStmt) and isinstance(b.value, Call)
+                   and b.value.op == SYNCALL for b in statements(list(s.body)))
+        outer, self.in_gang = self.in_gang, gang
+        body = self.body(s.body)
+        self.in_gang = outer
+        model = {"kind": "block", "level": s.level.name, "body": body,
+                 "task": s.task.name if s.task is not None else None,
+                 "blocks": self.expr(s.blocks) if s.blocks is not None else None,
+                 "gang": None}
+        if gang:
+            # The block runs as a nested function on each block's thread (torch_gang); the
+            # names it binds are its locals, bound after it from block n - 1's.
+            self.gangs += 1
+            model["gang"] = {"fn": f"_gang_{self.gangs - 1}", "line_bytes": self._line_bytes(),
+                             "names": sorted(defs(list(s.body)))}
+        return model
+
+    def _needs_backend(self, what: str):
+        if self.backend is None:
+            raise ValueError(f"torch_codegen(..., backend=) is needed: the program holds {what}, "
+                             "whose semantics are the backend's (pypto.platform.get_platform("
+                             "name).backend)")
+        return self.backend
+
+    def _line_bytes(self) -> int:
+        return self._needs_backend("a pl.system.syncall (its cache line)").gm_cache_line
+
+    def _syncall_facts(self, call: Call) -> list:
+        """What the torch semantics of a barrier need: its line and, for a hard one in a
+        lowered kernel, the launch it needs (the simulators check the same)."""
+        facts: list = [("line", call.span.line if call.span else 0)]
+        fn = self.function_now
+        if call.attr("mode") == "hard" and fn is not None and fn.func_type is \
+                FunctionType.InCore and _placed(fn) and self.backend is not None:
+            blocks, cores = launch_limit(fn, self.backend)
+            facts += [("required", blocks), ("cores", cores)]
+        return facts
 
     def visit_Return(self, s: Return) -> dict:
         return {"kind": "return", "results": [self.expr(v) for v in s.values]}
@@ -220,9 +281,15 @@ class _Builder(IRVisitor):
         return {"kind": "list", "elems": [self.expr(i) for i in e.items]}
 
     def visit_FuncCall(self, e: FuncCall) -> dict:
+        callee = self.functions.get(e.callee)
+        gang = None
+        if callee is not None and is_gang_kernel(callee):
+            gang = [self._line_bytes()]
+            if _placed(callee):  # its cores are known: at most as many blocks
+                gang += list(launch_limit(callee, self.backend))
         return {"kind": "submit", "fn": e.callee, "args": [self.expr(a) for a in e.args],
                 "blocks": self.expr(e.blocks) if e.blocks is not None else None,
-                "task_id": e.task_id}
+                "task_id": e.task_id, "gang": gang}
 
     def visit_Call(self, e: Call) -> dict:
         # Index division truncates in C++; Python's `/` would not, so it stays a call.
@@ -233,10 +300,16 @@ class _Builder(IRVisitor):
             lhs, rhs = (self.expr(a) for a in e.args)
             return {"kind": "infix", "op": symbol, "lhs": lhs, "rhs": rhs}
         fn = runtime_name(e.op)
+        if e.op in LAUNCH_QUERIES:  # the backend's count, written into the program
+            backend = self._needs_backend(f"pl.{e.op}()")
+            return {"kind": "op", "fn": fn, "args": [{"kind": "const",
+                                                      "value": query_count(e.op, backend)}],
+                    "attrs": [], "named": []}
         if not hasattr(torch_runtime, fn):
             raise InternalError(f"pl.{e.op} has no torch semantics in "
                                 "pypto.debug.torch_runtime")
-        facts = (*_type_facts(e), *_held_facts(e))
+        facts = (*_type_facts(e), *_held_facts(e),
+                 *(self._syncall_facts(e) if e.op == SYNCALL else ()))
         attrs = [(k, self._attr_model(_attr(v))) for k, v in e.attrs + facts]
         args = [self.expr(a) for a in e.args]
         # An operand declared after an attribute (pl.slice's offsets follow its shape) or

@@ -26,7 +26,7 @@ from ..ir.ops import all_ops
 from ..ir.ops.gather import COALESCE, GATHER_OOB, policy
 from ..ir.ops.movement import window_extent
 from ..ir.types import TileType
-from . import rounding
+from . import rounding, torch_gang
 from .torch_pipe import _free, _pop, _push, subblock_idx
 from .torch_pipe import run_group as run_group  # torch_codegen's Group functions call it
 
@@ -1050,12 +1050,14 @@ _block = {"index": 0}
 
 def get_block_idx():
     """The current SPMD block's index (0 outside an SPMD dispatch)."""
-    return _block["index"]
+    gang = torch_gang.block_index()  # a block of a gang runs on a thread of its own
+    return _block["index"] if gang is None else gang
 
 
 def get_block_num():
     """The current SPMD dispatch's block count (1 outside an SPMD dispatch)."""
-    return _block.get("count", 1)
+    gang = torch_gang.block_count()
+    return _block.get("count", 1) if gang is None else gang
 
 
 def blocks(count: int):
@@ -1105,9 +1107,16 @@ def _run_task(fn, args):
     return result
 
 
-def submit(fn, *args, blocks_=None, task_id=False):
-    """One task (or one SPMD dispatch of `blocks_` blocks) run to completion in order."""
-    if blocks_ is None:
+def submit(fn, *args, blocks_=None, task_id=False, gang_=None):
+    """One task (or one SPMD dispatch of `blocks_` blocks) run to completion in order;
+    `gang_` (the backend's cache-line bytes, and where known the most blocks the kernel's
+    cores take and which cores): the kernel holds a pl.system.syncall, and its blocks run at
+    once (`run_gang`)."""
+    if gang_ is not None:
+        line_bytes, *limit = gang_
+        result = run_gang(1 if blocks_ is None else blocks_, line_bytes,
+                          lambda: _run_task(fn, args), *limit)
+    elif blocks_ is None:
         result = _run_task(fn, args)
     else:
         for _ in blocks(blocks_):
@@ -1118,6 +1127,21 @@ def submit(fn, *args, blocks_=None, task_id=False):
     if result is None:
         return tid
     return (*result, tid) if isinstance(result, tuple) else (result, tid)
+
+
+def gang_at(line: int, name: str) -> None:
+    """Names the statement a block of a gang runs next, a pl.load / pl.store of tensor
+    `name` at `line`: what a break of the cache protocol reports (torch_gang.at)."""
+    torch_gang.at(line, name)
+
+
+def run_gang(count: int, line_bytes: int, block: Callable[[], object],
+             max_blocks: int | None = None, cores: str = "") -> object:
+    """The `count` blocks of a launch whose kernel holds a pl.system.syncall, each running
+    `block` at once (torch_gang.run_gang, the simulators' pto/gang.hpp): at most
+    `max_blocks` (the `cores` of the kernel's type), where known; what block count - 1
+    returns."""
+    return torch_gang.run_gang(count, line_bytes, block, max_blocks, cores)
 
 
 # ----------------------------------------------------------------------------- casts
@@ -1230,7 +1254,9 @@ def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory=
     tile = torch.full(tuple(shapes), _pad_value(tensor.dtype, pad_value, held),
                       dtype=tensor.dtype)
     region = tuple(builtins.slice(0, v) for v in valid)
-    tile[region] = tensor[_window(offsets, valid)].reshape(valid)
+    window = tensor[_window(offsets, valid)]
+    torch_gang.observe(window, write=False)  # a block of a gang: the cache protocol's check
+    tile[region] = window.reshape(valid)
     return tile
 
 
@@ -1248,6 +1274,7 @@ def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", sha
     extent = tuple(valid) if valid is not None else tuple(tile.shape)
     window = _window(offsets, extent)
     part = tile[tuple(builtins.slice(0, e) for e in extent)].reshape(tensor[window].shape)
+    torch_gang.observe(tensor[window], write=True, atomic=atomic == "Add")
     if atomic == "Add":
         # Accumulate in the tensor's dtype, one rounding per add, as the atomic unit does.
         tensor[window] = tensor[window] + part
@@ -1591,6 +1618,53 @@ def system_import_peer_buffer(name=None, peer_func=None) -> int:
 def get_subblock_idx() -> int:
     """The vector lane running the code: 0 or 1 in a Group task, 0 elsewhere."""
     return subblock_idx()
+
+
+# -- the cross-block barriers (torch_gang.py: the blocks of a gang on threads)
+
+
+def system_syncall(gm_workspace=None, used_cores=None, core_type="mix", mode="hard", line=0,
+                   required=None, cores=""):
+    """A barrier across the blocks of the running launch: no block passes it before every
+    block reached it.  Hard: every block of the launch, which must have `required` blocks
+    (`cores`: which; None where the program was not lowered for a backend).  Soft: element 0
+    of `gm_workspace` counts the arrivals; a block waits for the end of its round of
+    `used_cores` (0: every block).  A deadlock raises BarrierError naming where each block
+    waits."""
+    if mode == "hard":
+        torch_gang.syncall_hard(required, cores, line)
+    else:
+        torch_gang.syncall_soft(gm_workspace, int(used_cores), line)
+
+
+def system_fence() -> None:
+    """This block's global-memory writes are visible to the other blocks from here (the
+    step between pl.system.cacheinvalid() and the barrier that publishes them); recorded
+    for the check of the protocol."""
+    torch_gang.fence()
+
+
+def system_cacheinvalid(tensor=None, shapes=None, offsets=None) -> None:
+    """This block's cached lines of global memory written back and dropped: all of them,
+    or (tensor, shapes, offsets) the one line holding the view's base address; recorded
+    for the check of the protocol."""
+    if tensor is None:
+        torch_gang.cacheinvalid()
+        return
+    elements = builtins.sum(int(o) * st for o, st in zip(offsets, tensor.stride(), strict=True))
+    torch_gang.cacheinvalid(tensor.data_ptr() + elements * tensor.element_size())
+
+
+def system_available_aiv_count(count: int) -> int:
+    """The platform's vector (AIV) core count, its backend's `[cores] vector`:
+    torch_codegen writes the count of the backend it is given into the program."""
+    return count
+
+
+def system_available_cluster_count(count: int) -> int:
+    """The platform's cluster (cube) core count, its backend's `[cores] cube`: torch_codegen
+    writes the count of the backend it is given into the program."""
+    return count
 
 
 # Declared last: every operator's function above, wrapped where it computes.

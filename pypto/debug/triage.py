@@ -50,7 +50,7 @@ from ..ir.diagnostics import (
 from ..ir.dtypes import from_torch
 from ..ir.errors import PyptoError, VerificationError
 from ..passes.manager import DUMP_DIR, dumped_pass, pass_dumps
-from ..platform import default_platform
+from ..platform import default_platform, get_platform
 from ..runtime.errors import RaceError
 from ..runtime.memory import poison_
 
@@ -491,7 +491,6 @@ class _Triage:
         """The pass dumps' directory, or None when this step explains the difference."""
         from ..compiler import CompileOptions, run_pipeline
         from ..ir.options import PassDumpLevel, VerificationLevel
-        from ..platform import get_platform
 
         case = self.case
         program = case.kernel.frontend(*case.fresh_args())
@@ -538,7 +537,8 @@ class _Triage:
         lines: list[str] = []
         try:
             validate_pass_dumps(dump_dir, case.fresh_args(), dict(case.expected), rtol=rtol,
-                                atol=atol, out=lines.append)
+                                atol=atol, out=lines.append,
+                                backend=get_platform(case.platform).backend)
         except (PyptoError, RuntimeError, TypeError, ValueError) as exc:
             lines.append(f"the pass dumps cannot run on torch ({type(exc).__name__}: {exc}); "
                          "no pass can be named")
@@ -630,7 +630,8 @@ class _Triage:
 
         try:
             program = pl.parse(final.read_text(), str(final))
-            entry = load_entry(torch_codegen(program), program.entry)
+            backend = get_platform(self.case.platform).backend
+            entry = load_entry(torch_codegen(program, backend=backend), program.entry)
             with torch_runtime.observing_tasks(observe):
                 entry(*self.case.fresh_args())
         except (PyptoError, RuntimeError, TypeError, ValueError) as exc:

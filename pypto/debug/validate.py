@@ -77,10 +77,11 @@ def _close(actual, expected, rtol, atol) -> bool:
 
 
 def validate_pass_dumps(dump_dir, tensors, expected, *, rtol: float = 5e-2,
-                        atol: float = 5e-2, out=print) -> list[DumpResult]:
+                        atol: float = 5e-2, out=print, backend=None) -> list[DumpResult]:
     """Run every `NN_*.py` dump in `dump_dir` in order on copies of `tensors`; print
     `max_abs_diff` per dump; raise AssertionError naming the first dump that leaves
-    tolerance, with its IR diff against the previous dump."""
+    tolerance, with its IR diff against the previous dump.  `backend`: the target's facts
+    (pypto.platform.Backend), which a program with cross-block barriers needs."""
     from ..language.parser import parse_program
 
     files = pass_dumps(dump_dir)
@@ -91,7 +92,7 @@ def validate_pass_dumps(dump_dir, tensors, expected, *, rtol: float = 5e-2,
     for path in files:
         text = path.read_text()
         program = parse_program(text, str(path))
-        entry = load_entry(torch_codegen(program), program.entry)
+        entry = load_entry(torch_codegen(program, backend=backend), program.entry)
         args = _args(program, tensors)
         wanted = _outputs(program, expected)
         entry(*args)

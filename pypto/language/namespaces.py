@@ -114,7 +114,9 @@ prefetch = OpNamespace("prefetch", {name.split(".")[-1]: name for name in all_op
 
 class _SystemNamespace(OpNamespace):
     """`pl.system`: the cross-core pipe (ir/ops/cross_core: `tpush_to_aiv`, `tpop_from_aic`,
-    `tfree_to_aic`, `aic_initialize_pipe`, `reserve_buffer`, ...), `AUTO` (a reserved
+    `tfree_to_aic`, `aic_initialize_pipe`, `reserve_buffer`, ...), the barriers across the
+    blocks of a launch and their launch-shape queries (ir/ops/barrier: `syncall`, `fence`,
+    `cacheinvalid`, `available_aiv_count`, `available_cluster_count`), `AUTO` (a reserved
     buffer's base the compiler picks) and `task_dummy(deps=[tids])` (a join of task ids)."""
 
     AUTO = -1

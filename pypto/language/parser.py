@@ -41,6 +41,7 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.ops import REQUIRED, OpDef, get_op, make_call, write_destination
+from ..ir.ops.barrier import LAUNCH_QUERIES
 from ..ir.ops.cross_core import POP_OPS
 from ..ir.ops.task_arrays import expect_value
 from ..ir.types import (
@@ -1049,6 +1050,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         """`pl.<op>(...)`, `pl.tile.<op>(...)`: the operator's call."""
         if fn.name == "get_block_idx":
             self.check_block_idx(node)
+        elif fn.name in LAUNCH_QUERIES and (
+                self.func_type is not FunctionType.Orchestration or self.in_scope):
+            raise self.error(node, f"pl.{fn.name}() is the platform's core count for sizing a "
+                             "launch in orchestration code; a kernel reads the launch it runs "
+                             "in with pl.get_block_num()",
+                             hint="call it outside the pl.spmd / pl.at block (its count can be "
+                                  "passed in), or read pl.get_block_num()")
         elif fn.name == "dump_tag":
             self.check_dump_tag(node)
         elif fn.name.startswith("array.") and (

@@ -325,8 +325,9 @@ class TaskSyntax:
         elif kw.arg == "core_num":
             return  # the block count, read by _scope_options
         elif kw.arg == "sync_start":
-            # All blocks start together; no operator here can wait for another block,
-            # so every schedule of the blocks is one such a launch may give.
+            # All blocks start together: a launch whose kernel holds a pl.system.syncall
+            # runs its blocks at once anyway (pto/gang.hpp), and no other operator waits
+            # for another block, so every schedule of the others is one it may give.
             if not isinstance(self.static(kw.value), bool):
                 raise self.error(call, "sync_start= takes True or False")
         elif kw.arg == "name_hint":

@@ -1,6 +1,7 @@
 """IR passes.  `default_pipeline()` is the compiler's whole lowering, in order."""
 
 from .allocate_memory_addr import AllocateMemoryAddr
+from .barriers import CheckCrossBlockBarriers
 from .cross_core_pipe import CheckCrossCorePipes
 from .cube_to_vector import TransferCubeToVector
 from .derive_call_directions import DeriveCallDirections
@@ -42,6 +43,7 @@ def default_pipeline() -> PassManager:
             InferMemorySpace(),
             TransferCubeToVector(),
             CheckCrossCorePipes(),
+            CheckCrossBlockBarriers(),
             AllocateMemoryAddr(),
         ]
     )
@@ -72,5 +74,7 @@ __all__ = [
     "LegalizeTileCast",
     "InferMemorySpace",
     "TransferCubeToVector",
+    "CheckCrossCorePipes",
+    "CheckCrossBlockBarriers",
     "AllocateMemoryAddr",
 ]

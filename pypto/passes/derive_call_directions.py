@@ -12,6 +12,8 @@ direction) and the caller's tensor comes back unchanged.  `entry_inputs_written`
 those writes; the `InputParamWritten` diagnostic reports each at its writing line (in the
 kernel, for a write through a callee).
 
+A soft `pl.system.syncall` reads and writes its `gm_workspace` (the arrival counter).
+
 An atomic-add store (`atomic=pl.AtomicType.Add`) writes without a plain read; a
 parameter written only that way is dispatched as an accumulate access (codegen
 decides that from the kernel body).  Here its dtype is checked against the backend's
@@ -25,6 +27,7 @@ from dataclasses import replace
 from ..ir.errors import Span, TypeCheckError
 from ..ir.nodes import Assign, Call, FuncCall, Function, Program, Var
 from ..ir.ops import get_op, write_destination
+from ..ir.ops.barrier import SYNCALL
 from ..ir.types import AtomicType, Direction, FunctionType, TensorType
 from ..ir.visitor import IRVisitor
 from .manager import Pass
@@ -70,6 +73,14 @@ class _Access(IRVisitor):
     def visit_Call(self, expr: Call) -> None:
         if expr.op == "dump_tag":
             return  # marks a tensor for the runtime's dumps: neither a read nor a write
+        if expr.op == SYNCALL and expr.args and isinstance(expr.args[0], Var) \
+                and "gm_workspace" not in dict(expr.attrs):
+            # A soft barrier adds to the counter in its workspace: a read and a write.
+            self._write(expr.args[0].name, expr.span)
+            self.read.add(expr.args[0].name)
+            for arg in expr.args[1:]:
+                self.visit_expr(arg)
+            return
         writes = writes_tensor(expr)
         if writes and expr.attr("atomic", AtomicType.None_) is not AtomicType.None_:
             self.atomic.append(expr)

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..ir.errors import CapacityError, LoweringError
-from ..ir.nodes import Assign, Call, Const, ExprList, For, Return, Var, While
+from ..ir.errors import CapacityError, LoweringError, Span
+from ..ir.nodes import Assign, Call, Const, ExprList, ExprStmt, For, Return, Var, While
 from ..ir.ops import get_op, make_call, write_destination
+from ..ir.ops.barrier import SYNCALL
 from ..ir.ops.gather import tensor_gather_operands
 from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
@@ -75,11 +76,14 @@ class TensorToTile(FunctionPass):
 @dataclass
 class _Kept:
     """A tensor value a run computed: its definition, the tensors it reads (through
-    every value it is computed from), and the tensor written since, if any."""
+    every value it is computed from), the tensor written since, if any, and the
+    `pl.system.syncall` passed since, if any (other blocks may have written what it reads:
+    it cannot be recomputed after the barrier)."""
 
     stmt: Assign
     reads: frozenset
     stale: str | None = None
+    barrier: Span | None = None
 
 
 class _Runs:
@@ -140,7 +144,13 @@ class _Runs:
         return self.views.get(name, name)
 
     def _invalidate(self, kept: dict[str, _Kept], stmt) -> None:
-        """Kept values that read a tensor `stmt` writes are stale from here on."""
+        """Kept values that read a tensor `stmt` writes are stale from here on, and every
+        kept value once `stmt` holds a cross-block barrier."""
+        barrier = next((b.span for b in statements(stmt) if _is_syncall(b)), None)
+        if barrier is not None:
+            for name, value in kept.items():
+                if value.barrier is None:
+                    kept[name] = replace(value, barrier=barrier)
         written = {self._base(n) for n in written_tensors([stmt])}
         for name, value in kept.items():
             hit = sorted(value.reads & written)
@@ -185,6 +195,16 @@ class _Runs:
                     hint="write it into an output inside the loop (`out[...] = ...`), or "
                          "compute it after the loop",
                 )
+            if value.barrier is not None:
+                line = f" at line {value.barrier.line}" if value.barrier else ""
+                raise LoweringError(
+                    f"`{user}` is a tensor value computed before the pl.system.syncall{line} "
+                    "and read after it; tensor values are computed where they are used, and "
+                    "past the barrier other blocks may have written what it is computed from",
+                    at.span,
+                    hint=f"store `{user}` into an output before the barrier and load it after "
+                         "(with pl.system.cacheinvalid / fence around the barrier)",
+                )
             if value.stale is not None:
                 raise LoweringError(
                     f"`{user}` is computed from `{value.stale}`, which is written before "
@@ -204,6 +224,11 @@ class _Runs:
             if call_of(s).op != "assemble":
                 defined.add(s.targets[0].name)
         return out
+
+
+def _is_syncall(stmt) -> bool:
+    return isinstance(stmt, ExprStmt) and isinstance(stmt.value, Call) \
+        and stmt.value.op == SYNCALL
 
 
 def _tensor_operands(stmt: Assign) -> list[Var]:

@@ -66,6 +66,11 @@ TASK_EARLY_RESOLVE = 0x1
 consumers whose predecessors all carry it start the moment the last one ends, ahead of
 tasks that became ready earlier (a scheduling hint, no effect on results)."""
 
+TASK_GANG = 0x2
+"""`PTO_TASK_GANG`: a `dispatch` flag (a kernel with a `pl.system.syncall`): the kernel runs
+every block of the dispatch itself, at once; the runtime calls it once, as block 0 of
+`blocks`, on one core, and records all the dispatch's tasks as run by that call."""
+
 
 class PtoTensor(ctypes.Structure):
     """A view of global memory; strides are in elements."""

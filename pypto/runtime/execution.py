@@ -19,6 +19,7 @@ from pypto.runtime import native
 from pypto.runtime.abi import (
     MAX_RANK,
     TASK_EARLY_RESOLVE,
+    TASK_GANG,
     AllocTensorFn,
     ArgKind,
     DispatchFn,
@@ -317,7 +318,8 @@ class ProgramRun:
         # one: the Python scheduler keeps no ring resources, only records the ring).
         ring = min(max(self._scope_depth - 1, 0), RINGS - 1)
         return self.scheduler.submit(spec.name, kernel, copied, accesses, deps, blocks,
-                                     early_resolve=bool(flags & TASK_EARLY_RESOLVE), ring=ring)
+                                     early_resolve=bool(flags & TASK_EARLY_RESOLVE), ring=ring,
+                                     gang=bool(flags & TASK_GANG))
 
     def _accesses(self, spec: KernelSpec, raw: bytes) -> list[Access]:
         """The device bytes each tensor argument (`raw`: the PtoArg array's bytes) can

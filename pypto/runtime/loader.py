@@ -161,14 +161,17 @@ class LoadedProgram:
 
     def check_bounds_faults(self) -> None:
         """Raises KernelError naming each kernel whose bounds check fired in the last run
-        (sim kernels), or whose cross-core pipe stopped (a deadlock, a ring left holding
-        tiles), and clears the records; else does nothing."""
+        (sim kernels), whose cross-core pipe stopped (a deadlock, a ring left holding
+        tiles) or whose cross-block barrier stopped (a deadlock, a race, the cache protocol
+        broken), and clears the records; else does nothing."""
         found = []
         pipe = False  # a group's cross-core pipe stopped (pto/pipe.hpp), not an access
+        barrier = False  # a gang's cross-block barrier stopped (pto/gang.hpp)
         for spec, count, message in self._faults:
             if count.value:
                 text = message.value.decode()
                 pipe = pipe or text.startswith("cross-core pipe")
+                barrier = barrier or text.startswith("cross-block barrier")
                 found.append(f"kernel {spec.name!r} ({spec.file}): {text}"
                              + (f" (and {count.value - 1} more)" if count.value > 1 else ""))
                 count.value = 0
@@ -178,6 +181,12 @@ class LoadedProgram:
                 "; ".join(found) + ". Every pl.tpush needs its pl.tpop in the peer function "
                 "and every pop its pl.tfree, as many times; a ring of slot_num slots holds "
                 "that many tiles pushed and not yet freed")
+        if found and barrier:
+            raise KernelError(
+                "; ".join(found) + ". Every block of the launch must reach each "
+                "pl.system.syncall, as many times; a block reading what another wrote before the "
+                "barrier needs the writer's pl.system.cacheinvalid() and pl.system.fence() before "
+                "it and its own pl.system.cacheinvalid() after it (docs/language.md)")
         if found:
             raise KernelError(
                 "; ".join(found) + ". The simulator skipped the access (on a device it "

@@ -33,6 +33,7 @@ from pypto.resources import native_scheduler, scheduler_digest, scheduler_source
 from pypto.runtime.abi import (
     MAX_RANK,
     TASK_EARLY_RESOLVE,
+    TASK_GANG,
     PtoArg,
     PtoKernelFn,
     PtoOrchestrateFn,
@@ -395,7 +396,8 @@ class NativeSchedule:
                 tuple(predecessors[r.pred_offset + k] for k in range(r.pred_count)),
                 r.block_idx, r.block_num, r.group, r.core_id if ran else None,
                 r.start_ns if ran else None, r.end_ns if ran else None,
-                bool(r.flags & TASK_EARLY_RESOLVE), bool(r.staged), r.ring))
+                bool(r.flags & TASK_EARLY_RESOLVE), bool(r.staged), r.ring,
+                bool(r.flags & TASK_GANG)))
         return tasks
 
     def scopes(self) -> list[PnrScope]:

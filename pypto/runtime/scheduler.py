@@ -111,6 +111,15 @@ class Task:
     ring: int = 0
     """The ring of its scope depth, min(depth, 3) (the Python scheduler records it; only
     the native one keeps the rings' resources)."""
+    gang: bool = False
+    """Of a gang dispatch (`PTO_TASK_GANG`, a kernel with a `pl.system.syncall`): block 0's
+    call runs every block at once; the others (riders) are never ready by themselves and
+    finish with it."""
+
+    @property
+    def rider(self) -> bool:
+        """A block of a gang dispatch that block 0's call runs."""
+        return self.gang and self.block_idx > 0
 
 
 # An OverlapMap entry is a task id (the one plain last writer: the common case, kept
@@ -215,6 +224,7 @@ class Scheduler:
         blocks: int = 1,
         early_resolve: bool = False,
         ring: int = 0,
+        gang: bool = False,
     ) -> int:
         """Adds `blocks` tasks that call `kernel(core_pointer, args)`; returns the first id.
 
@@ -223,7 +233,8 @@ class Scheduler:
         Only one thread may submit.  `early_resolve` (`allow_early_resolve=True`): a
         dependent this dispatch's tasks are the last to wait for is pre-staged: it goes to
         the front of the ready queue and runs next (a seeded schedule too runs it next,
-        then picks among the others by its seed).
+        then picks among the others by its seed).  `gang` (`PTO_TASK_GANG`): the kernel runs
+        every block itself, in one call as block 0 of `blocks`; the other tasks finish with it.
         """
         task_id = len(self.tasks)
         explicit = sorted(set(deps)) if deps else ()
@@ -262,6 +273,7 @@ class Scheduler:
         for task in tasks:
             task.early_resolve = early_resolve
             task.ring = ring
+            task.gang = gang
         self._enqueue(tasks, predecessors, edges)
         return task_id
 
@@ -309,7 +321,7 @@ class Scheduler:
                 self._pending.append(pending)
                 dependents.append(None)
                 finished.append(False)
-                if pending == 0:
+                if pending == 0 and not task.rider:
                     self._ready.append(task.task_id)
                     if self._attached:
                         self._work_available.notify()
@@ -390,9 +402,19 @@ class Scheduler:
         """Gives `core` back and releases the task's dependents (caller holds the lock)."""
         self._running -= 1
         self._free_cores.append(core)
-        self._complete(task, error)
+        self._complete_dispatch(task, error)
         if self._running == 0 and (self._closing or self._error is not None):
             self._progress.notify_all()
+
+    def _complete_dispatch(self, task: Task, error: KernelError | None) -> None:
+        """`_complete` of the task, and of the riders of a gang's block 0, which its call
+        ran (caller holds the lock)."""
+        self._complete(task, error)
+        if task.gang and error is None:
+            for rider in self.tasks[task.task_id + 1:task.task_id + task.block_num]:
+                rider.core_id, rider.start_ns, rider.end_ns = (task.core_id, task.start_ns,
+                                                               task.end_ns)
+                self._complete(rider, None)
 
     def _run_seeded(self) -> None:
         rng = random.Random(self.seed)
@@ -410,7 +432,7 @@ class Scheduler:
             error = self._execute(task, self.cores[step % len(self.cores)])
             step += 1
             with self._lock:
-                self._complete(task, error)
+                self._complete_dispatch(task, error)
 
     def _execute(self, task: Task, core: SimCore) -> KernelError | None:
         """Runs one task on `core`, timing it; returns the failure instead of raising it."""
@@ -444,7 +466,7 @@ class Scheduler:
             staged: list[int] = []
             for dst in waiting:
                 pending[dst] -= 1
-                if pending[dst] == 0:
+                if pending[dst] == 0 and not self.tasks[dst].rider:
                     if task.early_resolve:
                         # Pre-staged: next on the core this task frees (as the native
                         # scheduler), in submit order among themselves.

@@ -49,12 +49,6 @@ WHY = {
                      "pl.create_tensor(layout=)) or a pl.Tile is refused at that line (upstream "
                      "refuses the DN shorthand too); transpose at the use with a_trans= / "
                      "b_trans= or pl.transpose",
-    "pipe": "of the cross-core pipe, the explicit form (a pl.FunctionType.Group of an AIC "
-            "and an AIV function, pl.tpush_* / tpop_* / tfree_*, pl.cluster) and the lane "
-            "regions of a @pl.program InCore kernel (pl.split_aiv, pl.aiv_shard, "
-            "pl.aic_gather) are modelled (docs/language.md); the tile-namespace spellings "
-            "and the cross-core barriers are not yet: write pl.aiv_shard / pl.aic_gather, "
-            "and order the lanes through the pipe",
     "host": "multi-chip (L3) programs are not supported: run the chip-level @pl.jit program",
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
@@ -112,7 +106,10 @@ _LANGUAGE_SUPPORTED = (
                    "tpop_from_aic", "tpop_from_aiv", "tpush_to_aic", "tpush_to_aiv")),
     "system.import_peer_buffer", "system.reserve_buffer",
     # upstream's lane regions (language/split_aiv.py)
-    "split_aiv", "aiv_shard", "aic_gather")
+    "split_aiv", "aiv_shard", "aic_gather",
+    # the cross-block barriers and the launch-shape queries (ir/ops/barrier)
+    "system.syncall", "system.fence", "system.cacheinvalid", "system.available_aiv_count",
+    "system.available_cluster_count")
 _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "aic_gather", "aiv_shard", "assemble",
                    "batch_matmul", "cmps", "cos", "create",
                    "fillpad",
@@ -132,9 +129,6 @@ _TENSOR_SUPPORTED = ("add", "assemble", "ci", "cos", "create", "dim", "dump_tag"
 _ABSENT = {
     "dtype": ("FP4", "HF4", "INT4", "UINT4"),
     "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
-    "pipe": ("system.available_aiv_count",
-             "system.available_cluster_count", "system.cacheinvalid", "system.fence",
-             "system.syncall"),
     "op": ("matmul_mx", "tile.matmul_mx",
            "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "task_dummy": ("task_dummy",),
@@ -195,6 +189,17 @@ CONSTRUCTS = (
      SUPPORTED, "the value crosses through a scratch tensor; split halves the vector work"),
     ("`with pl.spmd(n): out = kernel(...)` and `pl.spmd(core_num=, sync_start=)`", SUPPORTED,
      "each call is one dispatch of n blocks"),
+    ("`pl.system.syncall()` in a `pl.spmd` kernel (hard, sized by "
+     "`pl.system.available_aiv_count()` / `available_cluster_count()`; soft, "
+     "`mode=\"soft\", gm_workspace=, used_cores=`), with upstream's publish / consume "
+     "sequence `cacheinvalid()`, `fence()`, `syncall`, `cacheinvalid()`", SUPPORTED,
+     "the simulators run such a launch's blocks at once and wait at the barrier; a hard "
+     "barrier under a launch that does not fill the kernel's cores is refused at compile "
+     "time (at run time when its size is computed), a barrier some block never reaches is a "
+     "KernelError naming the blocks, and a read of another block's writes that skips the "
+     "protocol (or has no barrier before it) is a KernelError naming both lines "
+     "(docs/language.md). Not in a cross-core group (AIC / AIV functions, lane regions), and "
+     "no device code: pto-isa's CPU model makes SYNCALL empty"),
     ("`@pl.program` classes defined in a builder function", SUPPORTED,
      "the builder's locals are visible to the class body"),
     ("arrays of task ids: `tids = pl.array.create(n, pl.TASK_ID)`, `tids[i] = tid`, "

@@ -22,6 +22,7 @@ from sim_and_torch import sim_and_torch
 
 from pypto.debug.torch_runtime import reference
 from pypto.ir.ops import all_ops
+from pypto.ir.ops.barrier import BARRIER_OPS, LAUNCH_QUERIES
 from pypto.ir.ops.cross_core import PIPE_OPS
 from pypto.ir.ops.prefetch import PREFETCH_OPS
 
@@ -163,6 +164,12 @@ UNCHECKED = {
     **{name: "the cross-core pipe: runs only in a Group task, checked against both "
              "simulators in tests/debug/test_torch_cross_core_pipe.py"
        for name in (*PIPE_OPS, "get_subblock_idx")},
+    **{name: "the cross-block barriers: run only across the blocks of a launch, checked "
+             "against both simulators in tests/sim/test_cross_block_barriers_sim.py"
+       for name in BARRIER_OPS},
+    **{name: "the platform's core count, a constant: checked against the backends' data in "
+             "tests/language/test_cross_block_barriers.py"
+       for name in LAUNCH_QUERIES},
 }
 
 

@@ -44,6 +44,7 @@ def test_constants_and_enums_match_the_header(c_layout):
     assert c_layout["PTO_DUMP"] == abi.DUMP
     assert c_layout["PTO_DIRECTION_MASK"] == abi.DIRECTION_MASK
     assert c_layout["PTO_TASK_EARLY_RESOLVE"] == abi.TASK_EARLY_RESOLVE
+    assert c_layout["PTO_TASK_GANG"] == abi.TASK_GANG
 
 
 def test_dtype_codes_match_the_header(c_layout):

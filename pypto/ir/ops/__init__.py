@@ -17,7 +17,7 @@ The registry and its lookups live in `registry`; the operators are declared by f
 each module with its own type inference (`inference` holds the checks they share):
 `elementwise`, `reduction`, `matmul`, `movement`, `partial`, `orchestration`,
 `task_arrays`, `gather`, `scatter`, `random`, `sort`, `masks`, `prefetch`,
-`cross_core`, `trig`.  Importing this package declares them all, in that order.
+`cross_core`, `trig`, `barrier`.  Importing this package declares them all, in that order.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from .registry import (
 from . import (  # noqa: F401
     elementwise, reduction, matmul, movement, partial, orchestration, task_arrays,
 )
-from . import gather, scatter, random, sort, masks, prefetch, cross_core, trig  # noqa: F401
+from . import gather, scatter, random, sort, masks, prefetch, cross_core, trig, barrier  # noqa: F401
 # isort: on
 
 __all__ = [

@@ -191,6 +191,9 @@ struct Task {
     int64_t ndeps = 0;           /* dependency entries it takes from its ring's pool */
     int32_t flags = 0;
     bool staged = false;
+    /* A block of a gang dispatch (PTO_TASK_GANG) other than the first: never ready by
+     * itself, it runs in block 0's call and finishes with it. */
+    bool rider = false;
     int32_t ring = 0;
     int32_t scope = 0;
     bool finished = false;
@@ -442,6 +445,7 @@ struct Run {
     bool take(Task *&task, int32_t &slot, bool &fresh);
     void execute(Task *task, int32_t slot, bool fresh);
     void finish(Task *task, int32_t slot);
+    int64_t complete(Task *task);
 };
 
 /* Poison, as DeviceMemory.allocate: NaN for floats, 0xA5 bytes otherwise. */
@@ -747,9 +751,11 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
         return -1;
     }
     int64_t released = 0;
+    const bool gang = flags & PTO_TASK_GANG;
     for (int64_t b = 0; b < blocks; ++b) {
         tasks.emplace_back();
         Task &task = tasks.back();
+        task.rider = gang && b > 0;
         task.kernel = program->kernels[size_t(kernel_index)];
         task.args = copied;
         task.block_idx = b;
@@ -776,7 +782,7 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
         take_from(ring, 0, 1);
         take_from(ring, 2, task.ndeps);
         task.pending = pending;
-        if (pending == 0) {
+        if (pending == 0 && !task.rider) {
             ready.push_back(task_id + b);
             ++released;
         }
@@ -877,6 +883,27 @@ void Run::finish(Task *task, int32_t slot) {
     Pool &p = pool();
     --running;
     free_cores.push_back(slot);
+    int64_t released = complete(task);
+    if (task->flags & PTO_TASK_GANG) {
+        /* Its call ran every block of the dispatch (pto/gang.hpp): they end with it. */
+        for (int64_t b = 1; b < task->block_num; ++b) {
+            Task &rider = tasks[size_t(task->group + b)];
+            rider.core_id = task->core_id;
+            rider.start_ns = task->start_ns;
+            rider.end_ns = task->end_ns;
+            released += complete(&rider);
+        }
+    }
+    /* The thread that completed a task takes the next ready one itself. */
+    if (released > 1 && attached && p.idle) {
+        for (int64_t k = 1; k < released && k <= p.idle; ++k) p.work.notify_one();
+    }
+    if (completed == int64_t(tasks.size()) || (running == 0 && closing) || orchestrator_waiting)
+        p.progress.notify_all();
+}
+
+/* Marks `task` finished and releases its dependents; returns how many became ready. */
+int64_t Run::complete(Task *task) {
     task->finished = true;
     ++completed;
     for (int64_t held : task->holds) --tasks[size_t(held)].consumers;
@@ -887,7 +914,7 @@ void Run::finish(Task *task, int32_t slot) {
     const bool early = task->flags & PTO_TASK_EARLY_RESOLVE;
     size_t staged = 0;
     for (int64_t dst : task->dependents) {
-        if (--tasks[size_t(dst)].pending == 0) {
+        if (--tasks[size_t(dst)].pending == 0 && !tasks[size_t(dst)].rider) {
             if (early) {
                 tasks[size_t(dst)].staged = true;
                 ready.insert(ready.begin() + long(staged++), dst);
@@ -897,12 +924,7 @@ void Run::finish(Task *task, int32_t slot) {
             ++released;
         }
     }
-    /* The thread that completed a task takes the next ready one itself. */
-    if (released > 1 && attached && p.idle) {
-        for (int64_t k = 1; k < released && k <= p.idle; ++k) p.work.notify_one();
-    }
-    if (completed == int64_t(tasks.size()) || (running == 0 && closing) || orchestrator_waiting)
-        p.progress.notify_all();
+    return released;
 }
 
 void Pool::attach(Run *run) {

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define PTO_ABI_VERSION 5
+#define PTO_ABI_VERSION 6
 #define PTO_MAX_RANK 4
 
 /* Element type codes; pypto/ir/dtypes.py holds the same numbering. */
@@ -50,6 +50,10 @@ enum PtoDirection { PTO_IN = 0, PTO_OUT = 1, PTO_INOUT = 2, PTO_ACCUM = 3 };
  * whose predecessors all carry it (or have finished) is staged to start the moment its
  * last predecessor ends, ahead of tasks that became ready earlier. */
 #define PTO_TASK_EARLY_RESOLVE 0x1
+/* PTO_TASK_GANG: the kernel runs every block of the dispatch itself, at once (a kernel
+ * with a pl.system.syncall, pto/gang.hpp): the runtime calls it once, as block 0 of
+ * `blocks`, on one core, and records all the dispatch's tasks as run by that call. */
+#define PTO_TASK_GANG 0x2
 
 /* A view of global memory.  Strides are in elements. */
 typedef struct PtoTensor {
@@ -106,9 +110,9 @@ typedef struct PtoRuntimeApi {
     /* Dispatches kernel `kernel_index` as `blocks` tasks with consecutive ids, one
      * per SPMD block (block b runs with core->block_idx == b), all ordered after
      * every task of the `ndeps` ranges in `deps` and after what inference finds;
-     * blocks of one dispatch are not ordered against each other.  Returns the
-     * first id, or a negative value when the runtime refused the dispatch.  `flags`:
-     * PTO_TASK_* bits. */
+     * blocks of one dispatch are not ordered against each other (with PTO_TASK_GANG they
+     * run at once, in one call).  Returns the first id, or a negative value when the
+     * runtime refused the dispatch.  `flags`: PTO_TASK_* bits. */
     int64_t (*dispatch)(void *ctx, int32_t kernel_index, int32_t nargs, const PtoArg *args,
                         int32_t ndeps, const PtoTaskIds *deps, int64_t blocks, int32_t flags);
     /* Opens / closes a runtime scope (`pl.scope()`).  A task dispatched at scope depth d

@@ -8,6 +8,11 @@
  * slice reaching past its end, orchestration.cpp.j2), and what lies beyond is refused,
  * never read.  A sim debug build (PYPTO_SIM_DEBUG=1, PTO_SIM_BOUNDS_CHECK) also checks
  * element reads of tiles (scalar.hpp).
+ *
+ * PTO_OBSERVE_WINDOW hands each window tload / tstore / tstore_atomic_add touches (once it
+ * passed the bounds check, before the access) to the calling thread's window observer:
+ * null but on the threads of a gang kernel's blocks, where pto/gang.hpp checks the
+ * cross-block cache protocol.
  */
 #ifndef PTO_BOUNDS_HPP
 #define PTO_BOUNDS_HPP
@@ -56,10 +61,23 @@ inline bool slot_inside(int64_t slot, int64_t slots) {
                            (long long)slot, (long long)slots);
     return false;
 }
+/* What sees a thread's global-memory windows: `rows` rows of `cols` elements of
+ * `elem_bytes` from `base`, strides in bytes; `write`, `atomic`: how it is touched. */
+typedef void (*WindowObserver)(bool write, bool atomic, const void *base, int64_t row_stride,
+                               int64_t col_stride, int32_t rows, int32_t cols, int32_t elem_bytes);
+inline WindowObserver &window_observer() {
+    static thread_local WindowObserver observer = nullptr;
+    return observer;
+}
 }  // namespace detail
 }  // namespace pto
 
 #define PTO_CHECK_WINDOW(op, t, r0, c0, rows, cols) \
     if (!::pto::detail::window_inside(op, t, r0, c0, rows, cols)) return
+
+#define PTO_OBSERVE_WINDOW(write, atomic, base, rs, cs, rows, cols, T)                        \
+    if (::pto::detail::WindowObserver pto_observer_ = ::pto::detail::window_observer())      \
+    pto_observer_(write, atomic, base, (rs) * int64_t(sizeof(T)), (cs) * int64_t(sizeof(T)), \
+                  rows, cols, int32_t(sizeof(T)))
 
 #endif /* PTO_BOUNDS_HPP */

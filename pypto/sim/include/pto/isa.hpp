@@ -515,6 +515,8 @@ template <class T> inline void tload(Tile<T> dst, const PtoTensor &src, int64_t 
     PTO_CHECK_WINDOW("tload", src, r0, c0, dst.vrows, dst.vcols);
     const int64_t rs = detail::row_stride(src), cs = detail::col_stride(src);
     const T *base = static_cast<const T *>(src.data) + r0 * rs + c0 * cs;
+    PTO_OBSERVE_WINDOW(false, false, base, rs, cs, dst.vrows < dst.rows ? dst.vrows : dst.rows,
+                       dst.vcols < dst.cols ? dst.vcols : dst.cols, T);
     for (int32_t r = 0; r < dst.rows; ++r) {
         T *row = dst.data + int64_t(r) * dst.cols;
         int32_t c = 0;
@@ -535,6 +537,7 @@ template <class T> inline void tstore(const PtoTensor &dst, int64_t r0, int64_t 
     PTO_CHECK_WINDOW("tstore", dst, r0, c0, src.vrows, src.vcols);
     const int64_t rs = detail::row_stride(dst), cs = detail::col_stride(dst);
     T *base = static_cast<T *>(dst.data) + r0 * rs + c0 * cs;
+    PTO_OBSERVE_WINDOW(true, false, base, rs, cs, src.vrows, src.vcols, T);
     for (int32_t r = 0; r < src.vrows; ++r) {
         if (cs == 1 && src.vcols > 0) {  // a contiguous row of the window: one copy
             __builtin_memcpy(base + r * rs, src.data + int64_t(r) * src.cols, sizeof(T) * src.vcols);
@@ -587,6 +590,7 @@ inline void tstore_atomic_add(const PtoTensor &dst, int64_t r0, int64_t c0, Tile
     PTO_CHECK_WINDOW("tstore_atomic_add", dst, r0, c0, src.vrows, src.vcols);
     const int64_t rs = detail::row_stride(dst), cs = detail::col_stride(dst);
     T *base = static_cast<T *>(dst.data) + r0 * rs + c0 * cs;
+    PTO_OBSERVE_WINDOW(true, true, base, rs, cs, src.vrows, src.vcols, T);
     for (int32_t r = 0; r < src.vrows; ++r)
         for (int32_t c = 0; c < src.vcols; ++c)
             detail::atomic_add(base + r * rs + c * cs, detail::at(src, r, c));
