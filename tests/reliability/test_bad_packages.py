@@ -269,7 +269,12 @@ def test_an_unreadable_archive_is_refused(built, tmp_path, damage):
     data = built[3].read_bytes()
     archive = tmp_path / "bad.tar"
     archive.write_bytes(data[: len(data) // 3] if damage == "truncated" else b"\x00junk" * 999)
-    assert "not a readable package archive" in _refused(archive, allow_unsigned=True)
+    message = _refused(archive, allow_unsigned=True)
+    # A tar cut inside a member's data reads as a shorter archive (tarfile stops at the
+    # end of the file): it is refused for the files its index lists and it lacks; one cut
+    # inside a header, or junk, does not read at all.
+    assert "not a readable package archive" in message or (
+        damage == "truncated" and "the archive does not hold" in message), message
 
 
 def test_unpacking_stops_at_pyptos_own_limits_whatever_the_index_lists(built, monkeypatch):
