@@ -549,12 +549,12 @@ _POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": 
 def _on_chip_high_water(builder: _KernelBuilder) -> dict[str, int]:
     """Bytes of each on-chip space the kernel's tiles can touch: the end of the highest
     C++ tile (`rows * cols` elements at its address) per space, 0 where none lives."""
-    itemsize = {dt.cpp_type: dt.itemsize for dt in DataType}
+    dtype = {dt.cpp_type: dt for dt in DataType}
     marks = dict.fromkeys(_SPACE, 0)
     space_name = {v: k for k, v in _SPACE.items()}
     for t in builder.tiles.values():
         space = space_name[t["space"]]
-        end = t["addr"] + t["rows"] * t["cols"] * itemsize[t["elem"]]
+        end = t["addr"] + dtype[t["elem"]].nbytes(t["rows"] * t["cols"])
         marks[space] = max(marks[space], end)
     return marks
 
@@ -683,6 +683,8 @@ class _OrchestrationBuilder(_StatementModels):
         """`v = pl.slice(t, shape, offsets)`: a PtoTensor pointing into `t` with the window's
         shape and `t`'s strides; no data moves, and the runtime sees only the window's bytes."""
         src, offsets = call.args
+        if dst.type.dtype.packed:  # the parser refuses them; NarrowTaskArguments makes none
+            raise InternalError(f"a view of the 4-bit tensor `{src.name}` reached codegen")
         self.view_base[dst.name] = self.view_base.get(src.name, src.name)
         # valid_shape: the task sees only that part (the view is cut back to it, and to
         # the tensor's end, at run time).

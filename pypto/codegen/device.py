@@ -65,6 +65,15 @@ _NO_DEVICE_DTYPE = {
                   "HF8)",
     DataType.FP8E8M0: "(pto-isa has no TCVT to or from float8_e8m0_t: MX scales come from "
                       "TQUANT, which pypto does not model)",
+    # The 4-bit types (docs/numerics.md; tests/ops/test_dtypes_4bit.py checks the facts).
+    DataType.FP4: "(A5 only, and pto-isa's CPU model does not convert float4_e2m1x2_t as the "
+                  "format rounds: its TCVT rounds an FP4 value to an integer on the way "
+                  "(0.5 widens to 0, 1.5 to 2) and its float4 constructor truncates, so no "
+                  "CPU-model run can check pl.cast's FP4)",
+    DataType.HF4: "(no backend converts HF4, and pto-isa has its hifloat4x2_t on A6 only)",
+    DataType.INT4: "(A2/A3 only, and pto-isa's int4b_t holds one element a byte, not the two "
+                   "a byte of an INT4 tensor, so its tiles cannot load pl.INT4 data)",
+    DataType.UINT4: "(pto-isa has no unsigned 4-bit element type)",
 }
 _ROUND = {"none": "CAST_NONE", "rint": "CAST_RINT", "round": "CAST_ROUND",
           "floor": "CAST_FLOOR", "ceil": "CAST_CEIL", "trunc": "CAST_TRUNC", "odd": "CAST_ODD"}

@@ -113,10 +113,12 @@ def _type_facts(call: Call) -> list:
 
 def _held_facts(call: Call) -> list:
     """The dtype of an operand whose torch tensor does not name it (HF8: torch.uint8
-    holding the codes), for the operators that read its values or write values into it."""
-    if call.op in ("cast", "read", "load", "fillpad", "fillpad_expand"):
+    holding the codes; a 4-bit type: tiles of its codes, tensors of its bytes), for the
+    operators that read its values or write values into it (and, of a 4-bit type, the
+    stores that pack its codes into a tensor's bytes)."""
+    if call.op in ("cast", "read", "load", "fillpad", "fillpad_expand", "store"):
         dtype = call.args[0].type.dtype
-        if dtype.value.torch_storage is not None:
+        if dtype.value.torch_storage is not None and (call.op != "store" or dtype.packed):
             return [("held", dtype.name)]
     return []
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..golden import fp64
+from ..ir import formats
 from ..ir.dtypes import DataType
 from ..ir.layout import tile_layout
 from ..ir.ops import all_ops
@@ -1087,9 +1088,10 @@ def submit(fn, *args, blocks_=None, task_id=False):
 
 
 def _exact_values(x: torch.Tensor, dtype: DataType) -> np.ndarray:
-    """The elements of x, of `dtype`, as float64 (exact but for INT64 beyond 2**53)."""
-    if dtype == DataType.HF8:
-        return rounding.HF8_VALUES[x.detach().numpy().astype(np.int64)]
+    """The elements of x, of `dtype`, as float64 (exact but for INT64 beyond 2**53); HF8
+    and the 4-bit types are tensors of their codes."""
+    if dtype in rounding.CODE_VALUES:
+        return rounding.CODE_VALUES[dtype][x.detach().numpy().astype(np.int64)]
     if dtype == DataType.FP8E8M0:
         return rounding.E8M0_VALUES[x.detach().view(torch.uint8).numpy().astype(np.int64)]
     if dtype == DataType.BOOL:
@@ -1098,9 +1100,14 @@ def _exact_values(x: torch.Tensor, dtype: DataType) -> np.ndarray:
 
 
 def _to_float(values: np.ndarray, dst: DataType, mode: str) -> torch.Tensor:
-    """Exact float64 values rounded once into the float dtype `dst`, as its tensor."""
+    """Exact float64 values rounded once into the float dtype `dst`, as its tensor (of
+    codes, for HF8, FP4 and HF4)."""
     if dst == DataType.HF8:
         return torch.from_numpy(rounding.to_hf8(values, mode))
+    if dst == DataType.FP4:
+        return torch.from_numpy(rounding.to_fp4(values, mode))
+    if dst == DataType.HF4:
+        return torch.from_numpy(rounding.to_hf4(values, mode))
     if dst == DataType.FP8E8M0:
         return torch.from_numpy(rounding.to_e8m0(values, mode)).view(torch.float8_e8m0fnu)
     return torch.from_numpy(rounding.to_float_format(values, dst, mode)).to(dst.to_torch())
@@ -1110,9 +1117,9 @@ def cast(x: torch.Tensor, dtype: str, mode: str = "rint",
          held: str | None = None) -> torch.Tensor:
     """One hop, rounded once by `mode` (exact for every source but INT64 beyond 2**53).
 
-    `held` names the source dtype where its tensor does not (HF8: torch.uint8 holding the
-    codes); the result of a cast to HF8 is such a tensor, one to FP8E8M0 a
-    torch.float8_e8m0fnu one (docs/numerics.md)."""
+    `held` names the source dtype where its tensor does not (HF8 and the 4-bit types:
+    torch.uint8 holding the codes, one per element); the result of a cast to one of those is
+    such a tensor, one to FP8E8M0 a torch.float8_e8m0fnu one (docs/numerics.md)."""
     dst = DataType[dtype]
     if not isinstance(x, torch.Tensor):  # a scalar: ints and floats as the kernel holds them
         if dst.is_float:
@@ -1133,11 +1140,19 @@ def cast(x: torch.Tensor, dtype: str, mode: str = "rint",
         out = rounding.to_integer(values, dst, mode)
     else:
         lo, hi = rounding.INT_RANGES[dst]
-        out = np.clip(x.detach().numpy().astype(np.int64), lo, hi)
+        out = np.clip(values.astype(np.int64) if source.packed
+                      else x.detach().numpy().astype(np.int64), lo, hi)
+    if dst.packed:  # INT4 / UINT4: a tile of codes
+        return torch.from_numpy((np.asarray(out).astype(np.int64) & 0xF).astype(np.uint8))
     return torch.from_numpy(np.asarray(out).astype(np.int64)).to(dst.to_torch())
 
 
 # ----------------------------------------------------------------------------- movement
+
+
+_PACKED_PADS = {"FP4": (0x7, 0xF), "HF4": (0x7, 0xF), "INT4": (0x7, 0x8), "UINT4": (0xF, 0x0)}
+"""The codes of the 4-bit types' max and min pads: their largest and smallest values (the
+floats have no infinity; a -0 pad would be 0x8, zero's is 0x0 for every one)."""
 
 
 def _pad_value(dtype: torch.dtype, pad: str, held: str | None = None):
@@ -1145,6 +1160,8 @@ def _pad_value(dtype: torch.dtype, pad: str, held: str | None = None):
         return 0
     if held == "HF8":  # the codes of +-inf
         return 0x6F if pad == "max" else 0xEF
+    if held in _PACKED_PADS:
+        return _PACKED_PADS[held][0 if pad == "max" else 1]
     if dtype == torch.float8_e8m0fnu:  # no infinity and no sign: its largest and smallest
         return 2.0**127 if pad == "max" else 2.0**-127
     if dtype.is_floating_point:
@@ -1155,13 +1172,33 @@ def _pad_value(dtype: torch.dtype, pad: str, held: str | None = None):
 
 def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory="Vec",
          pad_value="zero", held=None) -> torch.Tensor:
-    """A tile holding the window at `offsets`; outside `valid_shape` it holds the pad."""
+    """A tile holding the window at `offsets`; outside `valid_shape` it holds the pad.  A
+    4-bit tensor (`held` names its dtype) holds two elements a byte: the tile holds one
+    code per element (torch.uint8)."""
     valid = tuple(valid_shape) if valid_shape is not None else tuple(shapes)
+    packed = held is not None and DataType[held].packed
     tile = torch.full(tuple(shapes), _pad_value(tensor.dtype, pad_value, held),
-                      dtype=tensor.dtype)
+                      dtype=torch.uint8 if packed else tensor.dtype)
     region = tuple(builtins.slice(0, v) for v in valid)
-    tile[region] = tensor[_window(offsets, valid)].reshape(valid)
+    if packed:
+        tile[region] = _unpacked(tensor, offsets, valid)
+    else:
+        tile[region] = tensor[_window(offsets, valid)].reshape(valid)
     return tile
+
+
+def _byte_window(offsets, extent) -> tuple:
+    """The byte slices of a 4-bit tensor holding the elements of a window (its column
+    offset and width even, as the compiler checks)."""
+    window = _window(offsets, extent)
+    last = window[-1]
+    return (*window[:-1], builtins.slice(last.start // 2, last.stop // 2))
+
+
+def _unpacked(tensor: torch.Tensor, offsets, extent) -> torch.Tensor:
+    """The codes (torch.uint8, one per element) of a window of a 4-bit tensor's bytes."""
+    data = tensor.view(torch.uint8)[_byte_window(offsets, extent)].numpy()
+    return torch.from_numpy(formats.unpack_nibbles(data)).reshape(tuple(extent))
 
 
 def _window(offsets, extent) -> tuple:
@@ -1172,10 +1209,17 @@ def _window(offsets, extent) -> tuple:
 
 
 def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", shapes=None,
-          valid=None) -> torch.Tensor:
+          valid=None, held=None) -> torch.Tensor:
     """Write the tile's valid region into the tensor at `offsets` (in place); `shapes`
-    restates the tile's shape (checked by the compiler)."""
+    restates the tile's shape (checked by the compiler).  A 4-bit tile (`held` names its
+    dtype) holds codes, which pack two a byte into the tensor."""
     extent = tuple(valid) if valid is not None else tuple(tile.shape)
+    if held is not None and DataType[held].packed:
+        codes = tile[tuple(builtins.slice(0, e) for e in extent)].numpy()
+        window = _byte_window(offsets, extent)
+        data = torch.from_numpy(formats.pack_nibbles(codes))
+        tensor.view(torch.uint8)[window] = data.reshape(tensor.view(torch.uint8)[window].shape)
+        return tensor
     window = _window(offsets, extent)
     part = tile[tuple(builtins.slice(0, e) for e in extent)].reshape(tensor[window].shape)
     if atomic == "Add":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .dtypes import DataType
 from .types import MemorySpace, TileType
 
 BLOCK_BYTES = 32
@@ -27,9 +28,9 @@ class TileLayout:
     cols: int
     col_major: bool
 
-    def nbytes(self, itemsize: int) -> int:
-        """Bytes the tile occupies."""
-        return self.rows * self.cols * itemsize
+    def nbytes(self, dtype: DataType) -> int:
+        """Bytes the tile occupies, of `dtype` elements (two to a byte for 4-bit ones)."""
+        return dtype.nbytes(self.rows * self.cols)
 
 
 def tile_layout(t: TileType) -> TileLayout:
@@ -53,7 +54,7 @@ def tile_layout(t: TileType) -> TileLayout:
         return TileLayout(t.shape[0] * one.rows, one.cols, one.col_major)
     rows = t.shape[0]
     cols = t.shape[1] if len(t.shape) > 1 else 1
-    per_block = max(1, BLOCK_BYTES // t.dtype.itemsize)
+    per_block = max(1, BLOCK_BYTES * 8 // t.dtype.bits)  # 64 of a 4-bit type
     if t.memory is MemorySpace.Bias:
         return TileLayout(rows, _round_up(cols, 2 * per_block), False)
     if t.memory not in (None, MemorySpace.Vec):
@@ -68,7 +69,7 @@ def tile_layout(t: TileType) -> TileLayout:
 
 def tile_footprint(t: TileType) -> int:
     """Bytes a tile of type `t` occupies in its buffer (see `tile_layout`)."""
-    return tile_layout(t).nbytes(t.dtype.itemsize)
+    return tile_layout(t).nbytes(t.dtype)
 
 
 def _round_up(n: int, multiple: int) -> int:

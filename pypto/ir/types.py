@@ -124,7 +124,7 @@ class TensorType:
 
     @property
     def nbytes(self) -> int:
-        return _numel(self.shape) * self.dtype.itemsize
+        return self.dtype.nbytes(_numel(self.shape))
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class TileType:
 
     @property
     def nbytes(self) -> int:
-        return _numel(self.shape) * self.dtype.itemsize
+        return self.dtype.nbytes(_numel(self.shape))
 
 
 @dataclass(frozen=True)

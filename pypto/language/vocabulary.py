@@ -58,6 +58,10 @@ FP8E5M2 = DataType.FP8E5M2
 FP8E8M0 = DataType.FP8E8M0
 HF8 = DataType.HF8
 UINT64 = DataType.UINT64
+FP4 = DataType.FP4
+HF4 = DataType.HF4
+INT4 = DataType.INT4
+UINT4 = DataType.UINT4
 ND = TensorLayout.ND
 """Row-major, the layout of every tensor here (upstream's default; never needs writing)."""
 DN = TensorLayout.DN
@@ -152,7 +156,8 @@ dim = DslBuiltin("dim")
 __all__ = [
     "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FP16",
     "BF16",
-    "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "INDEX", "DataType",
+    "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4", "INDEX",
+    "DataType",
     "Tensor", "Tile", "MemRef", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
     "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",

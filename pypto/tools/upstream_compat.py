@@ -40,8 +40,6 @@ ABSENT = "absent"  # does not resolve: the parser reports `pl.X` does not exist 
 # Why a group of names is refused or absent, and what to do instead.
 WHY = {
     **REFUSED_OPS,
-    "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-64, FP16, "
-             "BF16, FP32, FP8E4M3FN, FP8E5M2, FP8E8M0, HF8)",
     "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
               "with a_trans= / b_trans= or pl.tile.transpose_view",
     "layout_marker": "a tensor in global memory is row-major (pl.ND) here: naming pl.DN or "
@@ -70,9 +68,9 @@ WHY = {
             "compute them on the host or load a table",
 }
 
-_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8",
-                     "INDEX", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
-                     "UINT64")
+_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP4", "FP8E4M3FN", "FP8E5M2", "FP8E8M0",
+                     "HF4", "HF8", "INDEX", "INT4", "INT8", "INT16", "INT32", "INT64", "UINT4",
+                     "UINT8", "UINT16", "UINT32", "UINT64")
 _OPS_SUPPORTED = (
     "abs", "add", "and_", "ands", "assemble", "batch_matmul", "cast", "cmp", "col_argmax",
     "col_argmin", "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif",
@@ -127,7 +125,6 @@ _TENSOR_SUPPORTED = ("add", "assemble", "ci", "create", "dim", "dump_tag", "expa
                      "paged_gather", "random", "read", "scatter", "scatter_update", "sort32")
 
 _ABSENT = {
-    "dtype": ("FP4", "HF4", "INT4", "UINT4"),
     "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
     "pipe": ("system.available_aiv_count",
              "system.available_cluster_count", "system.cacheinvalid", "system.fence",

@@ -23,6 +23,7 @@ from .inference import (
 )
 from .registry import (
     ANY,
+    WITH_4BIT,
     OpDef,
     OpParam,
     register,
@@ -368,7 +369,7 @@ register(
         "`target_memory` (Vec, or Mat for matmul inputs).  With `valid_shape`, only that "
         "region is read and the rest of the tile holds `pad_value` (zero, max = +inf, "
         "min = -inf; null = zero); the tile's type records the valid region.",
-        dtypes=ANY,
+        dtypes=WITH_4BIT,
         emit="load",
         isa="tload",
     )
@@ -389,7 +390,7 @@ register(
         "`offsets`; returns the tensor.  `shapes` (upstream's fourth argument, "
         "`pl.store(t, offsets, out, [r, c])`) restates the region's shape: it must be the "
         "tile's.",
-        dtypes=ANY,
+        dtypes=WITH_4BIT,
         emit="store",
         isa="tstore",
         writes=2,
@@ -422,7 +423,7 @@ register(
         "Acc -> Vec only on Ascend950.  Mat -> Vec, Acc -> Vec on Ascend910B and Vec -> Mat / "
         "Left / Right in a kernel are transfers between the cube unit and the vector unit, "
         "through global memory (TransferCubeToVector).",
-        dtypes=ANY,
+        dtypes=WITH_4BIT,
         emit="unary",
         isa="tmov",
     )

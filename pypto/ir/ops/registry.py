@@ -26,7 +26,11 @@ INTS = frozenset(
     }
 )
 NUMERIC = FLOATS | INTS
-ANY = frozenset(DataType)
+ANY = frozenset(d for d in DataType if not d.packed)
+"""Every byte-sized element type: what an operator that moves or views any data takes."""
+WITH_4BIT = frozenset(DataType)
+"""Every element type, the 4-bit ones (two to a byte) too: the few operators that take
+those (pypto/ir/packed.py: load, store, move, cast)."""
 MATMUL_INPUTS = frozenset({DataType.FP16, DataType.BF16, DataType.FP32, DataType.INT8})
 CAST_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
 # pl.cmp's cmp_type codes (the PyPTO spelling): EQ NE LT LE GT GE.

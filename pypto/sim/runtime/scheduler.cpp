@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#define PNR_VERSION 6
+#define PNR_VERSION 7
 
 namespace {
 
@@ -153,12 +153,21 @@ int64_t now_ns() {
 }
 
 /* What a program's kernels are: function pointers and, per argument, tensor or not. */
+/* a / b rounded toward -inf (b > 0): byte offsets of elements below a view's start. */
+static __int128 floor_div(__int128 a, __int128 b) {
+    const __int128 q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* Dtype codes the per-dtype tables cover (PtoDType's codes are below it). */
+#define PNR_DTYPE_CODES 32
+
 struct Program {
     std::vector<PtoKernelFn> kernels;
     std::vector<std::vector<uint8_t>> is_tensor;
-    int32_t itemsize[16];
-    uint8_t poison[16][8]; /* one element of poison per dtype code */
-    int32_t is_float[16];
+    int32_t bits[PNR_DTYPE_CODES]; /* element bits: 4 for the types two to a byte, 0 unknown */
+    uint8_t poison[PNR_DTYPE_CODES][8]; /* one element of poison per dtype code */
+    int32_t is_float[PNR_DTYPE_CODES];
 };
 
 /* Immutable chains of task ids, shared between OverlapMap entries (like the Python
@@ -446,11 +455,11 @@ struct Run {
 
 /* Poison, as DeviceMemory.allocate: NaN for floats, 0xA5 bytes otherwise. */
 void poison(const Program *program, uint8_t *out, size_t size, int32_t dtype) {
-    if (dtype < 0 || dtype >= 16 || !program->is_float[dtype]) {
+    if (dtype < 0 || dtype >= PNR_DTYPE_CODES || !program->is_float[dtype]) {
         memset(out, 0xA5, size);
         return;
     }
-    size_t item = std::min(size, size_t(program->itemsize[dtype]));
+    size_t item = std::min(size, size_t(program->bits[dtype] / 8));
     memcpy(out, program->poison[dtype], item);
     for (size_t filled = item; filled < size; filled *= 2)
         memcpy(out + filled, out, std::min(filled, size - filled));
@@ -632,7 +641,7 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
         if (direction > PTO_ACCUM || (flags & ~(PTO_DIRECTION_MASK | PTO_NO_DEP | PTO_DUMP)) ||
             ndim < 0 || ndim > PTO_MAX_RANK)
             return fail(ERR_ARG_FLAGS, kernel_index, position, flags, ndim), -1;
-        if (dtype < 0 || dtype >= 16 || program->itemsize[dtype] == 0)
+        if (dtype < 0 || dtype >= PNR_DTYPE_CODES || program->bits[dtype] == 0)
             return fail(ERR_ARG_DTYPE, kernel_index, position, dtype, 0), -1;
         /* memory.byte_range, in 128 bits so an absurd view cannot wrap around. */
         __int128 low = 0, high = 0;
@@ -648,9 +657,10 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
             else high += span;
         }
         if (empty) continue;
-        __int128 itemsize = program->itemsize[dtype];
+        /* memory.element_bytes: a 4-bit element shares its byte with its pair. */
+        __int128 bits = program->bits[dtype];
         __int128 base = __int128(uintptr_t(arg.tensor.data));
-        __int128 start = base + low * itemsize, end = base + (high + 1) * itemsize;
+        __int128 start = base + floor_div(low * bits, 8), end = base + ((high + 1) * bits + 7) / 8;
         if (start == end) continue;
         if (start < 0 || end > __int128(UINT64_MAX) || !contains(uint64_t(start), uint64_t(end)))
             return fail(ERR_ARG_OUTSIDE, kernel_index, position, int64_t(start), int64_t(end)),
@@ -792,8 +802,9 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
 
 int32_t Run::alloc_tensor(PtoTensor *t, const char *name) {
     int32_t ndim = t->ndim, dtype = t->dtype;
-    bool valid = ndim >= 0 && ndim <= PTO_MAX_RANK && dtype >= 0 && dtype < 16 &&
-                 program->itemsize[dtype] != 0;
+    /* Scratch tensors of byte-sized elements only (the parser refuses 4-bit ones). */
+    bool valid = ndim >= 0 && ndim <= PTO_MAX_RANK && dtype >= 0 && dtype < PNR_DTYPE_CODES &&
+                 program->bits[dtype] >= 8;
     if (ndim >= 0 && ndim <= PTO_MAX_RANK)
         for (int32_t d = 0; d < ndim; ++d) valid &= t->shape[d] >= 0;
     if (!valid) {
@@ -808,7 +819,7 @@ int32_t Run::alloc_tensor(PtoTensor *t, const char *name) {
         numel *= uint64_t(t->shape[d]);
         if (numel > (unsigned __int128)(INT64_MAX)) break;
     }
-    unsigned __int128 bytes = numel * unsigned(program->itemsize[dtype]);
+    unsigned __int128 bytes = numel * unsigned(program->bits[dtype] / 8);
     if (bytes > 0) {
         Pool &p = pool();
         std::unique_lock<std::mutex> guard(p.lock);
@@ -1069,7 +1080,7 @@ int32_t pnr_version() { return PNR_VERSION * 1000 + PTO_ABI_VERSION; }
 const char *pnr_source_digest() { return PNR_SOURCE_DIGEST; }
 
 void *pnr_program_new(int32_t nkernels, void *const *kernels, const int32_t *nargs,
-                      const uint8_t *is_tensor, const int32_t *itemsize, const uint8_t *poison,
+                      const uint8_t *is_tensor, const int32_t *bits, const uint8_t *poison,
                       const int32_t *is_float) {
     Program *program = new Program();
     size_t offset = 0;
@@ -1078,8 +1089,8 @@ void *pnr_program_new(int32_t nkernels, void *const *kernels, const int32_t *nar
         program->is_tensor.emplace_back(is_tensor + offset, is_tensor + offset + nargs[k]);
         offset += size_t(nargs[k]);
     }
-    for (int d = 0; d < 16; ++d) {
-        program->itemsize[d] = itemsize[d];
+    for (int d = 0; d < PNR_DTYPE_CODES; ++d) {
+        program->bits[d] = bits[d];
         program->is_float[d] = is_float[d];
         memcpy(program->poison[d], poison + 8 * d, 8);
     }

@@ -29,7 +29,13 @@ enum PtoDType {
     PTO_FP8E5M2 = 12,
     PTO_HF8 = 13,
     PTO_FP8E8M0 = 14,
-    PTO_UINT64 = 15
+    PTO_UINT64 = 15,
+    /* 4-bit: two elements to a byte (the even one in the low nibble); shapes and strides
+     * count elements, a tensor's data points at its first byte. */
+    PTO_FP4 = 16,
+    PTO_HF4 = 17,
+    PTO_INT4 = 18,
+    PTO_UINT4 = 19
 };
 
 enum PtoArgKind { PTO_ARG_TENSOR = 0, PTO_ARG_INT = 1, PTO_ARG_FLOAT = 2 };
