@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 _ROUND = {"none": "None", "rint": "Rint", "round": "Round", "floor": "Floor", "ceil": "Ceil",
           "trunc": "Trunc", "odd": "Odd"}
 _SPACE = {"Vec": "vec", "Mat": "mat", "Left": "left", "Right": "right", "Acc": "acc",
-          "Bias": "bias"}
+          "Bias": "bias", "LeftScale": "left_scale", "RightScale": "right_scale"}
 _DIRECTION = {Direction.In: "PTO_IN", Direction.Out: "PTO_OUT", Direction.InOut: "PTO_INOUT"}
 
 
@@ -377,6 +377,14 @@ class _KernelBuilder(_StatementModels):
                 "a": self.tile(operands["lhs"]), "b": self.tile(operands["rhs"]),
                 "bias": self.tile(bias) if (bias := operands.get("bias")) is not None else None,
                 "a_trans": call.attr("a_trans"), "b_trans": call.attr("b_trans")}
+
+    def _form_matmul_mx(self, op, call, dst, s):
+        o = op.operands(call.args, dict(call.attrs))
+        return {"kind": "matmul_mx", "fn": op.isa, "dst": self.tile(dst),
+                "acc": self.tile(o["acc"]) if "acc" in o else None,
+                "a": self.tile(o["lhs"]), "sa": self.tile(o["lhs_scale"]),
+                "b": self.tile(o["rhs"]), "sb": self.tile(o["rhs_scale"]),
+                "bias": self.tile(o["bias"]) if "bias" in o else None}
 
     def _form_read(self, op, call, dst, s):
         tile, indices = call.args

@@ -108,6 +108,13 @@ _NO_DEVICE_CODE = {
              "which pto-isa's CPU model does not model, so no device code for it can be "
              "proven here",
 }
+# Why the MX product (pl.tile.matmul_mx and its forms) has no device code (docs/device-code.md).
+_MX_NO_DEVICE_CODE = (
+    "pto-isa's CPU model has TMATMUL_MX (cpu/TMatmul.hpp, whose order the simulators take), "
+    "but device code here declares no FP8 or FP8E8M0 tiles and no MX scale buffers yet "
+    "(ScaleLeft / ScaleRight tiles, the MX scale layouts their TLOAD and TMOV take); and that "
+    "model reads FP8E4M3FN's NaN codes as +-480, FP8E5M2's infinities and NaNs as finite "
+    "numbers and FP8E8M0's NaN (0xFF) as 2^128, where pl.matmul_mx propagates them")
 _SORT_BLOCK = 32  # TSORT32 sorts blocks of 32 values
 # The element types of TPARTADD ... TPARTMIN that both a backend and pto-isa's CPU model
 # (cpu/TPartOp.hpp) take; with no backend named, those of every backend (A2/A3's).
@@ -1251,6 +1258,12 @@ def device_kernel(fn: Function, vec_capacity: int | None = None,
             "runtime does not provide", hint.span,
             hint="the prefetch changes no value: leave it out for device platforms, or run on "
                  "a simulator platform (a2a3sim, a5sim)")
+    for stmt in statements(list(fn.body)):  # before its FP8 operands' tiles are declared
+        value = getattr(stmt, "value", None)
+        if isinstance(value, Call) and get_op(value.op).category == "matmul_mx":
+            raise LoweringError(f"pl.{value.op} has no device code: {_MX_NO_DEVICE_CODE}",
+                                value.span, hint="run it on a5sim, which computes TMATMUL_MX "
+                                                 "as pto-isa's CPU model does")
     builder = _DeviceKernelBuilder(fn, vec_capacity, backend)
     stmts = builder.body(fn.body)
     named, unread = _extents_read(builder)

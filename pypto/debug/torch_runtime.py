@@ -772,6 +772,47 @@ def tile_matmul_bias(lhs, rhs, bias):
     return (product.to(torch.int64) + bias.to(torch.int64)).to(torch.int32)
 
 
+def _matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k=None) -> torch.Tensor:
+    """The MX product as pto-isa's CPU model forms it (TMatmulMX): per element an FP32 sum
+    from 0, to which each k < `k` (the lhs's valid columns; all of them by default) adds the
+    term a[i][k] * b[k][j] * (lhs_scale[i][k // 32] * rhs_scale[k // 32][j]) in float64
+    (exact), the sum rounded to FP32 after each add."""
+    a, b = lhs.double(), rhs.double()
+    sa, sb = lhs_scale.double(), rhs_scale.double()
+    s = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32)
+    for kk in range(a.shape[1] if k is None else int(k)):
+        g = kk // 32
+        scale = sa[:, g:g + 1] * sb[g:g + 1, :]
+        s = (s.double() + a[:, kk:kk + 1] * b[kk:kk + 1, :] * scale).float()
+    return s
+
+
+def _canonical_nan(x: torch.Tensor) -> torch.Tensor:
+    """x with every NaN the canonical FP32 one (0x7FC00000), as the cube's results hold it."""
+    nan = torch.tensor(0x7FC00000, dtype=torch.int32).view(torch.float32)
+    return torch.where(torch.isnan(x), nan, x)
+
+
+def tile_matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k=None):
+    """The MX block-scaled product (pl.matmul_mx) of FP8 tiles with FP8E8M0 block scales
+    (one per 32 elements along K), as pto-isa's CPU model computes it: per element an FP32
+    sum from 0; for each k < K (`k`: the lhs's valid columns) in order, the exact float64
+    term a[i][k] * b[k][j] * (lhs_scale[i][k // 32] * rhs_scale[k // 32][j]) is added in
+    float64 and the sum rounded to FP32.  FP32 result, NaN canonical."""
+    return _canonical_nan(_matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k))
+
+
+def tile_matmul_mx_acc(acc, lhs, lhs_scale, rhs, rhs_scale, k=None):
+    """acc + the MX product (summed from zero as tile_matmul_mx sums it), one FP32 add."""
+    return _canonical_nan(acc.float() + _matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k))
+
+
+def tile_matmul_mx_bias(lhs, lhs_scale, rhs, rhs_scale, bias, k=None):
+    """The MX product (as tile_matmul_mx) plus the [1, N] bias row, one FP32 add per
+    element after the last K step."""
+    return _canonical_nan(_matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k) + bias.float())
+
+
 def tile_gemv_bias(lhs, rhs, bias):
     """lhs @ rhs + bias for a [1, K] lhs, as tile_matmul_bias."""
     return tile_matmul_bias(lhs, rhs, bias)

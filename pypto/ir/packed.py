@@ -55,11 +55,16 @@ def check_value(what: str, t, span: Span | None) -> None:
                 "region ends on a whole byte, so its last extent must be even", span)
 
 
+_OWN_REFUSAL = frozenset({"tile.matmul_mx", "tile.matmul_mx_acc", "tile.matmul_mx_bias"})
+"""Operators that refuse 4-bit operands themselves, saying what to do instead (the MX
+product: cast an FP4 lhs to FP8E4M3FN first)."""
+
+
 def check_operands(op: str, operands, span: Span | None) -> None:
     """Refuses a call of an operator outside PACKED_OPS on a 4-bit operand, before its type
     is worked out (which would count bytes by elements)."""
     found = [o.type for o in operands if packed(getattr(o, "type", None))]
-    if found and op not in PACKED_OPS:
+    if found and op not in PACKED_OPS and op not in _OWN_REFUSAL:
         _refuse_op(op, found[0].dtype, span)
 
 

@@ -214,9 +214,14 @@ class DeviceMemory:
 
 
 
+def core_field(space: str) -> str:
+    """The `PtoCore` field of an on-chip space's buffer (`LeftScale`: `left_scale`)."""
+    return {"LeftScale": "left_scale", "RightScale": "right_scale"}.get(space, space.lower())
+
+
 _CORE_FIELDS = struct.Struct(f"={len(ON_CHIP_SPACES)}Q3i")
 """`PtoCore`'s fields, in order (checked against the ctypes layout at import)."""
-assert all(getattr(PtoCore, s.lower()).offset == 8 * i for i, s in enumerate(ON_CHIP_SPACES))
+assert all(getattr(PtoCore, core_field(s)).offset == 8 * i for i, s in enumerate(ON_CHIP_SPACES))
 assert PtoCore.block_num.offset + 4 == _CORE_FIELDS.size
 
 

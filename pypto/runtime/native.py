@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pypto.runtime.manifest import KernelSpec
     from pypto.runtime.memory import SimCore
 
-_VERSION = 7  # PNR_VERSION in the source
+_VERSION = 8  # PNR_VERSION in the source
 DTYPE_CODES = 32  # PNR_DTYPE_CODES: the tables pnr_program_new takes, per dtype code
 MODES = ("auto", "native", "python")
 """Values of $PYPTO_SCHEDULER."""

@@ -708,6 +708,7 @@ int main() {
 """
 
 
+@pytest.mark.slow  # compiles pto-isa's CPU model (several seconds)
 def test_pto_isa_cpu_model_4bit_facts(tmp_path):
     """The facts behind device code's refusals and docs/numerics.md: pto-isa's CPU model
     decodes float4_e2m1x2_t as FP4 and float4_e1m2x2_t as HF4's values (but -0 as +0), yet

@@ -157,6 +157,13 @@ def _infer_move(args, attrs, span):
             attrs["target_memory"] is MemorySpace.DDR:
         raise TypeCheckError("pl.move: target_memory must be an on-chip pl.Mem member", span,
                              hint="write a tile to global memory with pl.store")
+    target = attrs["target_memory"]
+    if target in (MemorySpace.LeftScale, MemorySpace.RightScale) and \
+            x.dtype is not DataType.FP8E8M0:
+        raise TypeCheckError(
+            f"pl.move to {target.name} takes FP8E8M0 block scales, got a {x.dtype.name} tile: "
+            "the MX scale buffers hold one E8M0 scale per 32 elements along K", span,
+            hint="load the scales as an FP8E8M0 tensor into pl.Mem.Mat")
     return TileType(x.shape, x.dtype, valid_shape=x.valid_shape)
 
 

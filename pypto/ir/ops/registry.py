@@ -58,7 +58,8 @@ class OpDef:
     """An operator: signature, typing, lowering hooks and documentation.
 
     category: what passes do with it ("binary", "unary", "cast", "select", "ternary", "expands",
-    "fill", "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "movement",
+    "fill", "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "matmul_mx" (the
+    MX block-scaled product: scale operands too), "movement",
     "element", "gather", "tile", "index", "orchestration", "batch": lowered to one operator
     per batch before code generation).
     emit: the templates/ops.cpp.j2 macro (operator form) that emits it in a kernel.

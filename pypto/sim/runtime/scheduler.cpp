@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#define PNR_VERSION 7
+#define PNR_VERSION 8
 
 namespace {
 
@@ -117,10 +117,14 @@ struct PnrEdge {
     int32_t pad;
 };
 
+/* On-chip spaces a core has (PtoCore's buffers, memory.ON_CHIP_SPACES). */
+#define PNR_SPACES 8
+
 /* One plain call's data movement, done here rather than by a torch op apiece:
  * `copy_in` before the orchestration, `fill` (poison) too, `copy_out` after a run
  * that succeeded.  Each entry is (dst, src, bytes) or, for fills, (dst, bytes, dtype).
- * `on_chip`: bytes [0, n) of each on-chip space (vec, mat, left, right, acc, bias) poisoned
+ * `on_chip`: bytes [0, n) of each on-chip space (vec, mat, left, right, acc, bias,
+ * left_scale, right_scale: PNR_SPACES of them) poisoned
  * with ON_CHIP_POISON on each core before the first task the run gives it. */
 struct PnrCall {
     PtoOrchestrateFn orchestrate;
@@ -136,7 +140,7 @@ struct PnrCall {
     const uint64_t *ranges; /* device buffers: [start, end) pairs */
     int64_t nranges;
     void *run; /* out: the run, for pnr_run_* (free it with pnr_run_free) */
-    uint64_t on_chip[6];
+    uint64_t on_chip[PNR_SPACES];
     /* Ring capacities (RunConfig ring_*), per ring: task slots, heap bytes, dep entries. */
     int64_t ring_task_window[4];
     int64_t ring_heap[4];
@@ -250,7 +254,7 @@ struct Run {
      * the tasks it runs, so poisoning it before its first task is the same as poisoning
      * every core up front, and a run that uses one core pays for one. */
     std::vector<uint8_t> poisoned;
-    uint64_t on_chip[6] = {};
+    uint64_t on_chip[PNR_SPACES] = {};
     std::vector<std::pair<uint64_t, uint64_t>> ranges; /* device buffers, sorted */
     std::vector<void *> scratch;
     std::deque<std::string> scratch_names;
@@ -872,8 +876,9 @@ bool Run::take(Task *&task, int32_t &slot, bool &fresh) {
 void Run::execute(Task *task, int32_t slot, bool fresh) {
     PtoCore *core = cores[size_t(slot)];
     if (fresh) {
-        uint8_t *buffers[6] = {core->vec, core->mat, core->left, core->right, core->acc, core->bias};
-        for (int k = 0; k < 6; ++k)
+        uint8_t *buffers[PNR_SPACES] = {core->vec,  core->mat,        core->left,       core->right,
+                                        core->acc,  core->bias,       core->left_scale, core->right_scale};
+        for (int k = 0; k < PNR_SPACES; ++k)
             if (on_chip[k]) memset(buffers[k], ON_CHIP_POISON, size_t(on_chip[k]));
     }
     task->core_id = core->core_id;

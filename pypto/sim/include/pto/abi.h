@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#define PTO_ABI_VERSION 5
+#define PTO_ABI_VERSION 6
 #define PTO_MAX_RANK 4
 
 /* Element type codes; pypto/ir/dtypes.py holds the same numbering. */
@@ -75,8 +75,9 @@ typedef struct PtoArg {
     double f;
 } PtoArg;
 
-/* One simulated core: its on-chip buffers, each of the backend's capacity, and the
- * block of the SPMD dispatch the running task is (block 0 of 1 for a plain task). */
+/* One simulated core: its on-chip buffers, each of the backend's capacity (the MX scale
+ * buffers left_scale / right_scale have none on a backend without them), and the block of
+ * the SPMD dispatch the running task is (block 0 of 1 for a plain task). */
 typedef struct PtoCore {
     uint8_t *vec;
     uint8_t *mat;
@@ -84,6 +85,8 @@ typedef struct PtoCore {
     uint8_t *right;
     uint8_t *acc;
     uint8_t *bias;
+    uint8_t *left_scale;
+    uint8_t *right_scale;
     int32_t core_id;
     int32_t block_idx;
     int32_t block_num;
