@@ -75,7 +75,8 @@ class CompiledProgram:
         from .ir.dtypes import from_name
 
         given = iter(args)
-        return tuple(torch.empty(p["shape"], dtype=from_name(p["dtype"]).to_torch())
+        return tuple(torch.empty(from_name(p["dtype"]).torch_shape(p["shape"]),
+                                 dtype=from_name(p["dtype"]).to_torch())
                      if i in outs else next(given) for i, p in enumerate(params))
 
     def validate_ir(self, tensors, expected, *, rtol: float = 5e-2, atol: float = 5e-2):

@@ -154,10 +154,12 @@ def _info(name: str, tensor: Any, *, allow_fp64: bool) -> TensorInfo:
     return TensorInfo(name, dtype, tuple(tensor.shape))
 
 
-BYTE_STORED = ("FP8E8M0",)
+BYTE_STORED = ("FP8E8M0", "FP4")
 """Dtypes whose tensors the .safetensors files hold as their bytes (U8): safetensors writes
-F8_E8M0 but cannot read it back (0.8).  golden.json records the dtype, which reading
-restores (`stored_view`)."""
+F8_E8M0 but cannot read it back (0.8), and writes no float4_e2m1fn_x2 at all (its F4 holds
+one element a byte).  golden.json records the dtype, which reading restores (`stored_view`):
+an FP4 tensor is recorded as torch has it, float4_e2m1fn_x2 pairs (the last dimension
+half the elements')."""
 
 
 def _plain(tensor: Any) -> Any:

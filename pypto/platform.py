@@ -26,7 +26,9 @@ from pypto.resources import BUILD_RULES_ENV, build_rules_dir
 PLATFORM_ENV = "PYPTO_PLATFORM"
 DEFAULT_PLATFORM = "a2a3sim"
 SIMULATE_DEVICE_ENV = "PYPTO_SIMULATE_DEVICE"
-SPACES = ("Vec", "Mat", "Left", "Right", "Acc", "Bias")
+SPACES = ("Vec", "Mat", "Left", "Right", "Acc", "Bias", "LeftScale", "RightScale")
+# Spaces a backend may lack (capacity 0): the MX scale buffers exist on A5 only.
+OPTIONAL_SPACES = ("LeftScale", "RightScale")
 CORE_TYPES = ("vector", "cube")
 # sim: our bit-exact ISA model; device: an NPU; cpu_model: the device sources on pto-isa's
 # own CPU model of the instructions (CPU_SIM).  sim and cpu_model run on this host.
@@ -466,6 +468,13 @@ class _Rule:
             raise self._fail(key, "a positive integer", value)
         return value
 
+    def count(self, key: str) -> int:
+        """A non-negative integer (0: the thing is absent)."""
+        value = self._value(key, None)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise self._fail(key, "a non-negative integer", value)
+        return value
+
     def texts(self, key: str, default: tuple[str, ...] | None = None) -> tuple[str, ...]:
         value = self._value(key, default)
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
@@ -531,7 +540,8 @@ def _load_backend(rules: Path, name: str) -> Backend:
     inserts = rule.table("tile_inserts")
     return Backend(
         name=name,
-        capacities={space: capacities.positive_int(space) for space in SPACES},
+        capacities={space: capacities.count(space) if space in OPTIONAL_SPACES
+                    else capacities.positive_int(space) for space in SPACES},
         native_casts={src: casts.texts(src) for src in casts.data},
         atomic_add_dtypes=rule.texts("atomic_add_dtypes"),
         innermost_hint_bytes=rule.positive_int("innermost_hint_bytes"),

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 _ROUND = {"none": "None", "rint": "Rint", "round": "Round", "floor": "Floor", "ceil": "Ceil",
           "trunc": "Trunc", "odd": "Odd"}
 _SPACE = {"Vec": "vec", "Mat": "mat", "Left": "left", "Right": "right", "Acc": "acc",
-          "Bias": "bias"}
+          "Bias": "bias", "LeftScale": "left_scale", "RightScale": "right_scale"}
 _DIRECTION = {Direction.In: "PTO_IN", Direction.Out: "PTO_OUT", Direction.InOut: "PTO_INOUT"}
 
 
@@ -394,6 +394,14 @@ class _KernelBuilder(_StatementModels):
                 "bias": self.tile(bias) if (bias := operands.get("bias")) is not None else None,
                 "a_trans": call.attr("a_trans"), "b_trans": call.attr("b_trans")}
 
+    def _form_matmul_mx(self, op, call, dst, s):
+        o = op.operands(call.args, dict(call.attrs))
+        return {"kind": "matmul_mx", "fn": op.isa, "dst": self.tile(dst),
+                "acc": self.tile(o["acc"]) if "acc" in o else None,
+                "a": self.tile(o["lhs"]), "sa": self.tile(o["lhs_scale"]),
+                "b": self.tile(o["rhs"]), "sb": self.tile(o["rhs_scale"]),
+                "bias": self.tile(o["bias"]) if "bias" in o else None}
+
     def _form_read(self, op, call, dst, s):
         tile, indices = call.args
         if not isinstance(tile.type, TileType):
@@ -619,12 +627,12 @@ POISON_BASE = {"Vec": "UB", "Mat": "L1", "Left": "L0A", "Right": "L0B", "Acc": "
 def _on_chip_high_water(builder: _KernelBuilder) -> dict[str, int]:
     """Bytes of each on-chip space the kernel's tiles can touch: the end of the highest
     C++ tile (`rows * cols` elements at its address) per space, 0 where none lives."""
-    itemsize = {dt.cpp_type: dt.itemsize for dt in DataType}
+    dtype = {dt.cpp_type: dt for dt in DataType}
     marks = dict.fromkeys(_SPACE, 0)
     space_name = {v: k for k, v in _SPACE.items()}
     for t in builder.tiles.values():
         space = space_name[t["space"]]
-        end = t["addr"] + t["rows"] * t["cols"] * itemsize[t["elem"]]
+        end = t["addr"] + dtype[t["elem"]].nbytes(t["rows"] * t["cols"])
         marks[space] = max(marks[space], end)
     return marks
 
@@ -753,6 +761,8 @@ class _OrchestrationBuilder(_StatementModels):
         """`v = pl.slice(t, shape, offsets)`: a PtoTensor pointing into `t` with the window's
         shape and `t`'s strides; no data moves, and the runtime sees only the window's bytes."""
         src, offsets = call.args
+        if dst.type.dtype.packed:  # the parser refuses them; NarrowTaskArguments makes none
+            raise InternalError(f"a view of the 4-bit tensor `{src.name}` reached codegen")
         self.view_base[dst.name] = self.view_base.get(src.name, src.name)
         # valid_shape: the task sees only that part (the view is cut back to it, and to
         # the tensor's end, at run time).

@@ -69,6 +69,15 @@ _NO_DEVICE_DTYPE = {
                   "HF8)",
     DataType.FP8E8M0: "(pto-isa has no TCVT to or from float8_e8m0_t: MX scales come from "
                       "TQUANT, which pypto does not model)",
+    # The 4-bit types (docs/numerics.md; tests/ops/test_dtypes_4bit.py checks the facts).
+    DataType.FP4: "(A5 only, and pto-isa's CPU model does not convert float4_e2m1x2_t as the "
+                  "format rounds: its TCVT rounds an FP4 value to an integer on the way "
+                  "(0.5 widens to 0, 1.5 to 2) and its float4 constructor truncates, so no "
+                  "CPU-model run can check pl.cast's FP4)",
+    DataType.HF4: "(no backend converts HF4, and pto-isa has its hifloat4x2_t on A6 only)",
+    DataType.INT4: "(A2/A3 only, and pto-isa's int4b_t holds one element a byte, not the two "
+                   "a byte of an INT4 tensor, so its tiles cannot load pl.INT4 data)",
+    DataType.UINT4: "(pto-isa has no unsigned 4-bit element type)",
 }
 _ROUND = {"none": "CAST_NONE", "rint": "CAST_RINT", "round": "CAST_ROUND",
           "floor": "CAST_FLOOR", "ceil": "CAST_CEIL", "trunc": "CAST_TRUNC", "odd": "CAST_ODD"}
@@ -103,6 +112,13 @@ _NO_DEVICE_CODE = {
              "which pto-isa's CPU model does not model, so no device code for it can be "
              "proven here",
 }
+# Why the MX product (pl.tile.matmul_mx and its forms) has no device code (docs/device-code.md).
+_MX_NO_DEVICE_CODE = (
+    "pto-isa's CPU model has TMATMUL_MX (cpu/TMatmul.hpp, whose order the simulators take), "
+    "but device code here declares no FP8 or FP8E8M0 tiles and no MX scale buffers yet "
+    "(ScaleLeft / ScaleRight tiles, the MX scale layouts their TLOAD and TMOV take); and that "
+    "model reads FP8E4M3FN's NaN codes as +-480, FP8E5M2's infinities and NaNs as finite "
+    "numbers and FP8E8M0's NaN (0xFF) as 2^128, where pl.matmul_mx propagates them")
 _SORT_BLOCK = 32  # TSORT32 sorts blocks of 32 values
 # The element types of TPARTADD ... TPARTMIN that both a backend and pto-isa's CPU model
 # (cpu/TPartOp.hpp) take; with no backend named, those of every backend (A2/A3's).
@@ -1424,7 +1440,13 @@ def device_function(fn: Function, vec_capacity: int | None = None, backend: str 
             "runtime does not provide", hint.span,
             hint="the prefetch changes no value: leave it out for device platforms, or run on "
                  "a simulator platform (a2a3sim, a5sim)")
-    builder = _DeviceKernelBuilder(fn, vec_capacity, backend, pipes)
+    for stmt in statements(list(fn.body)):  # before its FP8 operands' tiles are declared
+        value = getattr(stmt, "value", None)
+        if isinstance(value, Call) and get_op(value.op).category == "matmul_mx":
+            raise LoweringError(f"pl.{value.op} has no device code: {_MX_NO_DEVICE_CODE}",
+                                value.span, hint="run it on a5sim, which computes TMATMUL_MX "
+                                                 "as pto-isa's CPU model does")
+        builder = _DeviceKernelBuilder(fn, vec_capacity, backend, pipes)
     stmts = builder.body(fn.body)
     named, unread = _extents_read(builder)
     body = insert_pipe_sync(without_nodes(stmts, unread))

@@ -10,10 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.dtypes import DataType
+from ..ir.formats import CODE_VALUES as CODE_VALUES
 from ..ir.formats import E8M0_VALUES as E8M0_VALUES
+from ..ir.formats import FP4_VALUES as FP4_VALUES
+from ..ir.formats import HF4_VALUES as HF4_VALUES
 from ..ir.formats import HF8_VALUES as HF8_VALUES
+from ..ir.formats import INT4_VALUES as INT4_VALUES
 from ..ir.formats import round_magnitude
 from ..ir.formats import to_e8m0 as to_e8m0
+from ..ir.formats import to_fp4 as to_fp4
+from ..ir.formats import to_hf4 as to_hf4
 from ..ir.formats import to_hf8 as to_hf8
 
 # (significand bits incl. the implicit one, smallest normal exponent, largest finite, has inf)
@@ -35,6 +41,8 @@ INT_RANGES = {
     DataType.UINT16: (0, (1 << 16) - 1),
     DataType.UINT32: (0, (1 << 32) - 1),
     DataType.UINT64: (0, (1 << 64) - 1),
+    DataType.INT4: (-8, 7),
+    DataType.UINT4: (0, 15),
 }
 
 

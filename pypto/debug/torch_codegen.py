@@ -99,6 +99,16 @@ def _placed(fn: Function) -> bool:
     return bool(tiles) and all(t.type.addr is not None for t in tiles)
 
 
+# The operand whose valid region a runtime function reads, and the fact it is given: the
+# indices that take part (gathers, tile.scatter), the values written (tile.mscatter), the
+# product's K (the MX matmuls: the lhs's valid columns).
+_VALID_OPERAND = {
+    "tile.mgather": (1, "valid"), "tile.gather": (1, "valid"), "tile.gatherb": (1, "valid"),
+    "tile.mscatter": (0, "valid"), "tile.scatter": (2, "valid"),
+    "tile.matmul_mx": (0, "k"), "tile.matmul_mx_acc": (1, "k"), "tile.matmul_mx_bias": (0, "k"),
+}
+
+
 def _type_facts(call: Call) -> list:
     """What a runtime function needs from the IR's types: a tile's valid region (stores,
     fills, sort32), both operands' (the partial operators) and whether a slice views a tensor."""
@@ -114,22 +124,22 @@ def _type_facts(call: Call) -> list:
             return [("valids", [list(t.valid) for t in types])]
     if call.op == "slice" and isinstance(call.args[0].type, TensorType):
         return [("tensor", True)]
-    if call.op in ("tile.mgather", "tile.gather", "tile.gatherb") and \
-            call.args[1].type.valid_shape is not None:
-        return [("valid", list(call.args[1].type.valid_shape))]  # the indices that take part
-    if call.op == "tile.mscatter" and call.args[0].type.valid_shape is not None:
-        return [("valid", list(call.args[0].type.valid_shape))]  # the values written
-    if call.op == "tile.scatter" and call.args[2].type.valid_shape is not None:
-        return [("valid", list(call.args[2].type.valid_shape))]  # the indices that take part
+    if call.op in _VALID_OPERAND:
+        index, what = _VALID_OPERAND[call.op]
+        t = call.args[index].type
+        if t.valid_shape is not None:
+            return [(what, list(t.valid_shape) if what == "valid" else t.valid[1])]
     return []
 
 
 def _held_facts(call: Call) -> list:
     """The dtype of an operand whose torch tensor does not name it (HF8: torch.uint8
-    holding the codes), for the operators that read its values or write values into it."""
-    if call.op in ("cast", "read", "load", "fillpad", "fillpad_expand"):
+    holding the codes; a 4-bit type: tiles of its codes, tensors of its bytes), for the
+    operators that read its values or write values into it (and, of a 4-bit type, the
+    stores that pack its codes into a tensor's bytes)."""
+    if call.op in ("cast", "read", "load", "fillpad", "fillpad_expand", "store"):
         dtype = call.args[0].type.dtype
-        if dtype.value.torch_storage is not None:
+        if dtype.value.torch_storage is not None and (call.op != "store" or dtype.packed):
             return [("held", dtype.name)]
     return []
 

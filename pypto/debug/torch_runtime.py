@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from ..golden import fp64
+from ..ir import formats
 from ..ir.dtypes import DataType
 from ..ir.layout import tile_layout
 from ..ir.ops import all_ops
@@ -808,6 +809,47 @@ def tile_matmul_bias(lhs, rhs, bias):
     return (product.to(torch.int64) + bias.to(torch.int64)).to(torch.int32)
 
 
+def _matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k=None) -> torch.Tensor:
+    """The MX product as pto-isa's CPU model forms it (TMatmulMX): per element an FP32 sum
+    from 0, to which each k < `k` (the lhs's valid columns; all of them by default) adds the
+    term a[i][k] * b[k][j] * (lhs_scale[i][k // 32] * rhs_scale[k // 32][j]) in float64
+    (exact), the sum rounded to FP32 after each add."""
+    a, b = lhs.double(), rhs.double()
+    sa, sb = lhs_scale.double(), rhs_scale.double()
+    s = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32)
+    for kk in range(a.shape[1] if k is None else int(k)):
+        g = kk // 32
+        scale = sa[:, g:g + 1] * sb[g:g + 1, :]
+        s = (s.double() + a[:, kk:kk + 1] * b[kk:kk + 1, :] * scale).float()
+    return s
+
+
+def _canonical_nan(x: torch.Tensor) -> torch.Tensor:
+    """x with every NaN the canonical FP32 one (0x7FC00000), as the cube's results hold it."""
+    nan = torch.tensor(0x7FC00000, dtype=torch.int32).view(torch.float32)
+    return torch.where(torch.isnan(x), nan, x)
+
+
+def tile_matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k=None):
+    """The MX block-scaled product (pl.matmul_mx) of FP8 tiles with FP8E8M0 block scales
+    (one per 32 elements along K), as pto-isa's CPU model computes it: per element an FP32
+    sum from 0; for each k < K (`k`: the lhs's valid columns) in order, the exact float64
+    term a[i][k] * b[k][j] * (lhs_scale[i][k // 32] * rhs_scale[k // 32][j]) is added in
+    float64 and the sum rounded to FP32.  FP32 result, NaN canonical."""
+    return _canonical_nan(_matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k))
+
+
+def tile_matmul_mx_acc(acc, lhs, lhs_scale, rhs, rhs_scale, k=None):
+    """acc + the MX product (summed from zero as tile_matmul_mx sums it), one FP32 add."""
+    return _canonical_nan(acc.float() + _matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k))
+
+
+def tile_matmul_mx_bias(lhs, lhs_scale, rhs, rhs_scale, bias, k=None):
+    """The MX product (as tile_matmul_mx) plus the [1, N] bias row, one FP32 add per
+    element after the last K step."""
+    return _canonical_nan(_matmul_mx(lhs, lhs_scale, rhs, rhs_scale, k) + bias.float())
+
+
 def tile_gemv_bias(lhs, rhs, bias):
     """lhs @ rhs + bias for a [1, K] lhs, as tile_matmul_bias."""
     return tile_matmul_bias(lhs, rhs, bias)
@@ -1148,9 +1190,10 @@ def run_gang(count: int, line_bytes: int, block: Callable[[], object],
 
 
 def _exact_values(x: torch.Tensor, dtype: DataType) -> np.ndarray:
-    """The elements of x, of `dtype`, as float64 (exact but for INT64 beyond 2**53)."""
-    if dtype == DataType.HF8:
-        return rounding.HF8_VALUES[x.detach().numpy().astype(np.int64)]
+    """The elements of x, of `dtype`, as float64 (exact but for INT64 beyond 2**53); HF8
+    and the 4-bit types are tensors of their codes."""
+    if dtype in rounding.CODE_VALUES:
+        return rounding.CODE_VALUES[dtype][x.detach().numpy().astype(np.int64)]
     if dtype == DataType.FP8E8M0:
         return rounding.E8M0_VALUES[x.detach().view(torch.uint8).numpy().astype(np.int64)]
     if dtype == DataType.BOOL:
@@ -1159,9 +1202,14 @@ def _exact_values(x: torch.Tensor, dtype: DataType) -> np.ndarray:
 
 
 def _to_float(values: np.ndarray, dst: DataType, mode: str) -> torch.Tensor:
-    """Exact float64 values rounded once into the float dtype `dst`, as its tensor."""
+    """Exact float64 values rounded once into the float dtype `dst`, as its tensor (of
+    codes, for HF8, FP4 and HF4)."""
     if dst == DataType.HF8:
         return torch.from_numpy(rounding.to_hf8(values, mode))
+    if dst == DataType.FP4:
+        return torch.from_numpy(rounding.to_fp4(values, mode))
+    if dst == DataType.HF4:
+        return torch.from_numpy(rounding.to_hf4(values, mode))
     if dst == DataType.FP8E8M0:
         return torch.from_numpy(rounding.to_e8m0(values, mode)).view(torch.float8_e8m0fnu)
     return torch.from_numpy(rounding.to_float_format(values, dst, mode)).to(dst.to_torch())
@@ -1171,9 +1219,9 @@ def cast(x: torch.Tensor, dtype: str, mode: str = "rint",
          held: str | None = None) -> torch.Tensor:
     """One hop, rounded once by `mode` (exact for every source but INT64 beyond 2**53).
 
-    `held` names the source dtype where its tensor does not (HF8: torch.uint8 holding the
-    codes); the result of a cast to HF8 is such a tensor, one to FP8E8M0 a
-    torch.float8_e8m0fnu one (docs/numerics.md)."""
+    `held` names the source dtype where its tensor does not (HF8 and the 4-bit types:
+    torch.uint8 holding the codes, one per element); the result of a cast to one of those is
+    such a tensor, one to FP8E8M0 a torch.float8_e8m0fnu one (docs/numerics.md)."""
     dst = DataType[dtype]
     if not isinstance(x, torch.Tensor):  # a scalar: ints and floats as the kernel holds them
         if dst.is_float:
@@ -1194,7 +1242,10 @@ def cast(x: torch.Tensor, dtype: str, mode: str = "rint",
         out = rounding.to_integer(values, dst, mode)
     else:
         lo, hi = rounding.INT_RANGES[dst]
-        out = np.clip(x.detach().numpy().astype(np.int64), lo, hi)
+        out = np.clip(values.astype(np.int64) if source.packed
+                      else x.detach().numpy().astype(np.int64), lo, hi)
+    if dst.packed:  # INT4 / UINT4: a tile of codes
+        return torch.from_numpy((np.asarray(out).astype(np.int64) & 0xF).astype(np.uint8))
     return torch.from_numpy(np.asarray(out).astype(np.int64)).to(dst.to_torch())
 
 
@@ -1234,11 +1285,18 @@ def cos(x):
 # ----------------------------------------------------------------------------- movement
 
 
+_PACKED_PADS = {"FP4": (0x7, 0xF), "HF4": (0x7, 0xF), "INT4": (0x7, 0x8), "UINT4": (0xF, 0x0)}
+"""The codes of the 4-bit types' max and min pads: their largest and smallest values (the
+floats have no infinity; a -0 pad would be 0x8, zero's is 0x0 for every one)."""
+
+
 def _pad_value(dtype: torch.dtype, pad: str, held: str | None = None):
     if pad in ("zero", "null"):
         return 0
     if held == "HF8":  # the codes of +-inf
         return 0x6F if pad == "max" else 0xEF
+    if held in _PACKED_PADS:
+        return _PACKED_PADS[held][0 if pad == "max" else 1]
     if dtype == torch.float8_e8m0fnu:  # no infinity and no sign: its largest and smallest
         return 2.0**127 if pad == "max" else 2.0**-127
     if dtype.is_floating_point:
@@ -1249,15 +1307,35 @@ def _pad_value(dtype: torch.dtype, pad: str, held: str | None = None):
 
 def load(tensor: torch.Tensor, offsets, shapes, valid_shape=None, target_memory="Vec",
          pad_value="zero", held=None) -> torch.Tensor:
-    """A tile holding the window at `offsets`; outside `valid_shape` it holds the pad."""
+    """A tile holding the window at `offsets`; outside `valid_shape` it holds the pad.  A
+    4-bit tensor (`held` names its dtype) holds two elements a byte: the tile holds one
+    code per element (torch.uint8)."""
     valid = tuple(valid_shape) if valid_shape is not None else tuple(shapes)
+    packed = held is not None and DataType[held].packed
     tile = torch.full(tuple(shapes), _pad_value(tensor.dtype, pad_value, held),
-                      dtype=tensor.dtype)
+                      dtype=torch.uint8 if packed else tensor.dtype)
     region = tuple(builtins.slice(0, v) for v in valid)
-    window = tensor[_window(offsets, valid)]
-    torch_gang.observe(window, write=False)  # a block of a gang: the cache protocol's check
-    tile[region] = window.reshape(valid)
+    if packed:
+        tile[region] = _unpacked(tensor, offsets, valid)
+    else:
+        window = tensor[_window(offsets, valid)]
+        torch_gang.observe(window, write=False)  # a block of a gang: the cache protocol's check
+        tile[region] = window.reshape(valid)
     return tile
+
+
+def _byte_window(offsets, extent) -> tuple:
+    """The byte slices of a 4-bit tensor holding the elements of a window (its column
+    offset and width even, as the compiler checks)."""
+    window = _window(offsets, extent)
+    last = window[-1]
+    return (*window[:-1], builtins.slice(last.start // 2, last.stop // 2))
+
+
+def _unpacked(tensor: torch.Tensor, offsets, extent) -> torch.Tensor:
+    """The codes (torch.uint8, one per element) of a window of a 4-bit tensor's bytes."""
+    data = tensor.view(torch.uint8)[_byte_window(offsets, extent)].numpy()
+    return torch.from_numpy(formats.unpack_nibbles(data)).reshape(tuple(extent))
 
 
 def _window(offsets, extent) -> tuple:
@@ -1268,10 +1346,17 @@ def _window(offsets, extent) -> tuple:
 
 
 def store(tile: torch.Tensor, offsets, tensor: torch.Tensor, atomic="None_", shapes=None,
-          valid=None) -> torch.Tensor:
+          valid=None, held=None) -> torch.Tensor:
     """Write the tile's valid region into the tensor at `offsets` (in place); `shapes`
-    restates the tile's shape (checked by the compiler)."""
+    restates the tile's shape (checked by the compiler).  A 4-bit tile (`held` names its
+    dtype) holds codes, which pack two a byte into the tensor."""
     extent = tuple(valid) if valid is not None else tuple(tile.shape)
+    if held is not None and DataType[held].packed:
+        codes = tile[tuple(builtins.slice(0, e) for e in extent)].numpy()
+        window = _byte_window(offsets, extent)
+        data = torch.from_numpy(formats.pack_nibbles(codes))
+        tensor.view(torch.uint8)[window] = data.reshape(tensor.view(torch.uint8)[window].shape)
+        return tensor
     window = _window(offsets, extent)
     part = tile[tuple(builtins.slice(0, e) for e in extent)].reshape(tensor[window].shape)
     torch_gang.observe(tensor[window], write=True, atomic=atomic == "Add")

@@ -270,7 +270,7 @@ def _argument(kernel: Any, name: str, given: Mapping[str, Any], expected: Mappin
     declared = _declared_tensor(kernel, name)
     if declared is not None:
         shape, dtype = declared
-        return poison_(torch.empty(shape, dtype=dtype.to_torch()))
+        return poison_(torch.empty(dtype.torch_shape(shape), dtype=dtype.to_torch()))
     if name in expected and expected[name].dtype != torch.float64:
         return poison_(torch.empty_like(expected[name]))
     raise ValueError(f"no value for parameter `{name}` of `{kernel.__name__}`: the golden "

@@ -127,6 +127,8 @@ def to_dtype(values: Any, dtype: DataType) -> Any:
         values = values.detach()
         values = (values.to(torch.float64) if values.is_floating_point() else values).numpy()
     array = np.asarray(values)
+    if dtype.packed:  # the 4-bit types: two codes a byte, as their torch tensors hold them
+        return _packed(array, dtype)
     if not dtype.is_float:
         return _from_numpy(_exact_integers(array, dtype))
     wide = array.astype(np.float64)
@@ -141,6 +143,27 @@ def to_dtype(values: Any, dtype: DataType) -> Any:
         out = _from_numpy(_round_to_odd_fp32(wide)).to(dtype.to_torch())
     nan = torch.full((), float("nan"), dtype=out.dtype)
     return torch.where(_from_numpy(np.isnan(wide)), nan, out)
+
+
+def _packed(array: np.ndarray, dtype: DataType) -> Any:
+    """Values of a 4-bit type, rounded once (floats, to nearest-even) or exact (integers,
+    within range: ValueError otherwise), as the bytes holding their codes (FP4:
+    torch.float4_e2m1fn_x2, the others torch.uint8)."""
+    import torch
+
+    if dtype.is_float:
+        wide = array.astype(np.float64)
+        codes = formats.to_fp4(wide, "rint") if dtype == DataType.FP4 else \
+            formats.to_hf4(wide, "rint")
+    else:
+        low, high = dtype.int_range
+        if array.dtype.kind not in "iub" and not np.all(np.floor(array) == array):
+            raise ValueError(f"{dtype.name} takes exact integers")
+        if np.any(array < low) or np.any(array > high):
+            raise ValueError(f"{dtype.name} holds {low} .. {high}")
+        codes = (array.astype(np.int64) & 0xF).astype(np.uint8)
+    data = _from_numpy(formats.pack_nibbles(codes))
+    return data.view(torch.float4_e2m1fn_x2) if dtype == DataType.FP4 else data
 
 
 def _from_numpy(array: np.ndarray) -> Any:

@@ -84,6 +84,9 @@ def generate_inputs(case: GoldenCase, rng: SpecRNG | None = None) -> dict[str, A
                 f"{case.where}: input {name!r} should be a tensor, the generator gave "
                 f"{type(value).__name__}"
             )
+        if dtype.packed:  # two elements a byte: the torch tensor holding them, as it is
+            inputs[name] = _packed_input(case, name, dtype, decl.shape, value)
+            continue
         if value.dtype != dtype.to_torch() or tuple(value.shape) != tuple(decl.shape):
             raise GoldenCaseError(
                 f"{case.where}: input {name!r} should be {dtype.name} {list(decl.shape)}, the "
@@ -91,6 +94,20 @@ def generate_inputs(case: GoldenCase, rng: SpecRNG | None = None) -> dict[str, A
             )
         inputs[name] = to_dtype(value, dtype)  # the same values; every NaN the canonical one
     return inputs
+
+
+def _packed_input(case: GoldenCase, name: str, dtype: DataType, shape, value) -> Any:
+    """A generated input of a 4-bit type: its torch tensor (FP4's float4_e2m1fn_x2 or
+    torch.uint8 bytes, two elements each), checked and kept as it is."""
+    import torch
+
+    if value.dtype not in (dtype.to_torch(), torch.uint8) or \
+            tuple(value.shape) != dtype.torch_shape(shape):
+        raise GoldenCaseError(
+            f"{case.where}: input {name!r} should be {dtype.name} {list(shape)} "
+            f"({dtype.to_torch()} {list(dtype.torch_shape(shape))}, two elements a byte), "
+            f"the generator gave {value.dtype} {list(value.shape)}")
+    return value.detach().clone()
 
 
 def record_golden(case: GoldenCase, directory: str | os.PathLike, *,

@@ -17,6 +17,8 @@ class DTypeInfo:
     torch_name: str | None  # attribute of the torch module, None when torch has none
     cpp_type: str  # element type in the simulator's C++
     torch_storage: str | None = None  # a torch dtype holding its bits, where torch has none
+    # A 4-bit type packs two elements into each byte, the even element (of the last axis)
+    # in the low nibble: its torch tensors hold bytes, their last dimension halved.
 
 
 class DataType(enum.Enum):
@@ -41,6 +43,14 @@ class DataType(enum.Enum):
     # OCP MX scale 2^(e - 127): one significant bit, no sign (torch.float8_e8m0fnu).
     FP8E8M0 = DTypeInfo(14, 8, True, False, 1, 8, "float8_e8m0fnu", "pto::fp8e8m0")
     UINT64 = DTypeInfo(15, 64, False, False, 64, 0, "uint64", "uint64_t")
+    # The 4-bit types (docs/numerics.md), two to a byte.  FP4 is OCP MX's E2M1 (+-0 .. 6, no
+    # inf or NaN): torch.float4_e2m1fn_x2 holds two of them per element (torch.uint8 bytes
+    # too).  HF4 is HiFloat4's element, S1E1M2 with the values k / 4 (+-0 .. 1.75); INT4 and
+    # UINT4 are integers: torch has none of the three, their tensors are torch.uint8 bytes.
+    FP4 = DTypeInfo(16, 4, True, True, 2, 2, "float4_e2m1fn_x2", "pto::fp4e2m1", "uint8")
+    HF4 = DTypeInfo(17, 4, True, True, 3, 1, None, "pto::hf4", "uint8")
+    INT4 = DTypeInfo(18, 4, False, True, 3, 0, None, "pto::int4", "uint8")
+    UINT4 = DTypeInfo(19, 4, False, False, 4, 0, None, "pto::uint4", "uint8")
 
     @property
     def code(self) -> int:
@@ -52,7 +62,36 @@ class DataType(enum.Enum):
 
     @property
     def itemsize(self) -> int:
+        """Bytes of one element; a 4-bit type has none of its own (`nbytes`, `packed`)."""
+        if self.value.bits < 8:
+            raise TypeError(f"{self.name} elements are {self.value.bits} bits, two to a byte: "
+                            "count bytes with nbytes(numel)")
         return self.value.bits // 8
+
+    @property
+    def packed(self) -> bool:
+        """Two elements to a byte (the 4-bit types)."""
+        return self.value.bits == 4
+
+    def nbytes(self, numel: int) -> int:
+        """Bytes of `numel` elements (rounded up to a whole byte for the 4-bit types)."""
+        return (numel * self.value.bits + 7) // 8
+
+    def torch_shape(self, shape) -> tuple:
+        """The shape of the torch tensor holding a tensor of `shape`: its last dimension
+        halved for the 4-bit types (one byte, or one float4_e2m1fn_x2, per two elements)."""
+        shape = tuple(shape)
+        if self.packed and shape:
+            return (*shape[:-1], shape[-1] // 2)
+        return shape
+
+    def logical_shape(self, torch_shape) -> tuple:
+        """The shape of the elements a torch tensor of `torch_shape` holds (`torch_shape`'s
+        inverse)."""
+        shape = tuple(torch_shape)
+        if self.packed and shape:
+            return (*shape[:-1], shape[-1] * 2)
+        return shape
 
     @property
     def is_float(self) -> bool:
@@ -83,7 +122,8 @@ class DataType(enum.Enum):
 
     def to_torch(self):
         """The torch dtype of the same name, or the one holding the bits of a dtype torch
-        lacks (HF8: torch.uint8); imports torch lazily."""
+        lacks (HF8 and the 4-bit integers and HF4: torch.uint8); FP4: float4_e2m1fn_x2, two
+        elements to one of its elements; imports torch lazily."""
         import torch
 
         name = self.value.torch_name or self.value.torch_storage
@@ -110,7 +150,8 @@ def from_name(name: str) -> DataType:
 
 def stands_for(found: DataType, declared: DataType) -> bool:
     """Does a tensor whose torch dtype reads as `found` hold `declared`'s elements?  Its
-    own dtype, or the torch dtype storing one torch lacks (UINT8 for HF8's codes)."""
+    own dtype, or the torch dtype storing one torch lacks (UINT8 for HF8's codes, and for
+    the bytes of each 4-bit type, FP4's included)."""
     storage = declared.value.torch_storage
     return found is declared or (storage is not None and found.value.torch_name == storage)
 
@@ -152,3 +193,25 @@ def hf8_value(code: int) -> float:
 def e8m0_value(code: int) -> float:
     """The value of one FP8E8M0 code: 2^(code - 127), NaN for 0xFF."""
     return float("nan") if code == 0xFF else 2.0 ** (code - 127)
+
+
+def fp4_value(code: int) -> float:
+    """The value of one FP4 (OCP MX E2M1) code: sign, 2 exponent bits (bias 1), 1 mantissa
+    bit; exponent 0 is subnormal (0 and 0.5).  Every code is finite: +-0, 0.5, 1, 1.5, 2, 3,
+    4, 6."""
+    sign = -1.0 if code & 0x8 else 1.0
+    e, m = (code >> 1) & 0x3, code & 0x1
+    return sign * (m * 0.5 if e == 0 else 2.0 ** (e - 1) * (1 + m / 2))
+
+
+def hf4_value(code: int) -> float:
+    """The value of one HF4 code (HiFloat4's element, S1E1M2): sign, 1 exponent bit, 2
+    mantissa bits with an implicit 0 when the exponent bit is clear and a 1 when it is set,
+    so the magnitudes are k / 4 for the 3 low bits k: +-0 .. 1.75."""
+    sign = -1.0 if code & 0x8 else 1.0
+    return sign * (code & 0x7) / 4
+
+
+def int4_value(code: int) -> int:
+    """The value of one INT4 code (two's complement: -8 .. 7)."""
+    return code - 16 if code & 0x8 else code

@@ -1,14 +1,16 @@
 """Reference conversions into the element formats that are not IEEE-shaped, HF8 and
-FP8E8M0 (docs/numerics.md), in numpy: the torch semantics (`pypto.debug.rounding`) and
-goldens (`pypto.golden.portable.to_dtype`) use them; the simulator's encoders
-(`Encode<hf8>`, `Encode<fp8e8m0>` in pypto/sim/include/pto/numerics.hpp) give the same
-codes.  Both are stored and returned as uint8 codes."""
+FP8E8M0, and into the 4-bit ones, FP4 and HF4 (docs/numerics.md), in numpy: the torch
+semantics (`pypto.debug.rounding`) and goldens (`pypto.golden.portable.to_dtype`) use them;
+the simulator's encoders (`Encode<hf8>`, `Encode<fp8e8m0>`, `Encode<fp4e2m1>`,
+`Encode<hf4>` in pypto/sim/include/pto/numerics.hpp) give the same codes.  All are
+returned as uint8 codes, one per element (a 4-bit code in the low nibble); `pack_nibbles`
+and `unpack_nibbles` convert between those and the bytes a 4-bit tensor is stored in."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import DataType, e8m0_value, hf8_value
+from .dtypes import DataType, e8m0_value, fp4_value, hf4_value, hf8_value, int4_value
 
 
 def round_magnitude(s: np.ndarray, neg: np.ndarray, mode: str) -> np.ndarray:
@@ -97,11 +99,90 @@ def to_e8m0(x, mode: str) -> np.ndarray:
     return np.where(finite, codes, 0xFF).astype(np.uint8)
 
 
+FP4_VALUES = np.array([fp4_value(c) for c in range(16)])
+"""The value of every FP4 (E2M1) code, by code."""
+HF4_VALUES = np.array([hf4_value(c) for c in range(16)])
+"""The value of every HF4 (S1E1M2) code, by code."""
+INT4_VALUES = np.array([int4_value(c) for c in range(16)], dtype=np.float64)
+"""The value of every INT4 code, by code (UINT4's code is its value)."""
+UINT4_VALUES = np.arange(16, dtype=np.float64)
+"""The value of every UINT4 code."""
+
+CODE_VALUES = {DataType.HF8: HF8_VALUES, DataType.FP4: FP4_VALUES, DataType.HF4: HF4_VALUES,
+               DataType.INT4: INT4_VALUES, DataType.UINT4: UINT4_VALUES}
+"""The value of every code of the types whose torch tensors hold codes, by type."""
+
+
+def _to_small_float(x, mode: str, p: int, max_finite: float) -> tuple[np.ndarray, np.ndarray]:
+    """x (float64, exact) rounded once by `mode` onto a 4-bit float grid with `p` significand
+    bits and smallest normal binade [1, 2) (so subnormal steps of 2^(1 - p)): the rounded
+    magnitudes and the signs (a code is the sign in bit 3 and the magnitude's index in the
+    grid below it).  Neither 4-bit float has an
+    infinity or a NaN: what IEEE would round to inf (overflow where the mode rounds away, or
+    an infinite input) saturates to +-max_finite, and NaN gives +0 (code 0), as a NaN
+    converted to an integer gives 0.  A negative value rounding to zero keeps its sign
+    (code 8, -0)."""
+    x = np.asarray(x, dtype=np.float64)
+    neg, a, finite = np.signbit(x), np.abs(x), np.isfinite(x)
+    _, fe = np.frexp(np.where(finite & (a > 0), a, 1.0))
+    q = np.maximum(fe - 1, 0) - (p - 1)
+    v = np.ldexp(round_magnitude(np.ldexp(np.where(finite, a, 0.0), -q), neg, mode), q)
+    v = np.minimum(np.where(finite, v, np.inf), max_finite)
+    return v, neg
+
+
+def to_fp4(x, mode: str) -> np.ndarray:
+    """x (float64, exact) rounded once into FP4 (E2M1) codes (uint8, 0 .. 15), by `mode`
+    (the natural mode is rint); see `_to_small_float` for what has no code."""
+    mode = "rint" if mode == "none" else mode
+    v, neg = _to_small_float(x, mode, 2, 6.0)
+    grid = FP4_VALUES[:8]  # 0, 0.5, 1, 1.5, 2, 3, 4, 6: increasing with the code
+    codes = np.searchsorted(grid, v).astype(np.uint8)
+    codes = np.where(neg, codes | 0x8, codes)
+    return np.where(np.isnan(np.asarray(x, dtype=np.float64)), 0, codes).astype(np.uint8)
+
+
+def to_hf4(x, mode: str) -> np.ndarray:
+    """x (float64, exact) rounded once into HF4 (S1E1M2) codes (uint8, 0 .. 15), by `mode`
+    (the natural mode is rint): a grid of 0.25 up to 1.75; see `_to_small_float` for what
+    has no code."""
+    mode = "rint" if mode == "none" else mode
+    v, neg = _to_small_float(x, mode, 3, 1.75)
+    codes = (v * 4).astype(np.uint8)
+    codes = np.where(neg, codes | 0x8, codes)
+    return np.where(np.isnan(np.asarray(x, dtype=np.float64)), 0, codes).astype(np.uint8)
+
+
+def pack_nibbles(codes: np.ndarray) -> np.ndarray:
+    """4-bit codes (uint8, last axis even) as the bytes holding them: element 2i in the
+    low nibble of byte i, element 2i + 1 in its high nibble (torch's float4_e2m1fn_x2 order,
+    and pto-isa's)."""
+    codes = np.asarray(codes, dtype=np.uint8)
+    if codes.shape[-1] % 2:
+        raise ValueError(f"4-bit elements pack two to a byte: the last axis of "
+                         f"{list(codes.shape)} is odd")
+    return (codes[..., 0::2] & 0xF) | ((codes[..., 1::2] & 0xF) << 4)
+
+
+def unpack_nibbles(data: np.ndarray) -> np.ndarray:
+    """The 4-bit codes (uint8, one per element, last axis doubled) held in `data`'s bytes
+    (`pack_nibbles`' inverse)."""
+    data = np.asarray(data, dtype=np.uint8)
+    out = np.empty((*data.shape[:-1], data.shape[-1] * 2), dtype=np.uint8)
+    out[..., 0::2] = data & 0xF
+    out[..., 1::2] = data >> 4
+    return out
+
+
 def element_values(dtype: DataType, codes):
     """The values (float64) of a torch tensor of `dtype` codes whose torch dtype does not
-    have them (HF8 in torch.uint8); imports torch lazily."""
+    have them (HF8 in torch.uint8; a 4-bit type's bytes, two codes each, the last dimension
+    doubling); imports torch lazily."""
     import torch
 
-    if dtype is not DataType.HF8:
+    if dtype not in CODE_VALUES:
         raise TypeError(f"{dtype.name} tensors hold their values")
-    return torch.from_numpy(HF8_VALUES)[codes.detach().cpu().to(torch.int64)]
+    codes = codes.detach().cpu()
+    if dtype.packed:  # bytes (or float4_e2m1fn_x2 pairs): two codes each
+        codes = torch.from_numpy(unpack_nibbles(codes.view(torch.uint8).numpy()))
+    return torch.from_numpy(CODE_VALUES[dtype])[codes.to(torch.int64)]

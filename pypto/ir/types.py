@@ -25,6 +25,8 @@ class MemorySpace(enum.Enum):
     Right = "Right"  # L0B
     Acc = "Acc"  # L0C
     Bias = "Bias"  # BT: the cube's bias table, read by matmul_bias / gemv_bias
+    LeftScale = "LeftScale"  # L0A's MX scale buffer: the lhs block scales of matmul_mx (A5)
+    RightScale = "RightScale"  # L0B's MX scale buffer: the rhs block scales (A5)
 
     def __repr__(self) -> str:
         return f"pl.Mem.{self.name}"
@@ -38,6 +40,9 @@ class TensorLayout(_Spelled):
     ND = "ND"
     DN = "DN"
     NZ = "NZ"
+    # The byte orders of MX scale tensors (pto-isa's Layout): refused where named.
+    MX_A_ZZ = "MX_A_ZZ"
+    MX_B_NN = "MX_B_NN"
 
 
 class Direction(enum.Enum):
@@ -124,7 +129,7 @@ class TensorType:
 
     @property
     def nbytes(self) -> int:
-        return _numel(self.shape) * self.dtype.itemsize
+        return self.dtype.nbytes(_numel(self.shape))
 
 
 @dataclass(frozen=True)
@@ -172,7 +177,7 @@ class TileType:
 
     @property
     def nbytes(self) -> int:
-        return _numel(self.shape) * self.dtype.itemsize
+        return self.dtype.nbytes(_numel(self.shape))
 
 
 @dataclass(frozen=True)

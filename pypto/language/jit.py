@@ -30,7 +30,8 @@ def _arg_type(value):
     import torch
 
     if isinstance(value, torch.Tensor):
-        return TensorType(tuple(value.shape), from_torch(value.dtype))
+        dtype = from_torch(value.dtype)  # a float4_e2m1fn_x2 holds two FP4 elements
+        return TensorType(dtype.logical_shape(value.shape), dtype)
     if isinstance(value, bool):
         return ScalarType(DataType.BOOL)
     if isinstance(value, int):

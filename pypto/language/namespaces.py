@@ -24,7 +24,8 @@ _TILE_ONLY = ("load", "store", "move", "create_tile", "full", "fillpad", "fillpa
               "tile.assemble", "tile.transpose_view", "tile.gemv", "tile.gemv_acc",
               "tile.gemv_bias", "tile.matmul_bias", "max", "min", "ci", "random",
               "tile.mgather", "tile.mscatter", "tile.gather", "tile.gatherb", "tile.scatter",
-              "tri", "sels", "batch_matmul", "get_subblock_idx")
+              "tri", "sels", "batch_matmul", "get_subblock_idx", "tile.matmul_mx",
+              "tile.matmul_mx_acc", "tile.matmul_mx_bias")
 _TENSOR_ONLY = ("create_tensor", "assemble", "slice", "get_block_idx", "get_block_num",
                 "dump_tag", "tensor.gather", "scatter_update", "tensor.scatter", "paged_gather",
                 "get_subblock_idx")

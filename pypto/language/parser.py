@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..ir import packed
 from ..ir.dtypes import DataType, stands_for
 from ..ir.errors import (
     ParseContentError,
@@ -1389,6 +1390,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                 raise self.error(node, "division by zero in a constant expression")
             value = _FOLD[name](a.value, b.value)
             return self._const(value, node)
+        packed.check_operands(name, operands, span)
         try:
             rtype = op.infer(tuple(operands), attrs, span)
         except PyptoError:
@@ -1396,6 +1398,7 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         except (TypeError, ValueError, AttributeError) as exc:
             raise self.error(node, f"invalid arguments to pl.{name}: {exc}",
                              cls=TypeCheckError) from None
+        packed.check_call(name, operands, rtype, attrs, span)
         return Call(name, tuple(operands), tuple(sorted(attrs.items())), rtype, span)
 
 
@@ -1435,8 +1438,17 @@ def _as_declared(annotation, arg_type):
     elements (a torch.uint8 tensor of codes for a pl.HF8 parameter)."""
     if isinstance(annotation, TensorType) and isinstance(arg_type, TensorType) and \
             stands_for(arg_type.dtype, annotation.dtype):
-        return replace(arg_type, dtype=annotation.dtype)
+        return _held(arg_type, annotation.dtype)
     return arg_type
+
+
+def _held(arg_type: TensorType, declared: DataType) -> TensorType:
+    """A tensor argument as the `declared` dtype its torch dtype stores: HF8's uint8 codes
+    keep their shape, a 4-bit type's bytes hold two elements each (the last dimension
+    doubles; a float4_e2m1fn_x2 tensor is counted in elements already)."""
+    if declared.packed and arg_type.dtype is not declared:
+        return TensorType(declared.logical_shape(arg_type.shape), declared)
+    return replace(arg_type, dtype=declared)
 
 
 def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> TensorType:
@@ -1447,6 +1459,9 @@ def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> T
             raise error(f"parameter `{name}` has dynamic dimensions; call the kernel with "
                         "tensors to specialise it")
         raise error(f"parameter `{name}` expects a tensor, got {describe(arg_type)}")
+    if annotation.dtype is not None and annotation.dtype.packed and \
+            stands_for(arg_type.dtype, annotation.dtype):
+        arg_type = _held(arg_type, annotation.dtype)  # bytes holding two elements each
     if len(annotation.shape) != len(arg_type.shape):
         raise error(f"parameter `{name}` expects rank {len(annotation.shape)}, got "
                     f"{list(arg_type.shape)}")
@@ -1459,7 +1474,7 @@ def _specialised_tensor(annotation: TensorSpec, arg_type, name: str, error) -> T
     if not stands_for(arg_type.dtype, annotation.dtype):
         raise error(f"parameter `{name}` expects {annotation.dtype.name}, got "
                     f"{arg_type.dtype.name}")
-    return replace(arg_type, dtype=annotation.dtype)  # HF8 given as its uint8 codes
+    return _held(arg_type, annotation.dtype)  # HF8 given as its uint8 codes
 
 
 def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: list | None,
@@ -1487,6 +1502,7 @@ def parse_signature(fndef: ast.FunctionDef, parser: FunctionParser, arg_types: l
                               if isinstance(s, DynamicDim)}
         if direction is not Direction.In and not isinstance(ptype, TensorType):
             raise error(f"`{a.arg}` is pl.Out/pl.InOut but not a tensor")
+        packed.check_value(f"parameter `{a.arg}`", ptype, parser.source.span(a))
         params.append(Param(Var(a.arg, ptype, parser.source.span(a)), direction))
     returns = _declared_returns(fndef, parser, params, dynamic)
     return FunctionSignature(fndef.name, tuple(params), returns, dynamic)

@@ -120,6 +120,28 @@ def _check_layout_marker(layout: TensorLayout) -> None:
             "pl.Tensor[..., pl.NZ]: tensors in global memory are row-major here; NZ (the "
             "cube's fractal order) is the layout the compiler gives Mat / Left / Right tiles",
             "pass the tensor in row-major order and drop the marker")
+    if layout in MX_LAYOUTS:
+        raise _annotation_error(f"pl.Tensor[..., {layout!r}]: {MX_LAYOUTS[layout]}",
+                                "pass the scales row-major, with no marker: the loads into "
+                                "pl.Mem.Mat and the pl.move to LeftScale / RightScale keep "
+                                "them in order")
+
+
+MX_LAYOUTS = {
+    TensorLayout.MX_A_ZZ: (
+        "the marker says the tensor's bytes lie in pto-isa's MX_A_ZZ order, the [M, K / 32] "
+        "lhs scales in blocks of 16 rows x 2 columns: scale (r, c) at byte (r // 16) * 16 * "
+        "(K / 32) + (c // 2) * 32 + (r % 16) * 2 + c % 2, which a row-major read would "
+        "misplace; tensors in global memory are row-major here (the simulators and the torch "
+        "semantics read them so), and no MX layout is modelled"),
+    TensorLayout.MX_B_NN: (
+        "the marker says the tensor's bytes lie in pto-isa's MX_B_NN order, the [K / 32, N] "
+        "rhs scales in blocks of 2 rows x 16 columns stored column by column: scale (r, c) at "
+        "byte (c // 16) * 16 * (K / 32) + (r // 2) * 32 + (c % 16) * 2 + r % 2, which a "
+        "row-major read would misplace; tensors in global memory are row-major here (the "
+        "simulators and the torch semantics read them so), and no MX layout is modelled"),
+}
+"""Why each MX scale layout marker is refused (docs/language.md; upstream-compat)."""
 
 
 class Tensor:
@@ -187,17 +209,82 @@ def _tile_memref(value) -> TileMemRef:
     return TileMemRef(value.name)
 
 
+_TILE_VIEW_REFUSED = {
+    "stride": "a tile's elements lie row by row from its address here (the simulators', "
+              "and device code declares each tile's fractals itself); a window of a tile is "
+              "pl.slice, its transpose pl.tile.transpose_view",
+    "start_offset": "a tile starts at its address (pl.Tile's last element); a window of a "
+                    "tile is pl.slice",
+    "blayout": "a tile's block layout follows its memory space and use here (row-major in "
+               "Vec, the cube's fractals in Mat / Left / Right / Acc, chosen by the compiler) "
+               "and is not declared",
+    "slayout": "a tile's fractal (scatter) layout follows its memory space and use here and is "
+               "not declared",
+    "fractal": "a tile's fractal size follows its memory space and dtype here and is not "
+               "declared",
+    "pad": "what a tile's padding holds is not part of its type here: it is what its load "
+           "(pad_value=) or pl.fillpad wrote",
+}
+
+
+class TileView:
+    """Upstream's `pl.TileView(valid_shape=..., stride=..., start_offset=..., blayout=...,
+    slayout=..., fractal=..., pad=...)`, an element of a `pl.Tile[...]` annotation: the tile's
+    valid region and how it lies in its buffer.  `valid_shape` is the tile's valid region (as
+    `pl.Tile[[r, c], dtype, [vr, vc]]` says it); the other fields describe a physical layout
+    or a padding this project does not declare on a tile, each refused with why
+    (`_TILE_VIEW_REFUSED`)."""
+
+    def __init__(self, valid_shape=None, stride=None, start_offset=None, blayout=None,
+                 slayout=None, fractal=None, pad=None):
+        given = {"stride": stride, "start_offset": start_offset, "blayout": blayout,
+                 "slayout": slayout, "fractal": fractal, "pad": pad}
+        for name, value in given.items():
+            if value is not None:
+                raise _annotation_error(f"pl.TileView({name}=...) is not supported here: "
+                                        f"{_TILE_VIEW_REFUSED[name]}", f"remove {name}=")
+        self.valid_shape = None if valid_shape is None else \
+            _shape(list(valid_shape), "pl.TileView valid")
+
+    def __repr__(self) -> str:
+        return f"pl.TileView(valid_shape={list(self.valid_shape)})" \
+            if self.valid_shape is not None else "pl.TileView()"
+
+
+def _view_valid(view, shape, valid):
+    """The valid region a pl.TileView gives a pl.Tile annotation (`valid`: the one written
+    before it, if any)."""
+    if len(view) != len(shape) or any(
+            isinstance(v, int) and not 0 <= v <= d for v, d in zip(view, shape, strict=True)):
+        raise _annotation_error(f"pl.TileView valid_shape {list(view)} must fit in "
+                                f"{list(shape)}", "one extent per dimension")
+    if any(not isinstance(v, int) for v in view):
+        raise _annotation_error(
+            f"pl.TileView valid_shape {list(view)}: a tile annotation's valid region "
+            "is constant here (a region known at run time comes from the load's "
+            "valid_shape)", "write the extents as ints, or drop the annotation")
+    if valid is not None and tuple(valid) != tuple(view):
+        raise _annotation_error(f"pl.Tile's valid region {list(valid)} and its "
+                                f"pl.TileView's {list(view)} differ", "give one")
+    return view
+
+
 class Tile:
     """`pl.Tile[[r, c], dtype]`: an on-chip tile.  Optional extras follow the dtype in this
     order: the valid region `[vr, vc]` (when smaller than the tile), the allocation
     `pl.MemRef("ub")` it lives in (or a slot of one, `pl.MemRef("ub", slots=2)[i % 2]`), the
-    memory space `pl.Mem.Vec` and its byte address, as the IR printer writes them."""
+    memory space `pl.Mem.Vec` and its byte address, as the IR printer writes them.  Upstream's
+    `pl.TileView(valid_shape=[vr, vc])` may stand after the dtype, the allocation or the
+    memory space (where upstream writes it): its valid region is the tile's."""
 
     def __class_getitem__(cls, item):
         if not isinstance(item, tuple) or not 2 <= len(item) <= 6:
             raise TypeError("write pl.Tile[[rows, cols], dtype]")
         shape = _shape(item[0], "pl.Tile")
-        extras = list(item[2:])
+        extras = [e for e in item[2:] if not isinstance(e, TileView)]
+        views = [e for e in item[2:] if isinstance(e, TileView)]
+        if len(views) > 1:
+            raise _annotation_error("pl.Tile takes one pl.TileView", "merge them into one")
         valid = None
         if extras and isinstance(extras[0], (list, tuple)):
             valid = _shape(extras.pop(0), "pl.Tile valid")
@@ -219,6 +306,8 @@ class Tile:
         if memory is not None and not isinstance(memory, MemorySpace):
             raise _annotation_error(f"pl.Tile memory space must be a pl.Mem member, got "
                                     f"{memory!r}", "write e.g. pl.Mem.Vec")
+        if views and views[0].valid_shape is not None:
+            valid = _view_valid(views[0].valid_shape, shape, valid)
         return TileType(shape, item[1], memory, addr, valid, memref)
 
 

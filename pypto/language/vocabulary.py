@@ -38,6 +38,7 @@ from .typing import (
     Tensor,
     TensorView,
     Tile,
+    TileView,
     Tuple,
     dynamic,
 )
@@ -58,10 +59,18 @@ FP8E5M2 = DataType.FP8E5M2
 FP8E8M0 = DataType.FP8E8M0
 HF8 = DataType.HF8
 UINT64 = DataType.UINT64
+FP4 = DataType.FP4
+HF4 = DataType.HF4
+INT4 = DataType.INT4
+UINT4 = DataType.UINT4
 ND = TensorLayout.ND
 """Row-major, the layout of every tensor here (upstream's default; never needs writing)."""
 DN = TensorLayout.DN
 NZ = TensorLayout.NZ
+MX_A_ZZ = TensorLayout.MX_A_ZZ
+MX_B_NN = TensorLayout.MX_B_NN
+"""Upstream's markers of an MX scale tensor's block order in global memory: refused where
+named (docs/language.md says why and what to pass instead)."""
 INDEX = DataType.INT64
 """Index arithmetic (loop variables, offsets, dimensions): a 64-bit integer, `pl.INT64`."""
 
@@ -130,6 +139,9 @@ del _name, _why
 scatter = OpStub("tensor.scatter", spelling="scatter")
 """`pl.scatter(input, -1, index, src)`: upstream's element scatter of tensors in a `pl.at`
 block (pl.tensor.scatter); within a tile it is pl.tile.scatter."""
+matmul_mx = OpStub("tile.matmul_mx", spelling="matmul_mx")
+"""`pl.matmul_mx(lhs, lhs_scale, rhs, rhs_scale)`: the MX block-scaled product of tiles
+(pl.tile.matmul_mx; upstream reaches it from pl. too)."""
 arange = OpStub("ci", spelling="arange")
 """`pl.arange(start, [1, n])`: upstream's name of the integer sequence `pl.ci` (a tensor in a
 `pl.at` block, a tile in a kernel)."""
@@ -152,9 +164,10 @@ dim = DslBuiltin("dim")
 __all__ = [
     "BOOL", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64", "FP16",
     "BF16",
-    "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "INDEX", "DataType",
+    "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8", "FP4", "HF4", "INT4", "UINT4", "INDEX",
+    "DataType",
     "Tensor", "Tile", "MemRef", "Scalar", "Array", "Tuple", "Out", "InOut", "dynamic", "DynamicDim",
-    "TensorView", "TensorLayout", "ND", "DN", "NZ", "RUNTIME",
+    "TensorView", "TileView", "TensorLayout", "ND", "DN", "NZ", "MX_A_ZZ", "MX_B_NN", "RUNTIME",
     "Level", "Mem", "MemorySpace", "PadValue", "AtomicType", "FunctionType", "ScopeMode",
     "SplitMode",
     "Role", "TaskId", "TASK_ID", "PrefetchAsyncContext", "AsyncEvent", "AsyncSession",
@@ -164,7 +177,7 @@ __all__ = [
     "aiv_shard", "aic_gather", "submit",
     "spmd_submit",
     "split", "cross_core_slot", "no_dep", "write", "func_attr", "dim", "tile", "tensor", "array",
-    "prefetch", "system", "arange", "scatter", "AUTO", *_PIPE_SPELLINGS,
+    "prefetch", "system", "arange", "scatter", "matmul_mx", "AUTO", *_PIPE_SPELLINGS,
     *_OPERATORS,
     *namespaces.SCALAR_SPELLINGS,
     *namespaces.REFUSED,

@@ -160,7 +160,7 @@ def tile_innermost_dim_granularity(program: Program, backend) -> list[Diagnostic
             tile = call.type if call.op == "load" else call.args[0].type
             if not isinstance(tile, TileType):
                 continue
-            row_bytes = tile.shape[-1] * tile.dtype.itemsize
+            row_bytes = tile.dtype.nbytes(tile.shape[-1])
             # A column vector (a reduction's [R, 1] result) has no innermost dim to widen.
             if row_bytes < threshold and tile.shape[-1] > 1:
                 found.append(Diagnostic(

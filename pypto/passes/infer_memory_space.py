@@ -8,7 +8,8 @@ The operator that defines a tile decides its buffer:
   which TransferCubeToVector lowers;
 - `pl.matmul` / `pl.matmul_acc` (and the gemv and bias forms): Acc, reading lhs from
   Left, rhs from Right, acc from Acc and bias from Bias (a one-row tile, reached only by
-  `pl.move` from Mat);
+  `pl.move` from Mat); the MX forms (`pl.tile.matmul_mx`, ...) read the block scales from
+  LeftScale and RightScale (FP8E8M0 tiles, reached by `pl.move` from Mat on A5);
 - `pl.slice`, `pl.reshape`, `pl.fillpad`, `pl.set_validshape`, `pl.tile.transpose_view`:
   their source's buffer;
 - `pl.tile.assemble`: its target's buffer, when the backend inserts the source's buffer
@@ -38,7 +39,8 @@ _LOAD_TARGETS = (Mem.Vec, Mem.Mat)
 _STORE_SOURCES = (Mem.Vec, Mem.Acc)
 _FROM_SOURCE = ("slice", "reshape", "reinterpret_view", "fillpad", "set_validshape",
                 "tile.transpose_view")
-_MATMUL_OPERANDS = {"lhs": Mem.Left, "rhs": Mem.Right, "acc": Mem.Acc, "bias": Mem.Bias}
+_MATMUL_OPERANDS = {"lhs": Mem.Left, "rhs": Mem.Right, "acc": Mem.Acc, "bias": Mem.Bias,
+                    "lhs_scale": Mem.LeftScale, "rhs_scale": Mem.RightScale}
 
 
 class InferMemorySpace(FunctionPass):
@@ -124,7 +126,7 @@ class _Placer(VarRetyper):
             return self._move(operands["tile"], call.attr("target_memory"), stmt)
         if call.op == "tile.assemble":
             return self._insert(operands["src"], operands["dst"], stmt)
-        if op.category == "matmul":
+        if op.category in ("matmul", "matmul_mx"):
             for name, arg in operands.items():
                 self._expect(call, name, arg, (_MATMUL_OPERANDS[name],), stmt,
                              _matmul_hint(name))
@@ -148,6 +150,11 @@ class _Placer(VarRetyper):
 
     def _move(self, tile, target: MemorySpace, stmt) -> MemorySpace:
         source = tile.type.memory
+        if not self.backend.capacities.get(target.name, 1):
+            raise LoweringError(
+                f"pl.move to {target.name}: {self.backend.name} has no {target.name} buffer "
+                "(the MX block scales of TMATMUL_MX, which it does not have)", stmt.span,
+                hint="the MX product (pl.matmul_mx) runs on Ascend950: build for a5sim")
         legal = self.backend.tile_moves.get(source.name, ())
         if target.name not in legal and not is_transfer(stmt.value, source, self.backend):
             paths = ", ".join(f"{s}->{d}" for s, ds in sorted(self.backend.tile_moves.items())
@@ -201,5 +208,8 @@ def _matmul_hint(name: str) -> str:
         return ("load the [1, N] bias row with target_memory=pl.Mem.Mat and "
                 "pl.move(t, pl.Mem.Bias)")
     space = _MATMUL_OPERANDS[name].name
+    if name.endswith("_scale"):
+        return (f"load the FP8E8M0 scales with target_memory=pl.Mem.Mat and "
+                f"pl.move(t, pl.Mem.{space})")
     return (f"load the operand with target_memory=pl.Mem.Mat and pl.move(t, pl.Mem.{space}); "
             "or use pl.matmul on tensors inside pl.at, which places everything itself")

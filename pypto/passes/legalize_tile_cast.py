@@ -26,8 +26,13 @@ from .properties import IRProperty
 _MAX_HOPS = 4
 
 
-def _admissible(mid: DataType, dst: DataType) -> bool:
-    """May `mid` sit between the source and `dst` without provably losing values?"""
+def _admissible(mid: DataType, dst: DataType, src: DataType) -> bool:
+    """May `mid` sit between `src` and `dst` without provably losing values?  From a 4-bit
+    source, an intermediate holding every source value is (FP4 -> BF16 -> FP32 is exact,
+    though BF16 is narrower than FP32); the rule for the other sources is BACKENDS.md's,
+    which looks at the destination alone."""
+    if src.packed and _holds(mid, src):
+        return True
     if dst.is_float:
         if not mid.is_float:
             return False
@@ -38,6 +43,17 @@ def _admissible(mid: DataType, dst: DataType) -> bool:
     if not mid.is_signed and dst.is_signed:
         return False
     return mid.value.mantissa_bits >= dst.value.mantissa_bits
+
+
+def _holds(mid: DataType, src: DataType) -> bool:
+    """Does `mid` hold every value of `src` (a 4-bit type: few values, small ones)?"""
+    if src.is_float:
+        return mid.is_float and mid.value.mantissa_bits >= src.value.mantissa_bits \
+            and mid.value.exponent_bits >= src.value.exponent_bits
+    if mid.is_float:
+        return mid.value.mantissa_bits >= src.value.mantissa_bits + 1
+    lo, hi = src.int_range
+    return mid.is_int and mid.int_range[0] <= lo and hi <= mid.int_range[1]
 
 
 def _hop_cost(a: DataType, b: DataType) -> int:
@@ -76,7 +92,7 @@ def cast_path(src: DataType, dst: DataType, backend, span: Span | None = None) -
             for b in graph.get(path[-1], ()):
                 if b == dst:
                     arrived.append([*path, b])
-                elif b not in path and _admissible(b, dst):
+                elif b not in path and _admissible(b, dst, src):
                     nxt.append([*path, b])
         if arrived:
             return min(arrived, key=_chain_key)

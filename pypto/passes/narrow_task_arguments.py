@@ -13,7 +13,8 @@ orchestration hands the task a pointer into `out` with the window's shape and `o
 A dimension whose accesses are not analysable (offsets that depend on values the kernel
 computes, on its own loops or on the SPMD block index; accesses whose offsets differ in their
 variable parts) keeps its whole extent; a tensor used whole (a tensor-level operator, a
-rebinding) or touched inside a loop that may not run stays whole.  The window is the union
+rebinding) or touched inside a loop that may not run stays whole, and so does a tensor of a
+4-bit type (two elements a byte: a view's origin is a byte address).  The window is the union
 of what the kernel touches, so the runtime never sees less than the real accesses.
 """
 
@@ -241,6 +242,8 @@ def _plan(fn: Function, sites) -> dict[int, Window]:
         name, ptype = p.var.name, p.var.type
         if not isinstance(ptype, TensorType) or name in whole or not access.windows[name]:
             continue
+        if ptype.dtype.packed:
+            continue  # a view's origin counts bytes: a 4-bit tensor is handed over whole
         if any(not _binds_itself(call, targets, returned, index) for call, targets in sites):
             continue  # a call binds the result to another name: it stays the whole tensor
         window = _window(ptype.shape, ptype.dtype, access.windows[name], scalars)

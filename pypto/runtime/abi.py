@@ -106,6 +106,8 @@ class PtoCore(ctypes.Structure):
         ("right", ctypes.POINTER(ctypes.c_uint8)),
         ("acc", ctypes.POINTER(ctypes.c_uint8)),
         ("bias", ctypes.POINTER(ctypes.c_uint8)),
+        ("left_scale", ctypes.POINTER(ctypes.c_uint8)),
+        ("right_scale", ctypes.POINTER(ctypes.c_uint8)),
         ("core_id", ctypes.c_int32),
         ("block_idx", ctypes.c_int32),
         ("block_num", ctypes.c_int32),

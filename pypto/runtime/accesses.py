@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pypto.runtime.abi import DIRECTION_MASK, DUMP, MAX_RANK, NO_DEP, ArgKind, Direction, PtoArg
 from pypto.runtime.errors import OrchestrationError
-from pypto.runtime.memory import ITEMSIZE_BY_CODE
+from pypto.runtime.memory import BITS_BY_CODE, element_bytes
 from pypto.runtime.scheduler import Access
 
 if TYPE_CHECKING:
@@ -45,9 +45,9 @@ def decode_accesses(spec: KernelSpec, raw: bytes, contains=None) -> list[Access]
             or not 0 <= ndim <= MAX_RANK
         ):
             raise _invalid_arg(spec, position, f"direction {flags:#x}, ndim {ndim}")
-        if dtype not in ITEMSIZE_BY_CODE:
+        if dtype not in BITS_BY_CODE:
             raise _invalid_arg(spec, position, f"dtype code {dtype}")
-        start, end = _byte_range(arg, ndim, ITEMSIZE_BY_CODE[dtype])
+        start, end = _byte_range(arg, ndim, BITS_BY_CODE[dtype])
         if start == end:
             continue
         if contains is not None and not contains(start, end):
@@ -58,7 +58,7 @@ def decode_accesses(spec: KernelSpec, raw: bytes, contains=None) -> list[Access]
     return accesses
 
 
-def _byte_range(arg: tuple, ndim: int, itemsize: int) -> tuple[int, int]:
+def _byte_range(arg: tuple, ndim: int, bits: int) -> tuple[int, int]:
     """`memory.byte_range` of an unpacked PtoArg: bytes [start, end) its view can touch."""
     low = high = 0
     for d in range(ndim):
@@ -71,7 +71,8 @@ def _byte_range(arg: tuple, ndim: int, itemsize: int) -> tuple[int, int]:
         else:
             high += span
     base = arg[2]
-    return base + low * itemsize, base + (high + 1) * itemsize
+    start, end = element_bytes(bits, low, high)
+    return base + start, base + end
 
 
 def _invalid_arg(spec: KernelSpec, position: int, problem: str) -> OrchestrationError:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pypto.filesystem import atomic_write
 from pypto.runtime.abi import DIRECTION_MASK, NO_DEP, ArgKind, Direction
-from pypto.runtime.memory import ITEMSIZE_BY_CODE
+from pypto.runtime.memory import BITS_BY_CODE
 
 if TYPE_CHECKING:
     from pypto.runtime.execution import ProgramRun
@@ -109,7 +109,7 @@ def _arg(memory, arg, name: str) -> dict:
     tensor = arg.tensor
     address = tensor.data or 0
     record = memory.record_at(address)
-    itemsize = ITEMSIZE_BY_CODE.get(tensor.dtype, 1)
+    bits = BITS_BY_CODE.get(tensor.dtype, 8)
     direction = Direction(arg.direction & DIRECTION_MASK)
     return {
         "name": name,
@@ -117,7 +117,7 @@ def _arg(memory, arg, name: str) -> dict:
         "direction": direction.name.lower(),
         "tracked": not arg.direction & NO_DEP,
         "tensor": record.tensor_id if record else None,
-        "offset": (address - record.start) // itemsize if record else None,
+        "offset": (address - record.start) * 8 // bits if record else None,
         "shape": list(tensor.shape[: tensor.ndim]),
     }
 

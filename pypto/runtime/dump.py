@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 from pypto.filesystem import AtomicFile
 from pypto.ir import dtypes
 from pypto.runtime.abi import DIRECTION_MASK, DUMP, ArgKind, Direction
-from pypto.runtime.memory import ITEMSIZE_BY_CODE, row_major_strides
+from pypto.runtime.memory import BITS_BY_CODE, row_major_strides
 
 if TYPE_CHECKING:
     from pypto.runtime.execution import ProgramRun
@@ -186,10 +186,12 @@ class ArgsDumpCollector:
     # ------------------------------------------------------------------ snapshots
     def _capture(self, where: tuple, planned: _Planned, stage: str, tensor: Any) -> None:
         dtype = dtypes.from_code(tensor.dtype)
-        itemsize = ITEMSIZE_BY_CODE[tensor.dtype]
+        # A 4-bit type is dumped as its bytes (two elements each), whole bytes at a time.
+        bits = BITS_BY_CODE[tensor.dtype]
+        unit = max(bits // 8, 1)
         shape = [int(d) for d in tensor.shape[: tensor.ndim]]
         strides = [int(s) for s in tensor.stride[: tensor.ndim]]
-        nbytes = math.prod(shape) * itemsize
+        nbytes = dtype.nbytes(math.prod(shape))
         if self.exhausted:  # no copy once the budget is gone: a dropped record costs nothing
             with self._lock:
                 self.dropped += 1
@@ -200,7 +202,7 @@ class ArgsDumpCollector:
         payload = self._snapshot(record, address, dtype, shape, strides) if nbytes else b""
         offset = offsets = None
         if record is not None:
-            offset = (address - record.start) // itemsize
+            offset = (address - record.start) * 8 // bits
             offsets = _unravel(offset, record.shape) if record.dtype == dtype else None
         task, kernel, kernel_index, block, core = where
         entry = {
@@ -215,7 +217,7 @@ class ArgsDumpCollector:
             keep = nbytes
             if self.written + nbytes > self.budget:
                 self.exhausted = True
-                keep = max(self.budget - self.written, 0) // itemsize * itemsize
+                keep = max(self.budget - self.written, 0) // unit * unit
                 if keep == 0 and nbytes:
                     self.dropped += 1
                     self.dropped_bytes += nbytes
@@ -234,12 +236,17 @@ class ArgsDumpCollector:
         if record is None:
             raise ValueError(f"a dumped view at {address:#x} lies outside device memory")
         buffer = self.memory.buffers[record.tensor_id]
-        elements = buffer.reshape(-1).view(torch.uint8).view(dtype.to_torch())
-        offset = (address - record.start) // dtype.itemsize
+        if dtype.packed:  # the view's bytes: element strides and offset halve
+            elements = buffer.reshape(-1).view(torch.uint8)
+            offset = address - record.start
+            shape, strides = dtype.torch_shape(shape), [*(s // 2 for s in strides[:-1]), 1]
+        else:
+            elements = buffer.reshape(-1).view(torch.uint8).view(dtype.to_torch())
+            offset = (address - record.start) // dtype.itemsize
         view = torch.as_strided(elements, tuple(shape), tuple(strides),
                                 elements.storage_offset() + offset)
         data = view.contiguous().clone().reshape(-1).view(torch.uint8).numpy()
-        if sys.byteorder != "little" and dtype.itemsize > 1:
+        if sys.byteorder != "little" and dtype.bits > 8:
             data = data.reshape(-1, dtype.itemsize)[:, ::-1]
         return data.tobytes()
 
@@ -350,10 +357,11 @@ class ArgsDump:
                                 f"{record['bin_size']} bytes at {record['bin_offset']}, "
                                 f"the file has {len(data)} there")
         raw = torch.from_numpy(np.frombuffer(bytearray(data), dtype=np.uint8))
-        if sys.byteorder != "little" and dtype.itemsize > 1:
+        if sys.byteorder != "little" and dtype.bits > 8:
             raw = raw.reshape(-1, dtype.itemsize).flip(1).reshape(-1)
-        values = raw.view(dtype.to_torch())
-        return values if record["truncated"] else values.reshape(record["shape"])
+        values = raw.view(dtype.to_torch())  # a 4-bit type: its bytes, as its torch tensors
+        return values if record["truncated"] else values.reshape(
+            dtype.torch_shape(record["shape"]))
 
 
 __all__ = [

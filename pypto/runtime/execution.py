@@ -42,6 +42,7 @@ from pypto.runtime.memory import (
     ITEMSIZE_BY_CODE,
     DeviceMemory,
     SimCore,
+    as_copyable,
     describe_tensor,
     tensor_arg,
 )
@@ -209,7 +210,7 @@ class ProgramRun:
 
         for index, buffer in buffers.items():
             if manifest.params[index].direction.writes:
-                args[index].copy_(buffer)
+                as_copyable(args[index]).copy_(as_copyable(buffer))
         if golden is not None:
             golden.finish(args, self.scheduler)  # raises GoldenMismatchError
         return _outputs(manifest, args)
@@ -422,10 +423,12 @@ class RunReuse:
         for index, spec in enumerate(params):
             if spec.is_tensor:
                 torch_dtype = spec.dtype.to_torch()
-                # HF8's tensors are torch.uint8 ones holding the codes (docs/numerics.md)
+                # HF8's tensors are torch.uint8 ones holding the codes (docs/numerics.md), a
+                # 4-bit type's hold two elements a byte (the last dimension halved)
                 exact = dtypes.from_torch(torch_dtype).name == spec.dtype.name or \
                     spec.dtype.value.torch_storage is not None
-                self._tensor_checks.append((index, torch_dtype if exact else None, spec.shape,
+                self._tensor_checks.append((index, torch_dtype if exact else None,
+                                            spec.dtype.torch_shape(spec.shape),
                                             spec.direction.writes))
             else:
                 self._scalar_checks.append((index, spec))
@@ -592,14 +595,21 @@ def _check_tensor(spec: ParamSpec, value: Any) -> None:
         found = dtypes.from_torch(value.dtype).name
     except TypeError:
         found = str(value.dtype)
-    if found != spec.dtype.name and value.dtype != spec.dtype.to_torch():
-        held = f" (a {spec.dtype.to_torch()} tensor of its codes)" \
-            if spec.dtype.value.torch_storage else ""
+    storage = spec.dtype.value.torch_storage
+    if found != spec.dtype.name and value.dtype != spec.dtype.to_torch() and not (
+            storage is not None and str(value.dtype) == f"torch.{storage}"):
+        held = f" (a {spec.dtype.to_torch()} tensor of its codes)" if storage else ""
+        if spec.dtype.packed:
+            held = (f" (a {spec.dtype.to_torch()} or torch.uint8 tensor, two elements a "
+                    "byte)")
         raise TypeError(f"parameter {spec.name!r}: expected dtype {spec.dtype.name}{held}, "
                         f"found {found}")
-    if tuple(value.shape) != spec.shape:
+    if tuple(value.shape) != spec.dtype.torch_shape(spec.shape):
+        held = (f" (its {spec.dtype.name} elements {list(spec.shape)}, two a byte)"
+                if spec.dtype.packed else "")
         raise ValueError(
-            f"parameter {spec.name!r}: expected shape {list(spec.shape)}, found {list(value.shape)}"
+            f"parameter {spec.name!r}: expected shape "
+            f"{list(spec.dtype.torch_shape(spec.shape))}{held}, found {list(value.shape)}"
         )
     # The simulator reads and writes tensors through their host addresses: a tensor
     # elsewhere has none (a `meta` tensor's address is null), a sparse one no dense layout.

@@ -297,7 +297,8 @@ class GoldenRecord:
                 value = recorded[param.name]
                 args.append(value.clone() if isinstance(value, torch.Tensor) else value)
             elif param.is_tensor and (not param.direction.reads or self.declared_out(param)):
-                args.append(poison_(torch.empty(param.shape, dtype=param.dtype.to_torch())))
+                args.append(poison_(torch.empty(param.dtype.torch_shape(param.shape),
+                                                dtype=param.dtype.to_torch())))
             else:
                 raise GoldenError(
                     f"{self.path}: records no input {param.name!r}, which the kernel reads"

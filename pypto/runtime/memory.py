@@ -29,9 +29,9 @@ ON_CHIP_ALIGNMENT = 64
 
 def poison_(tensor: torch.Tensor) -> torch.Tensor:
     """Fills `tensor` in place with what uninitialised device memory holds here (NaN in
-    floats, POISON_BYTE bytes otherwise) and returns it: an output no task wrote is then
-    visible instead of accidentally plausible."""
-    if tensor.is_floating_point():
+    floats, POISON_BYTE bytes otherwise: FP4, two elements a byte, has no NaN) and returns
+    it: an output no task wrote is then visible instead of accidentally plausible."""
+    if tensor.is_floating_point() and tensor.dtype is not torch.float4_e2m1fn_x2:
         return tensor.fill_(float("nan"))
     if tensor.is_contiguous():
         tensor.reshape(-1).view(torch.uint8).fill_(POISON_BYTE)
@@ -41,8 +41,24 @@ def poison_(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.copy_(block)
 
 
-ITEMSIZE_BY_CODE = {dt.code: dt.itemsize for dt in DataType}
-"""Element size in bytes for every valid `PtoDType` code."""
+def as_copyable(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor`, or its bytes where torch cannot copy its elements (float4_e2m1fn_x2, two
+    FP4 elements each, which a torch.uint8 tensor may stand for too)."""
+    return tensor.view(torch.uint8) if tensor.dtype is torch.float4_e2m1fn_x2 else tensor
+
+
+BITS_BY_CODE = {dt.code: dt.bits for dt in DataType}
+"""Element size in bits for every valid `PtoDType` code (4 for the types packed two to a
+byte)."""
+
+ITEMSIZE_BY_CODE = {dt.code: dt.itemsize for dt in DataType if not dt.packed}
+"""Element size in bytes for every `PtoDType` code of a byte-sized type."""
+
+
+def element_bytes(bits: int, low: int, high: int) -> tuple[int, int]:
+    """Bytes [start, end) from the start of a buffer holding its elements `low` to `high`
+    (inclusive) of `bits` bits each (a 4-bit element shares its byte with its pair)."""
+    return low * bits // 8, -(-(high + 1) * bits // 8)
 
 
 def row_major_strides(shape: Sequence[int]) -> list[int]:
@@ -68,14 +84,16 @@ def byte_range(tensor: PtoTensor) -> tuple[int, int]:
             low += span
         else:
             high += span
-    itemsize = ITEMSIZE_BY_CODE[tensor.dtype]
+    start, end = element_bytes(BITS_BY_CODE[tensor.dtype], low, high)
     base = tensor.data or 0
-    return base + low * itemsize, base + (high + 1) * itemsize
+    return base + start, base + end
 
 
 def describe_tensor(tensor: PtoTensor, buffer: torch.Tensor, dtype: DataType) -> None:
-    """Fills `tensor` with the address, shape, row-major strides and dtype of `buffer`."""
-    shape = buffer.shape
+    """Fills `tensor` with the address, shape, row-major strides and dtype of `buffer` (a
+    4-bit type's buffer holds two elements a byte: its elements' shape doubles the last
+    dimension)."""
+    shape = dtype.logical_shape(buffer.shape)
     if len(shape) > MAX_RANK:
         raise ValueError(f"rank {len(shape)} exceeds the ABI's maximum of {MAX_RANK}")
     tensor.data = buffer.data_ptr() or None
@@ -138,7 +156,7 @@ class DeviceMemory:
         The device hands out uninitialised memory; poison makes an output that no task
         wrote visible instead of accidentally plausible.
         """
-        buffer = poison_(torch.empty(tuple(shape), dtype=dtype.to_torch()))
+        buffer = poison_(torch.empty(dtype.torch_shape(shape), dtype=dtype.to_torch()))
         self.adopt(buffer, dtype, name, origin)
         return buffer
 
@@ -148,7 +166,7 @@ class DeviceMemory:
     ) -> TensorRecord:
         """Registers an existing contiguous buffer (a ChipWorker's resident tensor)."""
         self.buffers.append(buffer)
-        return self.record(dtype, tuple(buffer.shape), buffer.data_ptr(),
+        return self.record(dtype, dtype.logical_shape(buffer.shape), buffer.data_ptr(),
                            buffer.numel() * buffer.element_size(), name, origin)
 
     def record(
@@ -186,18 +204,24 @@ class DeviceMemory:
         record = self.record_at(start)
         if record is None:
             return f"bytes [{start:#x}, {end:#x})"
-        itemsize = record.dtype.itemsize
-        first, last = (start - record.start) // itemsize, -(-(end - record.start) // itemsize)
-        numel = (record.end - record.start) // itemsize
+        bits = record.dtype.bits
+        first = (start - record.start) * 8 // bits
+        last = -(-(end - record.start) * 8 // bits)
+        numel = (record.end - record.start) * 8 // bits
         span = "" if (first, last) == (0, numel) else f" elements [{first}, {last})"
         return f"{record.describe()}{span}"
 
 
 
 
+def core_field(space: str) -> str:
+    """The `PtoCore` field of an on-chip space's buffer (`LeftScale`: `left_scale`)."""
+    return {"LeftScale": "left_scale", "RightScale": "right_scale"}.get(space, space.lower())
+
+
 _CORE_FIELDS = struct.Struct(f"={len(ON_CHIP_SPACES)}Q3i")
 """`PtoCore`'s fields, in order (checked against the ctypes layout at import)."""
-assert all(getattr(PtoCore, s.lower()).offset == 8 * i for i, s in enumerate(ON_CHIP_SPACES))
+assert all(getattr(PtoCore, core_field(s)).offset == 8 * i for i, s in enumerate(ON_CHIP_SPACES))
 assert PtoCore.block_num.offset + 4 == _CORE_FIELDS.size
 
 

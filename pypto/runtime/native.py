@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from pypto.runtime.manifest import KernelSpec
     from pypto.runtime.memory import SimCore
 
-_VERSION = 6  # PNR_VERSION in the source
+_VERSION = 8  # PNR_VERSION in the source
+DTYPE_CODES = 32  # PNR_DTYPE_CODES: the tables pnr_program_new takes, per dtype code
 MODES = ("auto", "native", "python")
 """Values of $PYPTO_SCHEDULER."""
 REBUILD = "rebuild pypto (`pip install -e .` in a checkout, or reinstall its wheel)"
@@ -238,13 +239,14 @@ class NativeProgram:
         """The orchestration entry's address."""
         specs = program.manifest.kernels
         flags = [int(a.is_tensor) for spec in specs for a in spec.signature]
-        itemsize = (ctypes.c_int32 * 16)()
-        is_float = (ctypes.c_int32 * 16)()
-        poison = (ctypes.c_uint8 * 128)()
+        bits = (ctypes.c_int32 * DTYPE_CODES)()
+        is_float = (ctypes.c_int32 * DTYPE_CODES)()
+        poison = (ctypes.c_uint8 * (8 * DTYPE_CODES))()
         for dt in DataType:
-            itemsize[dt.code] = dt.itemsize
-            # poisoned as its torch tensor is: HF8's torch.uint8 codes take the integer bytes
-            as_float = dt.to_torch().is_floating_point
+            bits[dt.code] = dt.bits
+            # poisoned as its torch tensor is: HF8's torch.uint8 codes take the integer bytes,
+            # and FP4's bytes too (two elements each, no NaN)
+            as_float = dt.to_torch().is_floating_point and not dt.packed
             is_float[dt.code] = int(as_float)
             if as_float:
                 # The bytes torch's fill_(nan) writes: what DeviceMemory.allocate poisons with.
@@ -254,7 +256,7 @@ class NativeProgram:
         self.handle = lib.pnr_program_new(
             len(specs), (ctypes.c_void_p * max(1, len(specs)))(*addresses),
             (ctypes.c_int32 * max(1, len(specs)))(*(len(s.signature) for s in specs)),
-            (ctypes.c_uint8 * max(1, len(flags)))(*flags), itemsize, poison, is_float)
+            (ctypes.c_uint8 * max(1, len(flags)))(*flags), bits, poison, is_float)
         weakref.finalize(self, lib.pnr_program_free, self.handle)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from pypto.runtime.abi import ArgKind, PtoArg
-from pypto.runtime.memory import DeviceMemory, tensor_arg
+from pypto.runtime.memory import DeviceMemory, as_copyable, tensor_arg
 from pypto.runtime.native import PnrCall
 
 
@@ -35,7 +35,7 @@ class ParamBuffers:
                 self.params[index].kind = ArgKind.FLOAT if spec.dtype.is_float else ArgKind.INT
                 self._scalars.append((index, spec.dtype.is_float))
                 continue
-            buffer = torch.empty(tuple(spec.shape), dtype=spec.dtype.to_torch())
+            buffer = torch.empty(spec.dtype.torch_shape(spec.shape), dtype=spec.dtype.to_torch())
             self._buffers[index] = buffer
             tensor_arg(self.params[index], buffer, spec.dtype, spec.direction)
             nbytes = buffer.numel() * buffer.element_size()
@@ -118,7 +118,7 @@ class ParamBuffers:
         native call, others with torch (out: after the run, `copy_back`)."""
         for _, buffer, value in _native_copies(self._in_array, 1, self._copy_in, args,
                                                in_place):
-            buffer.copy_(value)
+            as_copyable(buffer).copy_(as_copyable(value))
         self._by_torch = [(index, buffer) for index, buffer, _ in _native_copies(
             self._out_array, 0, self._copy_out, args, in_place)]
 
@@ -168,7 +168,7 @@ class ParamBuffers:
         """After a successful run: copies the outputs the native call could not (into
         non-contiguous tensors) back with torch."""
         for index, buffer in self._by_torch:
-            args[index].copy_(buffer)
+            as_copyable(args[index]).copy_(as_copyable(buffer))
 
 
 def _native_copies(copies: ctypes.Array, slot: int, entries: list, args: Sequence,

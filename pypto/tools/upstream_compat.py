@@ -40,10 +40,12 @@ ABSENT = "absent"  # does not resolve: the parser reports `pl.X` does not exist 
 # Why a group of names is refused or absent, and what to do instead.
 WHY = {
     **REFUSED_OPS,
-    "dtype": "no such element type here (the simulator models BOOL, INT8-64, UINT8-64, FP16, "
-             "BF16, FP32, FP8E4M3FN, FP8E5M2, FP8E8M0, HF8)",
-    "layout": "tile and tensor layouts are not modelled: tensors are row-major; transpose "
-              "with a_trans= / b_trans= or pl.tile.transpose_view",
+    "mx_layout": "an MX scale tensor's block order in global memory (pto-isa's MX_A_ZZ: "
+                 "[M, K/32] in blocks of 16 x 2; MX_B_NN: [K/32, N] in blocks of 2 x 16 "
+                 "stored column by column) changes where each scale's byte is, and tensors "
+                 "are row-major here: the marker is refused at its line; pass the scales "
+                 "row-major with no marker (pl.load into pl.Mem.Mat, pl.move to LeftScale / "
+                 "RightScale)",
     "layout_marker": "a tensor in global memory is row-major (pl.ND) here: naming pl.DN or "
                      "pl.NZ for a tensor (a pl.Tensor marker, pl.TensorView(layout=), "
                      "pl.create_tensor(layout=)) or a pl.Tile is refused at that line (upstream "
@@ -52,7 +54,6 @@ WHY = {
     "host": "multi-chip (L3) programs are not supported: run the chip-level @pl.jit program",
     "distributed": "pypto.language.distributed (pld) is the multi-rank surface; this "
                    "project runs single-chip programs",
-    "op": "no such operator in the registry yet (docs/operators.md lists what there is)",
     "split_ring": "pl.cross_core_slot sizes the ring of pl.split's automatic pipe, which "
                   "this project does not insert (pl.split hands values through global "
                   "memory); remove it, or write the explicit pipe, whose rings "
@@ -63,9 +64,9 @@ WHY = {
                   "task ids)",
 }
 
-_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP8E4M3FN", "FP8E5M2", "FP8E8M0", "HF8",
-                     "INDEX", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32",
-                     "UINT64")
+_DTYPES_SUPPORTED = ("BF16", "BOOL", "FP16", "FP32", "FP4", "FP8E4M3FN", "FP8E5M2", "FP8E8M0",
+                     "HF4", "HF8", "INDEX", "INT4", "INT8", "INT16", "INT32", "INT64", "UINT4",
+                     "UINT8", "UINT16", "UINT32", "UINT64")
 _OPS_SUPPORTED = (
     "abs", "add", "and_", "ands", "assemble", "batch_matmul", "cast", "cmp", "col_argmax",
     "col_argmin", "col_expand", "col_expand_add", "col_expand_div", "col_expand_expdif",
@@ -73,7 +74,8 @@ _OPS_SUPPORTED = (
     "col_prod", "col_sum", "concat", "cos", "create_tensor", "create_tile", "div", "dump_tag",
     "exp",
     "expands", "fillpad", "fillpad_expand", "fmod", "fmods", "full", "get_block_idx", "load", "log",
-    "matmul", "matmul_acc", "max", "maximum", "min", "minimum", "move", "mrgsort", "mul", "neg",
+    "matmul", "matmul_acc", "matmul_mx", "max", "maximum", "min", "minimum", "move", "mrgsort",
+    "mul", "neg",
     "not_", "or_", "ors", "paged_gather", "part_add", "part_max", "part_min", "part_mul",
     "read", "recip",
     "reinterpret_view", "relu", "reshape", "row_argmax", "row_argmin", "row_expand",
@@ -92,7 +94,8 @@ _LANGUAGE_SUPPORTED = (
     "MemorySpace", "MemorySpace.Left", "MemorySpace.Mat", "MemorySpace.Right", "MemorySpace.Vec",
     "Out", "PadValue.min", "PadValue.zero", "Scalar", "ScopeMode", "ScopeMode.AUTO",
     "ScopeMode.MANUAL", "SplitMode.LEFT_RIGHT", "SplitMode.NONE", "SplitMode.UP_DOWN", "TASK_ID",
-    "TaskId", "Tensor", "TensorLayout", "TensorLayout.ND", "TensorView", "Tile", "Tuple", "array",
+    "TaskId", "Tensor", "TensorLayout", "TensorLayout.ND", "TensorView", "Tile", "TileView",
+    "Tuple", "array",
     "array.create", "array.get_element", "array.update_element", "at", "cluster", "cond", "const",
     "dim",
     "dynamic", "func_attr", "function", "inline", "jit", "jit.incore", "jit.inline", "jit.opaque",
@@ -114,7 +117,8 @@ _TILE_SUPPORTED = ("add", "adds", "addc", "addsc", "aic_gather", "aiv_shard", "a
                    "batch_matmul", "cmps", "cos", "create",
                    "fillpad",
                    "full", "gatherb", "gemv", "gemv_acc", "gemv_bias", "get_block_idx",
-                   "get_block_num", "load", "lrelu", "matmul_bias", "max", "maximums", "mgather",
+                   "get_block_num", "load", "lrelu", "matmul_bias", "matmul_mx", "matmul_mx_acc",
+                   "matmul_mx_bias", "max", "maximums", "mgather",
                    "min", "minimums", "move", "mrgsort", "mscatter", "prelu", "read", "relu",
                    "rem", "rems", "rsqrt", "scatter", "sel", "sels", "sin", "sort32", "store",
                    "subc",
@@ -127,10 +131,6 @@ _TENSOR_SUPPORTED = ("add", "assemble", "ci", "cos", "create", "dim", "dump_tag"
                      "sort32")
 
 _ABSENT = {
-    "dtype": ("FP4", "HF4", "INT4", "UINT4"),
-    "layout": ("MX_A_ZZ", "MX_B_NN", "TileView"),
-    "op": ("matmul_mx", "tile.matmul_mx",
-           "tile.matmul_mx_acc", "tile.matmul_mx_bias"),
     "task_dummy": ("task_dummy",),
 }
 _REFUSED = {
@@ -138,6 +138,7 @@ _REFUSED = {
     "host": ("jit.host", "Level.HOST", "Role.Orchestrator", "Role.SubWorker"),
     "split_ring": ("cross_core_slot",),
     "layout_marker": ("DN", "NZ"),
+    "mx_layout": ("MX_A_ZZ", "MX_B_NN"),
 }
 
 
@@ -343,6 +344,21 @@ CONSTRUCTS = (
     ("`pypto.runtime.run`, `TensorSpec`, `ChipWorker.alloc_tensor(init=)`", SUPPORTED, ""),
     ("`pypto.backend.BackendType`, `pto_backend.PartialCodegenError`", SUPPORTED,
      "PartialCodegenError is LoweringError"),
+    ("4-bit tensors (`pl.FP4`, `pl.HF4`, `pl.INT4`, `pl.UINT4`): torch.float4_e2m1fn_x2 or "
+     "torch.uint8 bytes, the last dimension halved", SUPPORTED,
+     "two elements a byte, shapes counting elements (last dimension even); a 4-bit tile is "
+     "loaded, stored, moved and cast (BF16 <-> FP4 on Ascend950, FP16 <-> INT4 on "
+     "Ascend910B; HF4 and UINT4 have no conversion), anything else refused at its line "
+     "(docs/numerics.md); device code refuses them, saying why"),
+    ("`pl.matmul_mx` / `pl.tile.matmul_mx_acc` / `_bias` on tiles: FP8 data in Left / Right, "
+     "FP8E8M0 scales moved from Mat to `pl.Mem.LeftScale` / `RightScale`", SUPPORTED,
+     "Ascend950 only (refused at the line on Ascend910B), FP8E4M3FN or FP8E5M2 data, an FP4 "
+     "lhs cast to FP8E4M3FN first (native FP4 refused, as upstream); computed as pto-isa's "
+     "CPU model computes TMATMUL_MX (docs/numerics.md); device code refuses it, saying why"),
+    ("`pl.Tile[..., pl.TileView(valid_shape=[vr, vc])]`", SUPPORTED,
+     "the tile's valid region; TileView's stride=, start_offset=, blayout=, slayout=, "
+     "fractal= and pad= are refused at the line (a tile's layout follows its memory space "
+     "here, and what its padding holds is not part of its type)"),
 )
 
 

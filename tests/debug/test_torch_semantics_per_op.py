@@ -312,6 +312,42 @@ A5_ONLY = {
 BITS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
 NAN_CODES = {"FP32": [0xFFC00001 - (1 << 32), 0x7F800001],
              "FP16": [0xFE01 - (1 << 16), 0x7C01], "BF16": [0xFF81 - (1 << 16), 0x7F81]}
+# The MX products (A5), one kernel on a5sim over FP8 data x ([16, 128], E4M3) and y
+# ([128, 32], E5M2), their FP8E8M0 scales sx, sy and an FP32 bias row: (operators, output
+# shape, statements ending in the lane's FP32 tile `r`).
+MX_MOVES = ["l = pl.move(pl.load(x, [0, 0], [16, 128], target_memory=pl.Mem.Mat), pl.Mem.Left)",
+            "ls = pl.move(pl.load(sx, [0, 0], [16, 4], target_memory=pl.Mem.Mat), "
+            "pl.Mem.LeftScale)",
+            "q = pl.move(pl.load(y, [0, 0], [128, 32], target_memory=pl.Mem.Mat), pl.Mem.Right)",
+            "qs = pl.move(pl.load(sy, [0, 0], [4, 32], target_memory=pl.Mem.Mat), "
+            "pl.Mem.RightScale)"]
+MX = {
+    "matmul_mx": (("tile.matmul_mx", "tile.matmul_mx_acc"), [R, C],
+                  [*MX_MOVES, "acc = pl.tile.matmul_mx(l, ls, q, qs)",
+                   "r = pl.tile.matmul_mx_acc(acc, l, ls, q, qs)"]),
+    "matmul_mx_bias": (("tile.matmul_mx_bias",), [R, C],
+                       [*MX_MOVES, "t = pl.move(pl.load(bias, [0, 0], [1, 32], "
+                                   "target_memory=pl.Mem.Mat), pl.Mem.Bias)",
+                        "r = pl.tile.matmul_mx_bias(l, ls, q, qs, t)"]),
+}
+
+
+def mx_operands() -> list[torch.Tensor]:
+    """x, sx, y, sy, bias: random data and scales with, at fixed places, an E4M3 NaN (x's
+    row 3), an E5M2 infinity (y's column 5), an FP8E8M0 NaN (sx's row 7, group 2), scales
+    overflowing FP32 (sx's row 9: 2^127) and underflowing it (sy's column 11: 2^-127)."""
+    g = torch.Generator().manual_seed(11)
+    x = (torch.randn(16, 128, generator=g) * 3).to(torch.float8_e4m3fn)
+    y = (torch.randn(128, 32, generator=g) * 3).to(torch.float8_e5m2)
+    sx = torch.randint(110, 140, (16, 4), generator=g, dtype=torch.uint8)
+    sy = torch.randint(110, 140, (4, 32), generator=g, dtype=torch.uint8)
+    x.view(torch.uint8)[3, 40] = 0x7F
+    y.view(torch.uint8)[17, 5] = 0x7C
+    sx[7, 2], sx[9, :] = 0xFF, 254
+    sy[:, 11] = 0
+    bias = torch.randn(1, 32, generator=g)
+    bias[0, 20] = float("inf")
+    return [x, sx.view(torch.float8_e8m0fnu), y, sy.view(torch.float8_e8m0fnu), bias]
 
 
 def special_values(dtype: str, seed: int) -> torch.Tensor:
@@ -381,7 +417,7 @@ def differences(got: torch.Tensor, want: torch.Tensor) -> str | None:
 def test_every_operator_has_a_lane():
     checked = {op for table in (COMMON, FLOAT_ONLY, INT_ONLY, ISA_REDUCE_LANES, COL_ARG_LANES)
                for ops, _ in table.values() for op in ops}
-    checked |= {op for table in (MOVEMENT, A5_ONLY) for ops, _, _ in table.values()
+    checked |= {op for table in (MOVEMENT, A5_ONLY, MX) for ops, _, _ in table.values()
                 for op in ops}
     assert sorted(set(all_ops()) - checked - set(UNCHECKED)) == []
     assert not {name for name in UNCHECKED if all_ops()[name].isa}
@@ -451,3 +487,23 @@ def test_the_operators_of_one_backend_agree_with_its_simulator(tmp_path):
     sim, host = sim_and_torch(kernel, args, A5_PLATFORM)
     found = {lane: differences(s, h) for lane, s, h in zip(A5_ONLY, sim, host, strict=True)}
     assert {lane: d for lane, d in found.items() if d is not None} == {}
+
+
+def test_the_mx_products_agree_with_the_simulator(tmp_path):
+    body = []
+    for lane, (_, _, stmts) in MX.items():
+        body += [re.sub(r"\b(r|t|l|ls|q|qs|acc)\b", rf"\1_{lane}", s) for s in stmts]
+        body.append(f"o_{lane} = pl.store(r_{lane}, [0, 0], o_{lane})")
+    inputs = [("x", "pl.Tensor[[16, 128], pl.FP8E4M3FN]"), ("sx", "pl.Tensor[[16, 4], pl.FP8E8M0]"),
+              ("y", "pl.Tensor[[128, 32], pl.FP8E5M2]"), ("sy", "pl.Tensor[[4, 32], pl.FP8E8M0]"),
+              ("bias", "pl.Tensor[[1, 32], pl.FP32]")]
+    outputs = [(f"o_{lane}", f"pl.Tensor[{shape}, pl.FP32]") for lane, (_, shape, _) in MX.items()]
+    kernel = load_kernel(kernel_text("per_op_mx", inputs, outputs, body), "per_op_mx", tmp_path)
+    args = mx_operands() + [torch.zeros(*shape) for _, shape, _ in MX.values()]
+    sim, host = sim_and_torch(kernel, args, A5_PLATFORM)
+    found = {lane: differences(s, h) for lane, s, h in zip(MX, sim[5:], host[5:], strict=True)}
+    assert {lane: d for lane, d in found.items() if d is not None} == {}
+    # The special places reached the results: NaNs, infinities and finite values all occur.
+    r = sim[5]
+    assert r[3].isnan().all() and r[7].isnan().any() and r[:, 5].isinf().any()
+    assert r.isfinite().sum() > R * C // 2

@@ -237,9 +237,10 @@ def _dtypes() -> list[DT]:
     return [d for d in DT if d is not DT.BOOL]
 
 
-# Formats the emulation here does not model (not IEEE-shaped): their legal casts are run
-# against their own reference in tests/ops/test_dtypes_hf8.py.
-OWN_MODEL = (DT.HF8, DT.FP8E8M0)
+# Formats the emulation here does not model (not IEEE-shaped, or packed two to a byte):
+# their legal casts are run against their own references in tests/ops/test_dtypes_hf8.py
+# and tests/ops/test_dtypes_4bit.py.
+OWN_MODEL = (DT.HF8, DT.FP8E8M0, DT.FP4, DT.HF4, DT.INT4, DT.UINT4)
 
 
 def _pairs(backend):

@@ -10,7 +10,8 @@ from pypto.runtime.memory import SimCore
 from pypto.runtime.scheduler import Access, Edge, Scheduler
 
 IN, OUT, INOUT, ACCUM = Direction.IN, Direction.OUT, Direction.INOUT, Direction.ACCUM
-TINY = {"Vec": 64, "Mat": 64, "Left": 64, "Right": 64, "Acc": 64, "Bias": 64}
+TINY = {"Vec": 64, "Mat": 64, "Left": 64, "Right": 64, "Acc": 64, "Bias": 64, "LeftScale": 64,
+        "RightScale": 64}
 
 
 def scheduler(seed=0, workers=2, **kwargs) -> Scheduler:

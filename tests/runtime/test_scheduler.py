@@ -10,7 +10,8 @@ from pypto.runtime.memory import SimCore
 from pypto.runtime.scheduler import Access, Edge, Scheduler
 
 IN, OUT, INOUT = Direction.IN, Direction.OUT, Direction.INOUT
-TINY = {"Vec": 64, "Mat": 64, "Left": 64, "Right": 64, "Acc": 64, "Bias": 64}
+TINY = {"Vec": 64, "Mat": 64, "Left": 64, "Right": 64, "Acc": 64, "Bias": 64, "LeftScale": 64,
+        "RightScale": 64}
 
 
 def make_scheduler(workers: int = 2, seed: int | None = None) -> Scheduler:

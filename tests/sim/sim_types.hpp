@@ -25,6 +25,10 @@ template <class F> inline int with_type(int code, F f) {
     case PTO_HF8: f(hf8()); return 0;
     case PTO_FP8E8M0: f(fp8e8m0()); return 0;
     case PTO_UINT64: f(uint64_t()); return 0;
+    case PTO_FP4: f(fp4e2m1()); return 0;
+    case PTO_HF4: f(hf4()); return 0;
+    case PTO_INT4: f(int4()); return 0;
+    case PTO_UINT4: f(uint4()); return 0;
     default: return -1;
     }
 }

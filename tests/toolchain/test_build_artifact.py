@@ -135,6 +135,8 @@ def test_manifest_records_the_artifact(artifact, sim):
             "Right": 65536,
             "Acc": 131072,
             "Bias": 1024,
+            "LeftScale": 0,
+            "RightScale": 0,
             "cores": 48,
         },
         "toolchain": {"id": toolchain.version(), "flags_digest": toolchain.flags_digest()},

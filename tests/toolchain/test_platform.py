@@ -81,6 +81,8 @@ def test_ascend910b_capacities_match_backends_md():
         "Right": 64 * KIB,
         "Acc": 128 * KIB,
         "Bias": 1 * KIB,  # not in BACKENDS.md: pto-isa's PTO_BIAS_SIZE_BYTES
+        "LeftScale": 0,  # no MX scale buffers (pto-isa's PTO_SCALELEFT_SIZE_BYTES)
+        "RightScale": 0,
     }
 
 
@@ -92,6 +94,8 @@ def test_ascend950_capacities_match_backends_md():
         "Right": 64 * KIB,
         "Acc": 256 * KIB,
         "Bias": 4 * KIB,
+        "LeftScale": 4 * KIB,  # pto-isa's PTO_SCALELEFT_SIZE_BYTES / PTO_SCALERIGHT_SIZE_BYTES
+        "RightScale": 4 * KIB,
     }
 
 

@@ -31,6 +31,7 @@ from .registry import (
     FLOATS,
     INTS,
     NUMERIC,
+    WITH_4BIT,
     OpDef,
     OpParam,
     get_op,
@@ -393,7 +394,7 @@ register(
         "targets, trunc for float->int).  Float->int saturates (NaN gives 0).  A conversion the "
         "backend cannot do in one instruction runs as the chain LegalizeTileCast chose, every "
         "hop with the same mode.",
-        dtypes=ANY,
+        dtypes=WITH_4BIT,
         emit="cast",
         isa="tcvt",
     )

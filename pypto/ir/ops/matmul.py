@@ -359,3 +359,161 @@ register(
         isa="tgemv_bias",
     )
 )
+
+
+# -- the MX block-scaled product (TMATMUL_MX, A5)
+
+MX_DATA = frozenset({DataType.FP8E4M3FN, DataType.FP8E5M2})
+"""The data tiles' element types of an MX product: pto-isa's A5 TMATMUL_MX takes FP8
+(E4M3 and E5M2, in any pairing) or FP4 (E2M1, E1M2) data; upstream's pl.matmul_mx takes
+FP8E4M3FN alone, an FP4 lhs cast to it first."""
+MX_GROUP = 32
+"""Elements along K that share one block scale."""
+
+
+def _mx_data(name: str, what: str, t, span):
+    if not isinstance(t, TileType):
+        raise TypeCheckError(f"pl.{name} multiplies tiles; {what} is {describe(t)}", span,
+                             hint="load the operand into pl.Mem.Mat and pl.move it to "
+                                  f"pl.Mem.{'Left' if what == 'lhs' else 'Right'}")
+    if len(t.shape) != 2:
+        raise TypeCheckError(f"pl.{name}: {what} must be [rows, cols], got "
+                             f"{fmt_shape(t.shape)}", span)
+    if t.dtype in (DataType.FP4, DataType.HF4):
+        raise TypeCheckError(
+            f"pl.{name}: {what} is {t.dtype.name}, and the MX product of 4-bit data is not "
+            "supported (upstream's rule: native FP4 x FP4 is not)", span,
+            hint=f"pl.cast the {what} to pl.FP8E4M3FN first (exact from FP4: the FP4 x FP8 "
+                 "form)")
+    if t.dtype not in MX_DATA:
+        raise TypeCheckError(f"pl.{name}: {what} is {t.dtype.name}; MX data tiles are "
+                             f"{dtype_names(MX_DATA)}", span,
+                             hint="pl.cast it to pl.FP8E4M3FN first")
+
+
+def _mx_groups(k) -> object:
+    """The block scales along a K extent: ceil(K / 32) (a run-time extent: itself, checked
+    against the scale tile's)."""
+    return -(-k // MX_GROUP) if isinstance(k, int) else None
+
+
+def _same_extent(a, b) -> bool:
+    """Equal extents, where both are known (a run-time extent is not compared)."""
+    return a == b if isinstance(a, int) and isinstance(b, int) else True
+
+
+def _mx_scale(name: str, what: str, t, shape, valid, span) -> None:
+    if not isinstance(t, TileType):
+        raise TypeCheckError(f"pl.{name} takes {what} as a tile; it is {describe(t)}", span)
+    if t.dtype is not DataType.FP8E8M0:
+        raise TypeCheckError(f"pl.{name}: {what} must be FP8E8M0 block scales, got "
+                             f"{t.dtype.name}", span)
+    if tuple(t.shape) != tuple(shape) or not all(
+            v is None or _same_extent(v, got) for v, got in zip(valid, t.valid, strict=True)):
+        want = fmt_shape(shape)
+        valid = [v if v is not None else "?" for v in valid]
+        raise TypeCheckError(
+            f"pl.{name}: {what} must be a {want} tile (one scale per {MX_GROUP} elements "
+            f"along K) valid over {fmt_shape(valid)}, "
+            f"got {describe(t)}", span,
+            hint="the lhs scales are [M, K / 32], the rhs scales [K / 32, N]")
+
+
+def _infer_mx(name: str):
+    def infer(args, attrs, span):
+        types = [a.type for a in args]
+        acc = types.pop(0) if name == "tile.matmul_mx_acc" else None
+        bias = types.pop() if name == "tile.matmul_mx_bias" else None
+        lhs, lhs_scale, rhs, rhs_scale = types
+        _mx_data(name, "lhs", lhs, span)
+        _mx_data(name, "rhs", rhs, span)
+        (m, k), (k2, n) = lhs.shape, rhs.shape
+        if k != k2:
+            raise TypeCheckError(f"pl.{name}: inner dimensions differ: lhs gives K={k}, rhs "
+                                 f"gives K={k2}", span)
+        if m % 16 or k % 64 or n % 32:
+            raise TypeCheckError(
+                f"pl.{name} takes [M, K] x [K, N] tiles with M a multiple of 16, K of 64 and N "
+                f"of 32 (pto-isa's TMATMUL_MX); got {fmt_shape(lhs.shape)} x "
+                f"{fmt_shape(rhs.shape)}", span,
+                hint="pad the tiles and mark the data with valid_shape")
+        (vm, vk), (vk2, vn) = lhs.valid, rhs.valid
+        groups = k // MX_GROUP
+        for extent in (vk, vk2):
+            if isinstance(extent, int) and (extent <= 0 or _mx_groups(extent) != groups):
+                raise TypeCheckError(
+                    f"pl.{name}: a valid K of {extent} in a K of {k} leaves block scales "
+                    f"without data: ceil(valid K / {MX_GROUP}) must be K / {MX_GROUP} = "
+                    f"{groups}", span)
+        if not _same_extent(vk, vk2):
+            raise TypeCheckError(f"pl.{name}: the valid K differs: lhs {vk}, rhs {vk2}", span)
+        vgroups = _mx_groups(vk)
+        _mx_scale(name, "lhs_scale", lhs_scale, (m, groups), (vm, vgroups), span)
+        _mx_scale(name, "rhs_scale", rhs_scale, (groups, n), (vgroups, vn), span)
+        valid = (vm, vn) if (lhs.valid_shape or rhs.valid_shape) else None
+        if bias is not None:
+            _check_bias(name, bias, n, DataType.FP32, span)
+        if acc is not None:
+            if not isinstance(acc, TileType) or tuple(acc.shape) != (m, n) or \
+                    acc.dtype is not DataType.FP32:
+                raise TypeCheckError(f"pl.{name}: acc must be a [{m}, {n}] FP32 tile, got "
+                                     f"{describe(acc)}", span)
+            return TileType(acc.shape, DataType.FP32, valid_shape=acc.valid_shape)
+        return TileType((m, n), DataType.FP32, valid_shape=valid)
+
+    return infer
+
+
+_MX_DOC = (
+    "lhs [M, K] (pl.Mem.Left) and rhs [K, N] (pl.Mem.Right) of FP8E4M3FN or FP8E5M2 (an FP4 "
+    "lhs is cast to FP8E4M3FN first), M a multiple of 16, K of 64, N of 32; lhs_scale [M, K / "
+    "32] (pl.Mem.LeftScale) and rhs_scale [K / 32, N] (pl.Mem.RightScale) FP8E8M0 block "
+    "scales, one per 32 elements along K.  Ascend950 only (TMATMUL_MX).  As pto-isa's CPU "
+    "model computes it (cpu/TMatmul.hpp, TMatmulMX): for every k < K (the lhs's valid columns) "
+    "in order, the term a[i][k] * b[k][j] * (lhs_scale[i][k / 32] * rhs_scale[k / 32][j]) is "
+    "formed exactly in float64 and added to an FP32 sum starting at 0 in float64, then "
+    "rounded to FP32 (one rounding per k); the result is FP32 in pl.Mem.Acc, NaN canonical.")
+register(
+    OpDef(
+        "tile.matmul_mx",
+        (OpParam("lhs", "value"), OpParam("lhs_scale", "value"), OpParam("rhs", "value"),
+         OpParam("rhs_scale", "value")),
+        _infer_mx("tile.matmul_mx"),
+        "matmul_mx",
+        "The MX block-scaled product (pl.matmul_mx): " + _MX_DOC,
+        dtypes=MX_DATA,
+        emit="matmul_mx",
+        isa="tmatmul_mx",
+    )
+)
+register(
+    OpDef(
+        "tile.matmul_mx_acc",
+        (OpParam("acc", "value"), OpParam("lhs", "value"), OpParam("lhs_scale", "value"),
+         OpParam("rhs", "value"), OpParam("rhs_scale", "value")),
+        _infer_mx("tile.matmul_mx_acc"),
+        "matmul_mx",
+        "acc + pl.tile.matmul_mx(lhs, lhs_scale, rhs, rhs_scale), acc an FP32 [M, N] tile in "
+        "pl.Mem.Acc: the product is summed from zero as pl.tile.matmul_mx sums it, then added "
+        "to acc in one FP32 add, as pto-isa's CPU model does (not summed from acc: "
+        "pl.matmul_acc's order).",
+        dtypes=MX_DATA,
+        emit="matmul_mx",
+        isa="tmatmul_mx_acc",
+    )
+)
+register(
+    OpDef(
+        "tile.matmul_mx_bias",
+        (OpParam("lhs", "value"), OpParam("lhs_scale", "value"), OpParam("rhs", "value"),
+         OpParam("rhs_scale", "value"), OpParam("bias", "value")),
+        _infer_mx("tile.matmul_mx_bias"),
+        "matmul_mx",
+        "pl.tile.matmul_mx(lhs, lhs_scale, rhs, rhs_scale) + bias, bias a [1, N] FP32 row in "
+        "pl.Mem.Bias added to every row after the last K step, one FP32 add (as "
+        "pl.tile.matmul_bias adds it).",
+        dtypes=MX_DATA,
+        emit="matmul_mx",
+        isa="tmatmul_mx_bias",
+    )
+)

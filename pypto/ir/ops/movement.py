@@ -23,6 +23,7 @@ from .inference import (
 )
 from .registry import (
     ANY,
+    WITH_4BIT,
     OpDef,
     OpParam,
     register,
@@ -156,6 +157,13 @@ def _infer_move(args, attrs, span):
             attrs["target_memory"] is MemorySpace.DDR:
         raise TypeCheckError("pl.move: target_memory must be an on-chip pl.Mem member", span,
                              hint="write a tile to global memory with pl.store")
+    target = attrs["target_memory"]
+    if target in (MemorySpace.LeftScale, MemorySpace.RightScale) and \
+            x.dtype is not DataType.FP8E8M0:
+        raise TypeCheckError(
+            f"pl.move to {target.name} takes FP8E8M0 block scales, got a {x.dtype.name} tile: "
+            "the MX scale buffers hold one E8M0 scale per 32 elements along K", span,
+            hint="load the scales as an FP8E8M0 tensor into pl.Mem.Mat")
     return TileType(x.shape, x.dtype, valid_shape=x.valid_shape)
 
 
@@ -368,7 +376,7 @@ register(
         "`target_memory` (Vec, or Mat for matmul inputs).  With `valid_shape`, only that "
         "region is read and the rest of the tile holds `pad_value` (zero, max = +inf, "
         "min = -inf; null = zero); the tile's type records the valid region.",
-        dtypes=ANY,
+        dtypes=WITH_4BIT,
         emit="load",
         isa="tload",
     )
@@ -389,7 +397,7 @@ register(
         "`offsets`; returns the tensor.  `shapes` (upstream's fourth argument, "
         "`pl.store(t, offsets, out, [r, c])`) restates the region's shape: it must be the "
         "tile's.",
-        dtypes=ANY,
+        dtypes=WITH_4BIT,
         emit="store",
         isa="tstore",
         writes=2,
@@ -422,7 +430,7 @@ register(
         "Acc -> Vec only on Ascend950.  Mat -> Vec, Acc -> Vec on Ascend910B and Vec -> Mat / "
         "Left / Right in a kernel are transfers between the cube unit and the vector unit, "
         "through global memory (TransferCubeToVector).",
-        dtypes=ANY,
+        dtypes=WITH_4BIT,
         emit="unary",
         isa="tmov",
     )

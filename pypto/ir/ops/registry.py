@@ -26,7 +26,11 @@ INTS = frozenset(
     }
 )
 NUMERIC = FLOATS | INTS
-ANY = frozenset(DataType)
+ANY = frozenset(d for d in DataType if not d.packed)
+"""Every byte-sized element type: what an operator that moves or views any data takes."""
+WITH_4BIT = frozenset(DataType)
+"""Every element type, the 4-bit ones (two to a byte) too: the few operators that take
+those (pypto/ir/packed.py: load, store, move, cast)."""
 MATMUL_INPUTS = frozenset({DataType.FP16, DataType.BF16, DataType.FP32, DataType.INT8})
 CAST_MODES = ("none", "rint", "round", "floor", "ceil", "trunc", "odd")
 # pl.cmp's cmp_type codes (the PyPTO spelling): EQ NE LT LE GT GE.
@@ -67,7 +71,8 @@ class OpDef:
     """An operator: signature, typing, lowering hooks and documentation.
 
     category: what passes do with it ("binary", "unary", "cast", "select", "ternary", "expands",
-    "fill", "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "movement",
+    "fill", "reduce_row", "reduce_col", "expand_row", "expand_col", "matmul", "matmul_mx" (the
+    MX block-scaled product: scale operands too), "movement",
     "element", "gather", "tile", "index", "orchestration", "batch": lowered to one operator
     per batch before code generation).
     emit: the templates/ops.cpp.j2 macro (operator form) that emits it in a kernel.

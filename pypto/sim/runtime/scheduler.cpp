@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#define PNR_VERSION 6
+#define PNR_VERSION 8
 
 namespace {
 
@@ -117,10 +117,14 @@ struct PnrEdge {
     int32_t pad;
 };
 
+/* On-chip spaces a core has (PtoCore's buffers, memory.ON_CHIP_SPACES). */
+#define PNR_SPACES 8
+
 /* One plain call's data movement, done here rather than by a torch op apiece:
  * `copy_in` before the orchestration, `fill` (poison) too, `copy_out` after a run
  * that succeeded.  Each entry is (dst, src, bytes) or, for fills, (dst, bytes, dtype).
- * `on_chip`: bytes [0, n) of each on-chip space (vec, mat, left, right, acc, bias) poisoned
+ * `on_chip`: bytes [0, n) of each on-chip space (vec, mat, left, right, acc, bias,
+ * left_scale, right_scale: PNR_SPACES of them) poisoned
  * with ON_CHIP_POISON on each core before the first task the run gives it. */
 struct PnrCall {
     PtoOrchestrateFn orchestrate;
@@ -136,7 +140,7 @@ struct PnrCall {
     const uint64_t *ranges; /* device buffers: [start, end) pairs */
     int64_t nranges;
     void *run; /* out: the run, for pnr_run_* (free it with pnr_run_free) */
-    uint64_t on_chip[6];
+    uint64_t on_chip[PNR_SPACES];
     /* Ring capacities (RunConfig ring_*), per ring: task slots, heap bytes, dep entries. */
     int64_t ring_task_window[4];
     int64_t ring_heap[4];
@@ -153,12 +157,21 @@ int64_t now_ns() {
 }
 
 /* What a program's kernels are: function pointers and, per argument, tensor or not. */
+/* a / b rounded toward -inf (b > 0): byte offsets of elements below a view's start. */
+static __int128 floor_div(__int128 a, __int128 b) {
+    const __int128 q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+/* Dtype codes the per-dtype tables cover (PtoDType's codes are below it). */
+#define PNR_DTYPE_CODES 32
+
 struct Program {
     std::vector<PtoKernelFn> kernels;
     std::vector<std::vector<uint8_t>> is_tensor;
-    int32_t itemsize[16];
-    uint8_t poison[16][8]; /* one element of poison per dtype code */
-    int32_t is_float[16];
+    int32_t bits[PNR_DTYPE_CODES]; /* element bits: 4 for the types two to a byte, 0 unknown */
+    uint8_t poison[PNR_DTYPE_CODES][8]; /* one element of poison per dtype code */
+    int32_t is_float[PNR_DTYPE_CODES];
 };
 
 /* Immutable chains of task ids, shared between OverlapMap entries (like the Python
@@ -244,7 +257,7 @@ struct Run {
      * the tasks it runs, so poisoning it before its first task is the same as poisoning
      * every core up front, and a run that uses one core pays for one. */
     std::vector<uint8_t> poisoned;
-    uint64_t on_chip[6] = {};
+    uint64_t on_chip[PNR_SPACES] = {};
     std::vector<std::pair<uint64_t, uint64_t>> ranges; /* device buffers, sorted */
     std::vector<void *> scratch;
     std::deque<std::string> scratch_names;
@@ -450,11 +463,11 @@ struct Run {
 
 /* Poison, as DeviceMemory.allocate: NaN for floats, 0xA5 bytes otherwise. */
 void poison(const Program *program, uint8_t *out, size_t size, int32_t dtype) {
-    if (dtype < 0 || dtype >= 16 || !program->is_float[dtype]) {
+    if (dtype < 0 || dtype >= PNR_DTYPE_CODES || !program->is_float[dtype]) {
         memset(out, 0xA5, size);
         return;
     }
-    size_t item = std::min(size, size_t(program->itemsize[dtype]));
+    size_t item = std::min(size, size_t(program->bits[dtype] / 8));
     memcpy(out, program->poison[dtype], item);
     for (size_t filled = item; filled < size; filled *= 2)
         memcpy(out + filled, out, std::min(filled, size - filled));
@@ -636,7 +649,7 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
         if (direction > PTO_ACCUM || (flags & ~(PTO_DIRECTION_MASK | PTO_NO_DEP | PTO_DUMP)) ||
             ndim < 0 || ndim > PTO_MAX_RANK)
             return fail(ERR_ARG_FLAGS, kernel_index, position, flags, ndim), -1;
-        if (dtype < 0 || dtype >= 16 || program->itemsize[dtype] == 0)
+        if (dtype < 0 || dtype >= PNR_DTYPE_CODES || program->bits[dtype] == 0)
             return fail(ERR_ARG_DTYPE, kernel_index, position, dtype, 0), -1;
         /* memory.byte_range, in 128 bits so an absurd view cannot wrap around. */
         __int128 low = 0, high = 0;
@@ -652,9 +665,10 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
             else high += span;
         }
         if (empty) continue;
-        __int128 itemsize = program->itemsize[dtype];
+        /* memory.element_bytes: a 4-bit element shares its byte with its pair. */
+        __int128 bits = program->bits[dtype];
         __int128 base = __int128(uintptr_t(arg.tensor.data));
-        __int128 start = base + low * itemsize, end = base + (high + 1) * itemsize;
+        __int128 start = base + floor_div(low * bits, 8), end = base + ((high + 1) * bits + 7) / 8;
         if (start == end) continue;
         if (start < 0 || end > __int128(UINT64_MAX) || !contains(uint64_t(start), uint64_t(end)))
             return fail(ERR_ARG_OUTSIDE, kernel_index, position, int64_t(start), int64_t(end)),
@@ -798,8 +812,9 @@ int64_t Run::submit(int32_t kernel_index, int32_t nargs, const PtoArg *args,
 
 int32_t Run::alloc_tensor(PtoTensor *t, const char *name) {
     int32_t ndim = t->ndim, dtype = t->dtype;
-    bool valid = ndim >= 0 && ndim <= PTO_MAX_RANK && dtype >= 0 && dtype < 16 &&
-                 program->itemsize[dtype] != 0;
+    /* Scratch tensors of byte-sized elements only (the parser refuses 4-bit ones). */
+    bool valid = ndim >= 0 && ndim <= PTO_MAX_RANK && dtype >= 0 && dtype < PNR_DTYPE_CODES &&
+                 program->bits[dtype] >= 8;
     if (ndim >= 0 && ndim <= PTO_MAX_RANK)
         for (int32_t d = 0; d < ndim; ++d) valid &= t->shape[d] >= 0;
     if (!valid) {
@@ -814,7 +829,7 @@ int32_t Run::alloc_tensor(PtoTensor *t, const char *name) {
         numel *= uint64_t(t->shape[d]);
         if (numel > (unsigned __int128)(INT64_MAX)) break;
     }
-    unsigned __int128 bytes = numel * unsigned(program->itemsize[dtype]);
+    unsigned __int128 bytes = numel * unsigned(program->bits[dtype] / 8);
     if (bytes > 0) {
         Pool &p = pool();
         std::unique_lock<std::mutex> guard(p.lock);
@@ -867,8 +882,9 @@ bool Run::take(Task *&task, int32_t &slot, bool &fresh) {
 void Run::execute(Task *task, int32_t slot, bool fresh) {
     PtoCore *core = cores[size_t(slot)];
     if (fresh) {
-        uint8_t *buffers[6] = {core->vec, core->mat, core->left, core->right, core->acc, core->bias};
-        for (int k = 0; k < 6; ++k)
+        uint8_t *buffers[PNR_SPACES] = {core->vec,  core->mat,        core->left,       core->right,
+                                        core->acc,  core->bias,       core->left_scale, core->right_scale};
+        for (int k = 0; k < PNR_SPACES; ++k)
             if (on_chip[k]) memset(buffers[k], ON_CHIP_POISON, size_t(on_chip[k]));
     }
     task->core_id = core->core_id;
@@ -1091,7 +1107,7 @@ int32_t pnr_version() { return PNR_VERSION * 1000 + PTO_ABI_VERSION; }
 const char *pnr_source_digest() { return PNR_SOURCE_DIGEST; }
 
 void *pnr_program_new(int32_t nkernels, void *const *kernels, const int32_t *nargs,
-                      const uint8_t *is_tensor, const int32_t *itemsize, const uint8_t *poison,
+                      const uint8_t *is_tensor, const int32_t *bits, const uint8_t *poison,
                       const int32_t *is_float) {
     Program *program = new Program();
     size_t offset = 0;
@@ -1100,8 +1116,8 @@ void *pnr_program_new(int32_t nkernels, void *const *kernels, const int32_t *nar
         program->is_tensor.emplace_back(is_tensor + offset, is_tensor + offset + nargs[k]);
         offset += size_t(nargs[k]);
     }
-    for (int d = 0; d < 16; ++d) {
-        program->itemsize[d] = itemsize[d];
+    for (int d = 0; d < PNR_DTYPE_CODES; ++d) {
+        program->bits[d] = bits[d];
         program->is_float[d] = is_float[d];
         memcpy(program->poison[d], poison + 8 * d, 8);
     }

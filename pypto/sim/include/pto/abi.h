@@ -29,7 +29,13 @@ enum PtoDType {
     PTO_FP8E5M2 = 12,
     PTO_HF8 = 13,
     PTO_FP8E8M0 = 14,
-    PTO_UINT64 = 15
+    PTO_UINT64 = 15,
+    /* 4-bit: two elements to a byte (the even one in the low nibble); shapes and strides
+     * count elements, a tensor's data points at its first byte. */
+    PTO_FP4 = 16,
+    PTO_HF4 = 17,
+    PTO_INT4 = 18,
+    PTO_UINT4 = 19
 };
 
 enum PtoArgKind { PTO_ARG_TENSOR = 0, PTO_ARG_INT = 1, PTO_ARG_FLOAT = 2 };
@@ -73,8 +79,9 @@ typedef struct PtoArg {
     double f;
 } PtoArg;
 
-/* One simulated core: its on-chip buffers, each of the backend's capacity, and the
- * block of the SPMD dispatch the running task is (block 0 of 1 for a plain task). */
+/* One simulated core: its on-chip buffers, each of the backend's capacity (the MX scale
+ * buffers left_scale / right_scale have none on a backend without them), and the block of
+ * the SPMD dispatch the running task is (block 0 of 1 for a plain task). */
 typedef struct PtoCore {
     uint8_t *vec;
     uint8_t *mat;
@@ -82,6 +89,8 @@ typedef struct PtoCore {
     uint8_t *right;
     uint8_t *acc;
     uint8_t *bias;
+    uint8_t *left_scale;
+    uint8_t *right_scale;
     int32_t core_id;
     int32_t block_idx;
     int32_t block_num;

@@ -69,8 +69,24 @@ inline WindowObserver &window_observer() {
     static thread_local WindowObserver observer = nullptr;
     return observer;
 }
+/* Whether a window of a 4-bit tensor (two elements a byte) lies on whole bytes: a unit
+ * column stride, and an even row stride, column offset and valid width (the compiler checks
+ * what it knows; a width or an offset known at run time is checked here); otherwise the
+ * fault is recorded and nothing is moved. */
+inline bool whole_bytes(const char *op, int64_t rs, int64_t cs, int64_t c0, int32_t cols) {
+    if (cs == 1 && rs % 2 == 0 && c0 % 2 == 0 && cols % 2 == 0) return true;
+    if (__atomic_fetch_add(&pto_sim_fault_count, 1, __ATOMIC_ACQ_REL) == 0)
+        __builtin_snprintf(pto_sim_fault, sizeof pto_sim_fault,
+                           "%s of a 4-bit window at column %lld, %d columns wide (row stride "
+                           "%lld, column stride %lld), does not lie on whole bytes", op,
+                           (long long)c0, cols, (long long)rs, (long long)cs);
+    return false;
+}
 }  // namespace detail
 }  // namespace pto
+
+#define PTO_CHECK_BYTES(op, rs, cs, c0, cols) \
+    if (!::pto::detail::whole_bytes(op, rs, cs, c0, cols)) return
 
 #define PTO_CHECK_WINDOW(op, t, r0, c0, rows, cols) \
     if (!::pto::detail::window_inside(op, t, r0, c0, rows, cols)) return

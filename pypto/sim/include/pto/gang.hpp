@@ -431,14 +431,18 @@ inline void run_block(Gang &g, int32_t b, PtoCore *core, const PtoArg *args, Fn 
     g.cv.notify_all();
 }
 
+/* The on-chip spaces of a core, in PtoCore's order (and codegen's `_SPACE`). */
+constexpr int kSpaces = 8;
+
 /* Runs the launch's block_num blocks of `fn` at once (at most `max_blocks`, `core_kind`:
  * the cores of the kernel's type): block 0 on this thread and `core`,
  * the others each on a thread and a core of their own, whose on-chip buffers hold
- * `capacity[k]` bytes of each space (vec, mat, left, right, acc, bias), the first
- * `poison[k]` poisoned as the runtime poisons a core's (0xFF: NaN in every float format). */
+ * `capacity[k]` bytes of each space (vec, mat, left, right, acc, bias, left_scale,
+ * right_scale), the first `poison[k]` poisoned as the runtime poisons a core's (0xFF: NaN
+ * in every float format). */
 template <class Fn>
 inline void run(PtoCore *core, const PtoArg *args, Fn fn, int64_t line_bytes,
-                const int64_t capacity[6], const int64_t poison[6], int64_t max_blocks,
+                const int64_t capacity[kSpaces], const int64_t poison[kSpaces], int64_t max_blocks,
                 const char *core_kind) {
     const int32_t n = core->block_num > 0 ? core->block_num : 1;
     if (n > max_blocks) {  // CheckCrossBlockBarriers refuses such a launch it can see
@@ -455,14 +459,15 @@ inline void run(PtoCore *core, const PtoArg *args, Fn fn, int64_t line_bytes,
     // One allocation holds every further core's buffers, each 64-byte aligned: its pages
     // are mapped as they are touched, so a core costs the bytes its kernel poisons.
     size_t per_core = 0;
-    for (int k = 0; k < 6; ++k) per_core += (size_t(capacity[k] > 0 ? capacity[k] : 1) + 63) & ~size_t(63);
+    for (int k = 0; k < kSpaces; ++k)
+        per_core += (size_t(capacity[k] > 0 ? capacity[k] : 1) + 63) & ~size_t(63);
     std::unique_ptr<uint8_t[]> storage(new uint8_t[per_core * size_t(n > 1 ? n - 1 : 1) + 64]);
     uint8_t *next = reinterpret_cast<uint8_t *>((uintptr_t(storage.get()) + 63) & ~uintptr_t(63));
     for (int32_t b = 1; b < n; ++b) {
-        uint8_t **spaces[6] = {&cores[size_t(b)].vec, &cores[size_t(b)].mat,
-                               &cores[size_t(b)].left, &cores[size_t(b)].right,
-                               &cores[size_t(b)].acc, &cores[size_t(b)].bias};
-        for (int k = 0; k < 6; ++k) {
+        PtoCore &c = cores[size_t(b)];
+        uint8_t **spaces[kSpaces] = {&c.vec, &c.mat, &c.left, &c.right, &c.acc, &c.bias,
+                                     &c.left_scale, &c.right_scale};
+        for (int k = 0; k < kSpaces; ++k) {
             memset(next, 0xFF, size_t(poison[k]));
             *spaces[k] = next;
             next += (size_t(capacity[k] > 0 ? capacity[k] : 1) + 63) & ~size_t(63);

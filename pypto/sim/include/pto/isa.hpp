@@ -131,6 +131,35 @@ template <> struct Num<fp8e8m0> : NarrowFloat<fp8e8m0> {};
 // A narrow float type (f16, bf16, fp8): computes in float, stored narrower.
 template <class T> constexpr bool kNarrow = Num<T>::is_float && !__is_same(T, float);
 
+// The 4-bit types: a tile or tensor of them holds two elements a byte, element 2i in the
+// low nibble of byte i.  Their tiles are rows x cols elements like any tile (cols even),
+// so data + k is byte k; they are loaded, stored, copied and converted only.
+template <class T> struct Packed { static constexpr bool value = false; };
+template <> struct Packed<fp4e2m1> { static constexpr bool value = true; };
+template <> struct Packed<hf4> { static constexpr bool value = true; };
+template <> struct Packed<int4> { static constexpr bool value = true; };
+template <> struct Packed<uint4> { static constexpr bool value = true; };
+template <class T> constexpr bool kPacked = Packed<T>::value;
+
+// Element i of the packed elements starting at byte p, and its update.
+template <class T> inline T nibble(const void *p, int64_t i) {
+    const uint8_t b = static_cast<const uint8_t *>(p)[i >> 1];
+    return T{uint8_t((i & 1) ? b >> 4 : b & 0xf)};
+}
+template <class T> inline void set_nibble(void *p, int64_t i, T v) {
+    uint8_t &b = static_cast<uint8_t *>(p)[i >> 1];
+    b = (i & 1) ? uint8_t((b & 0x0f) | (v.bits << 4)) : uint8_t((b & 0xf0) | (v.bits & 0xf));
+}
+// Element i of a tile's (or a converted array's) data, packed or not.
+template <class T> inline T element(const T *data, int64_t i) {
+    if constexpr (kPacked<T>) return nibble<T>(data, i);
+    else return data[i];
+}
+template <class T> inline void set_element(T *data, int64_t i, T v) {
+    if constexpr (kPacked<T>) set_nibble(data, i, v);
+    else data[i] = v;
+}
+
 // Integer arithmetic goes through uint64_t so overflow wraps instead of being UB.
 template <class I> inline I wrap_neg(I a) { return I(uint64_t(0) - uint64_t(a)); }
 
@@ -503,7 +532,8 @@ template <class T> inline PtoTensor batch(const char *op, const PtoTensor &t, in
         v.shape[t.ndim - 2] = 0;
         return v;
     }
-    v.data = static_cast<T *>(t.data) + b * t.stride[d];
+    if constexpr (detail::kPacked<T>) v.data = static_cast<uint8_t *>(t.data) + b * t.stride[d] / 2;
+    else v.data = static_cast<T *>(t.data) + b * t.stride[d];
     v.shape[d] = 1;
     return v;
 }
@@ -514,6 +544,20 @@ template <class T> inline PtoTensor batch(const char *op, const PtoTensor &t, in
 template <class T> inline void tload(Tile<T> dst, const PtoTensor &src, int64_t r0, int64_t c0, T pad) {
     PTO_CHECK_WINDOW("tload", src, r0, c0, dst.vrows, dst.vcols);
     const int64_t rs = detail::row_stride(src), cs = detail::col_stride(src);
+    if constexpr (detail::kPacked<T>) {  // whole bytes: rows of vcols / 2 bytes, padding pairs of pad
+        PTO_CHECK_BYTES("tload", rs, cs, c0, dst.vcols);
+        const uint8_t *base = static_cast<const uint8_t *>(src.data) + (r0 * rs + c0) / 2;
+        uint8_t *out = reinterpret_cast<uint8_t *>(dst.data);
+        const int64_t row_bytes = dst.cols / 2, valid = (dst.vcols < dst.cols ? dst.vcols : dst.cols) / 2;
+        const uint8_t fill = uint8_t((pad.bits & 0xf) | (pad.bits << 4));
+        for (int32_t r = 0; r < dst.rows; ++r) {
+            uint8_t *row = out + int64_t(r) * row_bytes;
+            const int64_t n = r < dst.vrows ? valid : 0;
+            if (n > 0) __builtin_memcpy(row, base + r * rs / 2, size_t(n));
+            __builtin_memset(row + n, fill, size_t(row_bytes - n));
+        }
+        return;
+    }
     const T *base = static_cast<const T *>(src.data) + r0 * rs + c0 * cs;
     PTO_OBSERVE_WINDOW(false, false, base, rs, cs, dst.vrows < dst.rows ? dst.vrows : dst.rows,
                        dst.vcols < dst.cols ? dst.vcols : dst.cols, T);
@@ -536,6 +580,14 @@ template <class T> inline void tload(Tile<T> dst, const PtoTensor &src, int64_t 
 template <class T> inline void tstore(const PtoTensor &dst, int64_t r0, int64_t c0, Tile<T> src) {
     PTO_CHECK_WINDOW("tstore", dst, r0, c0, src.vrows, src.vcols);
     const int64_t rs = detail::row_stride(dst), cs = detail::col_stride(dst);
+    if constexpr (detail::kPacked<T>) {  // whole bytes: rows of vcols / 2 bytes
+        PTO_CHECK_BYTES("tstore", rs, cs, c0, src.vcols);
+        uint8_t *base = static_cast<uint8_t *>(dst.data) + (r0 * rs + c0) / 2;
+        const uint8_t *in = reinterpret_cast<const uint8_t *>(src.data);
+        for (int32_t r = 0; r < src.vrows; ++r)
+            if (src.vcols > 0) __builtin_memcpy(base + r * rs / 2, in + int64_t(r) * (src.cols / 2), size_t(src.vcols / 2));
+        return;
+    }
     T *base = static_cast<T *>(dst.data) + r0 * rs + c0 * cs;
     PTO_OBSERVE_WINDOW(true, false, base, rs, cs, src.vrows, src.vcols, T);
     for (int32_t r = 0; r < src.vrows; ++r) {
@@ -721,9 +773,15 @@ template <class D, class S> __attribute__((noinline)) void convert_n(D *dst, con
 }
 }  // namespace detail
 
-/* Element-wise convert<D, S> of every element (same shape): one hardware hop. */
+/* Element-wise convert<D, S> of every element (same shape): one hardware hop.  A 4-bit
+ * side is read or written a nibble at a time. */
 template <class D, class S> inline void tcvt(Tile<D> dst, Tile<S> src, RoundMode m) {
-    detail::convert_n(dst.data, src.data, int64_t(dst.rows) * dst.cols, m);
+    const int64_t n = int64_t(dst.rows) * dst.cols;
+    if constexpr (detail::kPacked<D> || detail::kPacked<S>) {
+        for (int64_t i = 0; i < n; ++i) detail::set_element(dst.data, i, convert<D>(detail::element(src.data, i), m));
+        return;
+    }
+    detail::convert_n(dst.data, src.data, n, m);
 }
 
 /* Every element set to s (rounded once to the element type). */
@@ -771,6 +829,13 @@ template <class T> inline void tpartmin(Tile<T> d, Tile<T> a, Tile<T> b) { detai
 
 /* Copies a tile into another of the same shape (any two buffers: TMOV). */
 template <class T> inline void tmov(Tile<T> dst, Tile<T> src) {
+    if constexpr (detail::kPacked<T>) {  // rows of cols / 2 bytes
+        const int64_t dst_row = dst.cols / 2, src_row = src.cols / 2;
+        for (int32_t r = 0; r < dst.rows; ++r)
+            __builtin_memmove(reinterpret_cast<uint8_t *>(dst.data) + r * dst_row,
+                              reinterpret_cast<const uint8_t *>(src.data) + r * src_row, size_t(dst_row));
+        return;
+    }
     if (detail::flat(dst, src)) {  // the same row stride: one copy of the whole tile
         __builtin_memmove(dst.data, src.data, sizeof(T) * int64_t(dst.rows) * dst.cols);
         return;

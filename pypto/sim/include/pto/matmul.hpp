@@ -7,6 +7,14 @@
  * (k = 0 first; tmatmul_acc starts from acc[i][j]) and rounded once, by Rint, to the
  * result's type.  INT8 inputs accumulate in int32 (wrapping).  The whole tile takes
  * part, so K padding of zero adds nothing.  Fixed order: equal inputs give equal bits.
+ *
+ * The MX product (tmatmul_mx, TMATMUL_MX on A5) is pto-isa's CPU model's (cpu/TMatmul.hpp,
+ * TMatmulMX), step for step: FP8 data, one FP8E8M0 block scale per 32 elements along K;
+ * K is a's valid columns; per element an FP32 sum from 0 to which, for k = 0, 1, ..., the
+ * term a[i][k] * b[k][j] * (sa[i][k / 32] * sb[k / 32][j]) is added in double (the term is
+ * exact in double: products of 4-bit significands and powers of two), the sum rounded to
+ * float after each add; the acc form adds acc (one float add) after the last k, the bias
+ * form the bias row.
  */
 #ifndef PTO_MATMUL_HPP
 #define PTO_MATMUL_HPP
@@ -224,7 +232,56 @@ template <class D> inline void add_bias(Tile<D> c, Tile<D> bias) {
         }
 }
 
+// The MX product of every element of c (padding too; see the header comment), then acc
+// (one float add) or the bias row added, and a NaN made the canonical one.
+template <class A, class B>
+__attribute__((noinline)) void matmul_mx(Tile<float> c, const Tile<float> *acc, Tile<A> a, Tile<fp8e8m0> sa,
+                                         Tile<B> b, Tile<fp8e8m0> sb, const Tile<float> *bias) {
+    const int64_t m = c.rows, n = c.cols, k_len = a.vcols, groups = (k_len + 31) / 32;
+    double *const va = new double[m * k_len + k_len * n + m * groups + groups * n];
+    double *const vb = va + m * k_len, *const vsa = vb + k_len * n, *const vsb = vsa + m * groups;
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t k = 0; k < k_len; ++k) va[i * k_len + k] = double(to_float(at(a, int32_t(i), int32_t(k))));
+    for (int64_t k = 0; k < k_len; ++k)
+        for (int64_t j = 0; j < n; ++j) vb[k * n + j] = double(to_float(at(b, int32_t(k), int32_t(j))));
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t g = 0; g < groups; ++g) vsa[i * groups + g] = double(to_float(at(sa, int32_t(i), int32_t(g))));
+    for (int64_t g = 0; g < groups; ++g)
+        for (int64_t j = 0; j < n; ++j) vsb[g * n + j] = double(to_float(at(sb, int32_t(g), int32_t(j))));
+    for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+            float s = 0.0f;
+            for (int64_t k = 0; k < k_len; ++k) {
+                const double scale = vsa[i * groups + k / 32] * vsb[(k / 32) * n + j];
+                s = float(double(s) + va[i * k_len + k] * vb[k * n + j] * scale);
+            }
+            if (acc) s = at(*acc, int32_t(i), int32_t(j)) + s;
+            if (bias) s = s + at(*bias, 0, int32_t(j));
+            ref(c, int32_t(i), int32_t(j)) = mm_result<float>(s);
+        }
+    }
+    delete[] va;
+}
+
 }  // namespace detail
+
+/* c = a @ b with block scales (TMATMUL_MX): a in Left, sa in LeftScale, b in Right, sb in
+ * RightScale, c in Acc (see the header comment); the acc form adds acc after the sum (c may be
+ * acc), the bias form the one-row bias. */
+template <class A, class B>
+inline void tmatmul_mx(Tile<float> c, Tile<A> a, Tile<fp8e8m0> sa, Tile<B> b, Tile<fp8e8m0> sb) {
+    detail::matmul_mx<A, B>(c, nullptr, a, sa, b, sb, nullptr);
+}
+template <class A, class B>
+inline void tmatmul_mx_acc(Tile<float> c, Tile<float> acc, Tile<A> a, Tile<fp8e8m0> sa, Tile<B> b,
+                           Tile<fp8e8m0> sb) {
+    detail::matmul_mx<A, B>(c, &acc, a, sa, b, sb, nullptr);
+}
+template <class A, class B>
+inline void tmatmul_mx_bias(Tile<float> c, Tile<A> a, Tile<fp8e8m0> sa, Tile<B> b, Tile<fp8e8m0> sb,
+                            Tile<float> bias) {
+    detail::matmul_mx<A, B>(c, nullptr, a, sa, b, sb, &bias);
+}
 
 /* c = a @ b (TMATMUL): a in Left, b in Right, c in Acc. */
 template <class D, class T> inline void tmatmul(Tile<D> c, Tile<T> a, Tile<T> b, bool ta, bool tb) {

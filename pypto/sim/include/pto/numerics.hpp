@@ -20,6 +20,11 @@
  *    conversion does (goldens come from torch); only NaN gives NaN.
  *  - HF8 (HiFloat8) and FP8E8M0 are not IEEE-shaped; their encoders are below
  *    (EncodeHf8, EncodeE8m0) and docs/numerics.md specifies both.
+ *  - The 4-bit types hold one element's code here (in the low nibble); tiles and tensors
+ *    of them pack two to a byte (isa.hpp).  FP4 (E2M1) and HF4 (S1E1M2) have neither
+ *    infinity nor NaN: overflow and infinite inputs saturate to their largest magnitude
+ *    under every mode, and NaN gives +0, as NaN converted to an integer gives 0.  INT4
+ *    and UINT4 are integers, saturating as every integer conversion does.
  */
 #ifndef PTO_NUMERICS_HPP
 #define PTO_NUMERICS_HPP
@@ -37,6 +42,11 @@ struct fp8e4m3fn { uint8_t bits; };
 struct fp8e5m2 { uint8_t bits; };
 struct hf8 { uint8_t bits; };      // HiFloat8: tapered precision (docs/numerics.md)
 struct fp8e8m0 { uint8_t bits; };  // OCP MX scale: 2^(bits - 127), 0xFF NaN; no sign, zero or inf
+// The 4-bit types: one element's code in the low nibble (packed two to a byte in tiles).
+struct fp4e2m1 { uint8_t bits; };  // OCP MX FP4: E2M1, bias 1, +-0 .. 6, no inf or NaN
+struct hf4 { uint8_t bits; };      // HiFloat4's element: S1E1M2, magnitudes k / 4 (0 .. 1.75)
+struct int4 { uint8_t bits; };     // two's complement: -8 .. 7
+struct uint4 { uint8_t bits; };    // 0 .. 15
 
 /* None means the conversion's natural mode: Rint for float targets, Trunc for float -> int. */
 enum class RoundMode : int { None = 0, Rint = 1, Round = 2, Floor = 3, Ceil = 4, Trunc = 5, Odd = 6 };
@@ -54,11 +64,15 @@ struct Exact {
 
 // Float formats: P significand bits (implicit one included), E exponent bits.
 // IEEE formats reserve the top exponent for inf/NaN; E4M3FN ("finite") keeps it
-// for numbers except the all-ones pattern, which is NaN.
-template <class B, int P_, int E_, bool IEEE_, uint64_t NaN_> struct Fmt {
+// for numbers except the all-ones pattern, which is NaN.  The 4-bit floats have no
+// NaN at all (HasNaN false: kNaN is then the code NaN converts to) and HF4 an exponent
+// bias of 1 where the IEEE rule would give 0 (Bias).
+template <class B, int P_, int E_, bool IEEE_, uint64_t NaN_, bool HasNaN_ = true,
+          int Bias_ = (1 << (E_ - 1)) - 1>
+struct Fmt {
     typedef B Bits;
-    static constexpr int P = P_, E = E_;
-    static constexpr bool IEEE = IEEE_;
+    static constexpr int P = P_, E = E_, Bias = Bias_;
+    static constexpr bool IEEE = IEEE_, HasNaN = HasNaN_;
     static constexpr uint64_t kNaN = NaN_;
 };
 template <class T> struct FloatFmt;
@@ -68,6 +82,8 @@ template <> struct FloatFmt<float> : Fmt<uint32_t, 24, 8, true, 0x7FC00000u> {};
 template <> struct FloatFmt<double> : Fmt<uint64_t, 53, 11, true, 0x7FF8000000000000ull> {};
 template <> struct FloatFmt<fp8e4m3fn> : Fmt<uint8_t, 4, 4, false, 0x7F> {};
 template <> struct FloatFmt<fp8e5m2> : Fmt<uint8_t, 3, 5, true, 0x7E> {};
+template <> struct FloatFmt<fp4e2m1> : Fmt<uint8_t, 2, 2, false, 0, false> {};
+template <> struct FloatFmt<hf4> : Fmt<uint8_t, 3, 1, false, 0, false, 1> {};
 
 template <class T> inline uint64_t bits_of(T x) {
     typename FloatFmt<T>::Bits b;
@@ -86,12 +102,12 @@ inline int msb(uint64_t v) { return 63 - __builtin_clzll(v); }
 
 template <class T> inline Exact decode_float(T x) {
     typedef FloatFmt<T> F;
-    const int mb = F::P - 1, bias = (1 << (F::E - 1)) - 1, top = (1 << F::E) - 1;
+    const int mb = F::P - 1, bias = F::Bias, top = (1 << F::E) - 1;
     const uint64_t b = bits_of(x), mmask = (uint64_t(1) << mb) - 1;
     const uint64_t frac = b & mmask;
     const int field = int((b >> mb) & uint64_t(top));
     Exact r = {0, 0, bool((b >> (mb + F::E)) & 1), Exact::Finite};
-    if (field == top && (F::IEEE || frac == mmask)) {
+    if (field == top && (F::IEEE || (F::HasNaN && frac == mmask))) {
         r.kind = (F::IEEE && frac == 0) ? Exact::Inf : Exact::NaN;
     } else if (field == 0) {
         r.mag = frac;
@@ -130,6 +146,10 @@ inline Exact decompose(float x) { return decode_float(x); }
 inline Exact decompose(double x) { return decode_float(x); }
 inline Exact decompose(fp8e4m3fn x) { return decode_float(x); }
 inline Exact decompose(fp8e5m2 x) { return decode_float(x); }
+inline Exact decompose(fp4e2m1 x) { return decode_float(fp4e2m1{uint8_t(x.bits & 0xf)}); }
+inline Exact decompose(hf4 x) { return decode_float(hf4{uint8_t(x.bits & 0xf)}); }
+inline Exact decompose(int4 x) { return decode_signed(int8_t(int8_t(x.bits << 4) >> 4)); }
+inline Exact decompose(uint4 x) { return decode_unsigned(uint8_t(x.bits & 0xf)); }
 
 /* HiFloat8: sign, then a prefix-coded dot field giving the exponent's width D, the
  * exponent in sign-magnitude with an implicit leading one, and 3 - 3 - 3 - 2 - 1
@@ -203,9 +223,11 @@ inline uint64_t round_shift(uint64_t mag, int shift, bool neg, RoundMode m) {
 
 template <class D> struct EncodeFloat {
     typedef FloatFmt<D> F;
-    static constexpr int mb = F::P - 1, bias = (1 << (F::E - 1)) - 1;
-    static constexpr int emin = 1 - bias, emax = F::IEEE ? bias : bias + 1;
-    static constexpr uint64_t max_sig = (uint64_t(1) << F::P) - (F::IEEE ? 1 : 2);
+    static constexpr int mb = F::P - 1, bias = F::Bias;
+    // The largest exponent field of a number: below the IEEE formats' inf/NaN one.
+    static constexpr int emin = 1 - bias, emax = (1 << F::E) - (F::IEEE ? 2 : 1) - bias;
+    // E4M3FN's all-ones significand at emax is its NaN.
+    static constexpr uint64_t max_sig = (uint64_t(1) << F::P) - (!F::IEEE && F::HasNaN ? 2 : 1);
 
     static uint64_t largest(uint64_t sign) {
         return sign | uint64_t(emax + bias) << mb | (max_sig & ((uint64_t(1) << mb) - 1));
@@ -272,6 +294,14 @@ template <> struct Encode<uint8_t> : EncodeInt<uint8_t, 0, UINT8_MAX> {};
 template <> struct Encode<uint16_t> : EncodeInt<uint16_t, 0, UINT16_MAX> {};
 template <> struct Encode<uint32_t> : EncodeInt<uint32_t, 0, UINT32_MAX> {};
 template <> struct Encode<uint64_t> : EncodeInt<uint64_t, 0, UINT64_MAX> {};
+template <> struct Encode<int4> {
+    static int4 from(const Exact &v, RoundMode m) {
+        return int4{uint8_t(EncodeInt<int8_t, -8, 7>::from(v, m) & 0xf)};
+    }
+};
+template <> struct Encode<uint4> {
+    static uint4 from(const Exact &v, RoundMode m) { return uint4{EncodeInt<uint8_t, 0, 15>::from(v, m)}; }
+};
 /* Mantissa bits of HiFloat8 numbers in the binade [2^e, 2^(e+1)): 3 up to |e| = 3, 2 up
  * to 7, 1 up to 15; none below 2^-15, where the denormals are the powers of two down to
  * 2^-22. */
