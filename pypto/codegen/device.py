@@ -1446,7 +1446,7 @@ def device_function(fn: Function, vec_capacity: int | None = None, backend: str 
             raise LoweringError(f"pl.{value.op} has no device code: {_MX_NO_DEVICE_CODE}",
                                 value.span, hint="run it on a5sim, which computes TMATMUL_MX "
                                                  "as pto-isa's CPU model does")
-        builder = _DeviceKernelBuilder(fn, vec_capacity, backend, pipes)
+    builder = _DeviceKernelBuilder(fn, vec_capacity, backend, pipes)
     stmts = builder.body(fn.body)
     named, unread = _extents_read(builder)
     body = insert_pipe_sync(without_nodes(stmts, unread))

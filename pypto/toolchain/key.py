@@ -67,6 +67,7 @@ NEUTRAL_ENV_VARS: tuple[str, ...] = (
     "PATH",  # finds the compiler, whose identity is keyed
     "PYPTO_COMPILER_LAUNCHER",  # runs compiles through ccache/distcc/icecc: the same objects
     "PYPTO_CACHE_LIMIT",  # how large the artifact cache may grow, not what it holds
+    "PYPTO_TRACEBACK",  # how a user error's traceback prints (errors.api_boundary)
 )
 
 
