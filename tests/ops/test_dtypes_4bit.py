@@ -7,23 +7,19 @@ every mode.
 
 from __future__ import annotations
 
-import ctypes
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from sim_convert import MODES, sim_converter
 
 from pypto.debug import rounding
 from pypto.ir import formats
 from pypto.ir.dtypes import DataType as DT
-from pypto.sim import INCLUDE_DIR
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")
 
-MODES = {"none": 0, "rint": 1, "round": 2, "floor": 3, "ceil": 4, "trunc": 5, "odd": 6}
-SIM_TESTS = Path(__file__).resolve().parents[1] / "sim"
 # One element per array entry: the simulator's 4-bit value types hold one code a byte.
 STORAGE = {DT.FP32: np.float32, DT.FP16: np.float16, DT.BF16: np.uint16, DT.INT32: np.int32,
            DT.FP4: np.uint8, DT.HF4: np.uint8, DT.INT4: np.uint8, DT.UINT4: np.uint8,
@@ -35,22 +31,7 @@ FLOATS4 = (DT.FP4, DT.HF4)
 @pytest.fixture(scope="module")
 def sim_convert(tmp_path_factory):
     """convert<D, S> over arrays (tests/sim/sim_convert_driver.cpp), built once."""
-    so = tmp_path_factory.mktemp("four_bit") / "convert.so"
-    cmd = ["g++", "-std=c++17", "-O1", "-fPIC", "-shared", "-ffp-contract=off", "-Wall",
-           "-Wextra", "-Werror", f"-I{INCLUDE_DIR}", str(SIM_TESTS / "sim_convert_driver.cpp"),
-           "-o", str(so)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    fn = ctypes.CDLL(str(so)).sim_convert
-    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                   ctypes.c_int]
-
-    def convert(dst: DT, src: DT, values, mode: str = "none") -> np.ndarray:
-        x = np.ascontiguousarray(values, dtype=STORAGE[src])
-        out = np.empty(x.shape, dtype=STORAGE[dst])
-        assert fn(dst.code, src.code, x.ctypes.data, out.ctypes.data, x.size, MODES[mode]) == 0
-        return out
-
-    return convert
+    return sim_converter(tmp_path_factory.mktemp("four_bit"), STORAGE)
 
 
 def table(dtype: DT) -> np.ndarray:

@@ -8,20 +8,16 @@ refusals.  Also pl.UINT64, the other element type upstream has that was missing.
 
 from __future__ import annotations
 
-import ctypes
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from sim_convert import MODES, sim_converter
 
 from pypto.debug import rounding
 from pypto.ir.dtypes import DataType as DT
-from pypto.sim import INCLUDE_DIR
 
-MODES = {"none": 0, "rint": 1, "round": 2, "floor": 3, "ceil": 4, "trunc": 5, "odd": 6}
-SIM_TESTS = Path(__file__).resolve().parents[1] / "sim"
 STORAGE = {DT.FP32: np.float32, DT.FP16: np.float16, DT.BF16: np.uint16, DT.HF8: np.uint8,
            DT.FP8E8M0: np.uint8, DT.INT32: np.int32, DT.FP8E4M3FN: np.uint8,
            DT.UINT64: np.uint64, DT.INT64: np.int64}
@@ -30,22 +26,7 @@ STORAGE = {DT.FP32: np.float32, DT.FP16: np.float16, DT.BF16: np.uint16, DT.HF8:
 @pytest.fixture(scope="module")
 def sim_convert(tmp_path_factory):
     """convert<D, S> over arrays (tests/sim/sim_convert_driver.cpp), built once."""
-    so = tmp_path_factory.mktemp("hf8") / "convert.so"
-    cmd = ["g++", "-std=c++17", "-O1", "-fPIC", "-shared", "-ffp-contract=off", "-Wall",
-           "-Wextra", "-Werror", f"-I{INCLUDE_DIR}", str(SIM_TESTS / "sim_convert_driver.cpp"),
-           "-o", str(so)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    fn = ctypes.CDLL(str(so)).sim_convert
-    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                   ctypes.c_int]
-
-    def convert(dst: DT, src: DT, values, mode: str = "none") -> np.ndarray:
-        x = np.ascontiguousarray(values, dtype=STORAGE[src])
-        out = np.empty(x.shape, dtype=STORAGE[dst])
-        assert fn(dst.code, src.code, x.ctypes.data, out.ctypes.data, x.size, MODES[mode]) == 0
-        return out
-
-    return convert
+    return sim_converter(tmp_path_factory.mktemp("hf8"), STORAGE)
 
 
 ALL_CODES = np.arange(256, dtype=np.uint8)
