@@ -132,6 +132,11 @@ def is_region(stmt) -> bool:
     return isinstance(stmt, For) and stmt.kind.startswith(REGION_KIND)
 
 
+def region_index(stmt: For) -> int:
+    """The number of the region a For of REGION_KIND stands for."""
+    return int(stmt.kind[len(REGION_KIND):])
+
+
 _COMPOUND = (For, While, If)  # statements with bodies a kernel's regions may sit in
 
 
@@ -139,7 +144,7 @@ def _holds_region(stmt) -> bool:
     return any(is_region(s) for s in statements(stmt))
 
 
-class _EachBody(IRMutator):
+class EachBody(IRMutator):
     """A loop or branch rebuilt with each of its bodies replaced by `side(body)` (the
     visitor reads the bodies, loops and branches alike); `results` are the new bodies."""
 
@@ -172,7 +177,7 @@ class _Splitter:
         return statement_unit(stmt, self.cube_tiles)
 
     def _region(self, stmt: For) -> Region:
-        return self.regions[int(stmt.kind[len(REGION_KIND):])]
+        return self.regions[region_index(stmt)]
 
     # The cube ---------------------------------------------------------------------------
     def cube(self, body: tuple, after: set[str]) -> tuple:
@@ -198,7 +203,7 @@ class _Splitter:
             if isinstance(stmt, _COMPOUND):
                 # A loop body's reads before its binds are the next iteration's.
                 # (A gathered name is bound by its region's pop, not in the kernel's IR.)
-                nested = _EachBody(lambda b, later=later: self.cube(
+                nested = EachBody(lambda b, later=later: self.cube(
                     b, later | (exposed_uses(b) - self._gathered_in(b))))
                 rebuilt = nested.mutate_stmt(stmt)
                 if any(nested.results) or not _holds_region(stmt):
@@ -259,7 +264,7 @@ class _Splitter:
                 continue
             elif isinstance(stmt, _COMPOUND):
                 if _holds_region(stmt):
-                    out.append(_EachBody(self.vector).mutate_stmt(stmt))
+                    out.append(EachBody(self.vector).mutate_stmt(stmt))
             elif self.unit(stmt) is None:
                 out.append(stmt)  # scalar work: on both sides
         return tuple(out)

@@ -396,15 +396,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             key = self.static(key_node) if key_node is not None else None
             if key in attrs:
                 raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
-            if key not in ("split", "level", "auto_scope", "split_aiv"):
+            if key not in ("split", "slot_num", "level", "auto_scope", "split_aiv"):
                 raise self.error(key_node or call, f"function attribute {key!r} is not "
                                  "supported here", hint="supported: \"split\" (a pl.SplitMode), "
-                                 "\"level\" (pl.Level.AIC or pl.Level.AIV), \"auto_scope\" "
-                                 "(False), \"split_aiv\" (True: a side of a kernel with lane "
-                                 "regions)")
-            value = self._function_attr(key, value_node)
-            if value is not SplitMode.NONE:
-                attrs[key] = value
+                                 "\"slot_num\" (the automatic pipe's ring depth), \"level\" "
+                                 "(pl.Level.AIC or pl.Level.AIV), \"auto_scope\" (False), "
+                                 "\"split_aiv\" (True: a side of a kernel with lane regions)")
+            attrs[key] = self._function_attr(key, value_node)
         return tuple(sorted(attrs.items())), stmts[:start] + stmts[start + 1:]
 
     def _function_attr(self, key: str, value_node: ast.AST):
@@ -422,6 +420,10 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                              "pl.Level.AIV (a kernel on one unit of the core group)")
         if key == "split" and not isinstance(value, SplitMode):
             raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+        if key == "slot_num" and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value <= 0):
+            raise self.error(value_node, "the \"slot_num\" attribute is a positive integer "
+                             "(the depth of the automatic cross-core pipe's ring)")
         return value
 
     def _decorated_level(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:

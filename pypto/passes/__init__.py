@@ -4,6 +4,7 @@ from .allocate_memory_addr import AllocateMemoryAddr
 from .cross_core_pipe import CheckCrossCorePipes
 from .cube_to_vector import TransferCubeToVector
 from .derive_call_directions import DeriveCallDirections
+from .expand_mixed_kernel import ExpandMixedKernel
 from .flatten_batch import FlattenBatchTiles
 from .flatten_call_expr import FlattenCallExpr
 from .infer_memory_space import InferMemorySpace
@@ -37,6 +38,7 @@ def default_pipeline() -> PassManager:
             TensorToTile(),
             FlattenBatchTiles(),
             LegalizeTileCast(),
+            ExpandMixedKernel(),
             InferMemorySpace(),
             TransferCubeToVector(),
             CheckCrossCorePipes(),
@@ -67,6 +69,7 @@ __all__ = [
     "TensorToTile",
     "FlattenBatchTiles",
     "LegalizeTileCast",
+    "ExpandMixedKernel",
     "InferMemorySpace",
     "TransferCubeToVector",
     "AllocateMemoryAddr",
