@@ -39,7 +39,7 @@ from ..ir.nodes import (
     Var,
 )
 from ..ir.ops import REQUIRED, OpDef, get_op, make_call, write_destination
-from ..ir.ops.cross_core import POP_OPS
+from ..ir.ops.cross_core import DEFAULT_SLOTS, POP_OPS
 from ..ir.ops.task_arrays import expect_value
 from ..ir.types import (
     INDEX,
@@ -374,7 +374,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         fn = Function(sig.name, sig.params, tuple(returns), body, self.func_type,
                       self.source.span(fndef), attrs=attrs)
         if self.regions:  # a kernel with lane regions: its AIC, AIV and Group functions
-            *sides, fn = split_kernel(fn, self.regions, self.function_names)
+            # `pl.func_attr({"slot_num": N})`: the depth of its rings (2 by default).
+            *sides, fn = split_kernel(fn, self.regions, self.function_names,
+                                      slot_num=fn.attr("slot_num") or DEFAULT_SLOTS)
             self.outlined += sides
         return fn
 

@@ -39,7 +39,8 @@ class SplitAivSyntax:
             raise self.error(node, "`pl.split_aiv` opens a lane region in an InCore kernel "
                              "of a @pl.program (`@pl.function(type=pl.FunctionType.InCore)`)",
                              hint="write the kernel as a pl.FunctionType.InCore method of "
-                                  "the program; a pl.at block's regions are not lowered yet")
+                                  "the program, or give a pl.at block optimizations=[pl.split("
+                                  "mode)]: the compiler forms its lane regions itself")
         if self.region is not None:
             raise self.error(node, "lane regions do not nest: this one is inside another")
         modes = [kw.value for kw in call.keywords if kw.arg == "mode"]
