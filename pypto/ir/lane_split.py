@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import ParseError, PyptoError, Span
+from .errors import InternalError, ParseError, PyptoError, Span
 from .nodes import (
     Assign,
     Call,
@@ -46,7 +46,16 @@ from .nodes import (
 )
 from .ops import get_op, make_call
 from .ops.cross_core import DEFAULT_SLOTS
-from .types import FunctionType, Level, MemorySpace, SplitMode, TileType, TupleType
+from .types import (
+    INDEX,
+    FunctionType,
+    Level,
+    MemorySpace,
+    SplitMode,
+    TileType,
+    TupleType,
+    describe,
+)
 from .visitor import IRMutator, defs, exposed_uses, statements, uses
 
 REGION_KIND = "split_aiv:"  # For.kind of a region while its kernel is split: "split_aiv:<n>"
@@ -66,6 +75,14 @@ class Region:
     gathers: list[tuple[Var, Var, Span | None]] = field(default_factory=list)  # cube's, lanes'
 
 
+def tile_type(var: Var) -> TileType:
+    """The tile type of a variable that crosses the pipe (a tile by the ops' inference)."""
+    if not isinstance(var.type, TileType):
+        raise InternalError(f"lane split: `{var.name}` crosses the pipe but is "
+                            f"{describe(var.type)}, not a tile")
+    return var.type
+
+
 def halved(shape: tuple, split: int) -> tuple:
     """A lane's part of a tile of `shape` under `split` (the whole tile with 0); the axis
     must be even (the caller checks)."""
@@ -83,7 +100,7 @@ def doubled(shape: tuple, split: int) -> tuple:
 def region_loop(lane: Var, body: tuple, index: int, span: Span | None) -> For:
     """The For standing for region `index` while its kernel is split: `lane` is bound to
     the vector lane at its top."""
-    zero, one = Const(0, lane.type, span), Const(1, lane.type, span)
+    zero, one = Const(0, INDEX, span), Const(1, INDEX, span)
     head = Assign((lane,), make_call("get_subblock_idx", span=span), span)
     return For(lane, zero, one, one, (head, *body), f"{REGION_KIND}{index}", span)
 
@@ -192,8 +209,9 @@ class _Splitter:
                     out.append(ExprStmt(make_call("system.tpush_to_aiv", tile, span=span,
                                                   split=region.split, id=region.split), span))
                 for gathered, _, span in region.gathers:
+                    whole = tile_type(gathered)
                     pop = make_call("system.tpop_from_aiv", span=span,
-                                    shape=tuple(gathered.type.shape), dtype=gathered.type.dtype,
+                                    shape=tuple(whole.shape), dtype=whole.dtype,
                                     split=region.split, id=region.split)
                     out.append(Assign((gathered,), pop, span))
                     popped.append(gathered)
@@ -366,10 +384,10 @@ def _initialized(level: Level, regions: list[Region], slot_num: int) -> tuple:
     for r in regions:
         for tile, _, _ in r.shards:
             mask, size = rings.get(r.split, (0, 0))
-            rings[r.split] = (mask | 1, max(size, tile.type.nbytes))
+            rings[r.split] = (mask | 1, max(size, tile_type(tile).nbytes))
         for gathered, _, _ in r.gathers:
             mask, size = rings.get(r.split, (0, 0))
-            rings[r.split] = (mask | 2, max(size, gathered.type.nbytes))
+            rings[r.split] = (mask | 2, max(size, tile_type(gathered).nbytes))
     op = "system.aic_initialize_pipe" if level is Level.AIC else "system.aiv_initialize_pipe"
     span = _first_crossing(regions)
     return tuple(ExprStmt(make_call(op, span=span, dir_mask=mask, slot_size=size,

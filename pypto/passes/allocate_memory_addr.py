@@ -8,11 +8,14 @@ live ranges overlap get disjoint addresses (first fit, 32-byte aligned), each ta
 hardware footprint (`pypto.ir.layout`: rows padded to whole 32-byte blocks); a buffer
 that does not fit the backend's capacity is an error naming the tile.
 
-A tile popped from a cross-core pipe lives in its ring: at the bottom of the consuming
-core's buffer, `ring_reservation` bytes are the rings (upstream's reserve_buffer), and a
-popped tile is placed in them (on the device TPOP points it at its slot), not above them
-with the function's other tiles; popped tiles live at once are as many slots as there are
-(more would wait forever), placed apart.
+At the bottom of a consuming core's buffer, `ring_reservation` bytes are its cross-core
+rings (upstream's reserve_buffer); the function's tiles are placed above them.  A tile a
+vector lane pops (cube to vector) is placed in them instead: on the device TPOP points it
+at its slot, and pto-isa's CPU model (and the simulators) copy it out of ring storage of
+their own, so the UB's ring bytes hold nothing else; popped tiles live at once are as
+many slots as there are (more would wait forever), placed apart.  A tile the cube pops
+stays above the rings: pto-isa's CPU model stages it in its L1 slot before moving it to
+the tile, which would overwrite a tile placed in the slots.
 
 A tile annotated with an allocation of the author's (`pl.MemRef("ub", slots=2)[i % 2]`)
 is placed in it instead: every tile naming `ub` shares one region of `slots` slots, each
@@ -31,7 +34,7 @@ from ..ir.errors import CapacityError, Span, TypeCheckError
 from ..ir.layout import BLOCK_BYTES, tile_footprint
 from ..ir.nodes import Assign, Call, For, Var, While
 from ..ir.ops.cross_core import POP_OPS
-from ..ir.types import FunctionType, TileMemRef, TileType
+from ..ir.types import FunctionType, MemorySpace, TileMemRef, TileType
 from ..ir.visitor import IRVisitor
 from .cross_core_pipe import RESIZE_AUTOMATIC_RING, automatic_pipe, ring_reservation
 from .manager import FunctionPass
@@ -276,8 +279,10 @@ class AllocateMemoryAddr(FunctionPass):
             by_memory.setdefault(region.type.memory, []).append(region)
         for memory, bufs in sorted(by_memory.items(), key=lambda kv: kv[0].name):
             ring = ring_reservation(fn).get(memory.name, 0)
-            above = _in_ring([b for b in bufs if b.popped and b.first_def is not None], ring)
-            others = [b for b in bufs if not b.popped or b.first_def is None]
+            popped = [b for b in bufs if b.popped and b.first_def is not None
+                      and memory is MemorySpace.Vec]
+            above = _in_ring(popped, ring)
+            others = [b for b in bufs if not any(b is p for p in popped)]
             _first_fit(others + above, ctx.backend.capacities[memory.name], memory, ring,
                        automatic_pipe(fn))
         for region, members in regions:

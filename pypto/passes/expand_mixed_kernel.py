@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.errors import LoweringError, Span
+from ..ir.errors import InternalError, LoweringError, Span
 from ..ir.lane_split import (
     SPLIT_OF,
     EachBody,
@@ -47,6 +47,7 @@ from ..ir.lane_split import (
     region_loop,
     split_kernel,
     statement_unit,
+    tile_type,
 )
 from ..ir.nodes import (
     Assign,
@@ -220,14 +221,14 @@ class _Regions(IRMutator):
     def _shard(self, stmt: Assign, region: Region, body: list, alias: dict) -> None:
         """`v = pl.move(c, target_memory=Vec)` of the cube's tile `c`: the lane's pop of it."""
         (target,) = stmt.targets
-        cube = stmt.value.args[0]
+        cube = _moved_tile(stmt)
         for tile, popped, _ in region.shards:
             if tile.name == cube.name:
                 alias[target.name] = popped
                 return
         shape = self._lane_part(cube, stmt, "reaches the vector lanes")
         pop = make_call("system.tpop_from_aic", span=stmt.span, shape=shape,
-                        dtype=cube.type.dtype, split=self.split, id=self.split)
+                        dtype=tile_type(cube).dtype, split=self.split, id=self.split)
         popped = Var(target.name, pop.type, target.span)
         body.append(Assign((popped,), pop, stmt.span))
         region.shards.append((cube, popped, stmt.span))
@@ -236,10 +237,10 @@ class _Regions(IRMutator):
         """`m = pl.move(v, target_memory=Mat)` of the lanes' tile `v`: their push of it; the
         cube pops the whole tile into Mat (and moves it on to Left / Right)."""
         (target,) = stmt.targets
-        tile = stmt.value.args[0]
-        memory = stmt.value.attr("target_memory")
+        tile = _moved_tile(stmt)
+        memory = _moved_to(stmt)
         self._lane_part(tile, stmt, "reaches the cube")
-        whole = TileType(tuple(tile.type.shape), tile.type.dtype)
+        whole = TileType(tuple(tile_type(tile).shape), tile_type(tile).dtype)
         if memory is MemorySpace.Mat:
             gathered = Var(target.name, whole, target.span)
         else:
@@ -252,7 +253,7 @@ class _Regions(IRMutator):
 
     def _lane_part(self, tile: Var, stmt, goes: str) -> tuple:
         """The shape of a lane's part of a tile crossing the pipe (checked to be one)."""
-        t = tile.type
+        t = tile_type(tile)
         if len(t.shape) != 2 or t.valid_shape is not None:
             raise LoweringError(
                 f"`{tile.name}` ({list(t.shape)} {t.dtype.name}) {goes} through the "
@@ -266,6 +267,21 @@ class _Regions(IRMutator):
                 f"({list(t.shape)}) has {t.shape[axis]} {_AXIS[self.split]}", stmt.span,
                 hint="split along an even axis, or use pl.split(pl.SplitMode.NONE)")
         return halved(tuple(t.shape), self.split)
+
+
+def _moved_tile(stmt: Assign) -> Var:
+    """The tile a boundary move (`t = pl.move(x, target_memory=...)`) moves."""
+    call = stmt.value
+    if not (isinstance(call, Call) and isinstance(call.args[0], Var)):
+        raise InternalError(f"ExpandMixedKernel: {stmt} is no move of a tile")
+    return call.args[0]
+
+
+def _moved_to(stmt: Assign) -> MemorySpace:
+    """Where a boundary move moves its tile."""
+    call = stmt.value
+    assert isinstance(call, Call)  # _moved_tile checked the move
+    return call.attr("target_memory")
 
 
 def _independent(stmt, run: list) -> bool:
@@ -292,8 +308,8 @@ class _Halves(IRMutator):
     def __init__(self, split: int, lane: Var, region: Region):
         self.split, self.axis, self.lane = split, split - 1, lane
         self.mode = {1: "UP_DOWN", 2: "LEFT_RIGHT"}[split]
-        self.types: dict[str, TileType] = {p.name: p.type for _, p, _ in region.shards}
-        self.whole: dict[str, TileType] = {p.name: c.type for c, p, _ in region.shards}
+        self.types = {p.name: tile_type(p) for _, p, _ in region.shards}
+        self.whole = {p.name: tile_type(c) for c, p, _ in region.shards}
 
     def mutate_Var(self, expr: Var):
         new = self.types.get(expr.name)
@@ -355,7 +371,7 @@ class _Halves(IRMutator):
             attrs["shapes"] = self._half(attrs["shapes"])
         elif call.op == "store":
             tile = call.args[0]
-            whole = self.whole.get(tile.name, tile.type) if isinstance(tile, Var) else None
+            whole = self.whole.get(tile.name, tile_type(tile)) if isinstance(tile, Var) else None
             if whole is not None and whole.shape[self.axis] > 1:
                 args = self._at_lane(args, 1, whole.shape, stmt, call)
             if attrs.get("shapes") is not None:
@@ -454,7 +470,8 @@ def _check_lane_scalars(body: tuple, lane_scalars: dict[str, Span | None]) -> No
 def _on_lane_zero(aiv: Function, lane: Var) -> Function:
     """With NONE, vector lane 0 does the vector work (the no-split pipe is lane 0's): the
     AIV function's work under `if get_subblock_idx() == 0`, its pipe declared first."""
-    head = [s for s in aiv.body if isinstance(s, ExprStmt) and s.value.op in INIT_OPS]
+    head = [s for s in aiv.body if isinstance(s, ExprStmt) and isinstance(s.value, Call)
+            and s.value.op in INIT_OPS]
     ret = [s for s in aiv.body if isinstance(s, Return)]
     work = tuple(s for s in aiv.body if s not in head and s not in ret)
     span = aiv.span

@@ -50,8 +50,9 @@ def test_aic_and_aiv_functions_are_kernels_of_their_unit_and_a_group_calls_them(
     assert "pl.system.tpop_from_aic(shape=[16, 16], dtype=pl.FP32)" in text
 
 
-def test_the_popped_tile_is_in_its_ring_at_the_bottom_of_the_consumers_buffer():
-    # On the device TPOP points the tile at its slot: it takes no room above the rings.
+def test_a_lanes_popped_tile_is_in_its_ring_and_the_cubes_above_its_ring():
+    # On the device TPOP points the tile at its slot: it takes no room above the rings;
+    # pto-isa's CPU model stages the cube's in its L1 slot, so that one stays above them.
     lowered = lower(parse(c2v_source(3, 4, 1)), get_platform("a2a3sim"))
     vector = lowered.functions["vector"]
     pops = [s for s in vector.body[2].body if getattr(s, "value", None) is not None
@@ -65,8 +66,7 @@ def test_the_popped_tile_is_in_its_ring_at_the_bottom_of_the_consumers_buffer():
     cube = lower(parse(v2c_source(3, 2, 0)), get_platform("a2a3sim")).functions["cube"]
     popped = [s.targets[0].type for s in cube.body[2].body if getattr(s, "targets", None)
               and getattr(s.value, "op", "") == "system.tpop_from_aiv"]
-    assert popped[0].memory is MemorySpace.Mat
-    assert popped[0].addr + tile_footprint(popped[0]) <= 2 * 1024
+    assert popped[0].memory is MemorySpace.Mat and popped[0].addr >= 2 * 1024
 
 
 def test_the_signatures_take_upstreams_forms():
