@@ -27,7 +27,10 @@ tile.  This pass turns that kernel into what a `pl.split_aiv` kernel becomes
   it, reserved at the bottom of the consuming core's buffer (Vec for cube to vector, Mat
   for vector to cube): the allocator places the function's tiles above it, and a ring or
   tiles that do not fit are a CapacityError naming `pl.cross_core_slot`.
-The group keeps the kernel's name and parameters, so its callers are unchanged.  A kernel
+A tensor one unit writes and the other reads or writes is an error at the second access:
+the kernel ordered them by its statements, the group runs the units at once, and the pipe
+orders only the values it carries.  The group keeps the kernel's name and parameters, so
+its callers are unchanged.  A kernel
 with work of one unit only is left as it is (its split halves nothing; its slot_num sizes
 no ring).
 """
@@ -62,7 +65,7 @@ from ..ir.nodes import (
     Var,
     While,
 )
-from ..ir.ops import get_op, make_call
+from ..ir.ops import get_op, make_call, write_destination
 from ..ir.ops.cross_core import DEFAULT_SLOTS, INIT_OPS, PIPE_OPS
 from ..ir.types import INDEX, FunctionType, MemorySpace, SplitMode, TensorType, TileType
 from ..ir.visitor import IRMutator, IRVisitor, defs, statements, uses
@@ -107,6 +110,7 @@ def expand(fn: Function, taken: set[str]) -> list[Function]:
     body = former.mutate_body(fn.body)
     if not (former.regions and former.cube_work):
         return [fn]
+    _check_memory_crossings(fn, former.units)
     _check_lane_scalars(body, former.lane_scalars)
     body = _LaneWork(split, former.regions).mutate_body(body)
     kernel = replace(fn, body=body)
@@ -435,6 +439,39 @@ class _LaneWork(IRMutator):
 
 def _is_zero(e) -> bool:
     return isinstance(e, Const) and e.value == 0
+
+
+def _check_memory_crossings(fn: Function, units: _Units) -> None:
+    """A tensor one unit writes and the other reads or writes: in the kernel their order
+    was the statements'; in the group nothing orders them (the pipe orders what it
+    carries only)."""
+    accesses: dict[str, dict[str, bool]] = {}  # tensor -> unit -> whether it wrote it
+    for stmt in statements(list(fn.body)):
+        call = getattr(stmt, "value", None)
+        unit = units.leaf(stmt) if isinstance(stmt, (Assign, ExprStmt)) else None
+        if not isinstance(call, Call) or unit not in ("cube", "vector"):
+            continue
+        dst = write_destination(call)
+        for arg in call.args:
+            if not (isinstance(arg, Var) and isinstance(arg.type, TensorType)):
+                continue
+            writes = arg is dst
+            seen = accesses.setdefault(arg.name, {})
+            other = "vector" if unit == "cube" else "cube"
+            if other in seen and (writes or seen[other]):
+                raise LoweringError(
+                    f"`{arg.name}` is {'written' if seen[other] else 'read'} by the "
+                    f"{_WORK[other]} and {'written' if writes else 'read'} here by the "
+                    f"{_WORK[unit]} through global memory; pl.split runs the two at once, and "
+                    "nothing orders these accesses (the pipe orders the values it carries)",
+                    stmt.span,
+                    hint="compute the value in the block and read it there (it then crosses "
+                         "through the pipe), or make two pl.at blocks, or drop pl.split / "
+                         "pl.cross_core_slot")
+            seen[unit] = seen.get(unit, False) or writes
+
+
+_WORK = {"cube": "cube work", "vector": "vector work"}
 
 
 class _OutsideRegions(IRVisitor):

@@ -196,7 +196,8 @@ CONSTRUCTS = (
      "that does not fit is a CapacityError naming pl.cross_core_slot); UP_DOWN / "
      "LEFT_RIGHT give each lane its half of the vector work, NONE gives vector lane 0 all "
      "of it. An operator that cannot be computed half by half (a reduction along the split "
-     "axis, a reshape) is refused at its line. The device-code platforms refuse the group "
+     "axis, a reshape), and a tensor one unit writes and the other reads in the block "
+     "(nothing orders them), are refused at the line. The device-code platforms refuse the group "
      "(docs/device-code.md)"),
     ("`with pl.spmd(n): out = kernel(...)` and `pl.spmd(core_num=, sync_start=)`", SUPPORTED,
      "each call is one dispatch of n blocks"),

@@ -290,6 +290,22 @@ def test_a_reduction_along_the_split_axis_is_refused_at_its_line():
     assert "pl.split(pl.SplitMode.NONE)" in info.value.hint
 
 
+def test_a_tensor_one_unit_writes_and_the_other_reads_is_refused_at_the_read():
+    @pl.jit
+    def racy(x: pl.Tensor, w: pl.Tensor, t: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+            t[:] = pl.cast(pl.mul(x, 2.0), pl.FP16)         # the lanes write t
+            out[:] = pl.matmul(t, w, out_dtype=pl.FP32)     # the cube reads it, at once
+        return t, out
+
+    args = (torch.randn(32, 64), torch.randn(64, 32, dtype=torch.float16),
+            torch.zeros(32, 64, dtype=torch.float16), torch.zeros(32, 32))
+    with pytest.raises(LoweringError, match="`t` is written by the vector work and read here "
+                                            "by the cube work through global memory") as info:
+        racy.lower(*args)
+    assert info.value.span.line == racy.fn.__code__.co_firstlineno + 4
+
+
 def test_a_block_of_one_unit_stays_one_kernel():
     @pl.jit
     def scaled(x: pl.Tensor, out: pl.Out[pl.Tensor]):
