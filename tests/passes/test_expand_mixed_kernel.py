@@ -290,6 +290,29 @@ def test_a_reduction_along_the_split_axis_is_refused_at_its_line():
     assert "pl.split(pl.SplitMode.NONE)" in info.value.hint
 
 
+@pl.jit
+def kept_after(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor],
+               doubled: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    with pl.at(level=pl.Level.CORE_GROUP):
+        doubled[:] = pl.mul(acc, 2.0)
+    return out, doubled
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_value_kept_after_the_block_is_stored_by_the_cube_and_piped_to_the_lanes(platform):
+    args = [*_operands(), torch.zeros(32, 128)]
+    aic, aiv, _ = _sides(kept_after.lower(*args))
+    assert "acc: pl.Tensor[[32, 128], pl.FP32] = pl.store(" in aic.as_python()
+    assert "pl.system.tpop_from_aic(shape=[16, 128]" in aiv.as_python()
+    sim, torch_run = sim_and_torch(kept_after, args, platform)
+    assert torch.equal(sim[3], torch_run[3]) and torch.equal(sim[4], torch_run[4])
+    product = args[0].float() @ args[1].float()
+    assert torch.allclose(sim[4], 2 * product, atol=1e-4)
+
+
 def test_a_tensor_one_unit_writes_and_the_other_reads_is_refused_at_the_read():
     @pl.jit
     def racy(x: pl.Tensor, w: pl.Tensor, t: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
