@@ -313,20 +313,53 @@ def test_a_value_kept_after_the_block_is_stored_by_the_cube_and_piped_to_the_lan
     assert torch.allclose(sim[4], 2 * product, atol=1e-4)
 
 
-def test_a_tensor_one_unit_writes_and_the_other_reads_is_refused_at_the_read():
-    @pl.jit
-    def racy(x: pl.Tensor, w: pl.Tensor, t: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
-        with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
-            t[:] = pl.cast(pl.mul(x, 2.0), pl.FP16)         # the lanes write t
-            out[:] = pl.matmul(t, w, out_dtype=pl.FP32)     # the cube reads it, at once
-        return t, out
+def scaled_product(whole: bool):
+    """The lanes write `t` (all of it, or its left half) and the cube multiplies it."""
+    if whole:
+        @pl.jit
+        def kernel(x: pl.Tensor, w: pl.Tensor, t: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+            with pl.at(level=pl.Level.CORE_GROUP,
+                       optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+                t[:] = pl.cast(pl.mul(x, 2.0), pl.FP16)
+                out[:] = pl.matmul(t, w, out_dtype=pl.FP32)
+            return t, out
+    else:
+        @pl.jit
+        def kernel(x: pl.Tensor, w: pl.Tensor, t: pl.Out[pl.Tensor], out: pl.Out[pl.Tensor]):
+            with pl.at(level=pl.Level.CORE_GROUP,
+                       optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+                t[:, 0:32] = pl.cast(pl.mul(x, 2.0), pl.FP16)   # the lanes write part of t
+                out[:] = pl.matmul(t, w, out_dtype=pl.FP32)     # the cube reads t, at once
+            return t, out
+    return kernel
 
-    args = (torch.randn(32, 64), torch.randn(64, 32, dtype=torch.float16),
-            torch.zeros(32, 64, dtype=torch.float16), torch.zeros(32, 32))
+
+def _scaled_operands():
+    torch.manual_seed(3)
+    return [torch.randn(32, 32), torch.randn(64, 32, dtype=torch.float16),
+            torch.zeros(32, 64, dtype=torch.float16), torch.zeros(32, 32)]
+
+
+def test_a_tensor_the_lanes_write_in_part_and_the_cube_reads_is_refused_at_the_read():
+    kernel = scaled_product(False)
     with pytest.raises(LoweringError, match="`t` is written by the vector work and read here "
                                             "by the cube work through global memory") as info:
-        racy.lower(*args)
-    assert info.value.span.line == racy.fn.__code__.co_firstlineno + 4
+        kernel.lower(*_scaled_operands())
+    assert info.value.span.line == kernel.fn.__code__.co_firstlineno + 5
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_tensor_the_lanes_write_whole_reaches_the_cube_through_the_pipe(platform):
+    kernel = scaled_product(True)
+    args = [torch.randn(32, 64), *_scaled_operands()[1:]]
+    aic, aiv, _ = _sides(kernel.lower(*args))
+    assert "pl.system.tpop_from_aiv(shape=[32, 64], dtype=pl.FP16, split=1, id=1)" in \
+        aic.as_python()
+    sim, torch_run = sim_and_torch(kernel, args, platform)
+    assert torch.equal(sim[3], torch_run[3]) and torch.equal(sim[2], torch_run[2])
+    t = (args[0] * 2.0).half()
+    assert torch.equal(sim[2], t)
+    assert torch.allclose(sim[3], t.float() @ args[1].float(), atol=1e-3)
 
 
 def test_a_block_of_one_unit_stays_one_kernel():
