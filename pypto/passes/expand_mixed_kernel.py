@@ -9,9 +9,11 @@ that crosses between the units read through a boundary move (TensorToTile):
 `m = pl.move(v, target_memory=pl.Mem.Mat)` (or Left / Right) where the cube reads a vector
 tile.  This pass turns that kernel into what a `pl.split_aiv` kernel becomes
 (ir/lane_split.py, the same `split_kernel`):
-- each straight run of vector statements (loops of vector work included; scalar
-  statements it does not depend on stay outside, on both sides) is a lane region; the
-  regions of a loop or branch holding cube work too are formed inside its bodies;
+- each straight run of vector statements (loops of vector work included) is a lane
+  region; the regions of a loop or branch holding cube work too are formed inside its
+  bodies.  A scalar statement among them runs on both sides, before the region when the
+  region neither reads nor binds what it binds, else after it (the region then ends
+  there), and on the lanes alone when it reads what they compute;
 - a cube-to-vector boundary move in a region is a shard: the cube pushes the whole tile
   (`pl.tpush_to_aiv`) and each lane pops its part into the move's name; a vector-to-cube
   one is a gather: the lanes push (`pl.tpush_to_aic`) and the cube pops the whole tile into
@@ -175,6 +177,7 @@ class _Regions(IRMutator):
         self.regions: list[Region] = []
         self.cube_work = False
         self.lane_scalars: dict[str, Span | None] = {}  # scalars only the lanes compute
+        self.freed: set[str] = set()  # tiles popped in a region, freed at its end
 
     def mutate_body(self, body) -> tuple:
         out: list = []
@@ -184,8 +187,13 @@ class _Regions(IRMutator):
             unit = self.units.of(stmt)
             if unit in ("vector", "c2v", "v2c"):
                 run.append(stmt)
+            elif unit is None and run and set(uses(stmt)) & set(defs(run)):
+                run.append(stmt)  # it reads what the lanes compute: theirs alone
+            elif unit is None and run and _independent(stmt, run):
+                before.append(stmt)  # both sides, before the region
             elif unit is None and run:
-                (before if _independent(stmt, run) else run).append(stmt)
+                out += before + self._region(run) + [stmt]  # both sides, after the region
+                run, before = [], []
             elif unit is None:
                 out.append(stmt)
             else:
@@ -212,6 +220,14 @@ class _Regions(IRMutator):
             elif kind == "v2c":
                 self._gather(_Renamed(alias).mutate_stmt(stmt), region, body, after)
             else:
+                late = set(uses(stmt)) & self.freed - {p.name for _, p, _ in region.shards}
+                if late:
+                    raise LoweringError(
+                        f"`{sorted(late)[0]}` crossed to the vector lanes for an earlier "
+                        "run of their work, whose end frees its ring slot; it is read here "
+                        "after scalar work both units do", stmt.span,
+                        hint="read the value right after it crosses, or move the scalar "
+                             "work before it")
                 for inner in statements(stmt):
                     if not isinstance(inner, _COMPOUND):
                         self.lane_scalars.update(
@@ -219,6 +235,7 @@ class _Regions(IRMutator):
                              if not isinstance(v.type, (TileType, TensorType))})
                 body.append(_Renamed(alias).mutate_stmt(stmt))
         self.regions.append(region)
+        self.freed |= {popped.name for _, popped, _ in region.shards}
         return [region_loop(self.lane, tuple(body), len(self.regions) - 1, region.span),
                 *after]
 

@@ -275,6 +275,29 @@ def test_the_projection_gives_the_blocks_values_bit_for_bit(platform):
     assert torch.equal(sim[3], torch_run[3]) and torch.equal(sim[3], unsplit[3])
 
 
+@pl.jit
+def row_blocks(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+        r = 0
+        for _ in pl.range(2):
+            acc = pl.matmul(a[r:r + 16, :], b, out_dtype=pl.FP32)
+            out[r:r + 16, :] = pl.add(acc, bias)
+            r = r + 16   # read by the lanes' store above, and by the cube's next load
+    return out
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_scalar_updated_after_the_lanes_read_it_is_updated_on_both_sides(platform):
+    a, b, _, out = _operands()
+    args = [a, b, torch.randn(16, 128), out]
+    aic, aiv, _ = _sides(row_blocks.lower(*args))
+    assert "r: pl.Scalar[pl.INT64] = r + 16" in aic.as_python()
+    assert "r: pl.Scalar[pl.INT64] = r + 16" in aiv.as_python()
+    sim, torch_run = sim_and_torch(row_blocks, args, platform)
+    assert torch.equal(sim[3], torch_run[3])
+    assert torch.allclose(sim[3], a.float() @ b.float() + args[2].repeat(2, 1), atol=1e-4)
+
+
 def test_a_reduction_along_the_split_axis_is_refused_at_its_line():
     @pl.jit
     def column_sums(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
