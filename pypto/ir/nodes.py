@@ -173,9 +173,12 @@ class AtScope:
     `task` is the TaskId variable `as tid` binds; `deps`, `no_dep_args`, `dumps` and
     `manual` are as on `FuncCall`; `blocks` (an expression) makes it `with pl.spmd(blocks)`: one
     dispatch of that many blocks, each reading its index with `pl.get_block_idx()`.
-    `split` (`pl.at(optimizations=[pl.split(mode)])`) divides the block's vector work
-    between the two vector lanes; the outlined kernel carries it as its `split` attribute.
-    `early_resolve` is `allow_early_resolve=True`, as on `FuncCall`.
+    `split` (`pl.at(optimizations=[pl.split(mode)])`, NONE included) asks for the
+    automatic cross-core pipe of a mixed block, dividing its vector work between the two
+    vector lanes by the mode; `slot_num` (`pl.cross_core_slot(slot_num=N)`) is the depth of
+    that pipe's ring.  The outlined kernel carries them as its `split` and `slot_num`
+    attributes (passes/expand_mixed_kernel.py).  `early_resolve` is
+    `allow_early_resolve=True`, as on `FuncCall`.
     """
 
     level: Level
@@ -190,6 +193,7 @@ class AtScope:
     dumps: tuple = ()
     split: Any = None
     early_resolve: bool = False
+    slot_num: int | None = None
 
 
 @dataclass(frozen=True)

@@ -241,8 +241,11 @@ class _Printer(IRVisitor):
         args = [f"level={stmt.level!r}"] if stmt.blocks is None else [self.expr(stmt.blocks)]
         args += self._task_keywords(stmt.deps, stmt.no_dep_args, stmt.name_hint,
                                     stmt.dumps, stmt.early_resolve)
-        if stmt.split is not None:
-            args.append(f"optimizations=[pl.split({stmt.split!r})]")
+        optimizations = [f"pl.split({stmt.split!r})"] if stmt.split is not None else []
+        if stmt.slot_num is not None:
+            optimizations.append(f"pl.cross_core_slot(slot_num={stmt.slot_num})")
+        if optimizations:
+            args.append(f"optimizations=[{', '.join(optimizations)}]")
         builtin = "pl.at" if stmt.blocks is None else "pl.spmd"
         bind = f" as {stmt.task.name}" if stmt.task is not None else ""
         self.lines.append(f"{'    ' * depth}with {builtin}({', '.join(args)}){bind}:")

@@ -43,7 +43,7 @@ from ..ir.nodes import (
 )
 from ..ir.ops import REQUIRED, OpDef, get_op, make_call, write_destination
 from ..ir.ops.barrier import LAUNCH_QUERIES
-from ..ir.ops.cross_core import POP_OPS
+from ..ir.ops.cross_core import DEFAULT_SLOTS, POP_OPS
 from ..ir.ops.task_arrays import expect_value
 from ..ir.types import (
     INDEX,
@@ -389,7 +389,9 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
         fn = Function(sig.name, sig.params, tuple(returns), body, self.func_type,
                       self.source.span(fndef), attrs=attrs)
         if self.regions:  # a kernel with lane regions: its AIC, AIV and Group functions
-            *sides, fn = split_kernel(fn, self.regions, self.function_names)
+            # `pl.func_attr({"slot_num": N})`: the depth of its rings (2 by default).
+            *sides, fn = split_kernel(fn, self.regions, self.function_names,
+                                      slot_num=fn.attr("slot_num") or DEFAULT_SLOTS)
             self.outlined += sides
         return fn
 
@@ -411,15 +413,13 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
             key = self.static(key_node) if key_node is not None else None
             if key in attrs:
                 raise self.error(key_node, f"pl.func_attr declares `{key}` twice")
-            if key not in ("split", "level", "auto_scope", "split_aiv"):
+            if key not in ("split", "slot_num", "level", "auto_scope", "split_aiv"):
                 raise self.error(key_node or call, f"function attribute {key!r} is not "
                                  "supported here", hint="supported: \"split\" (a pl.SplitMode), "
-                                 "\"level\" (pl.Level.AIC or pl.Level.AIV), \"auto_scope\" "
-                                 "(False), \"split_aiv\" (True: a side of a kernel with lane "
-                                 "regions)")
-            value = self._function_attr(key, value_node)
-            if value is not SplitMode.NONE:
-                attrs[key] = value
+                                 "\"slot_num\" (the automatic pipe's ring depth), \"level\" "
+                                 "(pl.Level.AIC or pl.Level.AIV), \"auto_scope\" (False), "
+                                 "\"split_aiv\" (True: a side of a kernel with lane regions)")
+            attrs[key] = self._function_attr(key, value_node)
         return tuple(sorted(attrs.items())), stmts[:start] + stmts[start + 1:]
 
     def _function_attr(self, key: str, value_node: ast.AST):
@@ -437,6 +437,10 @@ class FunctionParser(TaskSyntax, CompileTimeSyntax, ControlFlowSyntax, InlineSyn
                              "pl.Level.AIV (a kernel on one unit of the core group)")
         if key == "split" and not isinstance(value, SplitMode):
             raise self.error(value_node, "the \"split\" attribute takes a pl.SplitMode")
+        if key == "slot_num" and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value <= 0):
+            raise self.error(value_node, "the \"slot_num\" attribute is a positive integer "
+                             "(the depth of the automatic cross-core pipe's ring)")
         return value
 
     def _decorated_level(self, fndef: ast.FunctionDef, attrs: tuple) -> tuple:

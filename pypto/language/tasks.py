@@ -249,7 +249,8 @@ class TaskSyntax:
         return AtScope(options["level"], body, options["name_hint"], self.source.span(node),
                        deps=options["deps"], no_dep_args=options["no_dep_args"], task=task,
                        manual=self.manual, blocks=options["blocks"], dumps=options["dumps"],
-                       split=options["split"], early_resolve=options["early_resolve"])
+                       split=options["split"], early_resolve=options["early_resolve"],
+                       slot_num=options["slot_num"])
 
     def _spmd_dispatches(self, node: ast.With, body, options: dict, task) -> list:
         """`with pl.spmd(n): out = kernel(...)`, the dispatch form: each kernel call in the
@@ -292,7 +293,8 @@ class TaskSyntax:
         `pl.spmd(...)`."""
         allowed = _SCOPE_KEYWORDS[builtin]
         options = {"level": Level.CORE_GROUP, "blocks": None, "name_hint": "", "deps": (),
-                   "no_dep_args": (), "dumps": (), "split": None, "early_resolve": False}
+                   "no_dep_args": (), "dumps": (), "split": None, "early_resolve": False,
+                   "slot_num": None}
         if builtin == "at":
             if call.args:
                 raise self.error(call, "pass pl.at arguments by keyword: pl.at(level=...)")
@@ -319,7 +321,7 @@ class TaskSyntax:
         elif kw.arg in ("no_dep_args", "dumps"):
             options[kw.arg] = self._tensor_list(kw.value, kw.arg)
         elif kw.arg == "optimizations":
-            options["split"] = self._optimizations(kw.value)
+            options["split"], options["slot_num"] = self._optimizations(kw.value)
         elif kw.arg == "allow_early_resolve":
             options["early_resolve"] = self._early_resolve(call, kw.value)
         elif kw.arg == "core_num":
@@ -339,40 +341,49 @@ class TaskSyntax:
         else:
             options["level"] = self.static(kw.value)
 
-    def _optimizations(self, node: ast.AST):
-        """`optimizations=[pl.split(mode), ...]`, written inline: the split mode (None for
-        none or `pl.SplitMode.NONE`).  `pl.cross_core_slot(slot_num=N)` sizes an on-chip
-        ring this project's lowering does not have: it is refused, not ignored."""
+    def _optimizations(self, node: ast.AST) -> tuple:
+        """`optimizations=[pl.split(mode), pl.cross_core_slot(slot_num=N)]`, written inline:
+        the split mode (None when not given; NONE kept: it asks for the pipe without
+        halving) and the ring depth (None when not given)."""
         if not isinstance(node, (ast.List, ast.Tuple)):
             raise self.error(node, "optimizations= takes a list written at the call site: "
                              "optimizations=[pl.split(pl.SplitMode.UP_DOWN)]",
                              hint="the list is read from the source, so it cannot be built "
                                   "up in a variable")
-        split = None
+        split, slot_num = None, None
         for item in node.elts:
             fn = self._callable(item.func) if isinstance(item, ast.Call) else None
             name = fn.name if isinstance(fn, DslBuiltin) else None
-            if name == "cross_core_slot":
-                raise self.error(
-                    item, "pl.cross_core_slot(slot_num=...) is not supported here: it sizes "
-                    "the on-chip ring of the cube->vector handoff, and this project hands "
-                    "a mixed kernel's matmul result to the vector work through global memory "
-                    "(no ring to size)",
-                    hint="remove pl.cross_core_slot(...); pl.split(...) alone keeps its meaning")
-            if name != "split":
+            if name not in ("split", "cross_core_slot"):
                 raise self.error(item, f"`{ast.unparse(item)}` is not a pl.at optimization",
-                                 hint="optimizations=[pl.split(pl.SplitMode.UP_DOWN)]")
-            if split is not None:
-                raise self.error(item, "pl.split is given twice")
+                                 hint="optimizations=[pl.split(pl.SplitMode.UP_DOWN), "
+                                      "pl.cross_core_slot(slot_num=2)]")
+            if (split if name == "split" else slot_num) is not None:
+                raise self.error(item, f"pl.{name} is given twice")
+            if name == "cross_core_slot":
+                slot_num = self._slot_num(item)
+                continue
             if len(item.args) != 1 or item.keywords:
                 raise self.error(item, "write pl.split(pl.SplitMode.UP_DOWN) (or LEFT_RIGHT, "
-                                 "NONE)")
-            mode = self.static(item.args[0])
-            if not isinstance(mode, SplitMode):
+                                 "NONE)", hint="the ring depth is pl.cross_core_slot("
+                                               "slot_num=N), an entry of its own")
+            split = self.static(item.args[0])
+            if not isinstance(split, SplitMode):
                 raise self.error(item, f"pl.split takes a pl.SplitMode, got "
                                  f"`{ast.unparse(item.args[0])}`")
-            split = mode
-        return None if split is SplitMode.NONE else split
+        return split, slot_num
+
+    def _slot_num(self, item: ast.Call) -> int:
+        """`pl.cross_core_slot(slot_num=N)` (upstream's keyword-only signature): N, a
+        positive integer known when the block is parsed."""
+        if item.args or [kw.arg for kw in item.keywords] != ["slot_num"]:
+            raise self.error(item, "write pl.cross_core_slot(slot_num=N): the depth of the "
+                             "automatic cross-core pipe's ring, by keyword")
+        value = self.static(item.keywords[0].value)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise self.error(item, f"pl.cross_core_slot(slot_num=) is a positive integer, got "
+                             f"`{ast.unparse(item.keywords[0].value)}`")
+        return value
 
     def _block_count(self, node: ast.AST):
         blocks = self.scalar(node)

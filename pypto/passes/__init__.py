@@ -5,6 +5,7 @@ from .barriers import CheckCrossBlockBarriers
 from .cross_core_pipe import CheckCrossCorePipes
 from .cube_to_vector import TransferCubeToVector
 from .derive_call_directions import DeriveCallDirections
+from .expand_mixed_kernel import ExpandMixedKernel
 from .flatten_batch import FlattenBatchTiles
 from .flatten_call_expr import FlattenCallExpr
 from .infer_memory_space import InferMemorySpace
@@ -40,6 +41,7 @@ def default_pipeline() -> PassManager:
             LowerCompositeOps(),
             FlattenBatchTiles(),
             LegalizeTileCast(),
+            ExpandMixedKernel(),
             InferMemorySpace(),
             TransferCubeToVector(),
             CheckCrossCorePipes(),
@@ -72,6 +74,7 @@ __all__ = [
     "LowerCompositeOps",
     "FlattenBatchTiles",
     "LegalizeTileCast",
+    "ExpandMixedKernel",
     "InferMemorySpace",
     "TransferCubeToVector",
     "CheckCrossCorePipes",

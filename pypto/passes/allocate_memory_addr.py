@@ -8,6 +8,15 @@ live ranges overlap get disjoint addresses (first fit, 32-byte aligned), each ta
 hardware footprint (`pypto.ir.layout`: rows padded to whole 32-byte blocks); a buffer
 that does not fit the backend's capacity is an error naming the tile.
 
+At the bottom of a consuming core's buffer, `ring_reservation` bytes are its cross-core
+rings (upstream's reserve_buffer); the function's tiles are placed above them.  A tile a
+vector lane pops (cube to vector) is placed in them instead: on the device TPOP points it
+at its slot, and pto-isa's CPU model (and the simulators) copy it out of ring storage of
+their own, so the UB's ring bytes hold nothing else; popped tiles live at once are as
+many slots as there are (more would wait forever), placed apart.  A tile the cube pops
+stays above the rings: pto-isa's CPU model stages it in its L1 slot before moving it to
+the tile, which would overwrite a tile placed in the slots.
+
 A tile annotated with an allocation of the author's (`pl.MemRef("ub", slots=2)[i % 2]`)
 is placed in it instead: every tile naming `ub` shares one region of `slots` slots, each
 as large as the largest of them (`memref_slot_bytes`), held for the whole kernel and
@@ -23,10 +32,11 @@ from dataclasses import dataclass, field, replace
 
 from ..ir.errors import CapacityError, Span, TypeCheckError
 from ..ir.layout import BLOCK_BYTES, tile_footprint
-from ..ir.nodes import Assign, For, Var, While
-from ..ir.types import FunctionType, TileMemRef, TileType
+from ..ir.nodes import Assign, Call, For, Var, While
+from ..ir.ops.cross_core import POP_OPS
+from ..ir.types import FunctionType, MemorySpace, TileMemRef, TileType
 from ..ir.visitor import IRVisitor
-from .cross_core_pipe import ring_reservation
+from .cross_core_pipe import RESIZE_AUTOMATIC_RING, automatic_pipe, ring_reservation
 from .manager import FunctionPass
 from .properties import IRProperty
 from .retype import VarRetyper
@@ -49,6 +59,7 @@ class _Buffer:
     end: int = 0
     addr: int = 0
     size: int | None = None  # bytes taken, when not the tile's footprint (an allocation)
+    popped: bool = True  # every definition is a pop of the cross-core pipe (in its ring)
 
     @property
     def bytes(self) -> int:
@@ -85,6 +96,14 @@ class _Occurrences(IRVisitor):
         super().visit_While(stmt)
         self.loops.append((start, self.pos))
 
+    def visit_Assign(self, stmt: Assign) -> None:
+        super().visit_Assign(stmt)
+        popped = isinstance(stmt.value, Call) and stmt.value.op in POP_OPS
+        for target in stmt.targets:
+            buf = self._buffer(target)
+            if buf is not None:
+                buf.popped &= popped
+
     def visit_def(self, var: Var) -> None:
         buf = self._buffer(var)
         if buf is not None:
@@ -119,8 +138,10 @@ def _live_ranges(occ: _Occurrences) -> None:
                     changed = True
 
 
-def _first_fit(buffers: list[_Buffer], capacity: int, memory, reserved: int = 0) -> None:
-    """Places the tiles above the `reserved` bytes a cross-core ring takes."""
+def _first_fit(buffers: list[_Buffer], capacity: int, memory, reserved: int = 0,
+               automatic: bool = False) -> None:
+    """Places the tiles above the `reserved` bytes a cross-core ring takes (`automatic`:
+    the ring pl.split inserted)."""
     placed: list[_Buffer] = []
     for buf in sorted(buffers, key=lambda b: (b.start, b.name)):
         size = buf.bytes
@@ -145,12 +166,34 @@ def _first_fit(buffers: list[_Buffer], capacity: int, memory, reserved: int = 0)
                     f", the first {reserved} reserved for the cross-core pipe's ring"
                     if reserved else ""),
                 buf.span,
-                hint=("use fewer slots or smaller tiles" if buf.size is not None else
-                      "use smaller tiles and walk the tensor with pl.range") + (
+                hint=RESIZE_AUTOMATIC_RING if reserved and automatic else
+                ("use fewer slots or smaller tiles" if buf.size is not None else
+                 "use smaller tiles and walk the tensor with pl.range") + (
                     "; or lower the ring's slot_num" if reserved else ""),
             )
         buf.addr = addr
         placed.append(buf)
+
+
+def _in_ring(popped: list[_Buffer], ring: int) -> list[_Buffer]:
+    """Places the popped tiles inside the `ring` bytes their rings take, apart where they
+    live at once; returns those that do not fit there (placed above with the others)."""
+    placed: list[_Buffer] = []
+    left: list[_Buffer] = []
+    for buf in sorted(popped, key=lambda b: (b.start, b.name)):
+        live = sorted((p for p in placed if p.start <= buf.end and buf.start <= p.end),
+                      key=lambda p: p.addr)
+        addr = 0
+        for p in live:
+            if addr + buf.bytes <= p.addr:
+                break
+            addr = max(addr, _align(p.addr + p.bytes))
+        if addr + buf.bytes > ring:
+            left.append(buf)
+            continue
+        buf.addr = addr
+        placed.append(buf)
+    return left
 
 
 def memref_slot_bytes(fn) -> dict[str, int]:
@@ -235,8 +278,13 @@ class AllocateMemoryAddr(FunctionPass):
         for region, _ in regions:
             by_memory.setdefault(region.type.memory, []).append(region)
         for memory, bufs in sorted(by_memory.items(), key=lambda kv: kv[0].name):
-            _first_fit(bufs, ctx.backend.capacities[memory.name], memory,
-                       ring_reservation(fn).get(memory.name, 0))
+            ring = ring_reservation(fn).get(memory.name, 0)
+            popped = [b for b in bufs if b.popped and b.first_def is not None
+                      and memory is MemorySpace.Vec]
+            above = _in_ring(popped, ring)
+            others = [b for b in bufs if not any(b is p for p in popped)]
+            _first_fit(others + above, ctx.backend.capacities[memory.name], memory, ring,
+                       automatic_pipe(fn))
         for region, members in regions:
             for buf in members:
                 buf.addr = region.addr

@@ -82,6 +82,18 @@ def rings(fn: Function) -> dict[tuple[int, str], Ring]:
     return out
 
 
+def automatic_pipe(fn: Function) -> bool:
+    """Whether `fn` is a side of a kernel ExpandMixedKernel split (its pipe is the one
+    `pl.split` / `pl.cross_core_slot` ask for, not one the program declares)."""
+    return fn.attr("split") is not None or fn.attr("slot_num") is not None
+
+
+RESIZE_AUTOMATIC_RING = (
+    "lower its depth with optimizations=[pl.cross_core_slot(slot_num=N)] on the enclosing "
+    f"pl.at(...) ({DEFAULT_SLOTS} slots by default), or shrink the tile that crosses the "
+    "cube/vector boundary")
+
+
 def uses_pipe(fn: Function) -> bool:
     return bool(pipe_calls(fn))
 
@@ -300,6 +312,13 @@ class CheckCrossCorePipes(Pass):
                     continue
                 capacity = ctx.backend.capacities[space.name]
                 reserved = ring_reservation(fn)[space.name]
+                if reserved > capacity and automatic_pipe(fn):
+                    raise CapacityError(
+                        f"the {direction} ring of the cross-core pipe pl.split inserts here "
+                        f"({ring.slot_num} slots of {ring.slot_size} bytes, the largest tile "
+                        f"crossing) takes {reserved} bytes of {space.name}, over the "
+                        f"{capacity} bytes of {ctx.backend.name}'s {space.name} buffer",
+                        ring.span, hint=RESIZE_AUTOMATIC_RING)
                 if reserved > capacity:
                     raise CapacityError(
                         f"the {direction} ring of pipe {pipe_id} ({ring.slot_num} slots of "

@@ -225,8 +225,9 @@ class _Outliner(IRMutator):
         inputs = dict(sorted(inputs.items(), key=lambda kv: order.index(kv[0])))
         # The final binding of each name defined in the block (a later def overrides).
         final = {name: self._final_var(scope.body, name) for name in local}
-        # Values one unit computes and the other reads go through a scratch tensor too.
-        crossing = crossing_values(scope.body)
+        # Values one unit computes and the other reads go through a scratch tensor too,
+        # unless the block asks for the cross-core pipe (ExpandMixedKernel carries them).
+        crossing = {} if pipe_requested(scope) else crossing_values(scope.body)
         outputs = [n for n in local if n in written or n in after or n in crossing]
         body = list(scope.body)
         scratch: list[Var] = []
@@ -398,10 +399,17 @@ def _task_attributes(scope: AtScope, inputs: dict[str, Var]) -> dict:
             "early_resolve": scope.early_resolve}
 
 
+def pipe_requested(scope: AtScope) -> bool:
+    """Whether a block asks for the automatic cross-core pipe: `pl.split(mode)` (NONE too) or
+    `pl.cross_core_slot(slot_num=N)` among its optimizations."""
+    return scope.split is not None or scope.slot_num is not None
+
+
 def _kernel_attributes(scope: AtScope) -> tuple:
-    """The outlined kernel's attributes: the block's "split" mode, and the "level" of a
-    block that runs on one unit of the core group (`pl.at(level=pl.Level.AIC)` / `AIV`)."""
-    attrs = {"split": scope.split,
+    """The outlined kernel's attributes: the block's "split" mode and "slot_num" (its
+    optimizations), and the "level" of a block that runs on one unit of the core group
+    (`pl.at(level=pl.Level.AIC)` / `AIV`)."""
+    attrs = {"split": scope.split, "slot_num": scope.slot_num,
              "level": scope.level if scope.level in (Level.AIC, Level.AIV) else None}
     return tuple(sorted((k, v) for k, v in attrs.items() if v is not None))
 

@@ -28,7 +28,7 @@ from ..ir.ops.gather import tensor_gather_operands
 from ..ir.ops.reduction import needs_scratch
 from ..ir.types import INDEX, FunctionType, ScalarType, SplitMode, TensorType, TileType
 from ..ir.visitor import IRMutator, defs, statements, uses
-from .cube_vector import CUBE, VECTOR_CATEGORIES, unit_of
+from .cube_vector import CUBE, VECTOR, VECTOR_CATEGORIES, unit_of
 from .legalize_tile_cast import cast_path
 from .manager import FunctionPass
 from .names import NameSupply
@@ -61,8 +61,9 @@ class TensorToTile(FunctionPass):
         names = NameSupply(fn)
         params = {p.var.name: p.var for p in fn.params}
         fn = LowerTensorScatters(fn, names, ctx.backend.capacities["Vec"]).mutate_function(fn)
-        if needs_whole_values(fn, set(params)):
-            fn = WholeValues(fn, names).mutate_function(fn)
+        piped = _piped(fn)
+        if piped or needs_whole_values(fn, set(params)):
+            fn = WholeValues(fn, names, piped).mutate_function(fn)
             fn = replace(fn, body=tuple(_returned_params(s, params) for s in fn.body))
             return fold_views(_TensorReads(fn, names).mutate_function(fn))
         unique = _UniqueTensorValues(names)
@@ -71,6 +72,17 @@ class TensorToTile(FunctionPass):
         body = _Runs(names, ctx.backend, params, unique.original, split).body(fn.body, {})
         fn = _TileWrites().mutate_function(replace(fn, body=tuple(body)))
         return fold_views(_TensorReads(fn, names).mutate_function(fn))
+
+
+def _piped(fn) -> bool:
+    """Whether a kernel is a mixed block that asks for the cross-core pipe (its "split" or
+    "slot_num" attribute, and tensor-level work of both units): it is lowered value by
+    value, as upstream's ConvertTensorToTileOps does, each crossing a boundary move that
+    ExpandMixedKernel turns into the pipe."""
+    if fn.attr("split") is None and fn.attr("slot_num") is None:
+        return False
+    units = {unit_of(s.value) for s in statements(fn.body) if isinstance(s, Assign)}
+    return CUBE in units and VECTOR in units
 
 
 @dataclass

@@ -33,7 +33,7 @@ from ..ir.ops import get_op, make_call
 from ..ir.ops.gather import paged_gather_operands, tensor_gather_operands
 from ..ir.ops.random import SEEDS
 from ..ir.ops.reduction import needs_scratch
-from ..ir.types import INDEX, MemorySpace, ScalarType, TensorType, TileType
+from ..ir.types import INDEX, AtomicType, MemorySpace, ScalarType, TensorType, TileType
 from ..ir.visitor import IRMutator, IRVisitor, exposed_uses, statements
 from .cube_vector import VECTOR_CATEGORIES
 from .names import NameSupply
@@ -167,10 +167,22 @@ class _LongLivedValues(IRVisitor):
 
 
 class WholeValues(IRMutator):
-    """Rewrites a kernel's tensor statements value by value (module docstring)."""
+    """Rewrites a kernel's tensor statements value by value (module docstring).
 
-    def __init__(self, fn, names: NameSupply):
+    In a kernel that asks for the cross-core pipe (`piped`: a mixed `pl.at` block with
+    `pl.split` / `pl.cross_core_slot`), a value crosses between the units where it is read:
+    a vector operator reads a matmul's value through `pl.move(acc, target_memory=Vec)` and
+    a matmul reads a vector value through `pl.move(v, target_memory=Mat)` (then Left /
+    Right), upstream's boundary moves, which ExpandMixedKernel turns into the pipe.  There a
+    tensor the kernel wrote whole from a value (`acc` kept after the block) is read as that
+    value where the write reaches (in the same body, the value not rebound since): read from
+    memory, it would be one unit's write and the other's read, which nothing orders."""
+
+    def __init__(self, fn, names: NameSupply, piped: bool = False):
         self.names = names
+        self.piped = piped
+        self.cube_values: set[str] = set()  # values whose current binding is a cube tile
+        self.stored: dict[str, Var] = {}  # piped: tensor -> the value written into it whole
         self.memory = {p.var.name for p in fn.params}  # tensors in global memory
         self.tiles: dict[str, TileType] = {}  # tensor value -> the type of its tile
         # Values some binding of which a matmul computes: their tiles live in Acc.
@@ -182,7 +194,27 @@ class WholeValues(IRMutator):
         return replace(expr, type=tile) if tile is not None and \
             isinstance(expr.type, TensorType) else expr
 
+    def mutate_For(self, stmt: For):
+        return self._scoped(super().mutate_For, stmt)
+
+    def mutate_While(self, stmt: While):
+        return self._scoped(super().mutate_While, stmt)
+
+    def mutate_If(self, stmt: If):
+        return self._scoped(super().mutate_If, stmt)
+
+    def _scoped(self, mutate, stmt):
+        """A loop or branch: the whole writes it makes reach no further than its bodies
+        (a branch not taken, or a loop run zero times, leaves the tensor as it was)."""
+        outer = dict(self.stored)
+        new = mutate(stmt)
+        self.stored = {t: v for t, v in outer.items() if self.stored.get(t) is v}
+        return new
+
     def mutate_Assign(self, stmt: Assign):
+        written = written_tensor(stmt)
+        if written is not None:
+            self.stored.pop(written, None)
         if is_view(stmt) and call_of(stmt).args[0].name in self.memory:
             self.memory.add(stmt.targets[0].name)
             self.tiles.pop(stmt.targets[0].name, None)  # the name is a view from here on
@@ -208,6 +240,13 @@ class WholeValues(IRMutator):
     def _bind(self, stmt: Assign, target: Var, value, before: list) -> list:
         tile = Var(target.name, value.type, target.span)
         self.tiles[target.name] = value.type
+        self.stored = {t: v for t, v in self.stored.items() if v.name != target.name}
+        cube = isinstance(value, Call) and (get_op(value.op).category == "matmul" or (
+            value.op == "create_tile" and value.attr("target_memory") is MemorySpace.Acc))
+        if cube or (isinstance(value, Var) and value.name in self.cube_values):
+            self.cube_values.add(target.name)
+        else:
+            self.cube_values.discard(target.name)
         return before + [Assign((tile,), value, stmt.span)]
 
     def _compute(self, call: Call, target: str, before: list) -> Call:
@@ -218,7 +257,7 @@ class WholeValues(IRMutator):
             return make_call("create_tile", span=call.span, shape=value.shape,
                              dtype=value.dtype, target_memory=memory)
         if call.op in ("reshape", "reinterpret_view", "slice"):
-            x = self._operand(call.args[0], before, MemorySpace.Vec, call)
+            x = self._vector_operand(call.args[0], before, call)
             return make_call(call.op, x, *call.args[1:], span=call.span, **dict(call.attrs))
         if category == "matmul":
             return self._matmul(call, before)
@@ -230,7 +269,7 @@ class WholeValues(IRMutator):
         if category == "gather_tensor":
             require_table_in_memory(call, set(self.tiles))
         extra, tile_call = tile_form(
-            call, lambda v: self._operand(v, before, MemorySpace.Vec, call),
+            call, lambda v: self._vector_operand(v, before, call),
             value.shape, self.names, target)
         before.extend(extra)
         return tile_call
@@ -290,6 +329,11 @@ class WholeValues(IRMutator):
         return self.mutate_Var(var)
 
     def _cube_operand(self, var: Var, side: MemorySpace, before: list, call: Call) -> Var:
+        var = self.stored.get(var.name, var)
+        if self.piped and var.name in self.tiles and var.name not in self.cube_values:
+            # A vector value the cube reads: it crosses into Mat, then on to Left / Right.
+            mat = self._moved(self.mutate_Var(var), MemorySpace.Mat, before, call)
+            return self._moved(mat, side, before, call)
         if var.name not in self.memory:
             raise LoweringError(
                 f"pl.{call.op} reads `{var.name}`, a value computed in the kernel; the cube "
@@ -299,10 +343,25 @@ class WholeValues(IRMutator):
                      "orchestration) in one pl.at block and multiply it in the next",
             )
         mat = self._operand(var, before, MemorySpace.Mat, call)
-        moved = make_call("move", mat, span=call.span, target_memory=side)
-        tile = Var(self.names.fresh(f"{var.name}_{side.name.lower()}"), moved.type, call.span)
-        before.append(Assign((tile,), moved, call.span))
-        return tile
+        return self._moved(mat, side, before, call, var.name)
+
+    def _moved(self, tile: Var, memory: MemorySpace, before: list, call: Call,
+               base: str | None = None) -> Var:
+        """`tile` moved into `memory` by a statement put in `before`."""
+        moved = make_call("move", tile, span=call.span, target_memory=memory)
+        var = Var(self.names.fresh(f"{base or tile.name}_{memory.name.lower()}"), moved.type,
+                  call.span)
+        before.append(Assign((var,), moved, call.span))
+        return var
+
+    def _vector_operand(self, var, before: list, call: Call):
+        """The tile of a tensor operand a vector operator reads: in a piped kernel a cube
+        value crosses to Vec where it is read (a move per read: each is one crossing)."""
+        if isinstance(var, Var):
+            var = self.stored.get(var.name, var)
+        if self.piped and isinstance(var, Var) and var.name in self.cube_values:
+            return self._moved(self.mutate_Var(var), MemorySpace.Vec, before, call)
+        return self._operand(var, before, MemorySpace.Vec, call)
 
     def _operand(self, var, before: list, memory: MemorySpace, call: Call):
         """The tile of a tensor operand: the value's own, or a tensor of global memory
@@ -325,6 +384,11 @@ class WholeValues(IRMutator):
         dst, src, offsets = call.args
         before: list = []
         tile = self._operand(src, before, MemorySpace.Vec, call)
+        if self.piped and isinstance(src, Var) and src.name in self.tiles and \
+                call.attr("atomic") in (None, AtomicType.None_) and \
+                tuple(tile.type.shape) == tuple(tensor_type_of(dst).shape) and \
+                all(isinstance(o, Const) and o.value == 0 for o in offsets.items):
+            self.stored[stmt.targets[0].name] = src
         offsets = self.mutate_expr(offsets)
         store = make_call("store", tile, offsets, dst, span=call.span,
                           atomic=call.attr("atomic"))

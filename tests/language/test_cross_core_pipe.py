@@ -11,7 +11,8 @@ import pypto.language as pl
 from pypto.compiler import lower
 from pypto.ir import LoweringError, TypeCheckError
 from pypto.ir.errors import CapacityError
-from pypto.ir.types import Direction, FunctionType, Level, MemorySpace
+from pypto.ir.layout import tile_footprint
+from pypto.ir.types import Direction, FunctionType, Level, MemorySpace, TileType
 from pypto.platform import get_platform
 
 
@@ -49,14 +50,19 @@ def test_aic_and_aiv_functions_are_kernels_of_their_unit_and_a_group_calls_them(
     assert "pl.system.tpop_from_aic(shape=[16, 16], dtype=pl.FP32)" in text
 
 
-def test_the_popped_tile_is_in_the_consumers_ring_buffer_above_the_ring():
+def test_a_lanes_popped_tile_is_in_its_ring_and_the_cubes_above_its_ring():
+    # On the device TPOP points the tile at its slot: it takes no room above the rings;
+    # pto-isa's CPU model stages the cube's in its L1 slot, so that one stays above them.
     lowered = lower(parse(c2v_source(3, 4, 1)), get_platform("a2a3sim"))
     vector = lowered.functions["vector"]
     pops = [s for s in vector.body[2].body if getattr(s, "value", None) is not None
             and getattr(s.value, "op", "") == "system.tpop_from_aic"]
     (pop,) = pops
     t = pop.targets[0].type
-    assert t.memory is MemorySpace.Vec and t.addr >= 4 * 1024  # the ring's 4 slots below
+    assert t.memory is MemorySpace.Vec and t.addr + tile_footprint(t) <= 4 * 1024
+    others = [s.targets[0].type for s in vector.body[2].body if getattr(s, "targets", None)
+              and isinstance(s.targets[0].type, TileType) and s is not pop]
+    assert others and all(o.addr >= 4 * 1024 for o in others)  # the ring's 4 slots below
     cube = lower(parse(v2c_source(3, 2, 0)), get_platform("a2a3sim")).functions["cube"]
     popped = [s.targets[0].type for s in cube.body[2].body if getattr(s, "targets", None)
               and getattr(s.value, "op", "") == "system.tpop_from_aiv"]

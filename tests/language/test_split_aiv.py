@@ -57,6 +57,15 @@ def test_a_kernel_with_regions_is_a_group_of_its_cube_and_vector_sides(mode):
     assert pl.parse(lowered).as_python() == lowered
 
 
+def test_func_attr_slot_num_sets_the_depth_of_the_regions_rings():
+    source = shard_source("UP_DOWN").replace(
+        "        bm = pl.load(b,", '        pl.func_attr({"slot_num": 3})\n        bm = pl.load(b,')
+    program = parse(source)
+    for side in ("mixed_aic", "mixed_aiv"):
+        assert "slot_num=3, id=1)" in program.functions[side].as_python()
+    assert "slot_num=2, id=1)" in parse(shard_source("UP_DOWN")).functions["mixed_aiv"].as_python()
+
+
 def test_a_shard_is_freed_after_its_last_read():
     vector = parse(shard_source("UP_DOWN")).functions["mixed_aiv"].as_python().splitlines()
     pop = next(i for i, line in enumerate(vector) if "tpop_from_aic" in line)

@@ -1,5 +1,6 @@
-"""Mixed cube/vector pl.at blocks: a tensor-level matmul and vector work in one kernel,
-and pl.split dividing the vector work between the two vector lanes."""
+"""Mixed cube/vector pl.at blocks: a tensor-level matmul and vector work in one kernel (the
+value through global memory), and pl.split asking for the cross-core pipe instead
+(test_expand_mixed_kernel.py has that pipe's structure)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import pytest
 import torch
 
 import pypto.language as pl
-from pypto.ir import For
 from pypto.ir.errors import LoweringError, ParseError
 
 pytestmark = pytest.mark.filterwarnings("ignore::pypto.ir.diagnostics.PyptoPerfHint")  # small tiles
@@ -60,24 +60,6 @@ def test_the_matmul_result_reaches_the_vector_work_through_a_scratch_tensor():
     assert "pl.create_tensor([32, 32], pl.FP32)" in text
 
 
-def _vector_loops(program):
-    kernel = next(f for f in program.functions if f.name != program.entry)
-    return kernel, [s for s in kernel.body if isinstance(s, For)]
-
-
-def test_split_up_down_lowers_the_vector_work_in_row_halves():
-    kernel, loops = _vector_loops(matmul_bias_up_down.lower(*_operands()))
-    assert kernel.attr("split") is pl.SplitMode.UP_DOWN
-    (loop,) = loops
-    assert loop.var.name.startswith("row") and loop.step.value <= 16 and loop.stop.value == 32
-
-
-def test_split_left_right_lowers_the_vector_work_in_column_halves():
-    kernel, loops = _vector_loops(matmul_bias_left_right.lower(*_operands()))
-    (loop,) = loops
-    assert loop.var.name.startswith("col") and loop.step.value <= 16
-
-
 def test_a_split_kernel_prints_its_attribute_and_parses_back():
     for program in (matmul_bias_up_down.frontend(*_operands()),
                     matmul_bias_up_down.lower(*_operands())):
@@ -91,19 +73,6 @@ def test_split_of_an_odd_axis_is_a_located_error():
     with pytest.raises(LoweringError, match="has 31 rows") as info:
         matmul_bias_up_down.lower(a, b, bias, out)
     assert info.value.span.file.endswith("test_cube_vector.py")
-
-
-def test_cross_core_slot_is_refused_at_its_line():
-    @pl.jit
-    def ringed(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
-        with pl.at(level=pl.Level.CORE_GROUP,
-                   optimizations=[pl.split(pl.SplitMode.UP_DOWN), pl.cross_core_slot(slot_num=4)]):
-            out[:] = pl.add(pl.matmul(a, b), bias)
-        return out
-
-    with pytest.raises(ParseError, match="cross_core_slot.*not supported") as info:
-        ringed.frontend(*_operands())
-    assert info.value.span.line == ringed.fn.__code__.co_firstlineno + 3
 
 
 @pl.jit
