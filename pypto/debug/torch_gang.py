@@ -15,16 +15,14 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .together import Party, Stop
+
 _local = threading.local()
 
 
 class BarrierError(RuntimeError):
     """A gang's blocks deadlocked, raced, or broke the cache protocol: what the simulators
     report as a KernelError, with the same message."""
-
-
-class _Stop(Exception):
-    """Stops a block when its gang has stopped."""
 
 
 @dataclass
@@ -56,23 +54,25 @@ class _Block:
     at_name: str = ""
 
 
-class _Gang:
+class _Gang(Party):
     def __init__(self, n: int, line_bytes: int):
-        self.cond = threading.Condition()
+        super().__init__()
         self.n = n
         self.line_bytes = line_bytes
         self.blocks = [_Block() for _ in range(n)]
         self.hard_arrived = 0
         self.hard_round = 0
-        self.error: str | None = None
         self.writes: dict[int, list[_Access]] = {}
         self.reads: dict[int, list[_Access]] = {}
 
-    def stop(self, message: str) -> None:
-        if self.error is None:
-            self.error = message
-        self.cond.notify_all()
-        raise _Stop
+    def enter(self, member) -> None:
+        _local.gang, _local.block = self, member
+
+    def leave(self) -> None:
+        _local.gang, _local.block = None, None
+
+    def finished(self, member) -> None:
+        self.blocks[member].state = "finished"
 
     def deadlocked(self) -> bool:
         return all(b.state == "finished" or (b.state == "waiting" and not b.ready())
@@ -108,7 +108,7 @@ class _Gang:
                 self.report_deadlock()
             if self.error is not None:
                 b.state, b.ready = "running", None
-                raise _Stop
+                raise Stop
             self.cond.wait()
         b.state, b.ready = "running", None
 
@@ -158,7 +158,7 @@ def syncall_hard(required: int | None, cores: str, line: int) -> None:
     g, _, b = _me()
     with g.cond:
         if g.error is not None:
-            raise _Stop
+            raise Stop
         if required is not None and g.n != required:
             g.stop(f"cross-block barrier: the hard pl.system.syncall (line {line}) needs a "
                    f"launch of {required} blocks ({cores}), this one has {g.n}")
@@ -184,7 +184,7 @@ def syncall_soft(ws: torch.Tensor, used: int, line: int) -> None:
     g, _, b = _me()
     with g.cond:
         if g.error is not None:
-            raise _Stop
+            raise Stop
         total = used if used != 0 else g.n
         if total < 0:
             g.stop(f"cross-block barrier: pl.system.syncall(mode=\"soft\") (line {line}) has "
@@ -320,7 +320,7 @@ def observe(window: torch.Tensor, write: bool, atomic: bool = False) -> None:
     row_stride, col_stride = view.stride(0) * elem, view.stride(1) * elem
     with g.cond:
         if g.error is not None:
-            raise _Stop
+            raise Stop
         blk.step += 1
         for r in range(rows):
             row = view.data_ptr() + r * row_stride
@@ -348,34 +348,7 @@ def run_gang(n: int, line_bytes: int, block: Callable[[], object],
                            "the rest would run in a later wave, which a barrier across waves "
                            "never lets start")
     gang = _Gang(max(n, 1), line_bytes)
-    results: dict[int, object] = {}
-    failures: list[BaseException] = []
-
-    def main(b: int) -> None:
-        _local.gang, _local.block = gang, b
-        try:
-            results[b] = block()
-        except _Stop:
-            pass
-        except BaseException as exc:  # an operator's error: stop the gang, raise it after
-            failures.append(exc)
-            with gang.cond:
-                gang.error = gang.error or "stopped"
-                gang.cond.notify_all()
-        finally:
-            with gang.cond:
-                gang.blocks[b].state = "finished"
-                gang.cond.notify_all()
-            _local.gang, _local.block = None, None
-
-    threads = [threading.Thread(target=main, args=(b,)) for b in range(1, gang.n)]
-    for t in threads:
-        t.start()
-    main(0)
-    for t in threads:
-        t.join()
-    if failures:
-        raise failures[0]
+    results = gang.run([(b, block) for b in range(gang.n)])
     if gang.error is not None:
         raise BarrierError(gang.error)
     return results.get(gang.n - 1)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 
 from ..ir.ops.cross_core import BOTH_LANES
+from .together import Party, Stop
 
 AIC, AIV0, AIV1 = 0, 1, 2
 LANES = (AIC, AIV0, AIV1)
@@ -24,10 +25,6 @@ _local = threading.local()
 class PipeError(RuntimeError):
     """A group's lanes deadlocked, or it ended with a ring holding tiles: what the
     simulators report as a KernelError, with the same message."""
-
-
-class _Stop(Exception):
-    """Stops a lane when its group has stopped."""
 
 
 class _Ring:
@@ -49,13 +46,21 @@ class _Ring:
         return "cube-to-vector" if self.c2v else "vector-to-cube"
 
 
-class _Group:
+class _Group(Party):
     def __init__(self, rings: list[tuple[int, bool, int, int]]):
-        self.cond = threading.Condition()
+        super().__init__()
         self.rings = {(r[0], r[1]): _Ring(*r) for r in rings}
         self.state = dict.fromkeys(LANES, "running")
         self.waiting: dict[int, tuple[str, Callable[[], bool]]] = {}
-        self.error: str | None = None
+
+    def enter(self, member) -> None:
+        _local.group, _local.lane = self, member
+
+    def leave(self) -> None:
+        _local.group, _local.lane = None, AIC
+
+    def finished(self, member) -> None:
+        self.state[member] = "finished"
 
     def deadlocked(self) -> bool:
         return all(self.state[lane] == "finished"
@@ -74,15 +79,9 @@ class _Group:
                     for lane in LANES)
                 self.cond.notify_all()
             if self.error is not None:
-                raise _Stop
+                raise Stop
             self.cond.wait()
         self.state[lane] = "running"
-
-    def stop(self, message: str) -> None:
-        if self.error is None:
-            self.error = message
-        self.cond.notify_all()
-        raise _Stop
 
     def drained(self) -> str | None:
         for r in self.rings.values():
@@ -170,34 +169,7 @@ def run_group(rings: list[tuple[int, bool, int, int]], cube: Callable[[], object
     the results of `cube` and of vector lane 0.  A deadlock, or a ring left holding tiles,
     raises PipeError (the simulators' KernelError)."""
     group = _Group(rings)
-    results: dict[int, object] = {}
-    failures: list[BaseException] = []
-
-    def lane_main(lane: int, body: Callable[[], object]) -> None:
-        _local.group, _local.lane = group, lane
-        try:
-            results[lane] = body()
-        except _Stop:
-            pass
-        except BaseException as exc:  # an operator's error: stop the group, raise it after
-            failures.append(exc)
-            with group.cond:
-                group.error = group.error or "stopped"
-                group.cond.notify_all()
-        finally:
-            with group.cond:
-                group.state[lane] = "finished"
-                group.cond.notify_all()
-            _local.group, _local.lane = None, AIC
-
-    threads = [threading.Thread(target=lane_main, args=(lane, vector)) for lane in (AIV0, AIV1)]
-    for t in threads:
-        t.start()
-    lane_main(AIC, cube)
-    for t in threads:
-        t.join()
-    if failures:
-        raise failures[0]
+    results = group.run([(AIC, cube), (AIV0, vector), (AIV1, vector)])
     message = group.error or group.drained()
     if message is not None:
         raise PipeError(message)
