@@ -50,10 +50,11 @@ FAMILIES = {
     "matmul": tiles.matmul_case, "chain": tasks.chain_case, "grid": tasks.grid_case,
     "reuse": tasks.reuse_case, "block": tasks.block_case, "update": tasks.update_case,
     "scan": tasks.scan_case, "deps": tasks.deps_case, "splitk": tasks.splitk_case,
+    "piped": tasks.piped_case,
 }
 # Draw weights: task cases build a kernel per task body, tile cases share one kernel.
 WEIGHTS = {"tiles": 5, "carry": 4, "window": 3, "matmul": 1, "chain": 1, "grid": 1, "reuse": 1,
-           "block": 1, "update": 1, "scan": 1, "deps": 1, "splitk": 1}
+           "block": 1, "update": 1, "scan": 1, "deps": 1, "splitk": 1, "piped": 1}
 
 
 @st.composite

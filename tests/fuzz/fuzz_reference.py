@@ -255,6 +255,17 @@ def _step(op: str, a, b, dtype: str):
     return binary({"sum": "add", "max": "maximum", "min": "minimum"}[op], a, b, dtype)
 
 
+def matmul(lhs: torch.Tensor, rhs: torch.Tensor, out_dtype: str) -> torch.Tensor:
+    """lhs @ rhs as the cube computes it: INT32 exactly; FP32 in K order, each product and
+    each sum rounded, from +0."""
+    if out_dtype == "INT32":
+        return (lhs.long() @ rhs.long()).to(torch.int32)
+    acc = torch.zeros(lhs.shape[0], rhs.shape[1], dtype=torch.float32)
+    for k in range(lhs.shape[1]):
+        acc = acc + lhs[:, k:k + 1].float() * rhs[k:k + 1, :].float()
+    return acc
+
+
 # ----------------------------------------------------------------------------- comparison
 
 

@@ -476,3 +476,54 @@ def splitk_case(draw, name: str) -> Case:
 
     return Case("splitk", name, [*inputs, c], reference, orchestration=lines,
                 functions=functions, tolerance={c.name: 0})
+
+
+SPLIT_MODES = ("UP_DOWN", "LEFT_RIGHT", "NONE")
+
+
+@st.composite
+def piped_case(draw, name: str) -> Case:
+    """One mixed pl.at block asking for the automatic cross-core pipe (pl.split(mode),
+    pl.cross_core_slot(slot_num=N), or both): a tensor-level pl.matmul whose value a lane
+    expression finishes on the vector lanes (cube to vector), and maybe a second
+    pl.matmul of that value cast to FP16 / BF16 (vector to cube)."""
+    mode = draw(st.sampled_from((None,) + SPLIT_MODES))
+    slots = draw(st.sampled_from((None, 1, 2, 4) if mode else (1, 2, 4)))
+    src = draw(st.sampled_from(("FP16", "BF16", "FP32")))
+    M, K, N = (draw(st.sampled_from(sizes)) for sizes in ((16, 32), (16, 32, 64), (16, 32, 64)))
+    a, b = Tensor(f"{name}_a", (M, K), src), Tensor(f"{name}_b", (K, N), src)
+    half = draw(st.sampled_from((None, "FP16", "BF16")))  # a second matmul's operands
+    expr, tol = draw(fp.lane_exprs(draw(st.integers(1, 2)), dtypes=("FP32",),
+                                   scratch=(("acc", "FP32"),), exact_only=bool(half)))
+    if "acc" not in expr.leaves():  # the lanes read the matmul's value
+        expr = Expr("binary", "FP32", draw(st.sampled_from(fp.FLOAT_BINARY)),
+                    (Expr("input", "FP32", value="acc"), expr))
+    leaves = input_names(expr)
+    o = Tensor(f"{name}_o", (M, N), "FP32", "out")
+    tensors = [a, b] + [Tensor(f"{name}_{leaf}", (M, N), fp.input_dtype(leaf))
+                        for leaf in leaves] + [o]
+    options = ([f"pl.split(pl.SplitMode.{mode})"] if mode else []) + (
+        [f"pl.cross_core_slot(slot_num={slots})"] if slots else [])
+    lines = [f'{AT}, optimizations=[{", ".join(options)}], name_hint="{name}_blk"):',
+             f"    {name}_acc = pl.matmul({a.name}, {b.name}, out_dtype=pl.FP32)"]
+    em_lines, value = emit(expr, lambda n_: f"{name}_{n_}", "    ", f"{name}_")
+    lines += em_lines + [f"    {o.name}[:] = {value}"]
+    if half:
+        P = draw(st.sampled_from((16, 32)))
+        w, o2 = Tensor(f"{name}_w", (N, P), half), Tensor(f"{name}_o2", (M, P), "FP32", "out")
+        tensors[-1:-1] = [w]
+        tensors.append(o2)
+        lines += [f'    {name}_h = pl.cast({value}, pl.{half}, mode="rint")',
+                  f"    {o2.name}[:] = pl.matmul({name}_h, {w.name}, out_dtype=pl.FP32)"]
+
+    def reference(values: dict) -> dict:
+        env = {leaf: values[f"{name}_{leaf}"] for leaf in leaves}
+        env["acc"] = ref.matmul(values[a.name], values[b.name], "FP32")
+        v = fp.eval_expr(expr, env)
+        out = {o.name: v}
+        if half:
+            out[o2.name] = ref.matmul(ref.cast(v, "FP32", half, "rint"), values[w.name], "FP32")
+        return out
+
+    tolerance = {o.name: tol} | ({o2.name: 0} if half else {})
+    return Case("piped", name, tensors, reference, orchestration=lines, tolerance=tolerance)

@@ -28,7 +28,7 @@ from hypothesis import given, seed, settings
 # draws every family into one batch (tile and task cases in one orchestration).
 BUDGET = {"tiles": (3, 30), "carry": (2, 24), "window": (3, 32), "matmul": (1, 12),
           "chain": (1, 4), "grid": (1, 4), "reuse": (1, 4), "block": (1, 4), "update": (1, 4),
-          "scan": (1, 4), "deps": (1, 4), "splitk": (1, 4), "mixed": (1, 32)}
+          "scan": (1, 4), "deps": (1, 4), "splitk": (1, 4), "piped": (1, 4), "mixed": (1, 32)}
 
 SLOW = 3  # the slow profile: three times the batches of each family
 SLOW_SEED = 24  # ... drawn from a seed of its own, so they are other programs
