@@ -46,10 +46,14 @@ import pytest
 FUZZ = Path(__file__).resolve().parents[1] / "fuzz"
 sys.path.insert(0, str(FUZZ))
 
+import fuzz_control as fc  # noqa: E402
 import fuzz_programs as fp  # noqa: E402
 import fuzz_reference as ref  # noqa: E402
+import fuzz_task_cases as tasks  # noqa: E402
 from cpu_models import toolchain_or_skip  # noqa: E402
+from fuzz_runner import run_program  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from pypto.compiler import CompileOptions, build_program  # noqa: E402
 from pypto.ir.diagnostics import PyptoPerfHint  # noqa: E402
@@ -273,3 +277,48 @@ def test_casts_to_a_float_are_compared_only_when_they_round_to_nearest_even():
              for i, mode in enumerate(fp.MODES)]
     kept = cpu_model_program(fp.Program("tile", 16, 64, lanes))
     assert [lane.expr.mode for lane in kept.lanes] == ["none", "rint"]
+
+
+# The automatic cross-core pipe (tests/fuzz's "piped" family: a mixed pl.at block with
+# pl.split / pl.cross_core_slot) as device code, against the simulator, the torch semantics
+# and the reference.  Drawn within what the two run alike: FP16 / BF16 operands (their
+# products are exact in FP32, so the CPU model's fma per k gives the simulators' rounded
+# product and sum), values 32 or 64 columns wide (a LEFT_RIGHT half of an FP16 value then
+# fills whole 32-byte rows, which is what device code hands through the pipe), lane
+# expressions the filter above keeps everywhere (with the matmul's value read as an input).
+PIPED_BATCHES, PIPED_CASES = 2, 4
+
+
+def _piped_lane_runs(expr: fp.Expr) -> bool:
+    def as_input(e: fp.Expr) -> fp.Expr:
+        if e.kind == "input" and e.value == "acc":
+            return replace(e, value="x_FP32_acc")
+        return replace(e, args=tuple(as_input(a) for a in e.args))
+    return _runs_on_the_cpu_model(as_input(expr), root=False)
+
+
+@st.composite
+def _piped_batches(draw) -> fc.Program:
+    cases = [draw(tasks.piped_case(f"c{k}", sources=("FP16", "BF16"), widths=(32, 64),
+                                   keep=_piped_lane_runs)) for k in range(PIPED_CASES)]
+    return fc.Program(cases, seed=draw(st.integers(0, 2**31 - 1)), kind="piped")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cpu_platform", sorted(PAIRS))
+def test_fuzzed_piped_blocks_agree_between_the_cpu_model_and_the_simulator(cpu_platform,
+                                                                           tmp_path):
+    toolchain_or_skip(cpu_platform)
+    groups = []
+
+    @settings(deadline=None, derandomize=True, database=None, max_examples=PIPED_BATCHES,
+              phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.function_scoped_fixture])
+    @given(program=_piped_batches())
+    def check(program):
+        groups.append(run_program(fc, program, tmp_path,
+                                  platforms=(PAIRS[cpu_platform], cpu_platform)))
+
+    check()
+    assert len(groups) == PIPED_BATCHES and sum(groups) >= PIPED_BATCHES * PIPED_CASES

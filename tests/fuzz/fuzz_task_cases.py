@@ -482,22 +482,32 @@ SPLIT_MODES = ("UP_DOWN", "LEFT_RIGHT", "NONE")
 
 
 @st.composite
-def piped_case(draw, name: str) -> Case:
-    """One mixed pl.at block asking for the automatic cross-core pipe (pl.split(mode),
-    pl.cross_core_slot(slot_num=N), or both): a tensor-level pl.matmul whose value a lane
-    expression finishes on the vector lanes (cube to vector), and maybe a second
-    pl.matmul of that value cast to FP16 / BF16 (vector to cube)."""
-    mode = draw(st.sampled_from((None,) + SPLIT_MODES))
-    slots = draw(st.sampled_from((None, 1, 2, 4) if mode else (1, 2, 4)))
-    src = draw(st.sampled_from(("FP16", "BF16", "FP32")))
-    M, K, N = (draw(st.sampled_from(sizes)) for sizes in ((16, 32), (16, 32, 64), (16, 32, 64)))
-    a, b = Tensor(f"{name}_a", (M, K), src), Tensor(f"{name}_b", (K, N), src)
-    half = draw(st.sampled_from((None, "FP16", "BF16")))  # a second matmul's operands
+def _finished_on_the_lanes(draw, exact: bool) -> tuple[Expr, int]:
+    """A lane expression of FP32 reading `acc`, the matmul's value, and its tolerance."""
     expr, tol = draw(fp.lane_exprs(draw(st.integers(1, 2)), dtypes=("FP32",),
-                                   scratch=(("acc", "FP32"),), exact_only=bool(half)))
-    if "acc" not in expr.leaves():  # the lanes read the matmul's value
+                                   scratch=(("acc", "FP32"),), exact_only=exact))
+    if "acc" not in expr.leaves():
         expr = Expr("binary", "FP32", draw(st.sampled_from(fp.FLOAT_BINARY)),
                     (Expr("input", "FP32", value="acc"), expr))
+    return expr, tol
+
+
+@st.composite
+def piped_case(draw, name: str, sources=("FP16", "BF16", "FP32"), widths=(16, 32, 64),
+               keep=None) -> Case:
+    """One mixed pl.at block asking for the automatic cross-core pipe (pl.split(mode),
+    pl.cross_core_slot(slot_num=N), or both): a tensor-level pl.matmul of `sources`
+    operands whose value a lane expression finishes on the vector lanes (cube to vector),
+    and maybe a second pl.matmul of that value cast to FP16 / BF16 (vector to cube).  N
+    (the value's columns) is one of `widths`; `keep(expr)` filters the lane expressions."""
+    mode = draw(st.sampled_from((None,) + SPLIT_MODES))
+    slots = draw(st.sampled_from((None, 1, 2, 4) if mode else (1, 2, 4)))
+    src = draw(st.sampled_from(sources))
+    M, K, N = (draw(st.sampled_from(sizes)) for sizes in ((16, 32), (16, 32, 64), widths))
+    a, b = Tensor(f"{name}_a", (M, K), src), Tensor(f"{name}_b", (K, N), src)
+    half = draw(st.sampled_from((None, "FP16", "BF16")))  # a second matmul's operands
+    exprs = _finished_on_the_lanes(exact=bool(half))
+    expr, tol = draw(exprs.filter(lambda e: keep(e[0])) if keep else exprs)
     leaves = input_names(expr)
     o = Tensor(f"{name}_o", (M, N), "FP32", "out")
     tensors = [a, b] + [Tensor(f"{name}_{leaf}", (M, N), fp.input_dtype(leaf))
