@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import functools
+import contextvars
 import os
 import sys
+import warnings
 from dataclasses import InitVar, dataclass, field
 from types import FrameType
 
-from pypto.ir.diagnostics import DiagnosticPhase
+from pypto.ir.diagnostics import DiagnosticPhase, PyptoWarning
 from pypto.platform import (
     SIMULATE_DEVICE_ENV,
     check_target,
@@ -42,7 +43,11 @@ class RunConfig:
     `ring_task_window` / `ring_heap` / `ring_dep_pool` size the runtime's four task rings
     (an int for all, or a list of 4; 0 or None: the default, `PTO2_RING_*` overriding it)
     and `enable_scope_stats` writes `dfx_outputs/scope_stats/scope_stats.jsonl`; see
-    `pypto.runtime.rings` (the native scheduler serves them).  With
+    `pypto.runtime.rings` (the native scheduler serves them).  `save_kernels` /
+    `save_kernels_dir` and `codegen_only` belong to `pypto.runtime.run()`, as upstream's
+    do: it copies the artifact into `save_kernels_dir` / stops after the compile; any other
+    dispatch warns that it does not read them.  `enable_pmu` (other than 0) and
+    `aicpu_thread_num` sample or size the device's own runtime and are refused.  With
     PYPTO_SIMULATE_DEVICE=1 a device platform ("a2a3", "a5") runs on its simulator, with
     PYPTO_SIMULATE_DEVICE=cpu-model as device code on its CPU-model platform ("a2a3cpu"):
     `platform` is then the stand-in and `requested_platform` the device asked for.
@@ -70,6 +75,11 @@ class RunConfig:
     ring_heap: int | list[int] | None = None
     ring_dep_pool: int | list[int] | None = None
     enable_scope_stats: bool = False
+    save_kernels: bool = False
+    save_kernels_dir: str | os.PathLike | None = None
+    codegen_only: bool = False
+    enable_pmu: int = 0
+    aicpu_thread_num: int | None = None
     enable_chip_swimlane: InitVar[bool | None] = None
 
     def __post_init__(self, enable_chip_swimlane: bool | None) -> None:
@@ -107,6 +117,26 @@ class RunConfig:
         if not isinstance(self.enable_scope_stats, bool):
             raise TypeError(f"enable_scope_stats must be True or False, got "
                             f"{self.enable_scope_stats!r}")
+        for name, off in (("enable_pmu", (0, False, None)), ("aicpu_thread_num", (None,))):
+            if getattr(self, name) not in off:
+                raise TypeError(f"{self.where}: RunConfig({name}=...) is not supported: it "
+                                f"{DEVICE_ONLY_ARGUMENTS[name]}; remove the argument")
+        self._harness_warned = False
+
+    def warn_harness_arguments(self) -> None:
+        """Warns once that this dispatch does not read upstream's harness arguments (only
+        pypto.runtime.run() does, as upstream's; the dispatch goes ahead, as there)."""
+        if not (self.save_kernels or self.codegen_only or self.save_kernels_dir is not None) \
+                or self._harness_warned or IN_HARNESS.get():
+            return  # the warm path of a JIT call: three reads
+        asked = [n for n in HARNESS_ARGUMENTS if getattr(self, n) not in (False, None)]
+        if asked:
+            self._harness_warned = True
+            warnings.warn(PyptoWarning(
+                f"{self.where}: RunConfig({', '.join(f'{n}=' for n in asked)}...) is read by "
+                "pypto.runtime.run() only, as upstream's; this call dispatches the program "
+                "and leaves them unread (compiled.output_dir is where the artifact is; "
+                "kernel.compile(...) builds without running)"), stacklevel=2)
 
     @property
     def sizes_rings(self) -> bool:
@@ -130,35 +160,18 @@ class RunConfig:
         return self.requested_platform if self.requested_platform != self.platform else None
 
 
-# Upstream RunConfig arguments that have no meaning here, and what to do instead.
-UNSUPPORTED_ARGUMENTS = {
+# Upstream RunConfig arguments that ask the device's own runtime for something the simulator
+# does not have (refused when they ask for it), and what to do instead.
+DEVICE_ONLY_ARGUMENTS = {
     "enable_pmu": "samples the device's performance counters; the simulator has none "
                   "(enable_swimlane=True records each task's time)",
     "aicpu_thread_num": "sets the device's AICPU scheduler threads (workers= sets the "
                         "simulated cores here)",
-    "save_kernels": "keeps upstream's build directory; artifacts here always stay in the "
-                    "content-keyed cache (compiled.output_dir)",
-    "save_kernels_dir": "places upstream's build directory; kernel.compile(...).output_dir "
-                        "is where an artifact is",
-    "codegen_only": "stops upstream's harness before dispatch; use kernel.compile(...) to "
-                    "build without running",
 }
-
-
-def _refuse_unsupported(init):
-    @functools.wraps(init)
-    def checked(self, *args, **kwargs):
-        for name in sorted(set(kwargs) & set(UNSUPPORTED_ARGUMENTS)):
-            raise TypeError(f"{caller_location()}: RunConfig({name}=...) is not supported: it "
-                            f"{UNSUPPORTED_ARGUMENTS[name]}; remove the argument")
-        init(self, *args, **kwargs)
-
-    return checked
-
-
-# The dataclass's generated __init__ is wrapped: an unknown keyword fails in it, before any
-# __post_init__ could name the upstream argument.
-RunConfig.__init__ = _refuse_unsupported(RunConfig.__init__)  # type: ignore[method-assign]
+# What only pypto.runtime.run() reads (upstream's harness arguments).
+HARNESS_ARGUMENTS = ("save_kernels", "save_kernels_dir", "codegen_only")
+# Set while pypto.runtime.run() dispatches: it has read them.
+IN_HARNESS: contextvars.ContextVar[bool] = contextvars.ContextVar("in_harness", default=False)
 
 
 def caller_location() -> str:
@@ -173,4 +186,5 @@ def caller_location() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-__all__ = ["RunConfig", "SIMULATE_DEVICE_ENV", "UNSUPPORTED_ARGUMENTS", "caller_location"]
+__all__ = ["DEVICE_ONLY_ARGUMENTS", "HARNESS_ARGUMENTS", "RunConfig", "SIMULATE_DEVICE_ENV",
+           "caller_location"]

@@ -149,8 +149,10 @@ class LoadedProgram:
         Python numbers.  Out/InOut results are copied back into the caller's tensors;
         the return value is the output tensor, or a tuple when there are several.
         """
-        if config is not None and config.distributed_config is not None:
-            config.check_single_device()
+        if config is not None:
+            if config.distributed_config is not None:
+                config.check_single_device()
+            config.warn_harness_arguments()
         try:
             result = _execution().run(self, config if config is not None else RunConfig(), args)
         except BaseException:

@@ -342,9 +342,17 @@ CONSTRUCTS = (
     ("`allow_early_resolve=` on `pl.at` / `pl.spmd` / `pl.submit` / `pl.spmd_submit`",
      SUPPORTED, "a consumer released by a flagged producer starts next, on the core it frees "
      "(docs/dependencies.md); recorded in deps.json and the swimlane"),
-    ("`RunConfig(enable_pmu=, aicpu_thread_num=, save_kernels=, codegen_only=)`", REFUSED,
-     "TypeError naming the argument and what it is for; they size or sample the device "
-     "runtime, which the simulator does not have"),
+    ("`RunConfig(save_kernels=, save_kernels_dir=, codegen_only=)`", SUPPORTED,
+     "read by `pypto.runtime.run()`, as upstream's: codegen_only=True stops after the "
+     "compile and returns the CompiledProgram, save_kernels_dir= receives a copy of the "
+     "artifact (sources, binaries, manifest), save_kernels=True keeps it (artifacts always "
+     "stay in the content-keyed cache, compiled.output_dir). Any other dispatch (a kernel "
+     "call, compiled(...)) runs, as upstream's does, and warns once that it does not read "
+     "them"),
+    ("`RunConfig(enable_pmu=, aicpu_thread_num=)`", REFUSED,
+     "a TypeError at the line that built the config, saying what they are for: they sample "
+     "or size the device's own runtime, which the simulator does not have "
+     "(enable_pmu=0 / aicpu_thread_num=None ask for nothing and are accepted)"),
     ("a program written for `platform=\"a2a3\"` / `\"a5\"` run without a device", SUPPORTED,
      "PYPTO_SIMULATE_DEVICE=1 runs it on that backend's simulator, "
      "PYPTO_SIMULATE_DEVICE=cpu-model as device code on its CPU-model platform (a2a3cpu, "

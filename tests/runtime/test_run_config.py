@@ -32,6 +32,11 @@ def test_defaults_are_the_documented_ones():
         "ring_heap": None,
         "ring_dep_pool": None,
         "enable_scope_stats": False,
+        "save_kernels": False,
+        "save_kernels_dir": None,
+        "codegen_only": False,
+        "enable_pmu": 0,
+        "aicpu_thread_num": None,
     }
 
 

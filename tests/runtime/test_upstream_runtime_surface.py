@@ -4,6 +4,7 @@ switch, pypto.runtime.run, ChipWorker.alloc_tensor(init=), pypto.backend."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ import pypto.language as pl
 from pypto import ir
 from pypto.backend import BackendType
 from pypto.backend.pto_backend import PartialCodegenError
+from pypto.ir.diagnostics import PyptoPerfHint, PyptoWarning
 from pypto.ir.distributed_compiled_program import DistributedConfig
 from pypto.ir.errors import LoweringError
 from pypto.ir.pass_manager import OptimizationStrategy
@@ -75,10 +77,54 @@ def test_a_distributed_config_is_refused_where_it_is_used():
         DistributedWorker([])
 
 
-@pytest.mark.parametrize("name", ["enable_pmu", "aicpu_thread_num", "save_kernels"])
-def test_upstream_only_arguments_are_refused_with_what_to_do(name):
-    with pytest.raises(TypeError, match=f"RunConfig\\({name}=...\\) is not supported: it"):
-        RunConfig(**{name: 1})
+@pytest.mark.parametrize("name", ["enable_pmu", "aicpu_thread_num"])
+def test_device_runtime_arguments_are_refused_with_the_line_and_what_to_do(name):
+    with pytest.raises(TypeError, match=f"RunConfig\\({name}=...\\) is not supported: it") \
+            as info:
+        RunConfig(**{name: 2})
+    assert f"{__file__}:" in str(info.value)  # the line that built the config
+
+
+def test_device_runtime_arguments_that_ask_for_nothing_are_accepted():
+    config = RunConfig(enable_pmu=0, aicpu_thread_num=None)
+    assert (config.enable_pmu, config.aicpu_thread_num) == (0, None)
+
+
+def test_codegen_only_stops_runtime_run_after_the_compile(tmp_path):
+    a, b, c = _args()
+    compiled = run(add, a, b, c, config=RunConfig(codegen_only=True))
+    assert (compiled.output_dir / "manifest.json").is_file()
+    assert torch.equal(c, torch.zeros(32, 128))  # nothing ran
+    compiled(a, b, c)
+    assert torch.equal(c, a + b)
+
+
+@pytest.mark.parametrize("entry", ["jit", "program"])
+def test_save_kernels_dir_receives_the_artifact_from_runtime_run(entry, tmp_path):
+    a, b, c = _args()
+    program = add if entry == "jit" else add.frontend(a, b, c)
+    saved = tmp_path / "kernels"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PyptoWarning)  # run() reads them: no warning
+        warnings.simplefilter("ignore", PyptoPerfHint)
+        run(program, a, b, c, config=RunConfig(save_kernels=True, save_kernels_dir=saved))
+    assert torch.equal(c, a + b)
+    manifest = json.loads((saved / "manifest.json").read_text())
+    assert manifest["platform"] == "a2a3sim"
+    assert (saved / "orchestration.cpp").is_file()
+
+
+def test_a_dispatch_that_does_not_read_the_harness_arguments_says_so_once():
+    a, b, c = _args()
+    config = RunConfig(codegen_only=True, save_kernels=True)
+    with pytest.warns(PyptoWarning, match=r"RunConfig\(save_kernels=, codegen_only=...\) is "
+                                          r"read by pypto.runtime.run\(\) only") as warned:
+        add(a, b, c, config=config)
+        add(a, b, c, config=config)
+    assert torch.equal(c, a + b)  # it ran, as upstream's compiled call does
+    assert sum(issubclass(w.category, PyptoWarning) and "runtime.run" in str(w.message)
+               for w in warned) == 1
+    assert __file__ in str(warned[0].message)
 
 
 def test_a_device_platform_runs_on_its_simulator_when_the_switch_is_on(monkeypatch):
