@@ -9,6 +9,7 @@ never `pypto.golden`, which makes goldens).
 
 from pypto.comparison import GoldenReport, Tolerance
 from pypto.golden_files import write_golden
+from pypto.runtime.bench import BenchmarkStats, TraceInvocation, TraceSpan, benchmark
 from pypto.runtime.config import RunConfig
 from pypto.runtime.errors import (
     ArtifactError,
@@ -28,6 +29,7 @@ from pypto.runtime.worker import ChipWorker, DistributedWorker, RegisteredProgra
 
 __all__ = [
     "ArtifactError",
+    "BenchmarkStats",
     "CheckTable",
     "ChipWorker",
     "DeviceUnavailableError",
@@ -45,8 +47,11 @@ __all__ = [
     "RegisteredProgram",
     "RunConfig",
     "TensorSpec",
-    "UnsupportedError",
     "Tolerance",
+    "TraceInvocation",
+    "TraceSpan",
+    "UnsupportedError",
+    "benchmark",
     "load_artifact",
     "load_library",
     "run",

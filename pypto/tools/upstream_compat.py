@@ -349,6 +349,12 @@ CONSTRUCTS = (
      "stay in the content-keyed cache, compiled.output_dir). Any other dispatch (a kernel "
      "call, compiled(...)) runs, as upstream's does, and warns once that it does not read "
      "them"),
+    ("`pypto.runtime.benchmark(compiled, args, rounds=, warmup=, platform=, device_id=, "
+     "config=)` and its `BenchmarkStats`", SUPPORTED,
+     "registers once, times each launch's host wall (host_wall_us, the span tree, the mean "
+     "tree with its spread); device_wall_us is 0 and all_zero_device true, as upstream's "
+     "*sim platforms report (a simulator has no device clock); multi-rank programs refused "
+     "(docs/running.md)"),
     ("`RunConfig(enable_pmu=, aicpu_thread_num=)`", REFUSED,
      "a TypeError at the line that built the config, saying what they are for: they sample "
      "or size the device's own runtime, which the simulator does not have "
