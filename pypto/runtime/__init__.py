@@ -25,7 +25,12 @@ from pypto.runtime.harness import run
 from pypto.runtime.library import CheckTable, Library, load_library
 from pypto.runtime.loader import LoadedProgram, load_artifact, verify_artifact
 from pypto.runtime.tensor_spec import TensorSpec
-from pypto.runtime.worker import ChipWorker, DistributedWorker, RegisteredProgram
+from pypto.runtime.worker import (
+    ChipWorker,
+    DistributedWorker,
+    RegisteredProgram,
+    RegistrationHandle,
+)
 
 __all__ = [
     "ArtifactError",
@@ -45,6 +50,7 @@ __all__ = [
     "PyptoRuntimeError",
     "RaceError",
     "RegisteredProgram",
+    "RegistrationHandle",
     "RunConfig",
     "TensorSpec",
     "Tolerance",

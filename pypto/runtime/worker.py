@@ -48,6 +48,9 @@ class RegisteredProgram:
         return f"RegisteredProgram({self.program.manifest.entry!r})"
 
 
+RegistrationHandle = RegisteredProgram  # upstream's name of what ChipWorker.register returns
+
+
 class ChipWorker:
     """A simulated chip that keeps cores, loaded programs and resident tensors across runs.
 

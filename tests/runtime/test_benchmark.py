@@ -14,6 +14,8 @@ from pypto.ir.distributed_compiled_program import DistributedCompiledProgram
 from pypto.runtime import (
     ArtifactError,
     BenchmarkStats,
+    ChipWorker,
+    RegistrationHandle,
     RunConfig,
     UnsupportedError,
     benchmark,
@@ -67,6 +69,15 @@ def test_the_trees_render_each_launch_and_the_mean_with_its_spread():
     with pytest.raises(ValueError, match="spread must be one of"):
         stats.format_mean_tree(spread="wide")
     assert BenchmarkStats().format_tree().startswith("BenchmarkStats: no span tree")
+
+
+def test_registration_handle_is_upstreams_name_of_the_registered_handle():
+    compiled, args = _compiled()
+    with ChipWorker(RunConfig()) as worker:
+        handle = worker.register(compiled)
+        assert isinstance(handle, RegistrationHandle)
+        handle(*args)
+    assert torch.equal(args[2], args[0] + args[1])
 
 
 def test_a_prebuilt_artifact_is_benchmarked_from_its_directory():
