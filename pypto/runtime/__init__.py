@@ -32,11 +32,24 @@ from pypto.runtime.worker import (
     RegistrationHandle,
 )
 
+
+def __getattr__(name: str):
+    """`DeviceTensor`, upstream's type of a worker's resident tensor: here the tensor
+    `ChipWorker.alloc_tensor` returns is a torch tensor in the simulated device memory,
+    which the host reads directly (torch is imported when the name is first read)."""
+    if name == "DeviceTensor":
+        import torch
+
+        return torch.Tensor
+    raise AttributeError(f"module 'pypto.runtime' has no attribute {name!r}")
+
+
 __all__ = [
     "ArtifactError",
     "BenchmarkStats",
     "CheckTable",
     "ChipWorker",
+    "DeviceTensor",
     "DeviceUnavailableError",
     "DistributedWorker",
     "GoldenError",

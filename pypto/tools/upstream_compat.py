@@ -138,19 +138,29 @@ _REFUSED = {
 }
 
 
+# pypto.runtime's names (the runtime surface upstream's programs and guide import).
+_RUNTIME_SUPPORTED = ("BenchmarkStats", "ChipWorker", "DeviceTensor", "RegistrationHandle",
+                      "RunConfig", "TensorSpec", "benchmark", "run", "write_golden")
+_RUNTIME_REFUSED = {"distributed": ("DistributedWorker",)}
+_RUNTIME_ABSENT = {"distributed": ("distributed_runner",)}
+
+
 def _names() -> dict[str, tuple[str, str]]:
     names = {f"pl.{n}": (SUPPORTED, "") for n in
              _DTYPES_SUPPORTED + _OPS_SUPPORTED + _LANGUAGE_SUPPORTED}
     names.update({f"pl.tile.{n}": (SUPPORTED, "") for n in _TILE_SUPPORTED})
     names.update({f"pl.tensor.{n}": (SUPPORTED, "") for n in _TENSOR_SUPPORTED})
-    for status, groups in ((ABSENT, _ABSENT), (REFUSED, _REFUSED)):
-        for why, members in groups.items():
-            names.update({f"pl.{n}": (status, WHY[why]) for n in members})
+    names.update({f"pypto.runtime.{n}": (SUPPORTED, "") for n in _RUNTIME_SUPPORTED})
+    for prefix, absent, refused in (("pl.", _ABSENT, _REFUSED),
+                                    ("pypto.runtime.", _RUNTIME_ABSENT, _RUNTIME_REFUSED)):
+        for status, groups in ((ABSENT, absent), (REFUSED, refused)):
+            for why, members in groups.items():
+                names.update({f"{prefix}{n}": (status, WHY[why]) for n in members})
     return dict(sorted(names.items()))
 
 
 NAMES = _names()
-"""`pl.` name -> (status, why it is refused or absent)."""
+"""`pl.` / `pypto.runtime.` name -> (status, why it is refused or absent)."""
 
 # Constructs of upstream programs: (construct, status, how it is supported or why refused).
 CONSTRUCTS = (

@@ -151,6 +151,13 @@ def test_runtime_run_compiles_and_runs_a_program_and_a_jit_function():
     assert torch.equal(c2, a + b)
 
 
+def test_a_resident_tensor_is_a_device_tensor():
+    from pypto.runtime import DeviceTensor
+
+    with ChipWorker(RunConfig()) as worker:
+        assert isinstance(worker.alloc_tensor([4, 8], torch.float32), DeviceTensor)
+
+
 def test_alloc_tensor_init_uploads_the_initial_contents():
     a, b, c = _args()
     compiled = add.compile(a, b, c)

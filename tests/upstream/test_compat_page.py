@@ -9,6 +9,7 @@ import re
 import pytest
 
 import pypto.language as pl
+import pypto.runtime
 from pypto.tools import upstream_compat
 from pypto.tools.upstream_compat import ABSENT, NAMES, REFUSED, SUPPORTED
 
@@ -16,6 +17,8 @@ SNAPSHOT = upstream_compat.snapshot_root()
 
 
 def _resolve(name: str):
+    if name.startswith("pypto.runtime."):
+        return getattr(pypto.runtime, name.removeprefix("pypto.runtime."))
     return functools.reduce(getattr, name.removeprefix("pl.").split("."), pl)
 
 
@@ -42,6 +45,8 @@ def test_every_refusal_says_why():
 
 
 _NAME = re.compile(r"\bpl\.[A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*)*")
+_RUNTIME_NAME = re.compile(r"\bpypto\.runtime\.([A-Za-z_][A-Za-z_0-9]*)")
+_RUNTIME_IMPORT = re.compile(r"^\s*from pypto\.runtime import \(?([A-Za-z_0-9, ]+)", re.M)
 _CATALOG = re.compile(r"\]\[pypto\.language\.([A-Za-z_][A-Za-z_0-9.]*)\]")
 
 
@@ -51,6 +56,9 @@ def _snapshot_names() -> set[str]:
         text = path.read_text()
         names.update(_NAME.findall(text))
         names.update(f"pl.{n}" for n in _CATALOG.findall(text))
+        names.update(f"pypto.runtime.{n}" for n in _RUNTIME_NAME.findall(text))
+        names.update(f"pypto.runtime.{n.strip()}" for line in _RUNTIME_IMPORT.findall(text)
+                     for n in line.split(",") if n.strip())
     # Methods of dtypes and attributes of the module are not names of the language.
     return {n.removesuffix(".get_byte") for n in names if n != "pl.__all__"}
 
