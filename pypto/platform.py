@@ -199,6 +199,16 @@ def simulator_for(name: str) -> str:
                      f"platform of {platform.backend.name} for platform {name!r}")
 
 
+def simulator_of_backend(backend: str) -> str:
+    """The simulator platform of the backend called `backend` ("Ascend910B" -> "a2a3sim")."""
+    rules = build_rules_dir()
+    for name in _platform_names(rules):
+        platform = _load_platform(rules, name)
+        if platform.kind == "sim" and platform.backend.name == backend:
+            return name
+    raise ValueError(f"build_rules/ has no simulator of backend {backend!r}")
+
+
 def check_target(platform: str, backend_type: Any = None, strategy: Any = None) -> None:
     """Upstream PyPTO's compile arguments that name the target: `backend_type` (a
     `pypto.backend.BackendType` or its name) must be `platform`'s backend, and `strategy`

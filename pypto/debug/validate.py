@@ -78,13 +78,14 @@ def _close(actual, expected, rtol, atol) -> bool:
 
 def validate_pass_dumps(dump_dir, tensors, expected, *, rtol: float = 5e-2,
                         atol: float = 5e-2, out=print, backend=None) -> list[DumpResult]:
-    """Run every `NN_*.py` dump in `dump_dir` in order on copies of `tensors`; print
+    """Run every `NN_*.py` dump in `dump_dir` (or the one IR file it names) in order on
+    copies of `tensors`; print
     `max_abs_diff` per dump; raise AssertionError naming the first dump that leaves
     tolerance, with its IR diff against the previous dump.  `backend`: the target's facts
     (pypto.platform.Backend), which a program with cross-block barriers needs."""
     from ..language.parser import parse_program
 
-    files = pass_dumps(dump_dir)
+    files = [Path(dump_dir)] if Path(dump_dir).is_file() else pass_dumps(dump_dir)
     if not files:
         raise FileNotFoundError(f"no pass dumps in {dump_dir}: compile with dump_passes=True")
     results: list[DumpResult] = []
@@ -118,3 +119,15 @@ def _report(path: Path, text: str, previous, worst: float, rtol: float, atol: fl
     return (f"{path.name} is the first dump that leaves tolerance (max_abs_diff={worst:.3e}, "
             f"rtol={rtol:g}, atol={atol:g}); {prev_path.name} was within it. The pass that "
             f"produced {path.name} changed the program's meaning. IR diff:\n{diff}")
+
+
+def validate_pass_ir_codegen_results(path, tensors, expected, *, rtol: float = 5e-2,
+                                     atol: float = 5e-2) -> list[DumpResult]:
+    """Upstream's name: `validate_pass_dumps` of a pass dump directory or one IR file, for
+    the backend `pypto.backend.set_backend_type` configured (none: the target's facts are
+    not needed unless the program has cross-block barriers)."""
+    from ..backend import get_backend_type, is_backend_configured
+    from ..platform import get_backend
+
+    backend = get_backend(get_backend_type().name) if is_backend_configured() else None
+    return validate_pass_dumps(path, tensors, expected, rtol=rtol, atol=atol, backend=backend)

@@ -138,11 +138,24 @@ _REFUSED = {
 }
 
 
-# pypto.runtime's names (the runtime surface upstream's programs and guide import).
-_RUNTIME_SUPPORTED = ("BenchmarkStats", "ChipWorker", "DeviceTensor", "RegistrationHandle",
-                      "RunConfig", "TensorSpec", "benchmark", "run", "write_golden")
-_RUNTIME_REFUSED = {"distributed": ("DistributedWorker",)}
-_RUNTIME_ABSENT = {"distributed": ("distributed_runner",)}
+# Names of pypto's other modules that upstream's guide and programs use (`from pypto.runtime
+# import run`, `pypto.debug.torch_codegen`, `from pypto import ir`), dotted in full.
+_MODULE_SUPPORTED = (
+    "pypto.backend.BackendType", "pypto.backend.get_backend_type",
+    "pypto.backend.is_backend_configured", "pypto.backend.pto_backend",
+    "pypto.backend.pto_backend.PartialCodegenError", "pypto.backend.reset_for_testing",
+    "pypto.backend.set_backend_type", "pypto.debug.torch_codegen",
+    "pypto.debug.validate_pass_ir_codegen_results", "pypto.ir", "pypto.ir.Function",
+    "pypto.ir.PassDumpLevel", "pypto.ir.deserialize", "pypto.ir.distributed_compiled_program",
+    "pypto.ir.pass_manager", "pypto.ir.pass_manager.OptimizationStrategy",
+    "pypto.ir.pass_manager.PassManager", "pypto.ir.serialize", "pypto.runtime.BenchmarkStats",
+    "pypto.runtime.ChipWorker", "pypto.runtime.DeviceTensor", "pypto.runtime.RegistrationHandle",
+    "pypto.runtime.RunConfig", "pypto.runtime.TensorSpec", "pypto.runtime.benchmark",
+    "pypto.runtime.run", "pypto.runtime.write_golden")
+_MODULE_REFUSED = {"distributed": (
+    "pypto.ir.distributed_compiled_program.DistributedCompiledProgram",
+    "pypto.ir.distributed_compiled_program.DistributedConfig", "pypto.runtime.DistributedWorker")}
+_MODULE_ABSENT = {"distributed": ("pypto.runtime.distributed_runner",)}
 
 
 def _names() -> dict[str, tuple[str, str]]:
@@ -150,9 +163,9 @@ def _names() -> dict[str, tuple[str, str]]:
              _DTYPES_SUPPORTED + _OPS_SUPPORTED + _LANGUAGE_SUPPORTED}
     names.update({f"pl.tile.{n}": (SUPPORTED, "") for n in _TILE_SUPPORTED})
     names.update({f"pl.tensor.{n}": (SUPPORTED, "") for n in _TENSOR_SUPPORTED})
-    names.update({f"pypto.runtime.{n}": (SUPPORTED, "") for n in _RUNTIME_SUPPORTED})
+    names.update({n: (SUPPORTED, "") for n in _MODULE_SUPPORTED})
     for prefix, absent, refused in (("pl.", _ABSENT, _REFUSED),
-                                    ("pypto.runtime.", _RUNTIME_ABSENT, _RUNTIME_REFUSED)):
+                                    ("", _MODULE_ABSENT, _MODULE_REFUSED)):
         for status, groups in ((ABSENT, absent), (REFUSED, refused)):
             for why, members in groups.items():
                 names.update({f"{prefix}{n}": (status, WHY[why]) for n in members})
@@ -160,7 +173,8 @@ def _names() -> dict[str, tuple[str, str]]:
 
 
 NAMES = _names()
-"""`pl.` / `pypto.runtime.` name -> (status, why it is refused or absent)."""
+"""`pl.` name, or a dotted name of pypto's other modules -> (status, why it is refused or
+absent)."""
 
 # Constructs of upstream programs: (construct, status, how it is supported or why refused).
 CONSTRUCTS = (
