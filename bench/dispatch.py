@@ -7,6 +7,13 @@
    the whole run divided by the task count (submission through the orchestration's
    dispatch call, dependency inference, hand-off to a worker, the kernel call,
    completion) against one empty torch op call.  Target: ≤ 10 µs per task.
+3. `kernels.matmul_bias_piped` ([64, 64] x [64, 128] FP16 + bias, `pl.split(UP_DOWN)`: a
+   group of the cube and both vector lanes, run at once on threads, the matmul's value
+   crossing through the cross-core pipe's ring) against `kernels.matmul_bias`, the same
+   block without pl.split (the value through a scratch tensor in global memory, the units
+   one after the other): what the simulated pipe costs a call (no target yet: a group
+   task starts two threads for its vector lanes and hands each crossing between threads;
+   5x the memory path, about 210 µs more a call, when first measured).
 
 Both rows run on the scheduler the runtime picks (the native one; see
 docs/dependencies.md "Two schedulers"); the second row's note adds the per-task figure
@@ -63,6 +70,24 @@ def measure(settings: Settings) -> list[Row]:
                     met=per_task <= 10e-6,
                     note=f"whole run {total * 1e3:.0f} ms, default workers; Python "
                          f"scheduler {python_per_task * 1e6:.1f} µs per task"))
+    a, b = torch.randn(64, 64, dtype=torch.float16), torch.randn(64, 128, dtype=torch.float16)
+    bias, out = torch.randn(64, 128), torch.empty(64, 128)
+    kernels.matmul_bias_piped(a, b, bias, out)  # compile, load, remember
+    kernels.matmul_bias(a, b, bias, out)
+
+    def piped():
+        return kernels.matmul_bias_piped(a, b, bias, out)
+
+    def through_memory():
+        return kernels.matmul_bias(a, b, bias, out)
+
+    ours = median_time(piped, settings.runs, inner=calibrate(piped, 0.05))
+    peer = median_time(through_memory, settings.runs, inner=calibrate(through_memory, 0.05))
+    rows.append(Row("dispatch", "mixed block through the cross-core pipe (pl.split)", ours,
+                    peer, "the same block through global memory",
+                    note="[64, 64] x [64, 128] FP16 + bias; the simulator starts the two "
+                         "vector lanes' threads for each group task and hands every crossing "
+                         "between threads (pto/pipe.hpp)"))
     return rows
 
 

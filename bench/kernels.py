@@ -17,6 +17,26 @@ def add(a: pl.Tensor, b: pl.Tensor, out: pl.Out[pl.Tensor]):
     return out
 
 
+@pl.jit
+def matmul_bias(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """out = a @ b + bias in one mixed block: the matmul's value crosses to the vector work
+    through a scratch tensor in global memory, the cube side first."""
+    with pl.at(level=pl.Level.CORE_GROUP):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    return out
+
+
+@pl.jit
+def matmul_bias_piped(a: pl.Tensor, b: pl.Tensor, bias: pl.Tensor, out: pl.Out[pl.Tensor]):
+    """The same block as upstream's mixed kernel: pl.split makes it a group of the cube and
+    the two vector lanes, run at once, the value crossing through the cross-core pipe."""
+    with pl.at(level=pl.Level.CORE_GROUP, optimizations=[pl.split(pl.SplitMode.UP_DOWN)]):
+        acc = pl.matmul(a, b, out_dtype=pl.FP32)
+        out[:] = pl.add(acc, bias)
+    return out
+
+
 BLOCKS = 8
 
 
