@@ -13,7 +13,7 @@
    block without pl.split (the value through a scratch tensor in global memory, the units
    one after the other): what the simulated pipe costs a call (no target yet: a group
    task starts two threads for its vector lanes and hands each crossing between threads;
-   5x the memory path, about 210 µs more a call, when first measured).
+   3.7x to 5x the memory path, 135 to 210 µs more a call, in the first two runs).
 
 Both rows run on the scheduler the runtime picks (the native one; see
 docs/dependencies.md "Two schedulers"); the second row's note adds the per-task figure
