@@ -32,7 +32,7 @@ from .passes import (
 )
 from .passes.diagnostics import DiagnosticsInstrument
 from .passes.verifier import VerificationInstrument
-from .platform import Platform, get_platform
+from .platform import Platform, get_platform, simulator_of_backend
 
 if TYPE_CHECKING:
     from .codegen.sources import GeneratedSources
@@ -64,6 +64,14 @@ class Lowered:
 def lower(program: Program, platform: Platform) -> Program:
     """The program after the default pipeline for the platform's backend."""
     return run_pipeline(program, platform, CompileOptions(platform=platform.name)).program
+
+
+def lower_for_configured_backend(program: Program) -> Program:
+    """`lower` for the simulator of the backend `pypto.backend.set_backend_type` configured
+    (upstream's `PassManager.get_strategy(...).run_passes(program)`)."""
+    from .backend import get_backend_type
+
+    return lower(program, get_platform(simulator_of_backend(get_backend_type().name)))
 
 
 def run_pipeline(program: Program, platform: Platform, opts: CompileOptions,

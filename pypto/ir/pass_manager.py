@@ -35,11 +35,9 @@ class PassManager:
     def run_passes(self, program):
         """`program` (an ir.Program) lowered by the pipeline for the configured backend (its
         simulator's platform: the same passes and facts as the device's)."""
-        from pypto.backend import get_backend_type
-        from pypto.compiler import lower
-        from pypto.platform import get_platform, simulator_of_backend
+        from pypto.compiler import lower_for_configured_backend
 
-        return lower(program, get_platform(simulator_of_backend(get_backend_type().name)))
+        return lower_for_configured_backend(program)
 
 
 __all__ = ["OptimizationStrategy", "PassManager"]

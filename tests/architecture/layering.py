@@ -83,9 +83,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         "codegen": "ir resources passes",
         "toolchain": "filesystem pypto ir platform resources records sim codegen runtime",
         "index": "filesystem toolchain",
-        "debug": "ir golden frontend passes codegen",
-        "compiler": "filesystem ir platform resources runtime frontend passes codegen "
-                    "toolchain index debug",
+        "debug": "ir platform backend golden frontend passes codegen",
+        "compiler": "filesystem ir platform resources backend runtime frontend passes "
+                    "codegen toolchain index debug",
         "pl": "ir platform runtime frontend compiler",
         "spec": "filesystem pypto ir platform resources records golden_format golden runtime "
                 "toolchain index compiler",
@@ -104,6 +104,8 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "upstream's public `ir.compile`: a lazy facade onto the compile layer",
     ("pypto.ir", "pypto.compiled"):
         "upstream's public `ir.CompiledProgram`: a lazy facade onto the compile layer",
+    ("pypto.ir.pass_manager", "pypto.compiler"):
+        "upstream's public `PassManager.run_passes`: a lazy facade onto the compile layer",
     ("pypto.ir", "pypto.language.parser"):
         "upstream's public `ir.deserialize`: a lazy facade onto the parser",
     ("pypto", "pypto.scons.tool"):
