@@ -190,23 +190,27 @@ def simulator_for(name: str) -> str:
     platform = get_platform(name)
     if platform.kind in (kind, "sim"):
         return name
-    rules = build_rules_dir()
-    for other in _platform_names(rules):
-        candidate = _load_platform(rules, other)
-        if candidate.kind == kind and candidate.backend.name == platform.backend.name:
-            return other
-    raise ValueError(f"{SIMULATE_DEVICE_ENV} is {value!r}, but build_rules/ has no {kind} "
-                     f"platform of {platform.backend.name} for platform {name!r}")
+    other = _platform_of(kind, platform.backend.name)
+    if other is None:
+        raise ValueError(f"{SIMULATE_DEVICE_ENV} is {value!r}, but build_rules/ has no {kind} "
+                         f"platform of {platform.backend.name} for platform {name!r}")
+    return other
 
 
 def simulator_of_backend(backend: str) -> str:
     """The simulator platform of the backend called `backend` ("Ascend910B" -> "a2a3sim")."""
+    name = _platform_of("sim", backend)
+    if name is None:
+        raise ValueError(f"build_rules/ has no simulator of backend {backend!r}")
+    return name
+
+
+def _platform_of(kind: str, backend: str) -> str | None:
+    """The first platform (by name) of `kind` ("sim", "cpu_model", ...) and `backend`."""
     rules = build_rules_dir()
-    for name in _platform_names(rules):
-        platform = _load_platform(rules, name)
-        if platform.kind == "sim" and platform.backend.name == backend:
-            return name
-    raise ValueError(f"build_rules/ has no simulator of backend {backend!r}")
+    return next((name for name in _platform_names(rules)
+                 if (p := _load_platform(rules, name)).kind == kind
+                 and p.backend.name == backend), None)
 
 
 def check_target(platform: str, backend_type: Any = None, strategy: Any = None) -> None:
@@ -427,13 +431,9 @@ def _missing_compiler_message(platform: Platform, looked: list[str]) -> str:
         f"platform {platform.name!r} needs the compiler {settings.cxx!r}, which was not found; "
         f"looked at: {', '.join(looked)}. To fix: {'; or '.join(remedy)}."
     )
-    sims = [
-        name
-        for name in platform_names()
-        if get_platform(name).is_sim and get_platform(name).backend.name == platform.backend.name
-    ]
-    if platform.kind == "device" and sims:
-        message += f" Or use platform={sims[0]!r} to run on the host simulator."
+    sim = _platform_of("sim", platform.backend.name)
+    if platform.kind == "device" and sim is not None:
+        message += f" Or use platform={sim!r} to run on the host simulator."
     return message
 
 
