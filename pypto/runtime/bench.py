@@ -314,8 +314,8 @@ def benchmark(compiled: Any, args: Sequence[Any], rounds: int = 100, warmup: int
             took = time.perf_counter_ns() - start
             span = TraceSpan(pid, threading.get_native_id(), launch, hid, 0, "run", start, took)
             stats.invocations.append(TraceInvocation(pid, launch, hid, [span]))
-            stats.host_wall_us.append(took / 1000.0)
-            stats.device_wall_us.append(0.0)
+    stats.host_wall_us = [inv.host_wall_us for inv in stats.invocations]
+    stats.device_wall_us = [inv.device_wall_us for inv in stats.invocations]  # no device spans
     return stats
 
 

@@ -130,13 +130,12 @@ class RunConfig:
                 or self._harness_warned or IN_HARNESS.get():
             return  # the warm path of a JIT call: three reads
         asked = [n for n in HARNESS_ARGUMENTS if getattr(self, n) not in (False, None)]
-        if asked:
-            self._harness_warned = True
-            warnings.warn(PyptoWarning(
-                f"{self.where}: RunConfig({', '.join(f'{n}=' for n in asked)}...) is read by "
-                "pypto.runtime.run() only, as upstream's; this call dispatches the program "
-                "and leaves them unread (compiled.output_dir is where the artifact is; "
-                "kernel.compile(...) builds without running)"), stacklevel=2)
+        self._harness_warned = True
+        warnings.warn(PyptoWarning(
+            f"{self.where}: RunConfig({', '.join(f'{n}=' for n in asked)}...) is read by "
+            "pypto.runtime.run() only, as upstream's; this call dispatches the program "
+            "and leaves them unread (compiled.output_dir is where the artifact is; "
+            "kernel.compile(...) builds without running)"), stacklevel=2)
 
     @property
     def sizes_rings(self) -> bool:
