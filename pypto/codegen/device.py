@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from ..ir.dtypes import DataType
 from ..ir.errors import InternalError, LoweringError
 from ..ir.layout import tile_footprint, tile_layout
-from ..ir.names import fresh_name
+from ..ir.names import claim_name
 from ..ir.nodes import Assign, Call, Const, ExprList, ExprStmt, For, Function, If, Var, While
 from ..ir.ops import get_op
 from ..ir.ops.cross_core import BUFFER_OPS, FREE_OPS, INIT_OPS, POP_OPS, PUSH_OPS
@@ -244,9 +244,7 @@ class _DeviceKernelBuilder:
     # -- names and tiles
 
     def _fresh(self, base: str) -> str:
-        name = fresh_name(base, self.names)
-        self.names.add(name)
-        return name
+        return claim_name(base, self.names)
 
     def tile(self, var: Var) -> _Tile:
         t = var.type

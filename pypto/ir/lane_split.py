@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import InternalError, ParseError, PyptoError, Span
-from .names import fresh_name
+from .names import claim_name
 from .nodes import (
     Assign,
     Call,
@@ -360,7 +360,7 @@ def split_kernel(fn: Function, regions: list[Region], taken: set[str], *,
             body += (Return(values, fn.span),)
         read = uses(body)
         params = tuple(p for p in fn.params if p.var.name in read)
-        name = _fresh(f"{fn.name}_{level.name.lower()}", taken)
+        name = claim_name(f"{fn.name}_{level.name.lower()}", taken)
         sides.append(Function(name, params, tuple(v.type for v in values), body,
                               FunctionType.InCore, fn.span,
                               attrs=tuple(sorted((("level", level), *attrs),
@@ -405,8 +405,3 @@ def _first_crossing(regions: list[Region]) -> Span | None:
     spans = [s for _, _, s in first.shards + first.gathers if s is not None]
     return spans[0] if spans else None
 
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name = fresh_name(base, taken)
-    taken.add(name)
-    return name

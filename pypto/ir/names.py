@@ -17,3 +17,10 @@ def fresh_name(base: str, taken: Container[str], first: int | None = None) -> st
     while f"{base}_{n}" in taken:
         n += 1
     return f"{base}_{n}"
+
+
+def claim_name(base: str, taken: set[str], first: int | None = None) -> str:
+    """`fresh_name(base, taken, first)`, added to `taken` so that it is handed out once."""
+    name = fresh_name(base, taken, first)
+    taken.add(name)
+    return name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ir.names import fresh_name
+from ..ir.names import claim_name
 from ..ir.visitor import defs, uses
 
 
@@ -13,6 +13,4 @@ class NameSupply:
         self.taken = set(defs(fn.body)) | set(uses(fn.body)) | {p.var.name for p in fn.params}
 
     def fresh(self, base: str) -> str:
-        name = fresh_name(base, self.taken, first=0)
-        self.taken.add(name)
-        return name
+        return claim_name(base, self.taken, first=0)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..ir.errors import LoweringError
-from ..ir.names import fresh_name
+from ..ir.names import claim_name
 from ..ir.nodes import (
     Assign,
     AtScope,
@@ -315,9 +315,7 @@ class _Outliner(IRMutator):
 
     def _fresh_name(self, base: str) -> str:
         """`base`, or `base_<n>` when that is taken in the function."""
-        name = fresh_name(base, self.names)
-        self.names.add(name)
-        return name
+        return claim_name(base, self.names)
 
     @staticmethod
     def _final_var(body, name: str) -> Var:
